@@ -1,0 +1,83 @@
+// convert.cc - Python object <-> Tensor/attribute conversions.
+#include "convert.h"
+
+#include <nanobind/stl/string.h>
+
+#include "runtime/eager.h"
+
+namespace kiln::bind {
+
+namespace {
+nb::handle g_tensor_class;
+}
+
+void SetTensorClass(nb::handle cls) { g_tensor_class = cls.inc_ref(); }
+
+nb::object Wrap(Tensor t) {
+  nb::handle cls = g_tensor_class.is_valid() ? g_tensor_class : nb::type<Tensor>();
+  nb::object obj = nb::inst_alloc(cls);
+  new (nb::inst_ptr<Tensor>(obj)) Tensor(std::move(t));
+  nb::inst_mark_ready(obj);
+  return obj;
+}
+
+nb::object WrapOutputs(std::vector<Tensor> outputs) {
+  if (outputs.size() == 1) return Wrap(std::move(outputs[0]));
+  nb::list items;
+  for (auto& t : outputs) items.append(Wrap(std::move(t)));
+  return nb::tuple(items);
+}
+
+bool ToOperand(nb::handle h, Tensor* out) {
+  if (nb::isinstance<Tensor>(h)) {
+    *out = nb::cast<const Tensor&>(h);
+    return true;
+  }
+  if (h.is_none()) {
+    *out = Tensor();
+    return true;
+  }
+  if (PyBool_Check(h.ptr())) {
+    *out = ScalarTensor(h.ptr() == Py_True ? 1.0 : 0.0, DType::Bool);
+    return true;
+  }
+  if (PyLong_Check(h.ptr())) {
+    int overflow = 0;
+    long long value = PyLong_AsLongLongAndOverflow(h.ptr(), &overflow);
+    if (overflow != 0) throw nb::value_error("Python int is too large for an int64 tensor");
+    Tensor t = Tensor::Empty({}, DType::Int64);
+    *t.data<int64_t>() = value;
+    t.impl()->wrapped_number = true;
+    *out = t;
+    return true;
+  }
+  if (PyFloat_Check(h.ptr())) {
+    *out = ScalarTensor(PyFloat_AsDouble(h.ptr()), DType::Float64);
+    return true;
+  }
+  return false;
+}
+
+AttrValue ToAttr(nb::handle h) {
+  if (h.is_none()) return std::monostate{};
+  if (PyBool_Check(h.ptr())) return h.ptr() == Py_True;
+  if (PyLong_Check(h.ptr())) return nb::cast<int64_t>(h);
+  if (PyFloat_Check(h.ptr())) return nb::cast<double>(h);
+  if (nb::isinstance<nb::str>(h)) return nb::cast<std::string>(h);
+  if (nb::isinstance<DType>(h)) return nb::cast<DType>(h);
+  if (nb::isinstance<nb::tuple>(h) || nb::isinstance<nb::list>(h)) return ToShape(h);
+  throw nb::type_error(("unsupported attribute value of type " +
+                        nb::cast<std::string>(nb::str(h.type()))).c_str());
+}
+
+Shape ToShape(nb::handle h) {
+  Shape shape;
+  for (nb::handle item : h) {
+    if (!PyLong_Check(item.ptr()) || PyBool_Check(item.ptr()))
+      throw nb::type_error("expected a tuple of ints");
+    shape.push_back(nb::cast<int64_t>(item));
+  }
+  return shape;
+}
+
+}  // namespace kiln::bind

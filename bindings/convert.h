@@ -1,0 +1,26 @@
+// convert.h - conversions between Python objects and core values, shared by the binding files.
+#pragma once
+
+#include <nanobind/nanobind.h>
+
+#include "core/tensor.h"
+#include "ops/registry.h"
+
+namespace kiln::bind {
+
+namespace nb = nanobind;
+
+// Registers kiln.Tensor (the Python subclass) as the type C++ results are returned as.
+void SetTensorClass(nb::handle cls);
+// A new kiln.Tensor instance owning `t`.
+nb::object Wrap(Tensor t);
+// Wraps one output as a Tensor and several as a tuple.
+nb::object WrapOutputs(std::vector<Tensor> outputs);
+
+// A Tensor from a Tensor, a Python bool/int/float (weakly typed 0-d) or None (undefined).
+// Returns false for anything else, so operators can answer NotImplemented.
+bool ToOperand(nb::handle h, Tensor* out);
+AttrValue ToAttr(nb::handle h);
+Shape ToShape(nb::handle h);
+
+}  // namespace kiln::bind

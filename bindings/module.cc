@@ -1,0 +1,109 @@
+// module.cc - the kiln._C extension module: error mapping, dtypes, op calls and runtime knobs.
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include "convert.h"
+#include "core/allocator.h"
+#include "core/error.h"
+#include "core/parallel.h"
+#include "runtime/eager.h"
+
+namespace kiln::bind {
+
+void BindTensor(nb::module_& m);
+
+namespace {
+
+void TranslateErrors(const std::exception_ptr& p, void*) {
+  try {
+    std::rethrow_exception(p);
+  } catch (const Error& e) {
+    PyObject* type = PyExc_RuntimeError;
+    switch (e.kind()) {
+      case ErrorKind::Value: type = PyExc_ValueError; break;
+      case ErrorKind::Type: type = PyExc_TypeError; break;
+      case ErrorKind::Index: type = PyExc_IndexError; break;
+      case ErrorKind::NotImplemented: type = PyExc_NotImplementedError; break;
+      case ErrorKind::Runtime: type = PyExc_RuntimeError; break;
+    }
+    PyErr_SetString(type, e.what());
+  }
+}
+
+// _C.call(kind, inputs, attrs): runs one registry op eagerly.
+nb::object Call(int kind, nb::sequence inputs, nb::sequence attrs) {
+  std::vector<Tensor> tensors;
+  for (nb::handle h : inputs) {
+    Tensor t;
+    if (!ToOperand(h, &t)) {
+      throw nb::type_error((std::string(OpName(static_cast<OpKind>(kind))) +
+                            ": expected a Tensor or a number, got " +
+                            nb::cast<std::string>(nb::str(h.type()))).c_str());
+    }
+    tensors.push_back(std::move(t));
+  }
+  Attrs values;
+  for (nb::handle h : attrs) values.push_back(ToAttr(h));
+  return WrapOutputs(CallOp(static_cast<OpKind>(kind), std::move(tensors), std::move(values)));
+}
+
+nb::dict OpSchema(int kind) {
+  const OpDef& def = GetOpDef(static_cast<OpKind>(kind));
+  nb::dict d;
+  d["name"] = def.name;
+  nb::list inputs, attrs;
+  for (const char* name : def.inputs) inputs.append(name);
+  for (const auto& spec : def.attrs)
+    attrs.append(nb::make_tuple(spec.name, AttrToString(spec.default_value)));
+  d["inputs"] = inputs;
+  d["attrs"] = attrs;
+  d["has_infer"] = def.infer != nullptr;
+  d["has_kernel"] = def.kernel != nullptr;
+  d["is_view"] = def.is_view;
+  d["mutates"] = def.mutated_inputs;
+  return d;
+}
+
+}  // namespace
+
+void InitModule(nb::module_& m) {
+  m.doc() = "kiln's C++ engine";
+  nb::register_exception_translator(&TranslateErrors);
+
+  nb::enum_<DType> dtype(m, "DType");
+#define KILN_BIND_DTYPE(e, t, n) dtype.value(n, DType::e);
+  KILN_FORALL_DTYPES(KILN_BIND_DTYPE)
+#undef KILN_BIND_DTYPE
+  m.def("itemsize", &ItemSize);
+  m.def("promote_types", &PromoteTypes);
+  m.def("promote_with_scalar", &PromoteWithScalar);
+
+  BindTensor(m);
+  m.def("_set_tensor_class", &SetTensorClass);
+
+  m.def("call", &Call, nb::arg("kind"), nb::arg("inputs"), nb::arg("attrs"));
+  m.def("op_names", [] {
+    std::vector<std::string> names;
+    for (int i = 0; i < kNumOps; ++i) names.push_back(OpName(static_cast<OpKind>(i)));
+    return names;
+  });
+  m.def("is_registered", [](int kind) { return IsRegistered(static_cast<OpKind>(kind)); });
+  m.def("op_schema", &OpSchema);
+
+  m.def("get_num_threads", &GetNumThreads);
+  m.def("set_num_threads", &SetNumThreads);
+  m.def("empty_cache", &EmptyCache);
+  m.def("allocator_stats", [] {
+    AllocatorStats s = GetAllocatorStats();
+    nb::dict d;
+    d["allocated_bytes"] = s.allocated_bytes;
+    d["cached_bytes"] = s.cached_bytes;
+    d["peak_allocated_bytes"] = s.peak_allocated_bytes;
+    d["system_allocations"] = s.system_allocations;
+    return d;
+  });
+}
+
+}  // namespace kiln::bind
+
+NB_MODULE(_C, m) { kiln::bind::InitModule(m); }

@@ -1,0 +1,170 @@
+// tensor.cc - the TensorBase class: metadata, NumPy exchange, views and Python operators.
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/vector.h>
+
+#include "convert.h"
+#include "runtime/eager.h"
+
+namespace kiln::bind {
+
+namespace {
+
+nb::dlpack::dtype ToDlpack(DType d) {
+  using Code = nb::dlpack::dtype_code;
+  auto make = [](Code code, int bits) {
+    return nb::dlpack::dtype{static_cast<uint8_t>(code), static_cast<uint8_t>(bits), 1};
+  };
+  switch (d) {
+    case DType::Bool: return make(Code::Bool, 8);
+    case DType::UInt8: return make(Code::UInt, 8);
+    case DType::Int8: return make(Code::Int, 8);
+    case DType::Int16: return make(Code::Int, 16);
+    case DType::Int32: return make(Code::Int, 32);
+    case DType::Int64: return make(Code::Int, 64);
+    case DType::Float16: return make(Code::Float, 16);
+    case DType::BFloat16: return make(Code::Bfloat, 16);
+    case DType::Float32: return make(Code::Float, 32);
+    case DType::Float64: return make(Code::Float, 64);
+  }
+  return make(Code::Float, 32);
+}
+
+DType FromDlpack(nb::dlpack::dtype d) {
+  using Code = nb::dlpack::dtype_code;
+  auto code = static_cast<Code>(d.code);
+  if (d.lanes == 1) {
+    if (code == Code::Bool) return DType::Bool;
+    if (code == Code::UInt && d.bits == 8) return DType::UInt8;
+    if (code == Code::Int && d.bits == 8) return DType::Int8;
+    if (code == Code::Int && d.bits == 16) return DType::Int16;
+    if (code == Code::Int && d.bits == 32) return DType::Int32;
+    if (code == Code::Int && d.bits == 64) return DType::Int64;
+    if (code == Code::Float && d.bits == 16) return DType::Float16;
+    if (code == Code::Bfloat && d.bits == 16) return DType::BFloat16;
+    if (code == Code::Float && d.bits == 32) return DType::Float32;
+    if (code == Code::Float && d.bits == 64) return DType::Float64;
+  }
+  throw nb::type_error("Tensor: unsupported array element type");
+}
+
+// Shares the array's memory; the array stays alive while any view of it does.
+void InitFromArray(Tensor* self, nb::ndarray<nb::ro, nb::device::cpu> array) {
+  DType dtype = FromDlpack(array.dtype());
+  Shape shape(array.ndim()), strides(array.ndim());
+  int64_t extent = 1;
+  for (size_t i = 0; i < array.ndim(); ++i) {
+    shape[i] = array.shape(i);
+    strides[i] = array.stride(i);
+    if (strides[i] < 0) throw nb::value_error("Tensor: negative strides need a copy first");
+    if (shape[i] == 0) extent = 0;
+    if (extent) extent += (shape[i] - 1) * strides[i];
+  }
+  // The ndarray handle keeps the NumPy array alive; it is dropped with the GIL held.
+  auto* keep = new nb::ndarray<nb::ro, nb::device::cpu>(array);
+  auto storage = Storage::Borrow(const_cast<void*>(array.data()), extent * ItemSize(dtype), [keep] {
+    nb::gil_scoped_acquire gil;
+    delete keep;
+  });
+  new (self) Tensor(Tensor::FromStorage(std::move(storage), shape, strides, 0, dtype));
+}
+
+// A NumPy array over the tensor's own memory (no copy); bfloat16 has no NumPy type.
+nb::object ToNumpy(const Tensor& t) {
+  if (t.dtype() == DType::BFloat16)
+    throw nb::type_error("asnumpy: NumPy has no bfloat16; cast to float32 first");
+  auto* keep = new std::shared_ptr<Storage>(t.storage());
+  nb::capsule owner(keep, [](void* p) noexcept { delete static_cast<std::shared_ptr<Storage>*>(p); });
+  std::vector<size_t> shape(t.shape().begin(), t.shape().end());
+  std::vector<int64_t> strides(t.strides().begin(), t.strides().end());
+  nb::ndarray<nb::numpy> array(t.raw_data(), t.ndim(), shape.data(), owner, strides.data(),
+                               ToDlpack(t.dtype()), nb::device::cpu::value);
+  return nb::cast(array, nb::rv_policy::reference);
+}
+
+// Binary operator: Tensor op (Tensor | scalar), reflected when `swap`; NotImplemented otherwise.
+template <OpKind kKind, bool kSwap>
+nb::object BinaryOperator(const Tensor& self, nb::handle other) {
+  Tensor rhs;
+  if (!ToOperand(other, &rhs) || !rhs.defined()) return nb::borrow(Py_NotImplemented);
+  if constexpr (kSwap) return Wrap(CallOp1(kKind, {rhs, self}));
+  return Wrap(CallOp1(kKind, {self, rhs}));
+}
+
+template <OpKind kKind>
+nb::object UnaryOperator(const Tensor& self) {
+  return Wrap(CallOp1(kKind, {self}));
+}
+
+nb::object Invert(const Tensor& self) {
+  if (self.dtype() != DType::Bool)
+    throw nb::type_error("~ is defined for bool tensors only; use ops.logical_not or -x");
+  return Wrap(CallOp1(OpKind::LogicalNot, {self}));
+}
+
+// &, |, ^ on bool tensors (logical); other dtypes are not supported.
+template <OpKind kKind, bool kSwap>
+nb::object LogicalOperator(const Tensor& self, nb::handle other) {
+  Tensor rhs;
+  if (!ToOperand(other, &rhs) || !rhs.defined()) return nb::borrow(Py_NotImplemented);
+  if (self.dtype() != DType::Bool || rhs.dtype() != DType::Bool)
+    throw nb::type_error("&, | and ^ are defined for bool tensors only");
+  if constexpr (kSwap) return Wrap(CallOp1(kKind, {rhs, self}));
+  return Wrap(CallOp1(kKind, {self, rhs}));
+}
+
+}  // namespace
+
+void BindTensor(nb::module_& m) {
+  nb::class_<Tensor>(m, "TensorBase")
+      .def("__init__", [](Tensor* self, const Tensor& other) {
+        new (self) Tensor(other.AsStrided(other.shape(), other.strides(), other.offset()));
+      })
+      .def("__init__", &InitFromArray, nb::arg("array"))
+      .def_prop_ro("_shape", [](const Tensor& t) { return nb::tuple(nb::cast(t.shape())); })
+      .def_prop_ro("_strides", [](const Tensor& t) { return t.strides(); })
+      .def_prop_ro("_offset", &Tensor::offset)
+      .def_prop_ro("_dtype", &Tensor::dtype)
+      .def_prop_ro("ndim", &Tensor::ndim)
+      .def_prop_ro("size", &Tensor::numel)
+      .def_prop_ro("_version", [](const Tensor& t) { return t.impl()->version; })
+      .def_prop_ro("_data_ptr", [](const Tensor& t) { return reinterpret_cast<uintptr_t>(t.raw_data()); })
+      .def("is_contiguous", &Tensor::is_contiguous)
+      .def("_shares_storage", &Tensor::same_storage)
+      .def("_numpy", &ToNumpy)
+      .def("contiguous", [](const Tensor& t) { return Wrap(t.Contiguous()); })
+      .def("_clone", [](const Tensor& t) { return Wrap(t.Clone()); })
+      .def("__add__", &BinaryOperator<OpKind::Add, false>)
+      .def("__radd__", &BinaryOperator<OpKind::Add, true>)
+      .def("__sub__", &BinaryOperator<OpKind::Sub, false>)
+      .def("__rsub__", &BinaryOperator<OpKind::Sub, true>)
+      .def("__mul__", &BinaryOperator<OpKind::Mul, false>)
+      .def("__rmul__", &BinaryOperator<OpKind::Mul, true>)
+      .def("__truediv__", &BinaryOperator<OpKind::Div, false>)
+      .def("__rtruediv__", &BinaryOperator<OpKind::Div, true>)
+      .def("__floordiv__", &BinaryOperator<OpKind::FloorDiv, false>)
+      .def("__rfloordiv__", &BinaryOperator<OpKind::FloorDiv, true>)
+      .def("__mod__", &BinaryOperator<OpKind::Mod, false>)
+      .def("__rmod__", &BinaryOperator<OpKind::Mod, true>)
+      .def("__pow__", &BinaryOperator<OpKind::Pow, false>)
+      .def("__rpow__", &BinaryOperator<OpKind::Pow, true>)
+      .def("__matmul__", &BinaryOperator<OpKind::MatMul, false>)
+      .def("__rmatmul__", &BinaryOperator<OpKind::MatMul, true>)
+      .def("__eq__", &BinaryOperator<OpKind::Equal, false>)
+      .def("__ne__", &BinaryOperator<OpKind::NotEqual, false>)
+      .def("__lt__", &BinaryOperator<OpKind::Less, false>)
+      .def("__le__", &BinaryOperator<OpKind::LessEqual, false>)
+      .def("__gt__", &BinaryOperator<OpKind::Greater, false>)
+      .def("__ge__", &BinaryOperator<OpKind::GreaterEqual, false>)
+      .def("__and__", &LogicalOperator<OpKind::LogicalAnd, false>)
+      .def("__rand__", &LogicalOperator<OpKind::LogicalAnd, true>)
+      .def("__or__", &LogicalOperator<OpKind::LogicalOr, false>)
+      .def("__ror__", &LogicalOperator<OpKind::LogicalOr, true>)
+      .def("__xor__", &LogicalOperator<OpKind::LogicalXor, false>)
+      .def("__rxor__", &LogicalOperator<OpKind::LogicalXor, true>)
+      .def("__neg__", &UnaryOperator<OpKind::Neg>)
+      .def("__abs__", &UnaryOperator<OpKind::Abs>)
+      .def("__invert__", &Invert)
+      .def("__hash__", [](nb::handle self) { return reinterpret_cast<intptr_t>(self.ptr()); });
+}
+
+}  // namespace kiln::bind

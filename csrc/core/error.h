@@ -1,0 +1,46 @@
+// error.h - the exception types the core throws; bindings map each to the Python exception.
+#pragma once
+
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace kiln {
+
+enum class ErrorKind { Value, Type, Index, Runtime, NotImplemented };
+
+class Error : public std::runtime_error {
+ public:
+  Error(ErrorKind kind, const std::string& message) : std::runtime_error(message), kind_(kind) {}
+  ErrorKind kind() const { return kind_; }
+
+ private:
+  ErrorKind kind_;
+};
+
+namespace detail {
+inline void AppendAll(std::ostringstream&) {}
+template <typename T, typename... Rest>
+void AppendAll(std::ostringstream& out, const T& first, const Rest&... rest) {
+  out << first;
+  AppendAll(out, rest...);
+}
+}  // namespace detail
+
+template <typename... Args>
+[[noreturn]] void Throw(ErrorKind kind, const Args&... args) {
+  std::ostringstream out;
+  detail::AppendAll(out, args...);
+  throw Error(kind, out.str());
+}
+
+// Formats a shape as (2, 3) the way NumPy prints it.
+std::string ShapeStr(const std::vector<int64_t>& shape);
+
+}  // namespace kiln
+
+#define KILN_CHECK(cond, kind, ...) \
+  do {                              \
+    if (!(cond)) ::kiln::Throw(::kiln::ErrorKind::kind, __VA_ARGS__); \
+  } while (0)

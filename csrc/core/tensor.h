@@ -1,0 +1,116 @@
+// tensor.h - Storage (shared bytes) and Tensor (a strided view of a Storage with a dtype).
+//
+// A Tensor is a cheap handle: copying it shares the TensorImpl. Views (permute, slice, expand,
+// squeeze, reshape where the layout allows) make a new TensorImpl over the same Storage.
+// Strides and offsets count elements, not bytes; strides may be zero (broadcast) but never
+// negative.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "core/dtype.h"
+
+namespace kiln {
+
+using Shape = std::vector<int64_t>;
+
+int64_t NumElements(const Shape& shape);
+Shape ContiguousStrides(const Shape& shape);
+// Wraps a possibly negative axis into [0, ndim); throws IndexError naming `op` when out of range.
+int64_t NormalizeAxis(int64_t axis, int64_t ndim, const char* op);
+
+class Storage {
+ public:
+  // Memory from the caching allocator, 64-byte aligned.
+  static std::shared_ptr<Storage> Allocate(size_t nbytes);
+  // Memory owned by someone else (a NumPy array); `release` runs when the last view dies.
+  static std::shared_ptr<Storage> Borrow(void* data, size_t nbytes, std::function<void()> release);
+  ~Storage();
+  Storage(const Storage&) = delete;
+  Storage& operator=(const Storage&) = delete;
+
+  void* data() const { return data_; }
+  size_t nbytes() const { return nbytes_; }
+
+ private:
+  Storage() = default;
+  void* data_ = nullptr;
+  size_t nbytes_ = 0;
+  size_t rounded_size_ = 0;          // nonzero when owned by the caching allocator
+  std::function<void()> release_;    // set when borrowed
+};
+
+struct AutogradMeta;  // defined by the autodiff layer; null for tensors outside any tape
+
+struct TensorImpl {
+  std::shared_ptr<Storage> storage;
+  Shape shape;
+  Shape strides;
+  int64_t offset = 0;
+  DType dtype = DType::Float32;
+  // A Python scalar turned into a 0-d tensor: it takes part in promotion by category only.
+  bool wrapped_number = false;
+  std::shared_ptr<AutogradMeta> autograd;
+  uint64_t version = 0;  // bumped by in-place writes, so saved tensors can detect them
+};
+
+class Tensor {
+ public:
+  Tensor() = default;
+  explicit Tensor(std::shared_ptr<TensorImpl> impl) : impl_(std::move(impl)) {}
+
+  static Tensor Empty(const Shape& shape, DType dtype);
+  static Tensor FromStorage(std::shared_ptr<Storage> storage, const Shape& shape,
+                            const Shape& strides, int64_t offset, DType dtype);
+
+  bool defined() const { return impl_ != nullptr; }
+  TensorImpl* impl() const { return impl_.get(); }
+  const std::shared_ptr<TensorImpl>& impl_ptr() const { return impl_; }
+  const Shape& shape() const { return impl_->shape; }
+  const Shape& strides() const { return impl_->strides; }
+  int64_t offset() const { return impl_->offset; }
+  DType dtype() const { return impl_->dtype; }
+  int64_t ndim() const { return static_cast<int64_t>(impl_->shape.size()); }
+  int64_t numel() const { return NumElements(impl_->shape); }
+  int64_t dim(int64_t i) const { return impl_->shape[i]; }
+  size_t itemsize() const { return ItemSize(impl_->dtype); }
+  const std::shared_ptr<Storage>& storage() const { return impl_->storage; }
+  bool is_contiguous() const;
+  bool same_storage(const Tensor& other) const { return storage() == other.storage(); }
+
+  void* raw_data() const {
+    return static_cast<char*>(impl_->storage->data()) + impl_->offset * itemsize();
+  }
+  template <typename T>
+  T* data() const {
+    return static_cast<T*>(raw_data());
+  }
+
+  // Views: no data is copied.
+  Tensor AsStrided(const Shape& shape, const Shape& strides, int64_t offset) const;
+  Tensor Permute(const std::vector<int64_t>& perm) const;
+  Tensor Slice(int64_t axis, int64_t start, int64_t stop, int64_t step) const;
+  Tensor Select(int64_t axis, int64_t index) const;  // drops `axis`
+  Tensor Expand(const Shape& shape) const;
+  Tensor Unsqueeze(int64_t axis) const;
+  Tensor Squeeze(const std::vector<int64_t>& axes) const;
+  // A view with the new shape when the strides allow one; std::nullopt when a copy is needed.
+  std::optional<Tensor> ViewAs(const Shape& shape) const;
+
+  // Copies: these need kernels (kernels/cpu/copy.cc).
+  Tensor Contiguous() const;
+  Tensor Reshape(const Shape& shape) const;  // a view when possible, else a contiguous copy
+  Tensor Clone() const;
+  Tensor To(DType dtype) const;  // same tensor when the dtype already matches
+
+ private:
+  std::shared_ptr<TensorImpl> impl_;
+};
+
+// Fills in one -1 in `shape` from the element count; checks the counts agree (ValueError).
+Shape InferReshape(const Shape& input_shape, Shape shape, const char* op);
+
+}  // namespace kiln

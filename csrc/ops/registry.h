@@ -1,0 +1,132 @@
+// registry.h - the one op registry: each op's schema, shape/dtype inference and CPU kernel.
+//
+// Eager dispatch (runtime/eager.cc) and Graph-mode analysis call the same inference functions,
+// and the executor calls the same kernels. Ops are registered explicitly, family by family,
+// from RegisterAllOps(); there are no static constructors.
+#pragma once
+
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "core/tensor.h"
+
+namespace kiln {
+
+enum class OpKind : uint16_t {
+#define OP(e, n, f) e,
+#include "ops/op_list.def"
+#undef OP
+};
+constexpr int kNumOps = 0
+#define OP(e, n, f) +1
+#include "ops/op_list.def"
+#undef OP
+    ;
+
+const char* OpName(OpKind kind);
+// Finds an op by its text name; throws ValueError if there is none.
+OpKind OpKindFromName(const std::string& name);
+
+// An attribute value. std::monostate is Python's None.
+using AttrValue = std::variant<std::monostate, bool, int64_t, double, std::string,
+                               std::vector<int64_t>, DType>;
+using Attrs = std::vector<AttrValue>;
+
+struct AttrSpec {
+  const char* name;
+  AttrValue default_value;
+};
+
+// What inference knows about a tensor: dtype and shape, where a dimension may be -1 (known
+// only at run time, in Graph mode). `present` is false for an omitted optional input.
+struct TensorMeta {
+  DType dtype = DType::Float32;
+  Shape shape;
+  bool weak = false;  // a Python scalar (see PromoteWithScalar)
+  bool present = true;
+};
+
+// Which inputs the dispatcher casts to one dtype before inference and the kernel run.
+enum class Promotion : uint8_t {
+  None,          // inputs are used as given; inference checks them
+  Common,        // the listed inputs take their promoted type
+  CommonFloat,   // ... and integer/bool results become float32 (true division, exp, ...)
+};
+
+struct OpDef;
+
+struct KernelContext {
+  const OpDef& def;
+  const std::vector<Tensor>& inputs;
+  std::vector<Tensor>& outputs;  // allocated from inference unless the op allocates its own
+  const Attrs& attrs;
+};
+
+using InferFn = std::vector<TensorMeta> (*)(const OpDef& def, const std::vector<TensorMeta>& inputs,
+                                            const Attrs& attrs);
+using KernelFn = void (*)(KernelContext& ctx);
+
+struct OpDef {
+  OpKind kind;
+  const char* name = nullptr;
+  std::vector<const char*> inputs;  // input names; a trailing "*" marks a variadic last input,
+                                    // a trailing "?" an optional one
+  std::vector<AttrSpec> attrs;
+  InferFn infer = nullptr;
+  KernelFn kernel = nullptr;
+  Promotion promotion = Promotion::None;
+  std::vector<int> promoted_inputs;  // indices the promotion applies to (empty: all)
+  // The kernel makes its outputs: views of an input, or shapes known only after running.
+  bool allocates_outputs = false;
+  // Output i aliases input 0's storage (views); the executor must not reuse input 0 in place.
+  bool is_view = false;
+  // The kernel writes into these inputs (Assign, IndexPut, BatchNorm's running statistics).
+  std::vector<int> mutated_inputs;
+  bool is_random = false;  // draws from the global generator (set_seed makes it reproducible)
+};
+
+const OpDef& GetOpDef(OpKind kind);
+// True once every op in op_list.def has registered; the registry test checks each facet.
+bool IsRegistered(OpKind kind);
+
+class OpRegistry {
+ public:
+  void Add(OpDef def);
+  const OpDef* Find(OpKind kind) const;
+
+ private:
+  std::vector<OpDef> defs_ = std::vector<OpDef>(kNumOps);
+  std::vector<bool> present_ = std::vector<bool>(kNumOps, false);
+};
+
+// Family registration functions, one per ops/<family>.cc.
+void RegisterElementwiseOps(OpRegistry& registry);
+void RegisterUnaryOps(OpRegistry& registry);
+void RegisterReduceOps(OpRegistry& registry);
+void RegisterNormalizationOps(OpRegistry& registry);
+void RegisterShapeOps(OpRegistry& registry);
+void RegisterIndexingOps(OpRegistry& registry);
+void RegisterCreationOps(OpRegistry& registry);
+void RegisterLinalgOps(OpRegistry& registry);
+void RegisterConvOps(OpRegistry& registry);
+
+// ---- Attribute access by schema position (ops check types at the edge, in the dispatcher) ----
+inline bool AttrIsNone(const Attrs& a, size_t i) { return std::holds_alternative<std::monostate>(a[i]); }
+int64_t AttrInt(const Attrs& a, size_t i);
+double AttrFloat(const Attrs& a, size_t i);  // accepts ints too
+bool AttrBool(const Attrs& a, size_t i);
+const std::string& AttrString(const Attrs& a, size_t i);
+const std::vector<int64_t>& AttrInts(const Attrs& a, size_t i);
+DType AttrDType(const Attrs& a, size_t i);
+std::string AttrToString(const AttrValue& value);
+
+// ---- Shared inference helpers ----
+// NumPy broadcasting of two shapes; -1 (unknown) joins with anything but a mismatch.
+Shape BroadcastShapes(const Shape& a, const Shape& b, const char* op);
+// The dtype the listed inputs promote to, weak scalars joining by category.
+DType PromotedType(const std::vector<TensorMeta>& metas, const std::vector<int>& which);
+// Checks `meta` is a floating type; TypeError naming the op otherwise.
+void RequireFloating(const TensorMeta& meta, const char* op);
+
+}  // namespace kiln

@@ -1,0 +1,102 @@
+// eager.cc - one op at a time: the path every PyNative call and Tensor operator takes.
+//
+// 1. Fill in default attributes and check the input count against the schema.
+// 2. Cast promoted inputs to their common dtype (the registry's Promotion rule).
+// 3. Infer output dtypes and shapes with the op's inference function (the one Graph mode uses).
+// 4. Allocate the outputs, unless the op makes its own (views, value-dependent shapes).
+// 5. Run the CPU kernel.
+#include "runtime/eager.h"
+
+#include "core/error.h"
+#include "kernels/cpu/copy.h"
+
+namespace kiln {
+
+TensorMeta MetaOf(const Tensor& t) {
+  if (!t.defined()) return TensorMeta{DType::Float32, {}, false, false};
+  return TensorMeta{t.dtype(), t.shape(), t.impl()->wrapped_number, true};
+}
+
+DType PromotionTarget(const OpDef& def, const std::vector<TensorMeta>& metas) {
+  DType target = PromotedType(metas, def.promoted_inputs);
+  if (def.promotion == Promotion::CommonFloat && !IsFloating(target)) target = DType::Float32;
+  return target;
+}
+
+void PromoteInputs(const OpDef& def, std::vector<Tensor>& inputs) {
+  if (def.promotion == Promotion::None) return;
+  std::vector<TensorMeta> metas;
+  metas.reserve(inputs.size());
+  for (const auto& t : inputs) metas.push_back(MetaOf(t));
+  DType target = PromotionTarget(def, metas);
+  auto cast = [&](Tensor& t) {
+    if (t.defined() && t.dtype() != target) t = t.To(target);
+  };
+  if (def.promoted_inputs.empty()) {
+    for (auto& t : inputs) cast(t);
+  } else {
+    for (int i : def.promoted_inputs)
+      if (i < static_cast<int>(inputs.size())) cast(inputs[i]);
+  }
+}
+
+namespace {
+
+void CheckArity(const OpDef& def, const std::vector<Tensor>& inputs) {
+  size_t declared = def.inputs.size();
+  bool variadic = declared > 0 && std::string(def.inputs.back()).back() == '*';
+  size_t optional = 0;
+  for (const char* name : def.inputs) optional += std::string(name).back() == '?';
+  size_t count = inputs.size();
+  bool ok = variadic ? count >= declared - 1 : (count <= declared && count + optional >= declared);
+  KILN_CHECK(ok, Type, def.name, ": expected ", declared, variadic ? " or more" : "",
+             " tensor inputs, got ", count);
+  for (size_t i = 0; i < count && i < declared; ++i) {
+    bool may_be_missing = std::string(def.inputs[i]).back() == '?';
+    KILN_CHECK(inputs[i].defined() || may_be_missing, Type, def.name, ": input '", def.inputs[i],
+               "' is required");
+  }
+}
+
+}  // namespace
+
+std::vector<Tensor> CallOp(OpKind kind, std::vector<Tensor> inputs, Attrs attrs) {
+  const OpDef& def = GetOpDef(kind);
+  CheckArity(def, inputs);
+  while (inputs.size() < def.inputs.size() && std::string(def.inputs[inputs.size()]).back() == '?')
+    inputs.emplace_back();
+  KILN_CHECK(attrs.size() <= def.attrs.size(), Type, def.name, ": expected at most ",
+             def.attrs.size(), " attributes, got ", attrs.size());
+  for (size_t i = attrs.size(); i < def.attrs.size(); ++i) attrs.push_back(def.attrs[i].default_value);
+
+  PromoteInputs(def, inputs);
+  std::vector<TensorMeta> metas;
+  metas.reserve(inputs.size());
+  for (const auto& t : inputs) metas.push_back(MetaOf(t));
+  std::vector<TensorMeta> out_metas = def.infer(def, metas, attrs);
+
+  std::vector<Tensor> outputs;
+  if (!def.allocates_outputs) {
+    outputs.reserve(out_metas.size());
+    for (const auto& m : out_metas) outputs.push_back(Tensor::Empty(m.shape, m.dtype));
+  }
+  KernelContext ctx{def, inputs, outputs, attrs};
+  def.kernel(ctx);
+  for (int i : def.mutated_inputs)
+    if (inputs[i].defined()) inputs[i].impl()->version++;
+  return outputs;
+}
+
+Tensor CallOp1(OpKind kind, std::vector<Tensor> inputs, Attrs attrs) {
+  std::vector<Tensor> outputs = CallOp(kind, std::move(inputs), std::move(attrs));
+  return std::move(outputs.front());
+}
+
+Tensor ScalarTensor(double value, DType dtype, bool weak) {
+  Tensor t = Tensor::Empty({}, dtype);
+  cpu::Fill(t, value);
+  t.impl()->wrapped_number = weak;
+  return t;
+}
+
+}  // namespace kiln

@@ -1,0 +1,23 @@
+"""kiln: a deep-learning framework with a C++ core; MindSpore's programming model and names.
+
+``import kiln as ms`` is the one line a MindSpore program changes.
+"""
+from kiln import _C
+from kiln.common import dtype
+from kiln.common.dtype import (  # noqa: F401
+    bfloat16, bool_, double, float16, float32, float64, float_, half, int8, int16, int32, int64,
+    int_, uint8,
+)
+from kiln.common.tensor import Tensor, tensor  # noqa: F401
+from kiln import ops  # noqa: F401
+
+__version__ = "0.1.0"
+
+
+def set_num_threads(n):
+    """Sets the number of intra-op threads (shared by kiln's kernels and oneDNN)."""
+    _C.set_num_threads(int(n))
+
+
+def get_num_threads():
+    return _C.get_num_threads()

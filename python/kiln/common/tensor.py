@@ -1,0 +1,247 @@
+"""kiln.Tensor -- the user-facing tensor; storage, views and operators live in C++ (_C)."""
+import numpy as np
+
+from kiln import _C
+from kiln.common import dtype as mstype
+
+__all__ = ["Tensor", "tensor"]
+
+
+def _as_array(data, dtype):
+    """A NumPy array kiln can share: supported dtype, non-negative strides, writeable."""
+    if isinstance(data, np.ndarray):
+        arr = data
+    elif isinstance(data, np.generic):
+        arr = np.asarray(data)
+    else:
+        arr = _array_from_python(data)
+    if dtype is not None and dtype is not mstype.bfloat16:
+        np_type = mstype.dtype_to_nptype(dtype)
+        if arr.dtype != np_type:
+            arr = arr.astype(np_type)
+    mstype.to_dtype(arr.dtype)  # TypeError for dtypes kiln lacks
+    if not arr.flags.writeable or any(s < 0 for s in arr.strides):
+        arr = np.array(arr, copy=True)
+    return arr
+
+
+def _array_from_python(data):
+    """Python scalars and nested sequences: floats become float32, ints int64 (as MindSpore)."""
+    try:
+        arr = np.array(data)
+    except ValueError as e:
+        raise ValueError(f"Tensor: input is a ragged nested sequence: {e}") from None
+    if arr.dtype == object:
+        raise TypeError(f"Tensor: cannot make a tensor from {type(data).__name__} "
+                        f"holding non-numeric or ragged items")
+    if arr.dtype == np.float64 and not _holds_numpy_float64(data):
+        arr = arr.astype(np.float32)
+    return arr
+
+
+def _holds_numpy_float64(data):
+    if isinstance(data, (np.ndarray, np.float64)):
+        return data.dtype == np.float64
+    if isinstance(data, (list, tuple)) and data:
+        return _holds_numpy_float64(data[0])
+    return False
+
+
+class Tensor(_C.TensorBase):
+    """A multi-dimensional array on the CPU.
+
+    ``Tensor(input_data, dtype=None)`` takes a NumPy array (shared, not copied, when its layout
+    allows), a nested list or tuple, a Python scalar or another Tensor.
+    """
+
+    def __init__(self, input_data=None, dtype=None, shape=None, init=None, const_arg=False):
+        dtype = None if dtype is None else mstype.to_dtype(dtype)
+        if input_data is None:
+            if shape is None:
+                raise ValueError("Tensor: give input_data, or shape and dtype (with init)")
+            input_data = _initial_values(shape, dtype, init)
+        if isinstance(input_data, _C.TensorBase):
+            source = input_data if dtype is None else _ops().cast(input_data, dtype)
+        elif dtype is mstype.bfloat16:  # NumPy has no bfloat16: convert through float32
+            source = _ops().cast(Tensor(_as_array(input_data, mstype.float32)), dtype)
+        else:
+            source = _as_array(input_data, dtype)
+        _C.TensorBase.__init__(self, source)  # a Tensor shares storage; an array is shared too
+
+    # ---- metadata ----
+    @property
+    def shape(self):
+        return self._shape
+
+    @property
+    def dtype(self):
+        return mstype.from_enum(self._dtype)
+
+    @property
+    def itemsize(self):
+        return _C.itemsize(self._dtype)
+
+    @property
+    def nbytes(self):
+        return self.size * self.itemsize
+
+    @property
+    def strides(self):
+        """Strides in bytes, as NumPy reports them."""
+        return tuple(s * self.itemsize for s in self._strides)
+
+    @property
+    def T(self):
+        return self.transpose()
+
+    # ---- NumPy exchange ----
+    def asnumpy(self):
+        """A NumPy array sharing this tensor's memory (bfloat16 is converted to float32)."""
+        if self._dtype == mstype.bfloat16._enum:
+            return self.astype(mstype.float32)._numpy()
+        return self._numpy()
+
+    def __array__(self, dtype=None, copy=None):
+        arr = self.asnumpy()
+        if dtype is not None and arr.dtype != dtype:
+            return arr.astype(dtype)
+        return arr.copy() if copy else arr
+
+    def item(self, index=None):
+        arr = self.asnumpy()
+        if index is not None:
+            return arr.item(index)
+        if arr.size != 1:
+            raise ValueError(f"item: only one-element tensors can be converted to a Python "
+                             f"scalar, this one has shape {self.shape}")
+        return arr.item()
+
+    def tolist(self):
+        return self.asnumpy().tolist()
+
+    def numpy(self):
+        return self.asnumpy()
+
+    def __bool__(self):
+        if self.size != 1:
+            raise ValueError(f"The truth value of a tensor of shape {self.shape} is ambiguous; "
+                             f"use .any() or .all()")
+        return bool(self.asnumpy().item())
+
+    def __float__(self):
+        return float(self.item())
+
+    def __int__(self):
+        return int(self.item())
+
+    def __index__(self):
+        if self.dtype not in mstype.int_type + (mstype.uint8,):
+            raise TypeError(f"only integer tensors can be used as an index, got {self.dtype}")
+        return int(self.item())
+
+    def __len__(self):
+        if self.ndim == 0:
+            raise TypeError("len() of a 0-d tensor")
+        return self.shape[0]
+
+    def __iter__(self):
+        if self.ndim == 0:
+            raise TypeError("iteration over a 0-d tensor")
+        for i in range(self.shape[0]):
+            yield self[i]
+
+    def __repr__(self):
+        body = np.array2string(self.asnumpy(), separator=", ", threshold=1000)
+        return f"Tensor(shape={list(self.shape)}, dtype={self.dtype}, value=\n{body})"
+
+    def __str__(self):
+        return str(self.asnumpy())
+
+    def __format__(self, spec):
+        if self.ndim == 0:
+            return format(self.item(), spec)
+        return format(str(self), spec)
+
+    def __copy__(self):
+        return Tensor(self._clone())
+
+    def __deepcopy__(self, memo):
+        return Tensor(self._clone())
+
+    def __reduce__(self):
+        return (Tensor, (self.asnumpy().copy(), self.dtype))
+
+    # ---- methods that are ops ----
+    def astype(self, dtype, copy=True):
+        return _ops().cast(self, dtype)
+
+    def to(self, dtype):
+        return _ops().cast(self, dtype)
+
+    def float(self):
+        return _ops().cast(self, mstype.float32)
+
+    def int(self):
+        return _ops().cast(self, mstype.int32)
+
+    def long(self):
+        return _ops().cast(self, mstype.int64)
+
+    def bool(self):
+        return _ops().cast(self, mstype.bool_)
+
+    def exp(self):
+        return _ops().exp(self)
+
+    def log(self):
+        return _ops().log(self)
+
+    def sqrt(self):
+        return _ops().sqrt(self)
+
+    def abs(self):
+        return _ops().abs(self)
+
+    def sigmoid(self):
+        return _ops().sigmoid(self)
+
+    def tanh(self):
+        return _ops().tanh(self)
+
+    def relu(self):
+        return _ops().relu(self)
+
+    def clamp(self, min=None, max=None):  # noqa: A002 - MindSpore's argument names
+        return _ops().clamp(self, min, max)
+
+    def copy(self):
+        return Tensor(self._clone())
+
+    def clone(self):
+        return Tensor(self._clone())
+
+
+def tensor(input_data=None, dtype=None, shape=None, init=None, const_arg=False):
+    """Same as ``Tensor(...)``."""
+    return Tensor(input_data, dtype, shape, init, const_arg)
+
+
+def _initial_values(shape, dtype, init):
+    from kiln.common import initializer  # noqa: PLC0415 - initializers import Tensor
+
+    return initializer.initializer(init, shape, dtype or mstype.float32).init_data()
+
+
+_OPS = None
+
+
+def _ops():
+    global _OPS
+    if _OPS is None:
+        import kiln.ops as ops  # noqa: PLC0415 - kiln.ops imports this module
+
+        _OPS = ops
+    return _OPS
+
+
+_C._set_tensor_class(Tensor)

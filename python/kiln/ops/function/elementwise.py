@@ -1,0 +1,226 @@
+"""Elementwise functional ops: arithmetic, comparisons, math, activations, cast/clamp/where."""
+from kiln.common import dtype as mstype
+from kiln.ops._core import call, dtype_attr
+
+__all__ = [
+    "add", "sub", "mul", "div", "divide", "floor_divide", "remainder", "fmod", "pow", "neg",
+    "negative", "abs", "absolute", "exp", "log", "sqrt", "rsqrt", "sin", "cos", "tanh",
+    "sigmoid", "relu", "gelu", "silu", "square", "sign", "floor", "maximum", "minimum", "equal",
+    "not_equal", "ne", "less", "lt", "less_equal", "le", "greater", "gt", "greater_equal", "ge",
+    "logical_and", "logical_or", "logical_xor", "logical_not", "where", "cast", "clamp", "clip",
+    "subtract", "multiply", "true_divide",
+]
+
+
+def add(input, other):  # noqa: A002 - MindSpore's argument names
+    return call("add", (input, other))
+
+
+def sub(input, other):  # noqa: A002
+    return call("sub", (input, other))
+
+
+def mul(input, other):  # noqa: A002
+    return call("mul", (input, other))
+
+
+def div(input, other, *, rounding_mode=None):  # noqa: A002
+    """True division; rounding_mode "floor" floors the quotient, "trunc" rounds it to zero."""
+    if rounding_mode is None:
+        return call("div", (input, other))
+    if rounding_mode == "floor":
+        return call("floor_div", (input, other))
+    if rounding_mode == "trunc":
+        q = call("div", (input, other))
+        trunc = where(q < 0, neg(floor(neg(q))), floor(q))
+        dtype = _result_dtype(input, other)
+        return trunc if dtype.is_floating_point else cast(trunc, dtype)
+    raise ValueError(f"div: rounding_mode must be None, 'floor' or 'trunc', got {rounding_mode!r}")
+
+
+def _result_dtype(a, b):
+    return call("add", (a, b)).dtype  # the promoted type of a and b
+
+
+def floor_divide(input, other):  # noqa: A002
+    return call("floor_div", (input, other))
+
+
+def remainder(input, other):  # noqa: A002
+    """Python's %: the result takes the sign of `other`."""
+    return call("mod", (input, other))
+
+
+def fmod(input, other):  # noqa: A002
+    """C's fmod: the result takes the sign of `input`."""
+    r = call("mod", (input, other))
+    fix = logical_and(not_equal(r, 0), not_equal(less(r, 0), less(input, 0)))
+    return where(fix, sub(r, other), r)
+
+
+def pow(input, exponent):  # noqa: A002
+    return call("pow", (input, exponent))
+
+
+def neg(input):  # noqa: A002
+    return call("neg", (input,))
+
+
+def abs(input):  # noqa: A002
+    return call("abs", (input,))
+
+
+def exp(input):  # noqa: A002
+    return call("exp", (input,))
+
+
+def log(input):  # noqa: A002
+    return call("log", (input,))
+
+
+def sqrt(x):
+    return call("sqrt", (x,))
+
+
+def rsqrt(input):  # noqa: A002
+    return call("rsqrt", (input,))
+
+
+def sin(input):  # noqa: A002
+    return call("sin", (input,))
+
+
+def cos(input):  # noqa: A002
+    return call("cos", (input,))
+
+
+def tanh(input):  # noqa: A002
+    return call("tanh", (input,))
+
+
+def sigmoid(input):  # noqa: A002
+    return call("sigmoid", (input,))
+
+
+def relu(input):  # noqa: A002
+    return call("relu", (input,))
+
+
+def gelu(input_x, approximate="none"):
+    """GELU; approximate="tanh" uses the tanh formula instead of erf."""
+    return call("gelu", (input_x,), (approximate,))
+
+
+def silu(input):  # noqa: A002
+    return call("silu", (input,))
+
+
+def square(input):  # noqa: A002
+    return call("square", (input,))
+
+
+def sign(input):  # noqa: A002
+    return call("sign", (input,))
+
+
+def floor(input):  # noqa: A002
+    return call("floor", (input,))
+
+
+def maximum(input, other):  # noqa: A002
+    return call("maximum", (input, other))
+
+
+def minimum(input, other):  # noqa: A002
+    return call("minimum", (input, other))
+
+
+def equal(input, other):  # noqa: A002
+    return call("equal", (input, other))
+
+
+def not_equal(input, other):  # noqa: A002
+    return call("not_equal", (input, other))
+
+
+def less(input, other):  # noqa: A002
+    return call("less", (input, other))
+
+
+def less_equal(input, other):  # noqa: A002
+    return call("less_equal", (input, other))
+
+
+def greater(input, other):  # noqa: A002
+    return call("greater", (input, other))
+
+
+def greater_equal(input, other):  # noqa: A002
+    return call("greater_equal", (input, other))
+
+
+def logical_and(input, other):  # noqa: A002
+    return call("logical_and", (input, other))
+
+
+def logical_or(input, other):  # noqa: A002
+    return call("logical_or", (input, other))
+
+
+def logical_xor(input, other):  # noqa: A002
+    return call("logical_xor", (input, other))
+
+
+def logical_not(input):  # noqa: A002
+    return call("logical_not", (input,))
+
+
+def where(condition, x, y):
+    """x where condition holds, else y; all three broadcast together."""
+    return call("where", (condition, x, y))
+
+
+def cast(input, dtype):  # noqa: A002
+    return call("cast", (input,), (dtype_attr(dtype),))
+
+
+def clamp(input, min=None, max=None):  # noqa: A002
+    """Limits input to [min, max]; bounds may be numbers or tensors (then they broadcast)."""
+    if min is None and max is None:
+        raise ValueError("clamp: at least one of min and max must be given")
+    if _is_tensor(min) or _is_tensor(max):
+        out = input
+        if min is not None:
+            out = maximum(out, min)
+        if max is not None:
+            out = minimum(out, max)
+        return out
+    return call("clamp", (input,), (_number(min, "min"), _number(max, "max")))
+
+
+def _is_tensor(x):
+    from kiln.common.tensor import Tensor  # noqa: PLC0415
+
+    return isinstance(x, Tensor)
+
+
+def _number(value, name):
+    if value is None or isinstance(value, (bool, int, float)):
+        return value
+    raise TypeError(f"clamp: {name} must be a number, a Tensor or None, got {type(value).__name__}")
+
+
+clip = clamp
+divide = div
+true_divide = div
+subtract = sub
+multiply = mul
+negative = neg
+absolute = abs
+ne = not_equal
+lt = less
+le = less_equal
+gt = greater
+ge = greater_equal
+
+del mstype

@@ -1,0 +1,76 @@
+// kiln_cli.cc - the engine from the command line, without Python.
+//
+//   kiln-cli ops                      list every registered op with its inputs and attributes
+//   kiln-cli run OP SHAPE [SHAPE...]  run OP eagerly on ones-filled float32 tensors, print result
+//
+// SHAPE is like 2x3 (or "scalar"). Exits non-zero with the error message on bad input.
+#include <cstdio>
+#include <iostream>
+#include <sstream>
+#include <string>
+
+#include "core/error.h"
+#include "kernels/cpu/copy.h"
+#include "runtime/eager.h"
+
+namespace {
+
+kiln::Shape ParseShape(const std::string& text) {
+  kiln::Shape shape;
+  if (text == "scalar") return shape;
+  std::stringstream in(text);
+  std::string part;
+  while (std::getline(in, part, 'x')) shape.push_back(std::stoll(part));
+  return shape;
+}
+
+int ListOps() {
+  for (int i = 0; i < kiln::kNumOps; ++i) {
+    auto kind = static_cast<kiln::OpKind>(i);
+    if (!kiln::IsRegistered(kind)) {
+      std::printf("%-16s (not registered)\n", kiln::OpName(kind));
+      continue;
+    }
+    const kiln::OpDef& def = kiln::GetOpDef(kind);
+    std::string inputs, attrs;
+    for (const char* name : def.inputs) inputs += std::string(inputs.empty() ? "" : ", ") + name;
+    for (const auto& a : def.attrs)
+      attrs += std::string(attrs.empty() ? "" : ", ") + a.name + "=" + kiln::AttrToString(a.default_value);
+    std::printf("%-16s (%s) {%s}\n", def.name, inputs.c_str(), attrs.c_str());
+  }
+  return 0;
+}
+
+void PrintTensor(const kiln::Tensor& t) {
+  kiln::Tensor values = t.To(kiln::DType::Float64).Contiguous();
+  std::printf("%s %s [", kiln::DTypeName(t.dtype()), kiln::ShapeStr(t.shape()).c_str());
+  for (int64_t i = 0; i < values.numel() && i < 16; ++i)
+    std::printf("%s%g", i ? ", " : "", values.data<double>()[i]);
+  std::printf("%s]\n", values.numel() > 16 ? ", ..." : "");
+}
+
+int RunOp(int argc, char** argv) {
+  std::vector<kiln::Tensor> inputs;
+  for (int i = 3; i < argc; ++i) {
+    kiln::Tensor t = kiln::Tensor::Empty(ParseShape(argv[i]), kiln::DType::Float32);
+    kiln::cpu::Fill(t, 1.0);
+    inputs.push_back(t);
+  }
+  for (const auto& out : kiln::CallOp(kiln::OpKindFromName(argv[2]), inputs, {})) PrintTensor(out);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string command = argc > 1 ? argv[1] : "";
+  try {
+    if (command == "ops") return ListOps();
+    if (command == "run" && argc > 2) return RunOp(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 1;
+  }
+  std::fprintf(stderr, "usage: kiln-cli ops | kiln-cli run OP SHAPE [SHAPE...]\n");
+  return 2;
+}
