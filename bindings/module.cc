@@ -6,6 +6,7 @@
 #include "core/allocator.h"
 #include "core/error.h"
 #include "core/parallel.h"
+#include "core/random.h"
 #include "runtime/eager.h"
 
 namespace kiln::bind {
@@ -92,6 +93,7 @@ void InitModule(nb::module_& m) {
 
   m.def("get_num_threads", &GetNumThreads);
   m.def("set_num_threads", &SetNumThreads);
+  m.def("set_seed", &SetGlobalSeed);
   m.def("empty_cache", &EmptyCache);
   m.def("allocator_stats", [] {
     AllocatorStats s = GetAllocatorStats();

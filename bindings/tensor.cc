@@ -1,6 +1,7 @@
 // tensor.cc - the TensorBase class: metadata, NumPy exchange, views and Python operators.
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/vector.h>
+#include <nanobind/stl/string.h>
 
 #include "convert.h"
 #include "runtime/eager.h"
@@ -112,6 +113,20 @@ nb::object LogicalOperator(const Tensor& self, nb::handle other) {
   return Wrap(CallOp1(kKind, {self, rhs}));
 }
 
+// A raw strided view for tests and indexing internals; checked to stay inside the storage.
+Tensor AsStridedChecked(const Tensor& t, const Shape& shape, const Shape& strides, int64_t offset) {
+  if (shape.size() != strides.size()) throw nb::value_error("_as_strided: shape/strides rank differ");
+  int64_t last = offset;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (shape[i] < 0 || strides[i] < 0) throw nb::value_error("_as_strided: negative size or stride");
+    if (shape[i] == 0) return t.AsStrided(shape, strides, offset);
+    last += (shape[i] - 1) * strides[i];
+  }
+  if (offset < 0 || (last + 1) * static_cast<int64_t>(t.itemsize()) > static_cast<int64_t>(t.storage()->nbytes()))
+    throw nb::index_error("_as_strided: view reaches outside the tensor's storage");
+  return t.AsStrided(shape, strides, offset);
+}
+
 }  // namespace
 
 void BindTensor(nb::module_& m) {
@@ -131,6 +146,9 @@ void BindTensor(nb::module_& m) {
       .def("is_contiguous", &Tensor::is_contiguous)
       .def("_shares_storage", &Tensor::same_storage)
       .def("_numpy", &ToNumpy)
+      .def("_as_strided", [](const Tensor& t, const Shape& shape, const Shape& strides, int64_t offset) {
+        return Wrap(AsStridedChecked(t, shape, strides, offset));
+      })
       .def("contiguous", [](const Tensor& t) { return Wrap(t.Contiguous()); })
       .def("_clone", [](const Tensor& t) { return Wrap(t.Clone()); })
       .def("__add__", &BinaryOperator<OpKind::Add, false>)

@@ -1,0 +1,3 @@
+"""array functional ops (being written)."""
+
+__all__ = []

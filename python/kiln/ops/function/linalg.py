@@ -1,0 +1,3 @@
+"""linalg functional ops (being written)."""
+
+__all__ = []

@@ -1,0 +1,3 @@
+"""nn functional ops (being written)."""
+
+__all__ = []

@@ -1,0 +1,3 @@
+"""normalization functional ops (being written)."""
+
+__all__ = []

@@ -1,0 +1,3 @@
+"""reduce functional ops (being written)."""
+
+__all__ = []
