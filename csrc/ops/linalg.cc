@@ -1,8 +1,180 @@
-// linalg.cc - the linalg op family (being written; see op_list.def for its ops).
+// linalg.cc - MatMul: NumPy matmul semantics, float32/bfloat16 on oneDNN, the rest on GemmFallback.
+//
+// The operands reach the kernels as strided views: 1-D operands get a unit dim, transpose flags
+// swap the last two strides, batch dims stay size-1 where they broadcast. oneDNN takes those
+// views as strided memory descriptors, so transposed weights (dense's weight.T) cost no copy.
+#include <algorithm>
+
+#include "core/error.h"
+#include "kernels/cpu/copy.h"
+#include "kernels/cpu/gemm.h"
+#include "kernels/cpu/onednn.h"
 #include "ops/registry.h"
 
 namespace kiln {
+namespace {
 
-void RegisterLinalgOps(OpRegistry&) {}
+constexpr int kOnednnMaxDims = 12;  // DNNL_MAX_NDIMS
+constexpr int64_t kMatMulTag = 1;   // first integer of a matmul cache key
+
+struct MatMulDims {
+  Shape batch;      // broadcast batch dims
+  int64_t m, k, n;  // after 1-D promotion and transposes
+  Shape out_shape;  // batch + (m, n) less the dims 1-D operands added
+};
+
+// Shapes of both operands after promotion; throws ValueError naming the op and both shapes.
+MatMulDims PlanMatMul(const Shape& a, const Shape& b, bool ta, bool tb, const char* op) {
+  KILN_CHECK(!a.empty() && !b.empty(), Value, op, ": both operands must be at least 1-D, got shapes ",
+             ShapeStr(a), " and ", ShapeStr(b));
+  const size_t na = a.size(), nb = b.size();
+  // NumPy: a 1-D left operand is a row vector, a 1-D right operand a column vector; the
+  // transpose flags only apply to operands that are matrices.
+  int64_t m = na == 1 ? 1 : a[na - 2 + ta], ka = na == 1 ? a[0] : a[na - 1 - ta];
+  int64_t kb = nb == 1 ? b[0] : b[nb - 2 + tb], n = nb == 1 ? 1 : b[nb - 1 - tb];
+  KILN_CHECK(ka == kb || ka == -1 || kb == -1, Value, op, ": shapes ", ShapeStr(a),
+             ta ? " (transposed)" : "", " and ", ShapeStr(b), tb ? " (transposed)" : "",
+             " are not aligned: contraction sizes ", ka, " and ", kb, " differ");
+  MatMulDims dims;
+  Shape batch_a(a.begin(), a.end() - std::min<size_t>(na, 2));
+  Shape batch_b(b.begin(), b.end() - std::min<size_t>(nb, 2));
+  dims.batch = BroadcastShapes(batch_a, batch_b, op);
+  dims.m = m, dims.k = ka == -1 ? kb : ka, dims.n = n;
+  dims.out_shape = dims.batch;
+  if (na > 1) dims.out_shape.push_back(m);
+  if (nb > 1) dims.out_shape.push_back(n);
+  return dims;
+}
+
+std::vector<TensorMeta> InferMatMul(const OpDef& def, const std::vector<TensorMeta>& in,
+                                    const Attrs& attrs) {
+  MatMulDims dims = PlanMatMul(in[0].shape, in[1].shape, AttrBool(attrs, 0), AttrBool(attrs, 1),
+                               def.name);
+  return {TensorMeta{in[0].dtype, dims.out_shape}};
+}
+
+// A matrix operand as a (rank)-D view: 1-D promoted, transposed if asked, batch dims padded
+// in front with size-1 dims.
+Tensor AsMatrix(Tensor t, bool vector_is_row, bool transpose, size_t rank) {
+  if (t.ndim() == 1) {
+    t = t.Unsqueeze(vector_is_row ? 0 : 1);
+  } else if (transpose) {
+    std::vector<int64_t> perm(t.ndim());
+    for (int64_t i = 0; i < t.ndim(); ++i) perm[i] = i;
+    std::swap(perm[t.ndim() - 1], perm[t.ndim() - 2]);
+    t = t.Permute(perm);
+  }
+  while (static_cast<size_t>(t.ndim()) < rank) t = t.Unsqueeze(0);
+  return t;
+}
+
+// oneDNN's fast kernels need each matrix row- or column-major (one unit stride).
+bool HasUnitInnerStride(const Tensor& t) {
+  const int64_t nd = t.ndim();
+  return t.strides()[nd - 1] == 1 || t.strides()[nd - 2] == 1 || t.dim(nd - 1) == 1 ||
+         t.dim(nd - 2) == 1;
+}
+
+// Strides oneDNN accepts for `t`: a size-1 dim gets the stride a dense layout would give it,
+// since its stride is never used but oneDNN's layout checks still look at it.
+dnnl::memory::desc StridedDesc(const Tensor& t, dnnl::memory::data_type type) {
+  const int64_t nd = t.ndim();
+  dnnl::memory::dims dims(t.shape().begin(), t.shape().end()), strides(t.strides().begin(), t.strides().end());
+  for (int64_t d = nd - 1; d >= 0; --d) {
+    if (dims[d] != 1) continue;
+    strides[d] = d == nd - 1 ? 1 : strides[d + 1] * dims[d + 1];
+  }
+  return dnnl::memory::desc(dims, type, strides);
+}
+
+struct MatMulEntry {
+  dnnl::matmul prim;
+  bool reference = false;  // oneDNN fell back to its slow reference code for these strides
+};
+
+void AppendLayout(cpu::PrimitiveKey& key, const Tensor& t) {
+  for (int64_t d : t.shape()) key.push_back(d);
+  for (int64_t s : t.strides()) key.push_back(s);
+}
+
+// c = a @ b on oneDNN; a, b, c are (rank)-D views of one dtype oneDNN runs, c contiguous.
+void OnednnMatMul(const Tensor& a, const Tensor& b, const Tensor& c) {
+  const auto type = cpu::OnednnType(c.dtype());
+  cpu::PrimitiveKey key{kMatMulTag, static_cast<int64_t>(c.dtype()), c.ndim()};
+  AppendLayout(key, a);
+  AppendLayout(key, b);
+  AppendLayout(key, c);
+  auto entry = cpu::CachedPrimitive<MatMulEntry>(key, [&] {
+    dnnl::matmul::primitive_desc pd(
+        dnnl::matmul::desc(StridedDesc(a, type), StridedDesc(b, type), StridedDesc(c, type)),
+        cpu::OnednnEngine());
+    return MatMulEntry{dnnl::matmul(pd), cpu::IsReferenceImpl(pd)};
+  });
+  if (entry->reference && !(a.is_contiguous() && b.is_contiguous())) {
+    // A layout only the reference code takes (e.g. batch strides oneDNN cannot express):
+    // copying into plain row-major is far cheaper than running it.
+    OnednnMatMul(a.Contiguous(), b.Contiguous(), c);
+    return;
+  }
+  auto& engine = cpu::OnednnEngine();
+  dnnl::memory ma(StridedDesc(a, type), engine, a.raw_data());
+  dnnl::memory mb(StridedDesc(b, type), engine, b.raw_data());
+  dnnl::memory mc(StridedDesc(c, type), engine, c.raw_data());
+  entry->prim.execute(cpu::OnednnStream(),
+                      {{DNNL_ARG_SRC, ma}, {DNNL_ARG_WEIGHTS, mb}, {DNNL_ARG_DST, mc}});
+  cpu::OnednnStream().wait();
+}
+
+void MatMulKernel(KernelContext& ctx) {
+  const Tensor& out = ctx.outputs[0];
+  const Tensor &in_a = ctx.inputs[0], &in_b = ctx.inputs[1];
+  const bool ta = AttrBool(ctx.attrs, 0), tb = AttrBool(ctx.attrs, 1);
+  MatMulDims dims = PlanMatMul(in_a.shape(), in_b.shape(), ta, tb, ctx.def.name);
+  const size_t rank = dims.batch.size() + 2;
+  Tensor a = AsMatrix(in_a, true, ta, rank), b = AsMatrix(in_b, false, tb, rank);
+  Shape c_shape = dims.batch;
+  c_shape.push_back(dims.m);
+  c_shape.push_back(dims.n);
+  Tensor c = out.AsStrided(c_shape, ContiguousStrides(c_shape), out.offset());
+  if (c.numel() == 0) return;
+  if (dims.k == 0) {
+    cpu::Fill(c, 0.0);
+    return;
+  }
+
+  DType dtype = c.dtype();
+  const bool onednn_type = dtype == DType::Float32 || dtype == DType::Float16 ||
+                           dtype == DType::BFloat16;
+  if (!onednn_type || static_cast<int>(rank) > kOnednnMaxDims) {
+    Shape a_shape = dims.batch, b_shape = dims.batch;
+    a_shape.insert(a_shape.end(), {dims.m, dims.k});
+    b_shape.insert(b_shape.end(), {dims.k, dims.n});
+    cpu::GemmFallback(a.Expand(a_shape), b.Expand(b_shape), c);
+    return;
+  }
+  if (!HasUnitInnerStride(a)) a = a.Contiguous();
+  if (!HasUnitInnerStride(b)) b = b.Contiguous();
+  if (dtype == DType::Float32 || (dtype == DType::BFloat16 && cpu::OnednnHasNativeBF16())) {
+    OnednnMatMul(a, b, c);
+    return;
+  }
+  // float16 (and bfloat16 without native support): compute in float32, round once at the end.
+  Tensor c32 = Tensor::Empty(c_shape, DType::Float32);
+  OnednnMatMul(a.To(DType::Float32), b.To(DType::Float32), c32);
+  cpu::CopyInto(c32, c);
+}
+
+}  // namespace
+
+void RegisterLinalgOps(OpRegistry& r) {
+  OpDef matmul;
+  matmul.kind = OpKind::MatMul;
+  matmul.inputs = {"input", "other"};
+  matmul.attrs = {{"transpose_a", false}, {"transpose_b", false}};
+  matmul.infer = InferMatMul;
+  matmul.kernel = MatMulKernel;
+  matmul.promotion = Promotion::Common;
+  r.Add(std::move(matmul));
+}
 
 }  // namespace kiln

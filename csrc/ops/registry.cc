@@ -35,7 +35,15 @@ const OpRegistry& Registry() {
 
 }  // namespace
 
-const char* OpName(OpKind kind) { return kOpNames[static_cast<int>(kind)]; }
+void CheckKind(OpKind kind) {
+  int index = static_cast<int>(kind);
+  KILN_CHECK(index >= 0 && index < kNumOps, Value, "op kind ", index, " is out of range");
+}
+
+const char* OpName(OpKind kind) {
+  CheckKind(kind);
+  return kOpNames[static_cast<int>(kind)];
+}
 
 OpKind OpKindFromName(const std::string& name) {
   for (int i = 0; i < kNumOps; ++i)
@@ -56,12 +64,16 @@ const OpDef* OpRegistry::Find(OpKind kind) const {
 }
 
 const OpDef& GetOpDef(OpKind kind) {
+  CheckKind(kind);
   const OpDef* def = Registry().Find(kind);
   KILN_CHECK(def != nullptr, NotImplemented, "op '", OpName(kind), "' has no registered definition");
   return *def;
 }
 
-bool IsRegistered(OpKind kind) { return Registry().Find(kind) != nullptr; }
+bool IsRegistered(OpKind kind) {
+  CheckKind(kind);
+  return Registry().Find(kind) != nullptr;
+}
 
 // ---- Attributes ----
 

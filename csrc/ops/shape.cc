@@ -1,8 +1,343 @@
-// shape.cc - the shape op family (being written; see op_list.def for its ops).
+// shape.cc - views (transpose, broadcast, squeeze, slices, split, reshape), concat and assign.
+//
+// View ops make their own outputs (allocates_outputs) as new TensorImpls over input 0's
+// storage; inference computes the same shapes so Graph mode can plan without running them.
+#include <algorithm>
+#include <limits>
+
+#include "core/error.h"
+#include "kernels/cpu/copy.h"
 #include "ops/registry.h"
 
 namespace kiln {
+namespace {
 
-void RegisterShapeOps(OpRegistry&) {}
+OpDef MakeOp(OpKind kind, std::vector<const char*> inputs, std::vector<AttrSpec> attrs,
+             InferFn infer, KernelFn kernel) {
+  OpDef def;
+  def.kind = kind;
+  def.inputs = std::move(inputs);
+  def.attrs = std::move(attrs);
+  def.infer = infer;
+  def.kernel = kernel;
+  return def;
+}
+
+OpDef ViewOp(OpKind kind, std::vector<const char*> inputs, std::vector<AttrSpec> attrs,
+             InferFn infer, KernelFn kernel) {
+  OpDef def = MakeOp(kind, std::move(inputs), std::move(attrs), infer, kernel);
+  def.allocates_outputs = true;
+  def.is_view = true;
+  return def;
+}
+
+int64_t Rank(const TensorMeta& m) { return static_cast<int64_t>(m.shape.size()); }
+
+// Checks an axis against a rank without NormalizeAxis's 0-d leniency (axis 0 of a 0-d tensor).
+int64_t StrictAxis(int64_t axis, int64_t ndim, const char* op) {
+  KILN_CHECK(axis >= -ndim && axis < ndim, Index, op, ": axis ", axis,
+             " is out of range for a tensor of rank ", ndim);
+  return axis < 0 ? axis + ndim : axis;
+}
+
+// ---- transpose
+
+std::vector<TensorMeta> InferTranspose(const OpDef& def, const std::vector<TensorMeta>& in,
+                                       const Attrs& attrs) {
+  const auto& perm = AttrInts(attrs, 0);
+  int64_t n = Rank(in[0]);
+  KILN_CHECK(static_cast<int64_t>(perm.size()) == n, Value, def.name, ": permutation ",
+             ShapeStr(perm), " does not match a tensor of rank ", n);
+  std::vector<bool> seen(n, false);
+  Shape shape(n);
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t axis = StrictAxis(perm[i], n, def.name);
+    KILN_CHECK(!seen[axis], Value, def.name, ": axis ", axis, " repeats in the permutation ",
+               ShapeStr(perm));
+    seen[axis] = true;
+    shape[i] = in[0].shape[axis];
+  }
+  return {TensorMeta{in[0].dtype, shape}};
+}
+
+void TransposeKernel(KernelContext& ctx) {
+  ctx.outputs = {ctx.inputs[0].Permute(AttrInts(ctx.attrs, 0))};
+}
+
+// ---- broadcast_to: -1 keeps the input's dimension
+
+Shape BroadcastTarget(const Shape& input, const Shape& target, const char* op) {
+  int64_t extra = static_cast<int64_t>(target.size()) - static_cast<int64_t>(input.size());
+  KILN_CHECK(extra >= 0, Value, op, ": cannot broadcast shape ", ShapeStr(input), " to ",
+             ShapeStr(target), " (fewer dimensions)");
+  Shape out = target;
+  for (size_t i = 0; i < out.size(); ++i) {
+    int64_t have = static_cast<int64_t>(i) >= extra ? input[i - extra] : 1;
+    if (out[i] == -1) {
+      KILN_CHECK(static_cast<int64_t>(i) >= extra, Value, op, ": -1 in ", ShapeStr(target),
+                 " is only allowed for dimensions the input has");
+      out[i] = have;
+      continue;
+    }
+    KILN_CHECK(out[i] >= 0, Value, op, ": invalid dimension ", out[i], " in ", ShapeStr(target));
+    KILN_CHECK(have == out[i] || have == 1 || have == -1, Value, op, ": cannot broadcast shape ",
+               ShapeStr(input), " to ", ShapeStr(target));
+  }
+  return out;
+}
+
+std::vector<TensorMeta> InferBroadcastTo(const OpDef& def, const std::vector<TensorMeta>& in,
+                                         const Attrs& attrs) {
+  return {TensorMeta{in[0].dtype, BroadcastTarget(in[0].shape, AttrInts(attrs, 0), def.name)}};
+}
+
+void BroadcastToKernel(KernelContext& ctx) {
+  const Tensor& x = ctx.inputs[0];
+  ctx.outputs = {x.Expand(BroadcastTarget(x.shape(), AttrInts(ctx.attrs, 0), ctx.def.name))};
+}
+
+// ---- squeeze / expand_dims
+
+std::vector<int64_t> SqueezeAxes(const Shape& shape, const Attrs& attrs, const char* op) {
+  int64_t n = static_cast<int64_t>(shape.size());
+  std::vector<int64_t> axes;
+  if (AttrIsNone(attrs, 0) || AttrInts(attrs, 0).empty()) {
+    for (int64_t i = 0; i < n; ++i)
+      if (shape[i] == 1) axes.push_back(i);
+    return axes;
+  }
+  for (int64_t axis : AttrInts(attrs, 0)) {
+    axis = StrictAxis(axis, n, op);
+    KILN_CHECK(shape[axis] == 1 || shape[axis] == -1, Value, op, ": axis ", axis, " of shape ",
+               ShapeStr(shape), " has size ", shape[axis], ", not 1");
+    axes.push_back(axis);
+  }
+  return axes;
+}
+
+std::vector<TensorMeta> InferSqueeze(const OpDef& def, const std::vector<TensorMeta>& in,
+                                     const Attrs& attrs) {
+  std::vector<int64_t> axes = SqueezeAxes(in[0].shape, attrs, def.name);
+  Shape shape;
+  for (int64_t i = 0; i < Rank(in[0]); ++i)
+    if (std::find(axes.begin(), axes.end(), i) == axes.end()) shape.push_back(in[0].shape[i]);
+  return {TensorMeta{in[0].dtype, shape}};
+}
+
+void SqueezeKernel(KernelContext& ctx) {
+  const Tensor& x = ctx.inputs[0];
+  std::vector<int64_t> axes = SqueezeAxes(x.shape(), ctx.attrs, ctx.def.name);
+  // Tensor::Squeeze reads an empty list as "every size-1 axis"; nothing to drop is a plain view.
+  ctx.outputs = {axes.empty() ? x.AsStrided(x.shape(), x.strides(), x.offset()) : x.Squeeze(axes)};
+}
+
+std::vector<TensorMeta> InferExpandDims(const OpDef& def, const std::vector<TensorMeta>& in,
+                                        const Attrs& attrs) {
+  int64_t axis = StrictAxis(AttrInt(attrs, 0), Rank(in[0]) + 1, def.name);
+  Shape shape = in[0].shape;
+  shape.insert(shape.begin() + axis, 1);
+  return {TensorMeta{in[0].dtype, shape}};
+}
+
+void ExpandDimsKernel(KernelContext& ctx) {
+  const Tensor& x = ctx.inputs[0];
+  ctx.outputs = {x.Unsqueeze(StrictAxis(AttrInt(ctx.attrs, 0), x.ndim() + 1, ctx.def.name))};
+}
+
+// ---- strided_slice over the leading dimensions, Python's clamping, positive steps
+
+struct SliceSpec {
+  int64_t start, length, step;
+};
+
+SliceSpec ClampSlice(int64_t begin, int64_t end, int64_t step, int64_t size) {
+  auto clamp = [size](int64_t i) { return std::clamp<int64_t>(i < 0 ? i + size : i, 0, size); };
+  int64_t start = clamp(begin), stop = clamp(end);
+  return {start, stop > start ? (stop - start + step - 1) / step : 0, step};
+}
+
+std::vector<SliceSpec> SliceSpecs(const Shape& shape, const Attrs& attrs, const char* op) {
+  const auto &begin = AttrInts(attrs, 0), &end = AttrInts(attrs, 1), &strides = AttrInts(attrs, 2);
+  KILN_CHECK(begin.size() == end.size() && begin.size() == strides.size(), Value, op,
+             ": begin ", ShapeStr(begin), ", end ", ShapeStr(end), " and strides ",
+             ShapeStr(strides), " must have the same length");
+  KILN_CHECK(begin.size() <= shape.size(), Index, op, ": ", begin.size(),
+             " slices for a tensor of rank ", shape.size());
+  std::vector<SliceSpec> specs;
+  for (size_t i = 0; i < begin.size(); ++i) {
+    KILN_CHECK(strides[i] > 0, Value, op, ": strides must be positive, got ", ShapeStr(strides));
+    specs.push_back(ClampSlice(begin[i], end[i], strides[i], shape[i]));
+  }
+  return specs;
+}
+
+std::vector<TensorMeta> InferStridedSlice(const OpDef& def, const std::vector<TensorMeta>& in,
+                                          const Attrs& attrs) {
+  std::vector<SliceSpec> specs = SliceSpecs(in[0].shape, attrs, def.name);
+  Shape shape = in[0].shape;
+  for (size_t i = 0; i < specs.size(); ++i)
+    if (shape[i] != -1) shape[i] = specs[i].length;
+  return {TensorMeta{in[0].dtype, shape}};
+}
+
+void StridedSliceKernel(KernelContext& ctx) {
+  const Tensor& x = ctx.inputs[0];
+  std::vector<SliceSpec> specs = SliceSpecs(x.shape(), ctx.attrs, ctx.def.name);
+  Shape shape = x.shape(), strides = x.strides();
+  int64_t offset = x.offset();
+  bool empty = false;
+  for (size_t i = 0; i < specs.size(); ++i) {
+    shape[i] = specs[i].length;
+    empty |= specs[i].length == 0;
+    offset += specs[i].start * strides[i];
+    strides[i] *= specs[i].step;
+  }
+  // An empty result may start one past the end of the storage; keep it at the input's offset.
+  ctx.outputs = {x.AsStrided(shape, strides, empty ? x.offset() : offset)};
+}
+
+// ---- split: views along one axis
+
+std::vector<TensorMeta> InferSplit(const OpDef& def, const std::vector<TensorMeta>& in,
+                                   const Attrs& attrs) {
+  int64_t axis = StrictAxis(AttrInt(attrs, 0), Rank(in[0]), def.name);
+  const auto& sizes = AttrInts(attrs, 1);
+  KILN_CHECK(!sizes.empty(), Value, def.name, ": sizes must not be empty");
+  int64_t total = 0;
+  for (int64_t s : sizes) {
+    KILN_CHECK(s >= 0, Value, def.name, ": negative size in ", ShapeStr(sizes));
+    total += s;
+  }
+  int64_t dim = in[0].shape[axis];
+  KILN_CHECK(dim == -1 || total == dim, Value, def.name, ": sizes ", ShapeStr(sizes), " sum to ",
+             total, ", but axis ", axis, " of shape ", ShapeStr(in[0].shape), " has size ", dim);
+  std::vector<TensorMeta> out;
+  for (int64_t s : sizes) {
+    Shape shape = in[0].shape;
+    shape[axis] = s;
+    out.push_back(TensorMeta{in[0].dtype, shape});
+  }
+  return out;
+}
+
+void SplitKernel(KernelContext& ctx) {
+  const Tensor& x = ctx.inputs[0];
+  int64_t axis = StrictAxis(AttrInt(ctx.attrs, 0), x.ndim(), ctx.def.name);
+  int64_t start = 0;
+  ctx.outputs.clear();
+  for (int64_t s : AttrInts(ctx.attrs, 1)) {
+    Shape shape = x.shape();
+    shape[axis] = s;
+    int64_t offset = s > 0 ? x.offset() + start * x.strides()[axis] : x.offset();
+    ctx.outputs.push_back(x.AsStrided(shape, x.strides(), offset));
+    start += s;
+  }
+}
+
+// ---- depend: value, ordered after expr
+
+std::vector<TensorMeta> InferDepend(const OpDef&, const std::vector<TensorMeta>& in, const Attrs&) {
+  return {TensorMeta{in[0].dtype, in[0].shape}};
+}
+
+void DependKernel(KernelContext& ctx) {
+  const Tensor& x = ctx.inputs[0];
+  ctx.outputs = {x.AsStrided(x.shape(), x.strides(), x.offset())};
+}
+
+// ---- reshape: a view when the layout allows, else a contiguous copy
+
+std::vector<TensorMeta> InferReshapeOp(const OpDef& def, const std::vector<TensorMeta>& in,
+                                       const Attrs& attrs) {
+  const Shape& target = AttrInts(attrs, 0);
+  for (int64_t d : in[0].shape)
+    if (d == -1) return {TensorMeta{in[0].dtype, target}};  // known only at run time
+  return {TensorMeta{in[0].dtype, InferReshape(in[0].shape, target, def.name)}};
+}
+
+void ReshapeKernel(KernelContext& ctx) {
+  ctx.outputs = {ctx.inputs[0].Reshape(AttrInts(ctx.attrs, 0))};  // ViewAs, else a copy
+}
+
+// ---- concat
+
+std::vector<TensorMeta> InferConcat(const OpDef& def, const std::vector<TensorMeta>& in,
+                                    const Attrs& attrs) {
+  KILN_CHECK(!in.empty(), Value, def.name, ": expected at least one tensor");
+  const Shape& first = in[0].shape;
+  KILN_CHECK(!first.empty(), Value, def.name, ": zero-dimensional tensors cannot be concatenated");
+  int64_t axis = StrictAxis(AttrInt(attrs, 0), Rank(in[0]), def.name);
+  Shape shape = first;
+  for (size_t k = 1; k < in.size(); ++k) {
+    const Shape& s = in[k].shape;
+    bool ok = s.size() == first.size();
+    for (size_t i = 0; ok && i < s.size(); ++i)
+      ok = static_cast<int64_t>(i) == axis || s[i] == first[i] || s[i] == -1 || first[i] == -1;
+    KILN_CHECK(ok, Value, def.name, ": tensor ", k, " has shape ", ShapeStr(s),
+               ", which does not match tensor 0's shape ", ShapeStr(first),
+               " outside axis ", axis);
+    shape[axis] = (shape[axis] == -1 || s[axis] == -1) ? -1 : shape[axis] + s[axis];
+  }
+  return {TensorMeta{PromotedType(in, {}), shape}};
+}
+
+void ConcatKernel(KernelContext& ctx) {
+  const Tensor& out = ctx.outputs[0];
+  int64_t axis = StrictAxis(AttrInt(ctx.attrs, 0), out.ndim(), ctx.def.name);
+  int64_t start = 0;
+  for (const Tensor& t : ctx.inputs) {
+    int64_t n = t.shape()[axis];
+    if (n > 0) cpu::CopyInto(t, out.Slice(axis, start, start + n, 1));
+    start += n;
+  }
+}
+
+// ---- assign: variable[...] = value, in place
+
+std::vector<TensorMeta> InferAssign(const OpDef& def, const std::vector<TensorMeta>& in,
+                                    const Attrs&) {
+  Shape joined = BroadcastShapes(in[0].shape, in[1].shape, def.name);
+  KILN_CHECK(joined == in[0].shape, Value, def.name, ": value of shape ", ShapeStr(in[1].shape),
+             " cannot be broadcast to the variable's shape ", ShapeStr(in[0].shape));
+  return {TensorMeta{in[0].dtype, in[0].shape}};
+}
+
+void AssignKernel(KernelContext& ctx) {
+  const Tensor &variable = ctx.inputs[0], &value = ctx.inputs[1];
+  // Overlapping source and destination (x[1:] = x[:-1]) would read already-written elements.
+  Tensor source = value.same_storage(variable) ? value.Clone() : value;
+  cpu::CopyInto(source, variable);
+  ctx.outputs = {variable};
+}
+
+}  // namespace
+
+void RegisterShapeOps(OpRegistry& r) {
+  const AttrValue none = std::monostate{};
+  r.Add(ViewOp(OpKind::Transpose, {"input"}, {{"perm", Shape{}}}, InferTranspose,
+               TransposeKernel));
+  r.Add(ViewOp(OpKind::BroadcastTo, {"input"}, {{"shape", Shape{}}}, InferBroadcastTo,
+               BroadcastToKernel));
+  r.Add(ViewOp(OpKind::Squeeze, {"input"}, {{"axis", none}}, InferSqueeze, SqueezeKernel));
+  r.Add(ViewOp(OpKind::ExpandDims, {"input"}, {{"axis", int64_t{0}}}, InferExpandDims,
+               ExpandDimsKernel));
+  r.Add(ViewOp(OpKind::StridedSlice, {"input"},
+               {{"begin", Shape{}}, {"end", Shape{}}, {"strides", Shape{}}}, InferStridedSlice,
+               StridedSliceKernel));
+  r.Add(ViewOp(OpKind::Split, {"input"}, {{"axis", int64_t{0}}, {"sizes", Shape{}}}, InferSplit,
+               SplitKernel));
+  r.Add(ViewOp(OpKind::Depend, {"value", "expr"}, {}, InferDepend, DependKernel));
+  // Reshape may copy; is_view says the output may alias the input.
+  r.Add(ViewOp(OpKind::Reshape, {"input"}, {{"shape", Shape{}}}, InferReshapeOp, ReshapeKernel));
+
+  OpDef concat = MakeOp(OpKind::Concat, {"tensors*"}, {{"axis", int64_t{0}}}, InferConcat,
+                        ConcatKernel);
+  concat.promotion = Promotion::Common;
+  r.Add(std::move(concat));
+
+  OpDef assign = ViewOp(OpKind::Assign, {"variable", "value"}, {}, InferAssign, AssignKernel);
+  assign.mutated_inputs = {0};
+  r.Add(std::move(assign));
+}
 
 }  // namespace kiln

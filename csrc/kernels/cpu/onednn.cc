@@ -1,0 +1,115 @@
+// onednn.cc - engine/stream singletons and the bounded, mutex-guarded primitive cache.
+#include "kernels/cpu/onednn.h"
+
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+namespace kiln::cpu {
+
+dnnl::engine& OnednnEngine() {
+  static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  return engine;
+}
+
+dnnl::stream& OnednnStream() {
+  // CPU streams run in order on the calling thread (with OpenMP inside), so one suffices.
+  static dnnl::stream stream(OnednnEngine());
+  return stream;
+}
+
+dnnl::memory::data_type OnednnType(DType dtype) {
+  using dt = dnnl::memory::data_type;
+  switch (dtype) {
+    case DType::Float32: return dt::f32;
+    case DType::BFloat16: return dt::bf16;
+    case DType::Float16: return dt::f16;
+    case DType::Int32: return dt::s32;
+    case DType::Int8: return dt::s8;
+    case DType::UInt8: return dt::u8;
+    default: return dt::undef;
+  }
+}
+
+bool OnednnHasNativeBF16() {
+  static const bool native = [] {
+    auto isa = dnnl::get_effective_cpu_isa();
+    return isa == dnnl::cpu_isa::avx512_core_bf16 || isa == dnnl::cpu_isa::avx512_core_amx;
+  }();
+  return native;
+}
+
+bool IsReferenceImpl(const dnnl::primitive_desc_base& pd) {
+  return std::string(pd.impl_info_str()).rfind("ref", 0) == 0;
+}
+
+namespace {
+
+struct KeyHash {
+  size_t operator()(const PrimitiveKey& key) const {
+    uint64_t h = 1469598103934665603ull;  // FNV-1a over the integers
+    for (int64_t v : key) {
+      h ^= static_cast<uint64_t>(v);
+      h *= 1099511628211ull;
+    }
+    return h;
+  }
+};
+
+// Enough for every layer of a large network; clearing on overflow keeps memory bounded when
+// shapes keep changing (e.g. variable sequence lengths) without LRU bookkeeping on the hot path.
+constexpr size_t kMaxEntries = 4096;
+
+struct Cache {
+  std::mutex mutex;
+  std::unordered_map<PrimitiveKey, std::shared_ptr<void>, KeyHash> entries;
+  OnednnCacheStats stats;
+};
+
+Cache& GlobalCache() {
+  static Cache* cache = new Cache();  // never destroyed: primitives may outlive static teardown
+  return *cache;
+}
+
+}  // namespace
+
+namespace detail {
+
+std::shared_ptr<void> CacheLookup(const PrimitiveKey& key,
+                                  const std::function<std::shared_ptr<void>()>& create) {
+  Cache& cache = GlobalCache();
+  {
+    std::lock_guard<std::mutex> lock(cache.mutex);
+    auto it = cache.entries.find(key);
+    if (it != cache.entries.end()) {
+      cache.stats.hits++;
+      return it->second;
+    }
+  }
+  // Created outside the lock: creation is slow and may itself run OpenMP regions.
+  std::shared_ptr<void> value = create();
+  std::lock_guard<std::mutex> lock(cache.mutex);
+  cache.stats.misses++;
+  if (cache.entries.size() >= kMaxEntries) cache.entries.clear();
+  cache.entries.emplace(key, value);
+  return value;
+}
+
+}  // namespace detail
+
+OnednnCacheStats GetOnednnCacheStats() {
+  Cache& cache = GlobalCache();
+  std::lock_guard<std::mutex> lock(cache.mutex);
+  OnednnCacheStats stats = cache.stats;
+  stats.size = static_cast<int64_t>(cache.entries.size());
+  return stats;
+}
+
+void ClearOnednnCache() {
+  Cache& cache = GlobalCache();
+  std::lock_guard<std::mutex> lock(cache.mutex);
+  cache.entries.clear();
+  cache.stats = OnednnCacheStats{};
+}
+
+}  // namespace kiln::cpu

@@ -1,0 +1,56 @@
+// onednn.h - the oneDNN engine and stream, and the primitive cache every oneDNN-backed op uses.
+//
+// Creating a oneDNN primitive costs ~200 us (descriptor checks, JIT code selection); running a
+// small one costs a few. Eager calls therefore key each primitive by everything that shaped it
+// (op, dims, strides, dtypes, attributes) and build it once.
+#pragma once
+
+#include <cstdint>
+#include <dnnl.hpp>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/dtype.h"
+
+namespace kiln::cpu {
+
+dnnl::engine& OnednnEngine();
+dnnl::stream& OnednnStream();
+
+// The oneDNN data type of `dtype`; memory::data_type::undef when oneDNN has none.
+dnnl::memory::data_type OnednnType(DType dtype);
+// True when this CPU runs bfloat16 primitives natively (avx512_bf16 / AMX); otherwise kiln
+// computes bfloat16 in float32 rather than take oneDNN's slow emulation.
+bool OnednnHasNativeBF16();
+
+// A cache key: a flat list of integers (op tag, then dims/strides/flags), cheap to hash.
+using PrimitiveKey = std::vector<int64_t>;
+
+struct OnednnCacheStats {
+  int64_t hits = 0;
+  int64_t misses = 0;
+  int64_t size = 0;
+};
+OnednnCacheStats GetOnednnCacheStats();
+void ClearOnednnCache();
+
+namespace detail {
+// Returns the cached object for `key`, calling `create` on a miss; thread-safe.
+std::shared_ptr<void> CacheLookup(const PrimitiveKey& key,
+                                  const std::function<std::shared_ptr<void>()>& create);
+}  // namespace detail
+
+// The cached `Entry` for `key`, made by `create()` (returning an Entry) on the first use.
+template <typename Entry, typename Create>
+std::shared_ptr<Entry> CachedPrimitive(const PrimitiveKey& key, Create&& create) {
+  return std::static_pointer_cast<Entry>(detail::CacheLookup(
+      key, [&]() -> std::shared_ptr<void> { return std::make_shared<Entry>(create()); }));
+}
+
+// True when oneDNN picked its reference (scalar, unblocked) implementation: a layout it cannot
+// run fast, so the caller should make the operands contiguous instead.
+bool IsReferenceImpl(const dnnl::primitive_desc_base& pd);
+
+}  // namespace kiln::cpu

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# bootstrap.sh - installs what kiln needs on a fresh Debian machine and builds it into .venv.
+#
+# System packages (Debian): oneDNN (matmul/conv), GoogleTest (C++ tests), a C++ compiler.
+# Python packages go into .venv, so the system Python is never modified. Re-running is cheap:
+# installed packages are skipped and the C++ build is incremental (build/wheel).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PYTHON=${PYTHON:-python3}
+VENV=${VENV:-.venv}
+APT_PACKAGES=(libdnnl-dev libgtest-dev g++ make)
+
+missing=()
+[ -f /usr/include/dnnl.hpp ] || missing+=(libdnnl-dev)
+[ -d /usr/include/gtest ] || missing+=(libgtest-dev)
+command -v g++ >/dev/null || missing+=(g++)
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "bootstrap: installing Debian packages: ${missing[*]}"
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO=sudo
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${APT_PACKAGES[@]}" >/dev/null
+fi
+
+if [ ! -x "$VENV/bin/python" ]; then
+  echo "bootstrap: creating $VENV"
+  "$PYTHON" -m venv "$VENV"
+fi
+PY="$VENV/bin/python"
+"$PY" -m pip install -q --upgrade pip >/dev/null
+"$PY" -m pip install -q -r requirements-dev.txt
+
+echo "bootstrap: building kiln (C++ engine, tests and Python extension)"
+CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-2} "$PY" -m pip install -q --no-build-isolation . \
+  -Ccmake.define.KILN_BUILD_TESTS=ON
