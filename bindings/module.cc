@@ -12,6 +12,7 @@
 namespace kiln::bind {
 
 void BindTensor(nb::module_& m);
+void BindAutodiff(nb::module_& m);
 
 namespace {
 
@@ -60,6 +61,7 @@ nb::dict OpSchema(int kind) {
   d["attrs"] = attrs;
   d["has_infer"] = def.infer != nullptr;
   d["has_kernel"] = def.kernel != nullptr;
+  d["has_grad"] = def.grad != nullptr;
   d["is_view"] = def.is_view;
   d["mutates"] = def.mutated_inputs;
   return d;
@@ -80,6 +82,7 @@ void InitModule(nb::module_& m) {
   m.def("promote_with_scalar", &PromoteWithScalar);
 
   BindTensor(m);
+  BindAutodiff(m);
   m.def("_set_tensor_class", &SetTensorClass);
 
   m.def("call", &Call, nb::arg("kind"), nb::arg("inputs"), nb::arg("attrs"));

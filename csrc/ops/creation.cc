@@ -1,8 +1,190 @@
-// creation.cc - the creation op family (being written; see op_list.def for its ops).
+// creation.cc - tensors made from attributes alone: fill, arange, uniform and normal samples.
+//
+// Random ops draw from a local engine seeded by the op's `seed` attribute, or by the global
+// generator (NextKernelSeed) when it is None, so results depend only on set_seed and call order.
+// Samples come from the engine's raw bits (not std:: distributions, whose output differs between
+// standard libraries), so a seed gives the same values everywhere.
+#include <cmath>
+#include <random>
+
+#include "core/error.h"
+#include "core/random.h"
+#include "kernels/cpu/convert.h"
 #include "ops/registry.h"
 
 namespace kiln {
+namespace {
 
-void RegisterCreationOps(OpRegistry&) {}
+OpDef MakeOp(OpKind kind, std::vector<AttrSpec> attrs, InferFn infer, KernelFn kernel) {
+  OpDef def;
+  def.kind = kind;
+  def.attrs = std::move(attrs);
+  def.infer = infer;
+  def.kernel = kernel;
+  return def;
+}
+
+Shape CheckedShape(const Attrs& attrs, size_t i, const char* op) {
+  const Shape& shape = AttrInts(attrs, i);
+  for (int64_t d : shape)
+    KILN_CHECK(d >= 0, Value, op, ": negative dimension in shape ", ShapeStr(shape));
+  return shape;
+}
+
+// Writes fn(i) converted to the output dtype at every position of a fresh contiguous tensor.
+template <typename Fn>
+void Generate(const Tensor& out, Fn&& fn) {
+  DispatchDType(out.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    T* o = out.data<T>();
+    for (int64_t i = 0, n = out.numel(); i < n; ++i) o[i] = cpu::Convert<T>(fn(i));
+  });
+}
+
+// ---- fill(shape, value, dtype)
+
+std::vector<TensorMeta> InferFill(const OpDef& def, const std::vector<TensorMeta>&,
+                                  const Attrs& attrs) {
+  return {TensorMeta{AttrDType(attrs, 2), CheckedShape(attrs, 0, def.name)}};
+}
+
+void FillKernel(KernelContext& ctx) {
+  const Tensor& out = ctx.outputs[0];
+  // Integer values stay integers so int64 fills beyond 2**53 are exact.
+  if (auto* v = std::get_if<int64_t>(&ctx.attrs[1])) {
+    int64_t value = *v;
+    Generate(out, [value](int64_t) { return value; });
+  } else {
+    double value = AttrFloat(ctx.attrs, 1);
+    Generate(out, [value](int64_t) { return value; });
+  }
+}
+
+// ---- arange(start, end, step, dtype): NumPy's length ceil((end - start) / step)
+
+bool AllInts(const Attrs& attrs) {
+  for (size_t i = 0; i < 3; ++i)
+    if (!std::holds_alternative<int64_t>(attrs[i])) return false;
+  return true;
+}
+
+int64_t ArangeLength(const Attrs& attrs, const char* op) {
+  if (AllInts(attrs)) {
+    int64_t start = AttrInt(attrs, 0), end = AttrInt(attrs, 1), step = AttrInt(attrs, 2);
+    KILN_CHECK(step != 0, Value, op, ": step must not be zero");
+    int64_t span = end - start;
+    // Ceiling division that rounds toward +inf for either sign of step.
+    int64_t n = span / step + ((span % step != 0) && ((span < 0) == (step < 0)) ? 1 : 0);
+    return std::max<int64_t>(n, 0);
+  }
+  double start = AttrFloat(attrs, 0), end = AttrFloat(attrs, 1), step = AttrFloat(attrs, 2);
+  KILN_CHECK(step != 0, Value, op, ": step must not be zero");
+  double n = std::ceil((end - start) / step);
+  KILN_CHECK(std::isfinite(n), Value, op, ": start, end and step must be finite");
+  return n > 0 ? static_cast<int64_t>(n) : 0;
+}
+
+std::vector<TensorMeta> InferArange(const OpDef& def, const std::vector<TensorMeta>&,
+                                    const Attrs& attrs) {
+  return {TensorMeta{AttrDType(attrs, 3), Shape{ArangeLength(attrs, def.name)}}};
+}
+
+void ArangeKernel(KernelContext& ctx) {
+  const Attrs& a = ctx.attrs;
+  if (AllInts(a)) {
+    int64_t start = AttrInt(a, 0), step = AttrInt(a, 2);
+    Generate(ctx.outputs[0], [=](int64_t i) { return start + i * step; });
+  } else {
+    double start = AttrFloat(a, 0), step = AttrFloat(a, 2);
+    Generate(ctx.outputs[0], [=](int64_t i) { return start + static_cast<double>(i) * step; });
+  }
+}
+
+// ---- uniform_real / standard_normal
+
+class Sampler {
+ public:
+  explicit Sampler(const Attrs& attrs, size_t seed_attr)
+      : engine_(AttrIsNone(attrs, seed_attr) ? NextKernelSeed()
+                                             : static_cast<uint64_t>(AttrInt(attrs, seed_attr))) {}
+  // A double in [0, 1) from the top 53 bits.
+  double Uniform() { return static_cast<double>(engine_() >> 11) * 0x1.0p-53; }
+  // Box-Muller; the spare second value is kept for the next call.
+  double Normal() {
+    if (has_spare_) {
+      has_spare_ = false;
+      return spare_;
+    }
+    double u1 = 1.0 - Uniform(), u2 = Uniform();  // u1 in (0, 1]: log is finite
+    double r = std::sqrt(-2.0 * std::log(u1)), theta = 2.0 * M_PI * u2;
+    spare_ = r * std::sin(theta);
+    has_spare_ = true;
+    return r * std::cos(theta);
+  }
+
+ private:
+  std::mt19937_64 engine_;
+  double spare_ = 0;
+  bool has_spare_ = false;
+};
+
+std::vector<TensorMeta> InferRandom(const OpDef& def, const std::vector<TensorMeta>&,
+                                    const Attrs& attrs) {
+  DType dtype = AttrDType(attrs, 1);
+  KILN_CHECK(IsFloating(dtype), Type, def.name, ": dtype must be a floating type, got ",
+             DTypeName(dtype));
+  return {TensorMeta{dtype, CheckedShape(attrs, 0, def.name)}};
+}
+
+void UniformRealKernel(KernelContext& ctx) {
+  double low = AttrFloat(ctx.attrs, 2), high = AttrFloat(ctx.attrs, 3);
+  KILN_CHECK(low <= high, Value, ctx.def.name, ": low (", low, ") must not exceed high (", high,
+             ")");
+  Sampler sampler(ctx.attrs, 4);
+  const Tensor& out = ctx.outputs[0];
+  DispatchDType(out.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    T* o = out.data<T>();
+    for (int64_t i = 0, n = out.numel(); i < n; ++i) {
+      double v = low + (high - low) * sampler.Uniform();
+      T t = cpu::Convert<T>(v);
+      // Rounding to a narrow type can reach `high`; keep the interval half-open.
+      if (low < high && static_cast<double>(static_cast<compute_t<T>>(t)) >= high)
+        t = cpu::Convert<T>(low);
+      o[i] = t;
+    }
+  });
+}
+
+void StandardNormalKernel(KernelContext& ctx) {
+  double mean = AttrFloat(ctx.attrs, 2), stddev = AttrFloat(ctx.attrs, 3);
+  KILN_CHECK(stddev >= 0, Value, ctx.def.name, ": std must be non-negative, got ", stddev);
+  Sampler sampler(ctx.attrs, 4);
+  Generate(ctx.outputs[0], [&](int64_t) { return mean + stddev * sampler.Normal(); });
+}
+
+}  // namespace
+
+void RegisterCreationOps(OpRegistry& r) {
+  const AttrValue none = std::monostate{};
+  r.Add(MakeOp(OpKind::Fill, {{"shape", Shape{}}, {"value", 0.0}, {"dtype", DType::Float32}},
+               InferFill, FillKernel));
+  r.Add(MakeOp(OpKind::Arange,
+               {{"start", int64_t{0}}, {"end", int64_t{0}}, {"step", int64_t{1}},
+                {"dtype", DType::Int64}},
+               InferArange, ArangeKernel));
+  OpDef uniform = MakeOp(OpKind::UniformReal,
+                         {{"shape", Shape{}}, {"dtype", DType::Float32}, {"low", 0.0},
+                          {"high", 1.0}, {"seed", none}},
+                         InferRandom, UniformRealKernel);
+  uniform.is_random = true;
+  r.Add(std::move(uniform));
+  OpDef normal = MakeOp(OpKind::StandardNormal,
+                        {{"shape", Shape{}}, {"dtype", DType::Float32}, {"mean", 0.0},
+                         {"std", 1.0}, {"seed", none}},
+                        InferRandom, StandardNormalKernel);
+  normal.is_random = true;
+  r.Add(std::move(normal));
+}
 
 }  // namespace kiln

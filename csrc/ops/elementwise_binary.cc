@@ -4,6 +4,7 @@
 
 #include "core/error.h"
 #include "kernels/cpu/elementwise.h"
+#include "ops/grad.h"
 #include "ops/registry.h"
 
 namespace kiln {
@@ -133,12 +134,81 @@ std::vector<TensorMeta> InferPredicate(const OpDef& def, const std::vector<Tenso
   return out;
 }
 
-OpDef Binary(OpKind kind, InferFn infer, KernelFn kernel, Promotion promotion = Promotion::Common) {
+// ---- Gradient rules. Operands were promoted to one dtype, so rules only reduce to shape.
+
+std::vector<GradVar> AddGrad(GradBuilder& g) {
+  GradVar dy = g.out_grad(0);
+  return {ToInput(g, dy, 0), ToInput(g, dy, 1)};
+}
+
+std::vector<GradVar> SubGrad(GradBuilder& g) {
+  GradVar dy = g.out_grad(0);
+  return {ToInput(g, dy, 0), g.wants_input_grad(1) ? ToInput(g, Neg(g, dy), 1) : GradVar{}};
+}
+
+std::vector<GradVar> MulGrad(GradBuilder& g) {
+  GradVar dy = g.out_grad(0), a = g.input(0), b = g.input(1);
+  return {g.wants_input_grad(0) ? ToInput(g, Mul(g, dy, b), 0) : GradVar{},
+          g.wants_input_grad(1) ? ToInput(g, Mul(g, dy, a), 1) : GradVar{}};
+}
+
+// d(a/b) = dy/b, -dy*(a/b)/b
+std::vector<GradVar> DivGrad(GradBuilder& g) {
+  GradVar dy = g.out_grad(0), b = g.input(1), out = g.output(0);
+  GradVar da = Div(g, dy, b);
+  return {g.wants_input_grad(0) ? ToInput(g, da, 0) : GradVar{},
+          g.wants_input_grad(1) ? ToInput(g, Neg(g, Mul(g, da, out)), 1) : GradVar{}};
+}
+
+// a mod b = a - b*floor(a/b): da = dy, db = -dy*floor(a/b)
+std::vector<GradVar> ModGrad(GradBuilder& g) {
+  GradVar dy = g.out_grad(0);
+  GradVar db;
+  if (g.wants_input_grad(1)) {
+    GradVar q = g.Emit1(OpKind::FloorDiv, {g.input(0), g.input(1)});
+    db = ToInput(g, Neg(g, Mul(g, dy, q)), 1);
+  }
+  return {ToInput(g, dy, 0), db};
+}
+
+// d(a^b) = dy*b*a^(b-1), dy*a^b*log(a) (taken as 0 where a <= 0, as the limit for a -> 0+)
+std::vector<GradVar> PowGrad(GradBuilder& g) {
+  GradVar dy = g.out_grad(0), a = g.input(0), b = g.input(1), out = g.output(0);
+  GradVar da, db;
+  if (g.wants_input_grad(0)) {
+    GradVar b_minus_1 = Sub(g, b, g.Scalar(1.0));
+    da = ToInput(g, Mul(g, dy, Mul(g, b, g.Emit1(OpKind::Pow, {a, b_minus_1}))), 0);
+  }
+  if (g.wants_input_grad(1)) {
+    GradVar positive = g.Emit1(OpKind::Greater, {a, g.Scalar(0.0)});
+    GradVar safe_a = g.Emit1(OpKind::Where, {positive, a, g.Scalar(1.0)});
+    GradVar log_a = g.Emit1(OpKind::Log, {safe_a});
+    db = ToInput(g, Mul(g, dy, Mul(g, out, log_a)), 1);
+  }
+  return {da, db};
+}
+
+// The larger operand gets the gradient; ties split it evenly.
+template <OpKind kWins>
+std::vector<GradVar> ExtremumGrad(GradBuilder& g) {
+  GradVar dy = g.out_grad(0), a = g.input(0), b = g.input(1);
+  DType dtype = g.meta(a).dtype;
+  GradVar a_wins = CastTo(g, g.Emit1(kWins, {a, b}), dtype);
+  GradVar tie = CastTo(g, g.Emit1(OpKind::Equal, {a, b}), dtype);
+  GradVar weight_a = Add(g, a_wins, Mul(g, tie, g.Scalar(0.5)));
+  GradVar weight_b = Sub(g, g.Scalar(1.0), weight_a);
+  return {g.wants_input_grad(0) ? ToInput(g, Mul(g, dy, weight_a), 0) : GradVar{},
+          g.wants_input_grad(1) ? ToInput(g, Mul(g, dy, weight_b), 1) : GradVar{}};
+}
+
+OpDef Binary(OpKind kind, InferFn infer, KernelFn kernel, GradRuleFn grad,
+             Promotion promotion = Promotion::Common) {
   OpDef def;
   def.kind = kind;
   def.inputs = {"input", "other"};
   def.infer = infer;
   def.kernel = kernel;
+  def.grad = grad;
   def.promotion = promotion;
   return def;
 }
@@ -146,25 +216,25 @@ OpDef Binary(OpKind kind, InferFn infer, KernelFn kernel, Promotion promotion = 
 }  // namespace
 
 void RegisterElementwiseOps(OpRegistry& r) {
-  r.Add(Binary(OpKind::Add, InferBinarySameType, BinaryOpKernel<AddFn, false>));
-  r.Add(Binary(OpKind::Sub, InferArithNoBool, BinaryOpKernel<SubFn, false>));
-  r.Add(Binary(OpKind::Mul, InferBinarySameType, BinaryOpKernel<MulFn, false>));
-  r.Add(Binary(OpKind::Div, InferBinarySameType, BinaryOpKernel<DivFn, false>,
+  r.Add(Binary(OpKind::Add, InferBinarySameType, BinaryOpKernel<AddFn, false>, AddGrad));
+  r.Add(Binary(OpKind::Sub, InferArithNoBool, BinaryOpKernel<SubFn, false>, SubGrad));
+  r.Add(Binary(OpKind::Mul, InferBinarySameType, BinaryOpKernel<MulFn, false>, MulGrad));
+  r.Add(Binary(OpKind::Div, InferBinarySameType, BinaryOpKernel<DivFn, false>, DivGrad,
                Promotion::CommonFloat));
-  r.Add(Binary(OpKind::FloorDiv, InferArithNoBool, BinaryOpKernel<FloorDivFn, false>));
-  r.Add(Binary(OpKind::Mod, InferArithNoBool, BinaryOpKernel<ModFn, false>));
-  r.Add(Binary(OpKind::Pow, InferArithNoBool, BinaryOpKernel<PowFn, false>));
-  r.Add(Binary(OpKind::Maximum, InferBinarySameType, BinaryOpKernel<MaximumFn, false>));
-  r.Add(Binary(OpKind::Minimum, InferBinarySameType, BinaryOpKernel<MinimumFn, false>));
-  r.Add(Binary(OpKind::Equal, InferPredicate, BinaryOpKernel<EqualFn, true>));
-  r.Add(Binary(OpKind::NotEqual, InferPredicate, BinaryOpKernel<NotEqualFn, true>));
-  r.Add(Binary(OpKind::Less, InferPredicate, BinaryOpKernel<LessFn, true>));
-  r.Add(Binary(OpKind::LessEqual, InferPredicate, BinaryOpKernel<LessEqualFn, true>));
-  r.Add(Binary(OpKind::Greater, InferPredicate, BinaryOpKernel<GreaterFn, true>));
-  r.Add(Binary(OpKind::GreaterEqual, InferPredicate, BinaryOpKernel<GreaterEqualFn, true>));
-  r.Add(Binary(OpKind::LogicalAnd, InferPredicate, BinaryOpKernel<AndFn, true>));
-  r.Add(Binary(OpKind::LogicalOr, InferPredicate, BinaryOpKernel<OrFn, true>));
-  r.Add(Binary(OpKind::LogicalXor, InferPredicate, BinaryOpKernel<XorFn, true>));
+  r.Add(Binary(OpKind::FloorDiv, InferArithNoBool, BinaryOpKernel<FloorDivFn, false>, NotDifferentiable));
+  r.Add(Binary(OpKind::Mod, InferArithNoBool, BinaryOpKernel<ModFn, false>, ModGrad));
+  r.Add(Binary(OpKind::Pow, InferArithNoBool, BinaryOpKernel<PowFn, false>, PowGrad));
+  r.Add(Binary(OpKind::Maximum, InferBinarySameType, BinaryOpKernel<MaximumFn, false>, ExtremumGrad<OpKind::Greater>));
+  r.Add(Binary(OpKind::Minimum, InferBinarySameType, BinaryOpKernel<MinimumFn, false>, ExtremumGrad<OpKind::Less>));
+  r.Add(Binary(OpKind::Equal, InferPredicate, BinaryOpKernel<EqualFn, true>, NotDifferentiable));
+  r.Add(Binary(OpKind::NotEqual, InferPredicate, BinaryOpKernel<NotEqualFn, true>, NotDifferentiable));
+  r.Add(Binary(OpKind::Less, InferPredicate, BinaryOpKernel<LessFn, true>, NotDifferentiable));
+  r.Add(Binary(OpKind::LessEqual, InferPredicate, BinaryOpKernel<LessEqualFn, true>, NotDifferentiable));
+  r.Add(Binary(OpKind::Greater, InferPredicate, BinaryOpKernel<GreaterFn, true>, NotDifferentiable));
+  r.Add(Binary(OpKind::GreaterEqual, InferPredicate, BinaryOpKernel<GreaterEqualFn, true>, NotDifferentiable));
+  r.Add(Binary(OpKind::LogicalAnd, InferPredicate, BinaryOpKernel<AndFn, true>, NotDifferentiable));
+  r.Add(Binary(OpKind::LogicalOr, InferPredicate, BinaryOpKernel<OrFn, true>, NotDifferentiable));
+  r.Add(Binary(OpKind::LogicalXor, InferPredicate, BinaryOpKernel<XorFn, true>, NotDifferentiable));
 }
 
 }  // namespace kiln

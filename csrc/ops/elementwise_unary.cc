@@ -5,6 +5,7 @@
 #include "core/error.h"
 #include "kernels/cpu/copy.h"
 #include "kernels/cpu/elementwise.h"
+#include "ops/grad.h"
 #include "ops/registry.h"
 
 namespace kiln {
@@ -118,12 +119,126 @@ std::vector<TensorMeta> InferGelu(const OpDef& def, const std::vector<TensorMeta
   return InferSame(def, in, attrs);
 }
 
-OpDef Unary(OpKind kind, InferFn infer, KernelFn kernel, Promotion promotion = Promotion::None) {
+// ---- gelu_grad(dy, x): dy * d gelu(x)/dx, a kernel because erf has no op of its own.
+struct GeluErfGradFn {
+  template <typename C>
+  C operator()(C dy, C x) const {
+    const C cdf = C(0.5) * (C(1) + std::erf(x * C(M_SQRT1_2)));
+    const C pdf = std::exp(C(-0.5) * x * x) * C(0.3989422804014327);  // 1/sqrt(2 pi)
+    return dy * (cdf + x * pdf);
+  }
+};
+struct GeluTanhGradFn {
+  template <typename C>
+  C operator()(C dy, C x) const {
+    const C k = C(0.7978845608028654), c = C(0.044715);
+    const C inner = k * (x + c * x * x * x);
+    const C t = std::tanh(inner);
+    const C dinner = k * (C(1) + C(3) * c * x * x);
+    return dy * (C(0.5) * (C(1) + t) + C(0.5) * x * (C(1) - t * t) * dinner);
+  }
+};
+
+void GeluGradKernel(KernelContext& ctx) {
+  bool tanh = AttrString(ctx.attrs, 0) == "tanh";
+  DispatchDType(ctx.inputs[0].dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (std::is_floating_point_v<compute_t<T>>) {
+      if (tanh) {
+        cpu::BinaryKernel<T, T>(ctx.inputs[0], ctx.inputs[1], ctx.outputs[0], GeluTanhGradFn{});
+      } else {
+        cpu::BinaryKernel<T, T>(ctx.inputs[0], ctx.inputs[1], ctx.outputs[0], GeluErfGradFn{});
+      }
+    } else {
+      Throw(ErrorKind::Type, "gelu_grad: expected floating-point tensors");
+    }
+  });
+}
+
+std::vector<TensorMeta> InferGeluGrad(const OpDef& def, const std::vector<TensorMeta>& in,
+                                      const Attrs&) {
+  return {TensorMeta{in[1].dtype, BroadcastShapes(in[0].shape, in[1].shape, def.name)}};
+}
+
+// stop_gradient and identity: the same values, as a view (only their gradients differ).
+void AliasKernel(KernelContext& ctx) {
+  const Tensor& in = ctx.inputs[0];
+  ctx.outputs = {in.AsStrided(in.shape(), in.strides(), in.offset())};
+}
+
+// ---- Gradient rules (dy is the output gradient, x the input, y the output).
+
+GradVar Dy(GradBuilder& g) { return g.out_grad(0); }
+
+std::vector<GradVar> IdentityGrad(GradBuilder& g) { return {Dy(g)}; }
+std::vector<GradVar> NegGrad(GradBuilder& g) { return {Neg(g, Dy(g))}; }
+std::vector<GradVar> AbsGrad(GradBuilder& g) {
+  return {Mul(g, Dy(g), g.Emit1(OpKind::Sign, {g.input(0)}))};
+}
+std::vector<GradVar> ExpGrad(GradBuilder& g) { return {Mul(g, Dy(g), g.output(0))}; }
+std::vector<GradVar> LogGrad(GradBuilder& g) { return {Div(g, Dy(g), g.input(0))}; }
+std::vector<GradVar> SqrtGrad(GradBuilder& g) {
+  return {Div(g, Mul(g, Dy(g), g.Scalar(0.5)), g.output(0))};
+}
+// d x^-1/2 = -1/2 x^-3/2 = -1/2 y^3
+std::vector<GradVar> RsqrtGrad(GradBuilder& g) {
+  GradVar y = g.output(0);
+  return {Mul(g, Dy(g), Mul(g, Mul(g, y, Mul(g, y, y)), g.Scalar(-0.5)))};
+}
+std::vector<GradVar> SinGrad(GradBuilder& g) {
+  return {Mul(g, Dy(g), g.Emit1(OpKind::Cos, {g.input(0)}))};
+}
+std::vector<GradVar> CosGrad(GradBuilder& g) {
+  return {Neg(g, Mul(g, Dy(g), g.Emit1(OpKind::Sin, {g.input(0)})))};
+}
+std::vector<GradVar> TanhGrad(GradBuilder& g) {
+  GradVar y = g.output(0);
+  return {Mul(g, Dy(g), Sub(g, g.Scalar(1.0), Mul(g, y, y)))};
+}
+std::vector<GradVar> SigmoidGrad(GradBuilder& g) {
+  GradVar y = g.output(0);
+  return {Mul(g, Dy(g), Mul(g, y, Sub(g, g.Scalar(1.0), y)))};
+}
+// silu = x s(x): d = s (1 + x (1 - s))
+std::vector<GradVar> SiluGrad(GradBuilder& g) {
+  GradVar x = g.input(0), s = g.Emit1(OpKind::Sigmoid, {x});
+  GradVar inner = Add(g, g.Scalar(1.0), Mul(g, x, Sub(g, g.Scalar(1.0), s)));
+  return {Mul(g, Dy(g), Mul(g, s, inner))};
+}
+std::vector<GradVar> ReluGrad(GradBuilder& g) {
+  GradVar x = g.input(0);
+  GradVar positive = g.Emit1(OpKind::Greater, {x, g.Scalar(0.0)});
+  return {Mul(g, Dy(g), CastTo(g, positive, g.meta(x).dtype))};
+}
+std::vector<GradVar> GeluGradRule(GradBuilder& g) {
+  return {g.Emit1(OpKind::GeluGrad, {Dy(g), g.input(0)}, {g.attrs()[0]})};
+}
+std::vector<GradVar> SquareGrad(GradBuilder& g) {
+  return {Mul(g, Dy(g), Mul(g, g.input(0), g.Scalar(2.0)))};
+}
+std::vector<GradVar> CastGrad(GradBuilder& g) { return {CastTo(g, Dy(g), g.meta(g.input(0)).dtype)}; }
+// clamp passes the gradient where the input was inside [min, max].
+std::vector<GradVar> ClampGrad(GradBuilder& g) {
+  GradVar x = g.input(0), y = g.output(0);
+  GradVar same = CastTo(g, g.Emit1(OpKind::Equal, {CastTo(g, x, g.meta(y).dtype), y}), g.meta(y).dtype);
+  return {ToInput(g, Mul(g, Dy(g), same), 0)};
+}
+std::vector<GradVar> WhereGrad(GradBuilder& g) {
+  GradVar cond = g.input(0), dy = Dy(g), zero = g.Scalar(0.0);
+  GradVar dx, dz;
+  if (g.wants_input_grad(1)) dx = ToInput(g, g.Emit1(OpKind::Where, {cond, dy, zero}), 1);
+  if (g.wants_input_grad(2)) dz = ToInput(g, g.Emit1(OpKind::Where, {cond, zero, dy}), 2);
+  return {GradVar{}, dx, dz};
+}
+
+OpDef Unary(OpKind kind, InferFn infer, KernelFn kernel, GradRuleFn grad,
+            Promotion promotion = Promotion::None) {
   OpDef def;
   def.kind = kind;
   def.inputs = {"input"};
   def.infer = infer;
   def.kernel = kernel;
+  def.grad = grad;
   def.promotion = promotion;
   return def;
 }
@@ -186,31 +301,31 @@ void WhereKernel(KernelContext& ctx) {
 }  // namespace
 
 void RegisterUnaryOps(OpRegistry& r) {
-  r.Add(Unary(OpKind::Neg, InferNoBool, UnaryOpKernel<NegFn, false>));
-  r.Add(Unary(OpKind::Abs, InferSame, UnaryOpKernel<AbsFn, false>));
+  r.Add(Unary(OpKind::Neg, InferNoBool, UnaryOpKernel<NegFn, false>, NegGrad));
+  r.Add(Unary(OpKind::Abs, InferSame, UnaryOpKernel<AbsFn, false>, AbsGrad));
   const auto kFloat = Promotion::CommonFloat;
-  r.Add(Unary(OpKind::Exp, InferSame, UnaryOpKernel<ExpFn, true>, kFloat));
-  r.Add(Unary(OpKind::Log, InferSame, UnaryOpKernel<LogFn, true>, kFloat));
-  r.Add(Unary(OpKind::Sqrt, InferSame, UnaryOpKernel<SqrtFn, true>, kFloat));
-  r.Add(Unary(OpKind::Rsqrt, InferSame, UnaryOpKernel<RsqrtFn, true>, kFloat));
-  r.Add(Unary(OpKind::Sin, InferSame, UnaryOpKernel<SinFn, true>, kFloat));
-  r.Add(Unary(OpKind::Cos, InferSame, UnaryOpKernel<CosFn, true>, kFloat));
-  r.Add(Unary(OpKind::Tanh, InferSame, UnaryOpKernel<TanhFn, true>, kFloat));
-  r.Add(Unary(OpKind::Sigmoid, InferSame, UnaryOpKernel<SigmoidFn, true>, kFloat));
-  r.Add(Unary(OpKind::Silu, InferSame, UnaryOpKernel<SiluFn, true>, kFloat));
-  r.Add(Unary(OpKind::Relu, InferNoBool, UnaryOpKernel<ReluFn, false>));
-  OpDef gelu = Unary(OpKind::Gelu, InferGelu, GeluKernel, kFloat);
+  r.Add(Unary(OpKind::Exp, InferSame, UnaryOpKernel<ExpFn, true>, ExpGrad, kFloat));
+  r.Add(Unary(OpKind::Log, InferSame, UnaryOpKernel<LogFn, true>, LogGrad, kFloat));
+  r.Add(Unary(OpKind::Sqrt, InferSame, UnaryOpKernel<SqrtFn, true>, SqrtGrad, kFloat));
+  r.Add(Unary(OpKind::Rsqrt, InferSame, UnaryOpKernel<RsqrtFn, true>, RsqrtGrad, kFloat));
+  r.Add(Unary(OpKind::Sin, InferSame, UnaryOpKernel<SinFn, true>, SinGrad, kFloat));
+  r.Add(Unary(OpKind::Cos, InferSame, UnaryOpKernel<CosFn, true>, CosGrad, kFloat));
+  r.Add(Unary(OpKind::Tanh, InferSame, UnaryOpKernel<TanhFn, true>, TanhGrad, kFloat));
+  r.Add(Unary(OpKind::Sigmoid, InferSame, UnaryOpKernel<SigmoidFn, true>, SigmoidGrad, kFloat));
+  r.Add(Unary(OpKind::Silu, InferSame, UnaryOpKernel<SiluFn, true>, SiluGrad, kFloat));
+  r.Add(Unary(OpKind::Relu, InferNoBool, UnaryOpKernel<ReluFn, false>, ReluGrad));
+  OpDef gelu = Unary(OpKind::Gelu, InferGelu, GeluKernel, GeluGradRule, kFloat);
   gelu.attrs = {{"approximate", std::string("none")}};
   r.Add(std::move(gelu));
-  r.Add(Unary(OpKind::LogicalNot, InferBool, LogicalNotKernel));
-  r.Add(Unary(OpKind::Sign, InferNoBool, UnaryOpKernel<SignFn, false>));
-  r.Add(Unary(OpKind::Square, InferNoBool, UnaryOpKernel<SquareFn, false>));
-  r.Add(Unary(OpKind::Floor, InferNoBool, UnaryOpKernel<FloorFn, false>));
+  r.Add(Unary(OpKind::LogicalNot, InferBool, LogicalNotKernel, NotDifferentiable));
+  r.Add(Unary(OpKind::Sign, InferNoBool, UnaryOpKernel<SignFn, false>, NotDifferentiable));
+  r.Add(Unary(OpKind::Square, InferNoBool, UnaryOpKernel<SquareFn, false>, SquareGrad));
+  r.Add(Unary(OpKind::Floor, InferNoBool, UnaryOpKernel<FloorFn, false>, NotDifferentiable));
 
-  OpDef cast = Unary(OpKind::Cast, InferCast, CastKernel);
+  OpDef cast = Unary(OpKind::Cast, InferCast, CastKernel, CastGrad);
   cast.attrs = {{"dtype", DType::Float32}};
   r.Add(std::move(cast));
-  OpDef clamp = Unary(OpKind::Clamp, InferClamp, ClampKernel);
+  OpDef clamp = Unary(OpKind::Clamp, InferClamp, ClampKernel, ClampGrad);
   clamp.attrs = {{"min", std::monostate{}}, {"max", std::monostate{}}};
   r.Add(std::move(clamp));
   OpDef where;
@@ -220,7 +335,25 @@ void RegisterUnaryOps(OpRegistry& r) {
   where.kernel = WhereKernel;
   where.promotion = Promotion::Common;
   where.promoted_inputs = {1, 2};
+  where.grad = WhereGrad;
   r.Add(std::move(where));
+
+  for (auto [kind, grad] : {std::pair{OpKind::StopGradient, &NotDifferentiable},
+                            std::pair{OpKind::Identity, &IdentityGrad}}) {
+    OpDef alias = Unary(kind, InferSame, AliasKernel, grad);
+    alias.allocates_outputs = true;
+    alias.is_view = true;
+    r.Add(std::move(alias));
+  }
+  OpDef gelu_grad;
+  gelu_grad.kind = OpKind::GeluGrad;
+  gelu_grad.inputs = {"dy", "x"};
+  gelu_grad.attrs = {{"approximate", std::string("none")}};
+  gelu_grad.infer = InferGeluGrad;
+  gelu_grad.kernel = GeluGradKernel;
+  gelu_grad.grad = NotDifferentiable;  // second derivatives of gelu are not provided
+  gelu_grad.promotion = Promotion::CommonFloat;
+  r.Add(std::move(gelu_grad));
 }
 
 }  // namespace kiln

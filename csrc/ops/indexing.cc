@@ -1,8 +1,342 @@
-// indexing.cc - the indexing op family (being written; see op_list.def for its ops).
+// indexing.cc - NumPy advanced indexing (read and write), nonzero, gather and one_hot.
+//
+// Advanced indexing, index_put and gather share one plan: the index tensors broadcast to a shape
+// B; every B position names one input offset, and the input's other ("rest") dimensions are
+// copied whole. The result holds B in place of the indexed axes when they are adjacent, else B
+// first (NumPy's rule). Offsets are precomputed as flat lists so the inner copy is a plain loop.
+#include <algorithm>
+
+#include "core/error.h"
+#include "core/parallel.h"
+#include "kernels/cpu/convert.h"
 #include "ops/registry.h"
 
 namespace kiln {
+namespace {
 
-void RegisterIndexingOps(OpRegistry&) {}
+constexpr int64_t kGrain = 4096;
+
+// Row-major element offsets of every position of `shape` walked with `strides`.
+std::vector<int64_t> Offsets(const Shape& shape, const Shape& strides) {
+  std::vector<int64_t> out(NumElements(shape));
+  if (out.empty()) return out;
+  std::vector<int64_t> index(shape.size(), 0);
+  int64_t offset = 0;
+  for (int64_t& o : out) {
+    o = offset;
+    for (int64_t d = static_cast<int64_t>(shape.size()) - 1; d >= 0; --d) {
+      offset += strides[d];
+      if (++index[d] < shape[d]) break;
+      offset -= shape[d] * strides[d];
+      index[d] = 0;
+    }
+  }
+  return out;
+}
+
+// Where the index result's dimensions come from.
+struct IndexLayout {
+  std::vector<int64_t> axes;   // indexed input axes, normalized, in index-tensor order
+  Shape index_shape;           // B: the index tensors broadcast together
+  bool in_place = true;        // adjacent axes: B replaces them; otherwise B goes first
+  std::vector<int64_t> rest;   // the input axes not indexed, in order
+  Shape out_shape;
+  std::vector<int64_t> b_pos, rest_pos;  // result dimensions holding B and the rest axes
+};
+
+IndexLayout PlanIndex(const Shape& input, const std::vector<Shape>& index_shapes,
+                      const std::vector<int64_t>& axes, const char* op) {
+  IndexLayout p;
+  int64_t n = static_cast<int64_t>(input.size());
+  KILN_CHECK(axes.size() == index_shapes.size(), Value, op, ": ", index_shapes.size(),
+             " index tensors for ", axes.size(), " axes ", ShapeStr(axes));
+  std::vector<bool> indexed(n, false);
+  for (int64_t axis : axes) {
+    KILN_CHECK(axis >= -n && axis < n, Index, op, ": axis ", axis,
+               " is out of range for a tensor of rank ", n);
+    axis = axis < 0 ? axis + n : axis;
+    KILN_CHECK(!indexed[axis], Value, op, ": axis ", axis, " is indexed twice");
+    indexed[axis] = true;
+    p.axes.push_back(axis);
+  }
+  for (const Shape& s : index_shapes) p.index_shape = BroadcastShapes(p.index_shape, s, op);
+  for (size_t k = 1; k < p.axes.size(); ++k) p.in_place &= p.axes[k] == p.axes[k - 1] + 1;
+  for (int64_t i = 0; i < n; ++i)
+    if (!indexed[i]) p.rest.push_back(i);
+  int64_t nb = static_cast<int64_t>(p.index_shape.size());
+  int64_t insert_at = p.in_place && !p.axes.empty() ? p.axes[0] : 0;
+  // The rest dims keep their order; B sits where the first indexed axis was (or first).
+  int64_t before_count = 0;
+  for (int64_t axis : p.rest) before_count += axis < insert_at;
+  for (int64_t j = 0; j < static_cast<int64_t>(p.rest.size()); ++j)
+    p.rest_pos.push_back(j < before_count ? j : j + nb);
+  for (int64_t k = 0; k < nb; ++k) p.b_pos.push_back(before_count + k);
+  p.out_shape.assign(p.rest.size() + nb, 0);
+  for (size_t j = 0; j < p.rest.size(); ++j) p.out_shape[p.rest_pos[j]] = input[p.rest[j]];
+  for (int64_t k = 0; k < nb; ++k) p.out_shape[p.b_pos[k]] = p.index_shape[k];
+  return p;
+}
+
+Shape Pick(const Shape& values, const std::vector<int64_t>& positions) {
+  Shape out;
+  for (int64_t i : positions) out.push_back(values[i]);
+  return out;
+}
+
+// The flat lists a kernel walks: input offset per B position (indices resolved and checked),
+// result offset per B position, and the rest dimensions' offsets on both sides.
+struct IndexOffsets {
+  std::vector<int64_t> in_b, in_rest, res_b, res_rest;
+};
+
+IndexOffsets ResolveIndex(const IndexLayout& p, const Tensor& input,
+                          const std::vector<Tensor>& indices, const Tensor& result,
+                          const char* op) {
+  IndexOffsets o;
+  int64_t nb = NumElements(p.index_shape);
+  o.in_b.assign(nb, 0);
+  for (size_t k = 0; k < indices.size(); ++k) {
+    Tensor idx = indices[k].To(DType::Int64).Expand(p.index_shape).Contiguous();
+    const int64_t* v = idx.data<int64_t>();
+    int64_t axis = p.axes[k], size = input.shape()[axis], stride = input.strides()[axis];
+    for (int64_t b = 0; b < nb; ++b) {
+      int64_t i = v[b];
+      KILN_CHECK(i >= -size && i < size, Index, op, ": index ", i, " is out of bounds for axis ",
+                 axis, " with size ", size);
+      o.in_b[b] += (i < 0 ? i + size : i) * stride;
+    }
+  }
+  o.in_rest = Offsets(Pick(input.shape(), p.rest), Pick(input.strides(), p.rest));
+  o.res_b = Offsets(p.index_shape, Pick(result.strides(), p.b_pos));
+  o.res_rest = Offsets(Pick(result.shape(), p.rest_pos), Pick(result.strides(), p.rest_pos));
+  return o;
+}
+
+void CheckIndexDTypes(const std::vector<TensorMeta>& metas, size_t first, const char* op) {
+  for (size_t k = first; k < metas.size(); ++k)
+    KILN_CHECK(IsIntegral(metas[k].dtype), Type, op, ": index tensors must be integers, got ",
+               DTypeName(metas[k].dtype), " (convert boolean masks with nonzero first)");
+}
+
+std::vector<Shape> ShapesFrom(const std::vector<TensorMeta>& metas, size_t first) {
+  std::vector<Shape> shapes;
+  for (size_t k = first; k < metas.size(); ++k) shapes.push_back(metas[k].shape);
+  return shapes;
+}
+
+std::vector<Shape> ShapesFrom(const std::vector<Tensor>& tensors, size_t first) {
+  std::vector<Shape> shapes;
+  for (size_t k = first; k < tensors.size(); ++k) shapes.push_back(tensors[k].shape());
+  return shapes;
+}
+
+// out[res] = in[index] over the plan, in parallel over B positions (writes never collide).
+void GatherByPlan(const IndexLayout& p, const Tensor& in, const std::vector<Tensor>& indices,
+                  const Tensor& out, const char* op) {
+  IndexOffsets o = ResolveIndex(p, in, indices, out, op);
+  if (out.numel() == 0) return;
+  DispatchDType(in.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const T* src = static_cast<const T*>(in.raw_data());
+    T* dst = out.data<T>();
+    int64_t nr = static_cast<int64_t>(o.res_rest.size());
+    ParallelFor(static_cast<int64_t>(o.in_b.size()), std::max<int64_t>(1, kGrain / nr),
+                [&](int64_t begin, int64_t end) {
+                  for (int64_t b = begin; b < end; ++b) {
+                    const T* s = src + o.in_b[b];
+                    T* d = dst + o.res_b[b];
+                    for (int64_t r = 0; r < nr; ++r) d[o.res_rest[r]] = s[o.in_rest[r]];
+                  }
+                });
+  });
+}
+
+// ---- advanced_index(input, indices*; axes)
+
+std::vector<TensorMeta> InferAdvancedIndex(const OpDef& def, const std::vector<TensorMeta>& in,
+                                           const Attrs& attrs) {
+  CheckIndexDTypes(in, 1, def.name);
+  IndexLayout p = PlanIndex(in[0].shape, ShapesFrom(in, 1), AttrInts(attrs, 0), def.name);
+  return {TensorMeta{in[0].dtype, p.out_shape}};
+}
+
+void AdvancedIndexKernel(KernelContext& ctx) {
+  const Tensor& in = ctx.inputs[0];
+  std::vector<Tensor> indices(ctx.inputs.begin() + 1, ctx.inputs.end());
+  IndexLayout p = PlanIndex(in.shape(), ShapesFrom(ctx.inputs, 1), AttrInts(ctx.attrs, 0),
+                            ctx.def.name);
+  GatherByPlan(p, in, indices, ctx.outputs[0], ctx.def.name);
+}
+
+// ---- index_put(input, values, indices*; axes, accumulate): input[index] = values (or +=)
+
+std::vector<TensorMeta> InferIndexPut(const OpDef& def, const std::vector<TensorMeta>& in,
+                                      const Attrs& attrs) {
+  CheckIndexDTypes(in, 2, def.name);
+  IndexLayout p = PlanIndex(in[0].shape, ShapesFrom(in, 2), AttrInts(attrs, 0), def.name);
+  Shape joined = BroadcastShapes(p.out_shape, in[1].shape, def.name);
+  KILN_CHECK(joined == p.out_shape, Value, def.name, ": values of shape ", ShapeStr(in[1].shape),
+             " cannot be broadcast to the indexed shape ", ShapeStr(p.out_shape));
+  return {TensorMeta{in[0].dtype, in[0].shape}};
+}
+
+void IndexPutKernel(KernelContext& ctx) {
+  const Tensor& in = ctx.inputs[0];
+  std::vector<Tensor> indices(ctx.inputs.begin() + 2, ctx.inputs.end());
+  IndexLayout p = PlanIndex(in.shape(), ShapesFrom(ctx.inputs, 2), AttrInts(ctx.attrs, 0),
+                            ctx.def.name);
+  bool accumulate = AttrBool(ctx.attrs, 1);
+  Tensor values = ctx.inputs[1].To(in.dtype());
+  if (values.same_storage(in)) values = values.Clone();  // x[i] = x[j] reads before writing
+  values = values.Expand(p.out_shape);
+  IndexOffsets o = ResolveIndex(p, in, indices, values, ctx.def.name);
+  ctx.outputs = {in};
+  if (values.numel() == 0) return;
+  DispatchDType(in.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    using C = compute_t<T>;
+    T* dst = in.data<T>();
+    const T* src = values.data<T>();
+    // Serial, in index order: repeated indices accumulate, or the last write wins (NumPy).
+    for (size_t b = 0; b < o.in_b.size(); ++b) {
+      T* d = dst + o.in_b[b];
+      const T* s = src + o.res_b[b];
+      for (size_t r = 0; r < o.in_rest.size(); ++r) {
+        T& target = d[o.in_rest[r]];
+        T v = s[o.res_rest[r]];
+        if (accumulate) {
+          target = cpu::Convert<T>(static_cast<C>(static_cast<C>(target) + static_cast<C>(v)));
+        } else {
+          target = v;
+        }
+      }
+    }
+  });
+}
+
+// ---- nonzero(input) -> int64 (n, ndim)
+
+std::vector<TensorMeta> InferNonZero(const OpDef&, const std::vector<TensorMeta>& in,
+                                     const Attrs&) {
+  return {TensorMeta{DType::Int64, Shape{-1, static_cast<int64_t>(in[0].shape.size())}}};
+}
+
+void NonZeroKernel(KernelContext& ctx) {
+  Tensor in = ctx.inputs[0].Contiguous();
+  int64_t ndim = in.ndim(), numel = in.numel();
+  std::vector<int64_t> hits;
+  DispatchDType(in.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const T* v = in.data<T>();
+    for (int64_t i = 0; i < numel; ++i)
+      if (cpu::Convert<bool>(v[i])) hits.push_back(i);
+  });
+  Tensor out = Tensor::Empty({static_cast<int64_t>(hits.size()), ndim}, DType::Int64);
+  int64_t* o = out.data<int64_t>();
+  for (int64_t flat : hits) {
+    for (int64_t d = ndim - 1; d >= 0; --d) {
+      o[d] = flat % in.shape()[d];
+      flat /= in.shape()[d];
+    }
+    o += ndim;
+  }
+  ctx.outputs = {out};
+}
+
+// ---- gather(input_params, input_indices; axis, batch_dims): np.take along axis
+
+IndexLayout GatherLayout(const Shape& params, const Shape& indices, const Attrs& attrs,
+                         const char* op) {
+  KILN_CHECK(AttrInt(attrs, 1) == 0, NotImplemented, op, ": batch_dims other than 0 (got ",
+             AttrInt(attrs, 1), ") is not supported");
+  KILN_CHECK(!params.empty(), Value, op, ": input_params must have at least one dimension");
+  return PlanIndex(params, {indices}, {AttrInt(attrs, 0)}, op);
+}
+
+std::vector<TensorMeta> InferGather(const OpDef& def, const std::vector<TensorMeta>& in,
+                                    const Attrs& attrs) {
+  CheckIndexDTypes(in, 1, def.name);
+  return {TensorMeta{in[0].dtype, GatherLayout(in[0].shape, in[1].shape, attrs, def.name).out_shape}};
+}
+
+void GatherKernel(KernelContext& ctx) {
+  const Tensor &params = ctx.inputs[0], &indices = ctx.inputs[1];
+  IndexLayout p = GatherLayout(params.shape(), indices.shape(), ctx.attrs, ctx.def.name);
+  GatherByPlan(p, params, {indices}, ctx.outputs[0], ctx.def.name);
+}
+
+// ---- one_hot(indices; depth, axis, on_value, off_value, dtype)
+
+int64_t OneHotAxis(int64_t axis, int64_t ndim, const char* op) {
+  KILN_CHECK(axis >= -1 && axis <= ndim, Index, op, ": axis must be in [-1, ", ndim, "], got ",
+             axis);
+  return axis == -1 ? ndim : axis;
+}
+
+std::vector<TensorMeta> InferOneHot(const OpDef& def, const std::vector<TensorMeta>& in,
+                                    const Attrs& attrs) {
+  CheckIndexDTypes(in, 0, def.name);
+  int64_t depth = AttrInt(attrs, 0);
+  KILN_CHECK(depth >= 0, Value, def.name, ": depth must be non-negative, got ", depth);
+  Shape shape = in[0].shape;
+  int64_t axis = OneHotAxis(AttrInt(attrs, 1), static_cast<int64_t>(shape.size()), def.name);
+  shape.insert(shape.begin() + axis, depth);
+  return {TensorMeta{AttrDType(attrs, 4), shape}};
+}
+
+void OneHotKernel(KernelContext& ctx) {
+  Tensor indices = ctx.inputs[0].To(DType::Int64).Contiguous();
+  const Tensor& out = ctx.outputs[0];
+  int64_t depth = AttrInt(ctx.attrs, 0);
+  int64_t axis = OneHotAxis(AttrInt(ctx.attrs, 1), indices.ndim(), ctx.def.name);
+  double on = AttrFloat(ctx.attrs, 2), off = AttrFloat(ctx.attrs, 3);
+  int64_t inner = 1;
+  for (int64_t d = axis; d < indices.ndim(); ++d) inner *= indices.shape()[d];
+  const int64_t* idx = indices.data<int64_t>();
+  DispatchDType(out.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    T on_v = cpu::Convert<T>(on), off_v = cpu::Convert<T>(off);
+    T* o = out.data<T>();
+    std::fill(o, o + out.numel(), off_v);
+    // Indices outside [0, depth) give an all-off row (TensorFlow's and MindSpore's rule).
+    for (int64_t i = 0; i < indices.numel(); ++i) {
+      int64_t v = idx[i];
+      if (v >= 0 && v < depth) o[(i / inner) * depth * inner + v * inner + i % inner] = on_v;
+    }
+  });
+}
+
+OpDef MakeOp(OpKind kind, std::vector<const char*> inputs, std::vector<AttrSpec> attrs,
+             InferFn infer, KernelFn kernel) {
+  OpDef def;
+  def.kind = kind;
+  def.inputs = std::move(inputs);
+  def.attrs = std::move(attrs);
+  def.infer = infer;
+  def.kernel = kernel;
+  return def;
+}
+
+}  // namespace
+
+void RegisterIndexingOps(OpRegistry& r) {
+  r.Add(MakeOp(OpKind::AdvancedIndex, {"input", "indices*"}, {{"axes", Shape{}}},
+               InferAdvancedIndex, AdvancedIndexKernel));
+  OpDef put = MakeOp(OpKind::IndexPut, {"input", "values", "indices*"},
+                     {{"axes", Shape{}}, {"accumulate", false}}, InferIndexPut, IndexPutKernel);
+  put.allocates_outputs = true;  // returns input itself, written in place
+  put.is_view = true;
+  put.mutated_inputs = {0};
+  r.Add(std::move(put));
+  OpDef nonzero = MakeOp(OpKind::NonZero, {"input"}, {}, InferNonZero, NonZeroKernel);
+  nonzero.allocates_outputs = true;  // the row count depends on the values
+  r.Add(std::move(nonzero));
+  r.Add(MakeOp(OpKind::Gather, {"input_params", "input_indices"},
+               {{"axis", int64_t{0}}, {"batch_dims", int64_t{0}}}, InferGather, GatherKernel));
+  r.Add(MakeOp(OpKind::OneHot, {"indices"},
+               {{"depth", int64_t{0}}, {"axis", int64_t{-1}}, {"on_value", 1.0},
+                {"off_value", 0.0}, {"dtype", DType::Float32}},
+               InferOneHot, OneHotKernel));
+}
 
 }  // namespace kiln

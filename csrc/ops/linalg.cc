@@ -38,7 +38,12 @@ MatMulDims PlanMatMul(const Shape& a, const Shape& b, bool ta, bool tb, const ch
   MatMulDims dims;
   Shape batch_a(a.begin(), a.end() - std::min<size_t>(na, 2));
   Shape batch_b(b.begin(), b.end() - std::min<size_t>(nb, 2));
-  dims.batch = BroadcastShapes(batch_a, batch_b, op);
+  try {
+    dims.batch = BroadcastShapes(batch_a, batch_b, op);
+  } catch (const Error&) {  // restate with the operands' full shapes, not just their batch dims
+    Throw(ErrorKind::Value, op, ": batch dimensions of shapes ", ShapeStr(a), " and ", ShapeStr(b),
+          " cannot be broadcast together");
+  }
   dims.m = m, dims.k = ka == -1 ? kb : ka, dims.n = n;
   dims.out_shape = dims.batch;
   if (na > 1) dims.out_shape.push_back(m);

@@ -1,8 +1,469 @@
-// normalization.cc - the normalization op family (being written; see op_list.def for its ops).
+// normalization.cc - softmax, log-softmax, layer norm, batch norm and dropout.
+//
+// All compute in compute_t<T> (float for 16-bit floats) with statistics accumulated in double,
+// so results are stable for long rows and large offsets. The statistics the gradients need
+// (layer norm's mean/rstd, batch norm's saved mean/invstd) come out in the compute type:
+// float32 for float16/bfloat16 inputs, the input dtype otherwise.
+#include <cmath>
+#include <limits>
+#include <type_traits>
+
+#include "core/error.h"
+#include "core/random.h"
+#include "kernels/cpu/copy.h"
+#include "kernels/cpu/reduce.h"
 #include "ops/registry.h"
 
 namespace kiln {
+namespace {
 
-void RegisterNormalizationOps(OpRegistry&) {}
+DType StatDType(DType in) {
+  return in == DType::Float16 || in == DType::BFloat16 ? DType::Float32 : in;
+}
+
+// Shapes equal where known (-1: a dimension only known at run time, in Graph mode).
+bool ShapesMatch(const Shape& a, const Shape& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (a[i] != b[i] && a[i] != -1 && b[i] != -1) return false;
+  return true;
+}
+
+// Input names without the schema's "?" marker, for messages.
+std::string InputName(const OpDef& def, size_t i) {
+  std::string name = def.inputs[i];
+  if (!name.empty() && name.back() == '?') name.pop_back();
+  return name;
+}
+
+// Sum of f(p[i]) over a row in double, in 8 lanes: independent chains the compiler can
+// vectorize, and a smaller rounding error than one running sum.
+template <typename T, typename F>
+double RowSum(const T* p, int64_t n, F f) {
+  double lanes[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    for (int l = 0; l < 8; ++l) lanes[l] += f(p[i + l]);
+  double total = 0;
+  for (; i < n; ++i) total += f(p[i]);
+  for (int l = 0; l < 8; ++l) total += lanes[l];
+  return total;
+}
+
+template <typename T>
+constexpr bool kFloatType = std::is_floating_point_v<compute_t<T>>;
+
+// ---- Softmax / LogSoftmax over one axis
+
+int64_t SoftmaxAxis(const OpDef& def, const Shape& shape, int64_t axis) {
+  const int64_t rank = std::max<int64_t>(static_cast<int64_t>(shape.size()), 1);
+  KILN_CHECK(axis >= -rank && axis < rank, Index, def.name, ": axis ", axis,
+             " is out of range for input of shape ", ShapeStr(shape));
+  return axis < 0 ? axis + rank : axis;
+}
+
+std::vector<TensorMeta> InferSoftmax(const OpDef& def, const std::vector<TensorMeta>& in,
+                                     const Attrs& attrs) {
+  RequireFloating(in[0], def.name);
+  SoftmaxAxis(def, in[0].shape, AttrInt(attrs, 0));
+  return {TensorMeta{in[0].dtype, in[0].shape}};
+}
+
+// y = exp(x - max) / sum, or (x - max) - log(sum), over r in an [outer, reduce, inner] block.
+template <typename T, bool kLog>
+void SoftmaxBlock(const T* x, T* y, const cpu::ReduceShape& s) {
+  using C = compute_t<T>;
+  const int64_t R = s.reduce, I = s.inner;
+  constexpr int64_t kB = cpu::kReduceBlock;
+  const int64_t blocks = (I + kB - 1) / kB;
+  const int64_t grain = std::max<int64_t>(1, cpu::kParallelGrain / (R * std::min(I, kB)));
+  ParallelFor(s.outer * blocks, grain, [&](int64_t begin, int64_t end) {
+    C mx[kB];
+    double sum[kB];
+    for (int64_t task = begin; task < end; ++task) {
+      const int64_t a = task / blocks, j0 = (task % blocks) * kB, n = std::min(kB, I - j0);
+      const T* in = x + a * R * I + j0;
+      T* out = y + a * R * I + j0;
+      for (int64_t j = 0; j < n; ++j) {
+        mx[j] = -std::numeric_limits<C>::infinity();
+        sum[j] = 0;
+      }
+      for (int64_t r = 0; r < R; ++r)
+        for (int64_t j = 0; j < n; ++j) {
+          C v = static_cast<C>(in[r * I + j]);
+          if (v > mx[j] || v != v) mx[j] = v;  // a NaN anywhere makes the whole slice NaN
+        }
+      for (int64_t r = 0; r < R; ++r)
+        for (int64_t j = 0; j < n; ++j) sum[j] += std::exp(static_cast<C>(in[r * I + j]) - mx[j]);
+      for (int64_t j = 0; j < n; ++j) sum[j] = kLog ? std::log(sum[j]) : 1.0 / sum[j];
+      for (int64_t r = 0; r < R; ++r)
+        for (int64_t j = 0; j < n; ++j) {
+          C shifted = static_cast<C>(in[r * I + j]) - mx[j];
+          C v = kLog ? shifted - static_cast<C>(sum[j]) : std::exp(shifted) * static_cast<C>(sum[j]);
+          out[r * I + j] = cpu::Convert<T>(v);
+        }
+    }
+  });
+}
+
+// The common case, softmax over the last (contiguous) axis: one row per output row.
+template <typename T, bool kLog>
+void SoftmaxRows(const T* x, T* y, const cpu::ReduceShape& s) {
+  using C = compute_t<T>;
+  const int64_t R = s.reduce;
+  const int64_t grain = std::max<int64_t>(1, cpu::kParallelGrain / R);
+  ParallelFor(s.outer, grain, [&](int64_t begin, int64_t end) {
+    for (int64_t a = begin; a < end; ++a) {
+      const T* in = x + a * R;
+      T* out = y + a * R;
+      C m = -std::numeric_limits<C>::infinity();
+      for (int64_t r = 0; r < R; ++r) {
+        C v = static_cast<C>(in[r]);
+        if (v > m || v != v) m = v;
+      }
+      double sum = RowSum(in, R, [m](T v) { return static_cast<double>(std::exp(static_cast<C>(v) - m)); });
+      if constexpr (kLog) {
+        const C log_sum = static_cast<C>(std::log(sum));
+        for (int64_t r = 0; r < R; ++r) out[r] = cpu::Convert<T>((static_cast<C>(in[r]) - m) - log_sum);
+      } else {
+        const C inv = static_cast<C>(1.0 / sum);
+        for (int64_t r = 0; r < R; ++r) out[r] = cpu::Convert<T>(std::exp(static_cast<C>(in[r]) - m) * inv);
+      }
+    }
+  });
+}
+
+template <bool kLog>
+void SoftmaxKernel(KernelContext& ctx) {
+  const Tensor& input = ctx.inputs[0];
+  if (input.numel() == 0) return;
+  const int64_t axis = SoftmaxAxis(ctx.def, input.shape(), AttrInt(ctx.attrs, 0));
+  std::vector<bool> mask(input.ndim(), false);
+  if (input.ndim() > 0) mask[axis] = true;
+  cpu::ReduceShape s;
+  // One axis is always an adjacent run, so x keeps the input's (and output's) C order.
+  Tensor x = cpu::PrepareReduce(input, mask, &s);
+  DispatchDType(x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (!kFloatType<T>) {
+      Throw(ErrorKind::Type, ctx.def.name, ": expected a floating-point tensor, got ",
+            DTypeName(x.dtype()));
+    } else if (s.inner == 1) {
+      SoftmaxRows<T, kLog>(x.data<T>(), ctx.outputs[0].data<T>(), s);
+    } else {
+      SoftmaxBlock<T, kLog>(x.data<T>(), ctx.outputs[0].data<T>(), s);
+    }
+  });
+}
+
+// ---- LayerNorm: normalizes each row over the dims from begin_norm_axis on
+
+std::vector<TensorMeta> InferLayerNorm(const OpDef& def, const std::vector<TensorMeta>& in,
+                                       const Attrs& attrs) {
+  const Shape& shape = in[0].shape;
+  const int64_t ndim = static_cast<int64_t>(shape.size());
+  RequireFloating(in[0], def.name);
+  KILN_CHECK(ndim >= 1, Value, def.name, ": expected an input with at least one dimension, got shape ",
+             ShapeStr(shape));
+  int64_t axis = AttrInt(attrs, 0);
+  KILN_CHECK(axis >= -ndim && axis < ndim, Index, def.name, ": begin_norm_axis ", axis,
+             " is out of range for input of shape ", ShapeStr(shape));
+  if (axis < 0) axis += ndim;
+  Shape normalized(shape.begin() + axis, shape.end());
+  for (size_t i = 1; i < 3; ++i) {
+    if (!in[i].present) continue;
+    KILN_CHECK(ShapesMatch(in[i].shape, normalized), Value, def.name, ": ", InputName(def, i),
+               " of shape ", ShapeStr(in[i].shape), " does not match the normalized shape ",
+               ShapeStr(normalized), " of input shape ", ShapeStr(shape));
+  }
+  Shape stat(shape.begin(), shape.begin() + axis);
+  stat.resize(ndim, 1);
+  DType sd = StatDType(in[0].dtype);
+  return {TensorMeta{in[0].dtype, shape}, TensorMeta{sd, stat}, TensorMeta{sd, stat}};
+}
+
+void LayerNormKernel(KernelContext& ctx) {
+  const Tensor& input = ctx.inputs[0];
+  int64_t axis = AttrInt(ctx.attrs, 0);
+  if (axis < 0) axis += input.ndim();
+  int64_t rows = 1, n = 1;
+  for (int64_t d = 0; d < input.ndim(); ++d) (d < axis ? rows : n) *= input.dim(d);
+  const double eps = AttrFloat(ctx.attrs, 1);
+  Tensor x = input.Contiguous();
+  Tensor w = ctx.inputs[1].defined() ? ctx.inputs[1].Contiguous() : Tensor();
+  Tensor b = ctx.inputs[2].defined() ? ctx.inputs[2].Contiguous() : Tensor();
+  DispatchDType(x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    using C = compute_t<T>;
+    if constexpr (!kFloatType<T>) {
+      Throw(ErrorKind::Type, ctx.def.name, ": expected a floating-point tensor");
+    } else {
+      const T* xp = x.data<T>();
+      const T* wp = w.defined() ? w.data<T>() : nullptr;
+      const T* bp = b.defined() ? b.data<T>() : nullptr;
+      T* yp = ctx.outputs[0].data<T>();
+      C* mean_p = ctx.outputs[1].data<C>();  // StatDType(T) is compute_t<T>
+      C* rstd_p = ctx.outputs[2].data<C>();
+      const int64_t grain = std::max<int64_t>(1, cpu::kParallelGrain / std::max<int64_t>(n, 1));
+      ParallelFor(rows, grain, [&](int64_t begin, int64_t end) {
+        for (int64_t row = begin; row < end; ++row) {
+          const T* in = xp + row * n;
+          T* out = yp + row * n;
+          // Two passes (mean, then squared deviations): no cancellation for large offsets.
+          const double mu = RowSum(in, n, [](T v) { return static_cast<double>(v); }) / n;
+          const double var = RowSum(in, n, [mu](T v) {
+                               double d = static_cast<double>(v) - mu;
+                               return d * d;
+                             }) / n;
+          const double rs = 1.0 / std::sqrt(var + eps);
+          mean_p[row] = static_cast<C>(mu);
+          rstd_p[row] = static_cast<C>(rs);
+          const C m = static_cast<C>(mu), r = static_cast<C>(rs);
+          for (int64_t i = 0; i < n; ++i) {
+            C v = (static_cast<C>(in[i]) - m) * r;
+            if (wp) v *= static_cast<C>(wp[i]);
+            if (bp) v += static_cast<C>(bp[i]);
+            out[i] = cpu::Convert<T>(v);
+          }
+        }
+      });
+    }
+  });
+}
+
+// ---- BatchNorm over (N, C, ...): statistics per channel (axis 1)
+
+std::vector<TensorMeta> InferBatchNorm(const OpDef& def, const std::vector<TensorMeta>& in,
+                                       const Attrs& attrs) {
+  const Shape& shape = in[0].shape;
+  RequireFloating(in[0], def.name);
+  KILN_CHECK(shape.size() >= 2, Value, def.name,
+             ": expected an input of shape (N, C) or (N, C, ...), got shape ", ShapeStr(shape));
+  const Shape channels{shape[1]};
+  for (size_t i = 1; i < 5; ++i) {
+    if (!in[i].present) continue;
+    KILN_CHECK(IsFloating(in[i].dtype), Type, def.name, ": ", InputName(def, i),
+               " must be a floating-point tensor, got ", DTypeName(in[i].dtype));
+    KILN_CHECK(ShapesMatch(in[i].shape, channels), Value, def.name, ": ", InputName(def, i),
+               " of shape ", ShapeStr(in[i].shape), " does not match the ", shape[1],
+               " channels of input shape ", ShapeStr(shape));
+  }
+  KILN_CHECK(in[1].present == in[2].present, Value, def.name,
+             ": running_mean and running_var must be given together");
+  const bool training = AttrBool(attrs, 0);
+  KILN_CHECK(training || in[1].present, Value, def.name,
+             ": running_mean and running_var are required when training=False");
+  if (training) {
+    // The unbiased variance of one value is undefined (PyTorch and MindSpore refuse it too).
+    bool known = true;
+    int64_t count = shape[0];
+    for (size_t d = 2; d < shape.size(); ++d) count *= shape[d];
+    for (int64_t d : shape) known = known && d >= 0;
+    KILN_CHECK(!known || count != 1, Value, def.name,
+               ": expected more than 1 value per channel when training, got input of shape ",
+               ShapeStr(shape));
+  }
+  DType sd = StatDType(in[0].dtype);
+  return {TensorMeta{in[0].dtype, shape}, TensorMeta{sd, channels}, TensorMeta{sd, channels}};
+}
+
+// A per-channel tensor as doubles (`fill` when omitted).
+std::vector<double> LoadChannels(const Tensor& t, int64_t channels, double fill) {
+  std::vector<double> values(channels, fill);
+  if (!t.defined()) return values;
+  Tensor d = t.To(DType::Float64).Contiguous();
+  const double* p = d.data<double>();
+  std::copy(p, p + channels, values.begin());
+  return values;
+}
+
+// Writes doubles into a 1-d tensor of any float dtype and stride (the running statistics).
+void StoreChannels(const Tensor& t, const std::vector<double>& values) {
+  DispatchDType(t.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    T* p = t.data<T>();
+    const int64_t stride = t.strides()[0];
+    for (size_t c = 0; c < values.size(); ++c) p[c * stride] = cpu::Convert<T>(values[c]);
+  });
+}
+
+void BatchNormKernel(KernelContext& ctx) {
+  const Tensor& input = ctx.inputs[0];
+  const Tensor &running_mean = ctx.inputs[1], &running_var = ctx.inputs[2];
+  const bool training = AttrBool(ctx.attrs, 0);
+  const double momentum = AttrFloat(ctx.attrs, 1), eps = AttrFloat(ctx.attrs, 2);
+  const int64_t batch = input.dim(0), channels = input.dim(1);
+  int64_t spatial = 1;
+  for (int64_t d = 2; d < input.ndim(); ++d) spatial *= input.dim(d);
+  const int64_t count = batch * spatial;
+  Tensor x = input.Contiguous();
+
+  std::vector<double> mean(channels), var(channels);
+  DispatchDType(x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (kFloatType<T>) {
+      const T* xp = x.data<T>();
+      if (!training) return;
+      const int64_t grain = std::max<int64_t>(1, cpu::kParallelGrain / std::max<int64_t>(count, 1));
+      ParallelFor(channels, grain, [&](int64_t begin, int64_t end) {
+        for (int64_t c = begin; c < end; ++c) {
+          double sum = 0, sq = 0;
+          for (int64_t b = 0; b < batch; ++b)
+            sum += RowSum(xp + (b * channels + c) * spatial, spatial,
+                          [](T v) { return static_cast<double>(v); });
+          const double mu = sum / count;
+          for (int64_t b = 0; b < batch; ++b)
+            sq += RowSum(xp + (b * channels + c) * spatial, spatial, [mu](T v) {
+              double d = static_cast<double>(v) - mu;
+              return d * d;
+            });
+          mean[c] = mu;
+          var[c] = sq;  // the sum of squared deviations; divided below
+        }
+      });
+    }
+  });
+  if (training) {
+    std::vector<double> unbiased(channels);
+    for (int64_t c = 0; c < channels; ++c) {
+      unbiased[c] = var[c] / static_cast<double>(count - 1);
+      var[c] /= static_cast<double>(count);
+    }
+    if (running_mean.defined() && count > 0) {
+      // running = (1 - momentum) * running + momentum * batch, with the unbiased variance.
+      std::vector<double> rm = LoadChannels(running_mean, channels, 0);
+      std::vector<double> rv = LoadChannels(running_var, channels, 1);
+      for (int64_t c = 0; c < channels; ++c) {
+        rm[c] = (1 - momentum) * rm[c] + momentum * mean[c];
+        rv[c] = (1 - momentum) * rv[c] + momentum * unbiased[c];
+      }
+      StoreChannels(running_mean, rm);
+      StoreChannels(running_var, rv);
+    }
+  } else {
+    mean = LoadChannels(running_mean, channels, 0);
+    var = LoadChannels(running_var, channels, 1);
+  }
+  std::vector<double> weight = LoadChannels(ctx.inputs[3], channels, 1);
+  std::vector<double> bias = LoadChannels(ctx.inputs[4], channels, 0);
+  std::vector<double> invstd(channels), alpha(channels), beta(channels);
+  for (int64_t c = 0; c < channels; ++c) {
+    invstd[c] = 1.0 / std::sqrt(var[c] + eps);
+    alpha[c] = invstd[c] * weight[c];  // y = x * alpha + beta folds the affine transform in
+    beta[c] = bias[c] - mean[c] * alpha[c];
+  }
+  StoreChannels(ctx.outputs[1], mean);
+  StoreChannels(ctx.outputs[2], invstd);
+
+  DispatchDType(x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    using C = compute_t<T>;
+    if constexpr (kFloatType<T>) {
+      const T* xp = x.data<T>();
+      T* yp = ctx.outputs[0].data<T>();
+      const int64_t grain = std::max<int64_t>(1, cpu::kParallelGrain / std::max<int64_t>(spatial, 1));
+      ParallelFor(batch * channels, grain, [&](int64_t begin, int64_t end) {
+        for (int64_t row = begin; row < end; ++row) {
+          const int64_t c = row % channels;
+          const C a = static_cast<C>(alpha[c]), b = static_cast<C>(beta[c]);
+          const T* in = xp + row * spatial;
+          T* out = yp + row * spatial;
+          for (int64_t i = 0; i < spatial; ++i) out[i] = cpu::Convert<T>(static_cast<C>(in[i]) * a + b);
+        }
+      });
+    }
+  });
+}
+
+// ---- Dropout: a counter-based generator, so results do not depend on the thread count
+
+std::vector<TensorMeta> InferDropout(const OpDef& def, const std::vector<TensorMeta>& in,
+                                     const Attrs& attrs) {
+  RequireFloating(in[0], def.name);
+  const double p = AttrFloat(attrs, 0);
+  KILN_CHECK(p >= 0 && p <= 1, Value, def.name, ": p must be in [0, 1], got ", p,
+             " (input shape ", ShapeStr(in[0].shape), ")");
+  return {TensorMeta{in[0].dtype, in[0].shape}, TensorMeta{in[0].dtype, in[0].shape}};
+}
+
+// SplitMix64's output function: element i of stream `seed` is Mix(seed + i * golden ratio).
+inline uint64_t Mix(uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+  return z ^ (z >> 31);
+}
+
+void DropoutKernel(KernelContext& ctx) {
+  const double p = AttrFloat(ctx.attrs, 0);
+  const uint64_t seed =
+      AttrIsNone(ctx.attrs, 1) ? NextKernelSeed() : static_cast<uint64_t>(AttrInt(ctx.attrs, 1));
+  const uint64_t stream = Mix(seed + 0x9E3779B97F4A7C15ULL);
+  const double scale = p < 1 ? 1.0 / (1.0 - p) : 0.0;
+  Tensor x = ctx.inputs[0].Contiguous();
+  const int64_t n = x.numel();
+  DispatchDType(x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    using C = compute_t<T>;
+    if constexpr (kFloatType<T>) {
+      const T* xp = x.data<T>();
+      T* yp = ctx.outputs[0].data<T>();
+      T* mp = ctx.outputs[1].data<T>();
+      const C keep_value = static_cast<C>(scale);
+      ParallelFor(n, cpu::kParallelGrain, [&](int64_t begin, int64_t end) {
+        for (int64_t i = begin; i < end; ++i) {
+          // 53 random bits as a double in [0, 1): kept when u >= p, so p = 0 keeps everything
+          // and p = 1 drops everything.
+          const double u = static_cast<double>(Mix(stream + static_cast<uint64_t>(i) * 0x9E3779B97F4A7C15ULL) >> 11) * 0x1.0p-53;
+          const C m = u >= p ? keep_value : C(0);
+          mp[i] = cpu::Convert<T>(m);
+          yp[i] = cpu::Convert<T>(static_cast<C>(xp[i]) * m);
+        }
+      });
+    }
+  });
+}
+
+OpDef Norm(OpKind kind, std::vector<const char*> inputs, InferFn infer, KernelFn kernel,
+           Promotion promotion) {
+  OpDef def;
+  def.kind = kind;
+  def.inputs = std::move(inputs);
+  def.infer = infer;
+  def.kernel = kernel;
+  def.promotion = promotion;
+  return def;
+}
+
+}  // namespace
+
+void RegisterNormalizationOps(OpRegistry& r) {
+  const auto kFloat = Promotion::CommonFloat;
+  OpDef softmax = Norm(OpKind::Softmax, {"input"}, InferSoftmax, SoftmaxKernel<false>, kFloat);
+  softmax.attrs = {{"axis", int64_t{-1}}};
+  r.Add(std::move(softmax));
+  OpDef log_softmax = Norm(OpKind::LogSoftmax, {"input"}, InferSoftmax, SoftmaxKernel<true>, kFloat);
+  log_softmax.attrs = {{"axis", int64_t{-1}}};
+  r.Add(std::move(log_softmax));
+
+  OpDef layer_norm = Norm(OpKind::LayerNorm, {"input", "weight?", "bias?"}, InferLayerNorm,
+                          LayerNormKernel, kFloat);
+  layer_norm.attrs = {{"begin_norm_axis", int64_t{-1}}, {"eps", 1e-5}};
+  r.Add(std::move(layer_norm));
+
+  // Only the input is promoted: the running statistics are written in place, so they must be
+  // the caller's tensors, never promoted copies; the per-channel tensors are read as doubles.
+  OpDef batch_norm = Norm(OpKind::BatchNorm,
+                          {"input", "running_mean?", "running_var?", "weight?", "bias?"},
+                          InferBatchNorm, BatchNormKernel, kFloat);
+  batch_norm.promoted_inputs = {0};
+  batch_norm.attrs = {{"training", false}, {"momentum", 0.1}, {"eps", 1e-5}};
+  batch_norm.mutated_inputs = {1, 2};
+  r.Add(std::move(batch_norm));
+
+  OpDef dropout = Norm(OpKind::Dropout, {"input"}, InferDropout, DropoutKernel, Promotion::None);
+  dropout.attrs = {{"p", 0.5}, {"seed", std::monostate{}}};
+  dropout.is_random = true;
+  r.Add(std::move(dropout));
+}
 
 }  // namespace kiln

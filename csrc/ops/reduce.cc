@@ -1,8 +1,257 @@
-// reduce.cc - the reduce op family (being written; see op_list.def for its ops).
+// reduce.cc - the reduce op family: sum, mean, prod, max, min over axes, and argmax/argmin.
+//
+// Result dtypes follow NumPy: sums and products of bool/int give int64, the mean of ints gives
+// float32 (kiln's default float), extrema keep the input dtype, arg-reductions give int64.
+// Float sums accumulate in double (16-bit floats included), so results do not depend on the
+// summation order beyond the final rounding.
+#include <limits>
+#include <type_traits>
+
+#include "core/error.h"
+#include "kernels/cpu/copy.h"
+#include "kernels/cpu/reduce.h"
 #include "ops/registry.h"
 
 namespace kiln {
+namespace {
 
-void RegisterReduceOps(OpRegistry&) {}
+// ---- Axis handling shared by inference and kernels
+
+// The axes attribute (None, an int or ints; None and () mean every axis) as a mask over `shape`.
+std::vector<bool> ReducedAxes(const OpDef& def, const Shape& shape, const AttrValue& axes) {
+  const int64_t ndim = static_cast<int64_t>(shape.size());
+  std::vector<bool> mask(ndim, false);
+  std::vector<int64_t> list;
+  if (auto* v = std::get_if<std::vector<int64_t>>(&axes)) list = *v;
+  else if (auto* i = std::get_if<int64_t>(&axes)) list = {*i};
+  else if (!std::holds_alternative<std::monostate>(axes))
+    Throw(ErrorKind::Type, def.name, ": axis must be None, an int or a tuple of ints, got ",
+          AttrToString(axes));
+  if (list.empty()) return std::vector<bool>(ndim, true);
+  // A 0-d tensor accepts axis 0 and -1, as PyTorch and MindSpore do: the reduction is a no-op.
+  const int64_t rank = std::max<int64_t>(ndim, 1);
+  for (int64_t axis : list) {
+    KILN_CHECK(axis >= -rank && axis < rank, Index, def.name, ": axis ", axis,
+               " is out of range for input of shape ", ShapeStr(shape));
+    if (ndim == 0) continue;
+    int64_t d = axis < 0 ? axis + ndim : axis;
+    KILN_CHECK(!mask[d], Value, def.name, ": duplicate axis ", axis, " in axes ", ShapeStr(list),
+               " for input of shape ", ShapeStr(shape));
+    mask[d] = true;
+  }
+  return mask;
+}
+
+Shape ReducedShape(const Shape& shape, const std::vector<bool>& mask, bool keepdims) {
+  Shape out;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (!mask[d]) out.push_back(shape[d]);
+    else if (keepdims) out.push_back(1);
+  }
+  return out;
+}
+
+// Extrema and arg-reductions have no identity: reducing over nothing is an error (NumPy too).
+void RequireNonEmpty(const OpDef& def, const Shape& shape, const std::vector<bool>& mask) {
+  for (size_t d = 0; d < shape.size(); ++d)
+    KILN_CHECK(!(mask[d] && shape[d] == 0), Value, def.name,
+               ": cannot reduce over a zero-size dimension (axis ", d, " of input shape ",
+               ShapeStr(shape), "); the operation has no identity");
+}
+
+enum class Kind { Sum, Mean, Prod, Max, Min };
+
+DType ResultDType(Kind kind, DType in, const Attrs& attrs) {
+  switch (kind) {
+    case Kind::Sum:
+      if (!AttrIsNone(attrs, 2)) return AttrDType(attrs, 2);
+      return IsFloating(in) ? in : DType::Int64;
+    case Kind::Prod:
+      return IsFloating(in) ? in : DType::Int64;
+    case Kind::Mean:
+      return IsFloating(in) ? in : DType::Float32;
+    default:
+      return in;
+  }
+}
+
+template <Kind K>
+std::vector<TensorMeta> InferReduce(const OpDef& def, const std::vector<TensorMeta>& in,
+                                    const Attrs& attrs) {
+  std::vector<bool> mask = ReducedAxes(def, in[0].shape, attrs[0]);
+  if constexpr (K == Kind::Max || K == Kind::Min) RequireNonEmpty(def, in[0].shape, mask);
+  return {TensorMeta{ResultDType(K, in[0].dtype, attrs),
+                     ReducedShape(in[0].shape, mask, AttrBool(attrs, 1))}};
+}
+
+// ---- Reduction functors on compute types (see cpu::ReduceLoop for the protocol)
+
+template <typename C>
+using SumAcc = std::conditional_t<std::is_floating_point_v<C>, double, int64_t>;
+
+// Integer sums and products wrap on overflow like NumPy's (done unsigned: no signed-overflow UB).
+template <typename A>
+A WrapAdd(A a, A b) {
+  if constexpr (std::is_integral_v<A>) return static_cast<A>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b));
+  else return a + b;
+}
+template <typename A>
+A WrapMul(A a, A b) {
+  if constexpr (std::is_integral_v<A>) return static_cast<A>(static_cast<uint64_t>(a) * static_cast<uint64_t>(b));
+  else return a * b;
+}
+
+template <typename T>
+struct SumOp {
+  using C = compute_t<T>;
+  using Acc = SumAcc<C>;
+  static constexpr int kLanes = 8;
+  double scale = 1;  // 1 / count for the mean
+  bool mean = false;
+  Acc Init() const { return 0; }
+  void Step(Acc& a, C v, int64_t) const { a = WrapAdd(a, static_cast<Acc>(v)); }
+  void Combine(Acc& a, const Acc& b) const { a = WrapAdd(a, b); }
+  T Finish(const Acc& a) const {
+    if (mean) return cpu::Convert<T>(static_cast<double>(a) * scale);
+    return cpu::Convert<T>(a);
+  }
+};
+
+template <typename T>
+struct ProdOp {
+  using C = compute_t<T>;
+  using Acc = SumAcc<C>;
+  static constexpr int kLanes = 8;
+  Acc Init() const { return 1; }
+  void Step(Acc& a, C v, int64_t) const { a = WrapMul(a, static_cast<Acc>(v)); }
+  void Combine(Acc& a, const Acc& b) const { a = WrapMul(a, b); }
+  T Finish(const Acc& a) const { return cpu::Convert<T>(a); }
+};
+
+// NaN wins once seen: `v != v` takes a NaN, and nothing compares greater than a NaN held.
+template <typename T, bool kMax>
+struct ExtremumOp {
+  using C = compute_t<T>;
+  using Acc = C;
+  static constexpr int kLanes = 8;
+  Acc Init() const {
+    if constexpr (std::is_floating_point_v<C>)
+      return kMax ? -std::numeric_limits<C>::infinity() : std::numeric_limits<C>::infinity();
+    else return kMax ? std::numeric_limits<C>::lowest() : std::numeric_limits<C>::max();
+  }
+  void Step(Acc& a, C v, int64_t) const {
+    bool better = kMax ? v > a : v < a;
+    if (better || v != v) a = v;
+  }
+  void Combine(Acc& a, const Acc& b) const { Step(a, b, 0); }
+  T Finish(const Acc& a) const { return cpu::Convert<T>(a); }
+};
+
+// First occurrence wins ties; a NaN counts as the extreme for both argmax and argmin (NumPy).
+template <typename T, bool kMax>
+struct ArgOp {
+  using C = compute_t<T>;
+  struct Acc {
+    C value;
+    int64_t index;
+  };
+  static constexpr int kLanes = 1;  // lanes would interleave indices and break first-occurrence
+  Acc Init() const { return Acc{C{}, -1}; }
+  static bool Better(C v, C held) {
+    if (held != held) return false;
+    return (kMax ? v > held : v < held) || v != v;
+  }
+  void Step(Acc& a, C v, int64_t r) const {
+    if (a.index < 0 || Better(v, a.value)) a = Acc{v, r};
+  }
+  void Combine(Acc& a, const Acc& later) const {
+    if (later.index >= 0 && (a.index < 0 || Better(later.value, a.value))) a = later;
+  }
+  int64_t Finish(const Acc& a) const { return a.index; }
+};
+
+// ---- Kernels
+
+template <Kind K>
+void ReduceKernel(KernelContext& ctx) {
+  const Tensor& out = ctx.outputs[0];
+  const Tensor& input = ctx.inputs[0];
+  std::vector<bool> mask = ReducedAxes(ctx.def, input.shape(), ctx.attrs[0]);
+  // The mean of integers accumulates from float64 so large int64 values keep their precision.
+  DType compute = out.dtype();
+  if (K == Kind::Mean && !IsFloating(input.dtype())) compute = DType::Float64;
+  cpu::ReduceShape s;
+  Tensor x = cpu::PrepareReduce(input.To(compute), mask, &s);
+  Tensor dst = compute == out.dtype() ? out : Tensor::Empty(out.shape(), compute);
+  DispatchDType(compute, [&](auto tag) {
+    using T = decltype(tag);
+    const T* src = x.data<T>();
+    T* o = dst.data<T>();
+    if constexpr (K == Kind::Sum || K == Kind::Mean) {
+      SumOp<T> op;
+      op.mean = K == Kind::Mean;
+      op.scale = 1.0 / static_cast<double>(s.reduce);
+      cpu::ReduceLoop(src, o, s, op);
+    } else if constexpr (K == Kind::Prod) {
+      cpu::ReduceLoop(src, o, s, ProdOp<T>{});
+    } else {
+      cpu::ReduceLoop(src, o, s, ExtremumOp<T, K == Kind::Max>{});
+    }
+  });
+  if (dst.impl() != out.impl()) cpu::CopyInto(dst, out);
+}
+
+// ---- Argmax / argmin: one axis, or the flattened input when axis is None
+
+std::vector<bool> ArgAxes(const OpDef& def, const Shape& shape, const Attrs& attrs) {
+  if (AttrIsNone(attrs, 0)) return std::vector<bool>(shape.size(), true);
+  return ReducedAxes(def, shape, AttrValue(AttrInt(attrs, 0)));
+}
+
+std::vector<TensorMeta> InferArg(const OpDef& def, const std::vector<TensorMeta>& in,
+                                 const Attrs& attrs) {
+  std::vector<bool> mask = ArgAxes(def, in[0].shape, attrs);
+  RequireNonEmpty(def, in[0].shape, mask);
+  return {TensorMeta{DType::Int64, ReducedShape(in[0].shape, mask, AttrBool(attrs, 1))}};
+}
+
+template <bool kMax>
+void ArgKernel(KernelContext& ctx) {
+  std::vector<bool> mask = ArgAxes(ctx.def, ctx.inputs[0].shape(), ctx.attrs);
+  cpu::ReduceShape s;
+  Tensor x = cpu::PrepareReduce(ctx.inputs[0], mask, &s);
+  DispatchDType(x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    cpu::ReduceLoop(x.data<T>(), ctx.outputs[0].data<int64_t>(), s, ArgOp<T, kMax>{});
+  });
+}
+
+OpDef Reduce(OpKind kind, InferFn infer, KernelFn kernel) {
+  OpDef def;
+  def.kind = kind;
+  def.inputs = {"input"};
+  def.attrs = {{"axes", std::monostate{}}, {"keepdims", false}};
+  def.infer = infer;
+  def.kernel = kernel;
+  return def;
+}
+
+}  // namespace
+
+void RegisterReduceOps(OpRegistry& r) {
+  OpDef sum = Reduce(OpKind::ReduceSum, InferReduce<Kind::Sum>, ReduceKernel<Kind::Sum>);
+  sum.attrs.push_back({"dtype", std::monostate{}});
+  r.Add(std::move(sum));
+  r.Add(Reduce(OpKind::ReduceMean, InferReduce<Kind::Mean>, ReduceKernel<Kind::Mean>));
+  r.Add(Reduce(OpKind::ReduceProd, InferReduce<Kind::Prod>, ReduceKernel<Kind::Prod>));
+  r.Add(Reduce(OpKind::ReduceMax, InferReduce<Kind::Max>, ReduceKernel<Kind::Max>));
+  r.Add(Reduce(OpKind::ReduceMin, InferReduce<Kind::Min>, ReduceKernel<Kind::Min>));
+  for (auto [kind, kernel] : {std::pair{OpKind::Argmax, &ArgKernel<true>},
+                              std::pair{OpKind::Argmin, &ArgKernel<false>}}) {
+    OpDef def = Reduce(kind, InferArg, kernel);
+    def.attrs[0] = {"axis", std::monostate{}};
+    r.Add(std::move(def));
+  }
+}
 
 }  // namespace kiln

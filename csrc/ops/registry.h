@@ -55,6 +55,8 @@ enum class Promotion : uint8_t {
 };
 
 struct OpDef;
+class GradBuilder;
+struct GradVar;
 
 struct KernelContext {
   const OpDef& def;
@@ -66,6 +68,8 @@ struct KernelContext {
 using InferFn = std::vector<TensorMeta> (*)(const OpDef& def, const std::vector<TensorMeta>& inputs,
                                             const Attrs& attrs);
 using KernelFn = void (*)(KernelContext& ctx);
+// The gradient rule (ops/grad.h): input gradients from output gradients, built from ops.
+using GradRuleFn = std::vector<GradVar> (*)(GradBuilder& g);
 
 struct OpDef {
   OpKind kind;
@@ -75,6 +79,7 @@ struct OpDef {
   std::vector<AttrSpec> attrs;
   InferFn infer = nullptr;
   KernelFn kernel = nullptr;
+  GradRuleFn grad = nullptr;  // NotDifferentiable for ops without one; never left null
   Promotion promotion = Promotion::None;
   std::vector<int> promoted_inputs;  // indices the promotion applies to (empty: all)
   // The kernel makes its outputs: views of an input, or shapes known only after running.

@@ -5,10 +5,12 @@
 // 3. Infer output dtypes and shapes with the op's inference function (the one Graph mode uses).
 // 4. Allocate the outputs, unless the op makes its own (views, value-dependent shapes).
 // 5. Run the CPU kernel.
+// 6. Record the op on any active autodiff tape (runtime/tape.h).
 #include "runtime/eager.h"
 
 #include "core/error.h"
 #include "kernels/cpu/copy.h"
+#include "runtime/tape.h"
 
 namespace kiln {
 
@@ -29,8 +31,11 @@ void PromoteInputs(const OpDef& def, std::vector<Tensor>& inputs) {
   metas.reserve(inputs.size());
   for (const auto& t : inputs) metas.push_back(MetaOf(t));
   DType target = PromotionTarget(def, metas);
+  // Under a tape the cast is an op of its own, so gradients flow back to the original dtype.
+  bool record = AnyTapeActive();
   auto cast = [&](Tensor& t) {
-    if (t.defined() && t.dtype() != target) t = t.To(target);
+    if (!t.defined() || t.dtype() == target) return;
+    t = record ? CallOp1(OpKind::Cast, {t}, {target}) : t.To(target);
   };
   if (def.promoted_inputs.empty()) {
     for (auto& t : inputs) cast(t);
@@ -84,6 +89,7 @@ std::vector<Tensor> CallOp(OpKind kind, std::vector<Tensor> inputs, Attrs attrs)
   def.kernel(ctx);
   for (int i : def.mutated_inputs)
     if (inputs[i].defined()) inputs[i].impl()->version++;
+  if (AnyTapeActive()) RecordOnTapes(def, inputs, attrs, outputs);
   return outputs;
 }
 

@@ -10,6 +10,10 @@ from kiln.common.dtype import (  # noqa: F401
 )
 from kiln.common.tensor import Tensor, tensor  # noqa: F401
 from kiln import ops  # noqa: F401
+from kiln.ops.composite import grad, value_and_grad  # noqa: F401
+from kiln.context import (  # noqa: F401
+    COMPATIBLE, GRAPH_MODE, LAX, PYNATIVE_MODE, STRICT, get_context, reset_context, set_context,
+)
 
 __version__ = "0.1.0"
 
@@ -21,3 +25,18 @@ def set_num_threads(n):
 
 def get_num_threads():
     return _C.get_num_threads()
+
+
+def set_seed(seed):
+    """Makes random ops, dropout and parameter initialisation reproducible."""
+    if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
+        raise TypeError(f"set_seed: seed must be a non-negative int, got {seed!r}")
+    _C.set_seed(seed)
+    _seed_state["seed"] = seed
+
+
+def get_seed():
+    return _seed_state["seed"]
+
+
+_seed_state = {"seed": None}

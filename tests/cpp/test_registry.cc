@@ -19,6 +19,7 @@ TEST(Registry, EveryOpHasEveryFacet) {
     EXPECT_STREQ(def.name, OpName(kind));
     EXPECT_NE(def.infer, nullptr) << "missing shape/dtype inference";
     EXPECT_NE(def.kernel, nullptr) << "missing CPU kernel";
+    EXPECT_NE(def.grad, nullptr) << "missing gradient rule (NotDifferentiable if none)";
     for (const auto& attr : def.attrs) EXPECT_NE(attr.name, nullptr);
     for (int m : def.mutated_inputs) EXPECT_LT(m, static_cast<int>(def.inputs.size()));
   }

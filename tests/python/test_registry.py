@@ -19,6 +19,7 @@ def test_registered_op_has_every_facet(name):
     assert schema["name"] == name
     assert schema["has_infer"], f"{name} lacks shape/dtype inference"
     assert schema["has_kernel"], f"{name} lacks a CPU kernel"
+    assert schema["has_grad"], f"{name} lacks a gradient rule (NotDifferentiable if it has none)"
 
 
 @pytest.mark.parametrize("name", SPEC_OPS)

@@ -220,6 +220,16 @@ class Tensor(_C.TensorBase):
     def clone(self):
         return Tensor(self._clone())
 
+    def __getitem__(self, index):
+        from kiln.common import _indexing  # noqa: PLC0415 - _indexing imports kiln.ops
+
+        return _indexing.getitem(self, index)
+
+    def __setitem__(self, index, value):
+        from kiln.common import _indexing  # noqa: PLC0415
+
+        _indexing.setitem(self, index, value)
+
 
 def tensor(input_data=None, dtype=None, shape=None, init=None, const_arg=False):
     """Same as ``Tensor(...)``."""

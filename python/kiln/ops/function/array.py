@@ -1,3 +1,341 @@
-"""array functional ops (being written)."""
+"""Array functional ops: shapes and views, joining and splitting, gathering, creation, random."""
+import builtins
+import numbers
 
-__all__ = []
+from kiln.common import dtype as mstype
+from kiln.ops._core import axes_attr, call, dtype_attr, shape_attr
+
+__all__ = [
+    "reshape", "transpose", "permute", "swapaxes", "broadcast_to", "squeeze", "expand_dims",
+    "unsqueeze", "flatten", "concat", "cat", "stack", "split", "chunk", "gather", "one_hot",
+    "zeros", "ones", "zeros_like", "ones_like", "full", "full_like", "arange", "depend",
+    "nonzero", "masked_select", "narrow", "tile", "rand", "randn", "uniform", "standard_normal",
+]
+
+_INT64_MAX = 2**63 - 1
+
+
+def _tensor_class():
+    from kiln.common.tensor import Tensor  # noqa: PLC0415 - tensor.py imports kiln.ops lazily
+
+    return Tensor
+
+
+def _ndim(x):
+    return len(x.shape)
+
+
+def _axis(axis, ndim, op):
+    """A possibly negative axis wrapped into [0, ndim); IndexError naming `op` otherwise."""
+    axis = int(axis)
+    if not -ndim <= axis < ndim:
+        raise IndexError(f"{op}: axis {axis} is out of range for a tensor of rank {ndim}")
+    return axis + ndim if axis < 0 else axis
+
+
+# ---- shapes and views ----
+
+def reshape(input, shape):  # noqa: A002 - MindSpore's argument names
+    """A view when the layout allows, else a contiguous copy; one dimension may be -1."""
+    return call("reshape", (input,), (shape_attr(shape, "reshape"),))
+
+
+def transpose(input, input_perm):  # noqa: A002
+    return call("transpose", (input,), (shape_attr(input_perm, "transpose"),))
+
+
+def permute(input, axis):  # noqa: A002
+    return call("transpose", (input,), (shape_attr(axis, "permute"),))
+
+
+def swapaxes(input, axis0, axis1):  # noqa: A002
+    n = _ndim(input)
+    perm = list(range(n))
+    a, b = _axis(axis0, n, "swapaxes"), _axis(axis1, n, "swapaxes")
+    perm[a], perm[b] = perm[b], perm[a]
+    return transpose(input, tuple(perm))
+
+
+def broadcast_to(input, shape):  # noqa: A002
+    """A read-only-in-spirit view with zero strides; -1 keeps the input's dimension."""
+    return call("broadcast_to", (input,), (shape_attr(shape, "broadcast_to"),))
+
+
+def squeeze(input, axis=None):  # noqa: A002
+    """Drops the size-1 axes listed in `axis` (all of them when None)."""
+    return call("squeeze", (input,), (axes_attr(axis),))
+
+
+def expand_dims(input_x, axis):
+    return call("expand_dims", (input_x,), (int(axis),))
+
+
+def unsqueeze(input, dim):  # noqa: A002
+    return call("expand_dims", (input,), (int(dim),))
+
+
+def flatten(input, order="C", *, start_dim=1, end_dim=-1):  # noqa: A002
+    """Merges the axes start_dim..end_dim into one; a 0-d input becomes shape (1,)."""
+    if order not in ("C", "F"):
+        raise ValueError(f"flatten: order must be 'C' or 'F', got {order!r}")
+    shape = tuple(input.shape)
+    if not shape:
+        return reshape(input, (1,))
+    if order == "F":
+        input = transpose(input, tuple(reversed(range(len(shape)))))
+        shape = shape[::-1]
+    start, end = _axis(start_dim, len(shape), "flatten"), _axis(end_dim, len(shape), "flatten")
+    if start > end:
+        raise ValueError(f"flatten: start_dim {start_dim} comes after end_dim {end_dim}")
+    merged = 1
+    for d in shape[start:end + 1]:
+        merged *= d
+    return reshape(input, shape[:start] + (merged,) + shape[end + 1:])
+
+
+def narrow(input, axis, start, length):  # noqa: A002
+    """The `length` elements from `start` along `axis`, as a view."""
+    n = _ndim(input)
+    axis = _axis(axis, n, "narrow")
+    size = input.shape[axis]
+    start = int(start) + size if int(start) < 0 else int(start)
+    if not 0 <= start <= size or length < 0 or start + length > size:
+        raise ValueError(f"narrow: start {start} and length {length} do not fit axis {axis} "
+                         f"of size {size}")
+    return _slice_axis(input, axis, start, start + length)
+
+
+def _slice_axis(x, axis, start, stop, step=1):
+    begin = (0,) * axis + (start,)
+    end = (_INT64_MAX,) * axis + (stop,)
+    return call("strided_slice", (x,), (begin, end, (1,) * axis + (step,)))
+
+
+# ---- joining and splitting ----
+
+def concat(tensors, axis=0):
+    """Joins tensors along an existing axis; dtypes promote to their common type."""
+    tensors = tuple(tensors)
+    if not tensors:
+        raise ValueError("concat: expected at least one tensor")
+    return call("concat", tensors, (int(axis),))
+
+
+cat = concat
+
+
+def stack(tensors, axis=0):
+    """Joins tensors along a new axis; all must have the same shape."""
+    tensors = tuple(tensors)
+    if not tensors:
+        raise ValueError("stack: expected at least one tensor")
+    shape = tuple(tensors[0].shape)
+    for i, t in enumerate(tensors):
+        if tuple(t.shape) != shape:
+            raise ValueError(f"stack: tensor {i} has shape {tuple(t.shape)}, expected {shape}")
+    axis = _axis(axis, len(shape) + 1, "stack")
+    return concat([expand_dims(t, axis) for t in tensors], axis)
+
+
+def split(tensor, split_size_or_sections, axis=0):
+    """Views of `tensor` along axis: chunks of an int size (the last may be smaller), or the
+    listed section sizes. Returns a tuple."""
+    axis = _axis(axis, _ndim(tensor), "split")
+    size = tensor.shape[axis]
+    if isinstance(split_size_or_sections, numbers.Integral):
+        step = int(split_size_or_sections)
+        if step <= 0:
+            raise ValueError(f"split: split_size must be positive, got {step}")
+        sizes = [min(step, size - s) for s in range(0, size, step)] or [0]
+    else:
+        sizes = [int(s) for s in split_size_or_sections]
+        if builtins.sum(sizes) != size:
+            raise ValueError(f"split: sections {sizes} do not sum to axis {axis}'s size {size}")
+    out = call("split", (tensor,), (axis, tuple(sizes)))
+    return out if isinstance(out, tuple) else (out,)
+
+
+def chunk(input, chunks, axis=0):  # noqa: A002
+    """At most `chunks` views of equal size ceil(n / chunks) along axis (the last smaller)."""
+    if int(chunks) <= 0:
+        raise ValueError(f"chunk: chunks must be positive, got {chunks}")
+    size = input.shape[_axis(axis, _ndim(input), "chunk")]
+    step = -(-size // int(chunks)) if size else 1
+    return split(input, builtins.max(step, 1), axis)
+
+
+def tile(input, dims):  # noqa: A002
+    """Repeats the whole tensor `dims[i]` times along each axis (np.tile)."""
+    dims = shape_attr(dims, "tile")
+    shape = tuple(input.shape)
+    n = builtins.max(len(dims), len(shape))
+    dims = (1,) * (n - len(dims)) + dims
+    shape = (1,) * (n - len(shape)) + shape
+    x = reshape(input, sum(((1, d) for d in shape), ()))
+    x = broadcast_to(x, sum(((r, d) for r, d in zip(dims, shape)), ()))
+    return reshape(x, tuple(r * d for r, d in zip(dims, shape)))
+
+
+# ---- gathering ----
+
+def gather(input_params, input_indices, axis, batch_dims=0):
+    """np.take(input_params, input_indices, axis); negative indices wrap."""
+    return call("gather", (input_params, _as_index_tensor(input_indices)),
+                (int(axis), int(batch_dims)))
+
+
+def one_hot(indices, depth, on_value=1, off_value=0, axis=-1):
+    """One-hot vectors along a new axis; the dtype is on_value's (int64 for ints, float32 for
+    floats). Indices outside [0, depth) give all off_value."""
+    Tensor = _tensor_class()
+    if isinstance(on_value, Tensor):
+        dtype = on_value.dtype
+    elif isinstance(on_value, float) or isinstance(off_value, float):
+        dtype = mstype.float32
+    else:
+        dtype = mstype.int64
+    on, off = _scalar(on_value), _scalar(off_value)
+    return call("one_hot", (_as_index_tensor(indices),),
+                (int(depth), int(axis), on, off, dtype_attr(dtype)))
+
+
+def nonzero(input, as_tuple=False):  # noqa: A002
+    """int64 coordinates (n, ndim) of the nonzero elements; a tuple of columns if as_tuple."""
+    coords = call("nonzero", (input,))
+    if not as_tuple:
+        return coords
+    n = coords.shape[1]
+    if n == 0:
+        return ()
+    return tuple(reshape(c, (-1,)) for c in split(coords, 1, axis=1))
+
+
+def masked_select(input, mask):  # noqa: A002
+    """The elements of input where mask (broadcast with it) holds, as a 1-D tensor."""
+    from kiln.common import _indexing  # noqa: PLC0415
+
+    shape = _broadcast_shape(tuple(input.shape), tuple(mask.shape))
+    return _indexing.getitem(broadcast_to(input, shape), broadcast_to(mask, shape))
+
+
+def _broadcast_shape(a, b):
+    n = builtins.max(len(a), len(b))
+    a, b = (1,) * (n - len(a)) + a, (1,) * (n - len(b)) + b
+    out = []
+    for x, y in zip(a, b):
+        if x != y and 1 not in (x, y):
+            raise ValueError(f"shapes {a} and {b} cannot be broadcast together")
+        out.append(y if x == 1 else x)
+    return tuple(out)
+
+
+def depend(value, expr):
+    """Returns value, ordered after expr (a no-op data dependency in PyNative mode)."""
+    return call("depend", (value, expr))
+
+
+# ---- creation ----
+
+def zeros(size, dtype=None):
+    return _fill(size, 0, dtype or mstype.float32, "zeros")
+
+
+def ones(size, dtype=None):
+    return _fill(size, 1, dtype or mstype.float32, "ones")
+
+
+def zeros_like(input, *, dtype=None):  # noqa: A002
+    return _fill(tuple(input.shape), 0, dtype or input.dtype, "zeros_like")
+
+
+def ones_like(input, *, dtype=None):  # noqa: A002
+    return _fill(tuple(input.shape), 1, dtype or input.dtype, "ones_like")
+
+
+def full(size, fill_value, *, dtype=None):
+    """A tensor of `size` filled with fill_value; the dtype follows the value's Python type
+    (bool, int -> int64, float -> float32) unless given."""
+    if dtype is None:
+        dtype = _value_dtype(fill_value)
+    return _fill(size, fill_value, dtype, "full")
+
+
+def full_like(input, fill_value, *, dtype=None):  # noqa: A002
+    return _fill(tuple(input.shape), fill_value, dtype or input.dtype, "full_like")
+
+
+def _fill(size, value, dtype, op):
+    if isinstance(size, _tensor_class()):
+        size = tuple(int(s) for s in size.asnumpy().reshape(-1))
+    return call("fill", (), (shape_attr(size, op), _scalar(value), dtype_attr(dtype)))
+
+
+def _value_dtype(value):
+    if isinstance(value, _tensor_class()):
+        return value.dtype
+    if isinstance(value, bool):
+        return mstype.bool_
+    if isinstance(value, numbers.Integral):
+        return mstype.int64
+    return mstype.float32
+
+
+def _scalar(value):
+    """A Python number from a number, a NumPy scalar or a one-element tensor."""
+    if hasattr(value, "item") and not isinstance(value, (bool, int, float)):
+        value = value.item()
+    if isinstance(value, (bool, int, float)):
+        return value
+    raise TypeError(f"expected a number, got {type(value).__name__}")
+
+
+def arange(start=0, end=None, step=1, *, dtype=None):
+    """Values from start (inclusive) to end (exclusive) by step: NumPy's length rule. The dtype
+    is int64 when every argument is an int, float32 when any is a float, unless given."""
+    if end is None:
+        start, end = 0, start
+    start, end, step = _scalar(start), _scalar(end), _scalar(step)
+    if dtype is None:
+        is_float = any(isinstance(v, float) for v in (start, end, step))
+        dtype = mstype.float32 if is_float else mstype.int64
+    return call("arange", (), (start, end, step, dtype_attr(dtype)))
+
+
+# ---- random ----
+
+def _size_args(size, op):
+    if len(size) == 1 and not isinstance(size[0], numbers.Integral):
+        size = size[0]
+    return shape_attr(size, op)
+
+
+def rand(*size, dtype=None, seed=None):
+    """Uniform samples in [0, 1)."""
+    return call("uniform_real", (), (_size_args(size, "rand"), dtype_attr(dtype or mstype.float32),
+                                     0.0, 1.0, seed))
+
+
+def randn(*size, dtype=None, seed=None):
+    """Standard normal samples."""
+    return call("standard_normal", (), (_size_args(size, "randn"),
+                                        dtype_attr(dtype or mstype.float32), 0.0, 1.0, seed))
+
+
+def standard_normal(shape, seed=None, dtype=mstype.float32):
+    return call("standard_normal", (), (shape_attr(shape, "standard_normal"), dtype_attr(dtype),
+                                        0.0, 1.0, seed))
+
+
+def uniform(shape, minval, maxval, seed=None, dtype=mstype.float32):
+    """Uniform samples in [minval, maxval)."""
+    return call("uniform_real", (), (shape_attr(shape, "uniform"), dtype_attr(dtype),
+                                     float(_scalar(minval)), float(_scalar(maxval)), seed))
+
+
+def _as_index_tensor(indices):
+    Tensor = _tensor_class()
+    if isinstance(indices, Tensor):
+        return indices
+    import numpy as np  # noqa: PLC0415
+
+    return Tensor(np.asarray(indices, dtype=np.int64))

@@ -1,3 +1,172 @@
-"""reduce functional ops (being written)."""
+"""Reduction functional ops: sum, mean, prod, max/min (with indices), amax/amin, argmax/argmin,
+softmax, log_softmax and logsumexp (MindSpore 2.x signatures)."""
+from kiln import _C
+from kiln.common import dtype as mstype
+from kiln.ops._core import call, dtype_attr
 
-__all__ = []
+__all__ = [
+    "sum", "mean", "prod", "max", "min", "amax", "amin", "argmax", "argmin", "softmax",
+    "log_softmax", "logsumexp",
+]
+
+
+def _check_tensor(op, name, value):
+    if not isinstance(value, _C.TensorBase):
+        raise TypeError(f"{op}: {name} must be a Tensor, got {type(value).__name__}")
+
+
+def _is_int(value):
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _axes(op, axis, name="axis"):
+    """None, an int or a sequence of ints -> the registry's axes attribute (None or a tuple)."""
+    if axis is None:
+        return None
+    if _is_int(axis):
+        return (axis,)
+    if isinstance(axis, (tuple, list)) and all(_is_int(a) for a in axis):
+        return tuple(axis)
+    raise TypeError(f"{op}: {name} must be None, an int or a tuple of ints, got {axis!r}")
+
+
+def _single_axis(op, axis, name="axis"):
+    """None or one int (a 1-tuple is accepted too, as MindSpore's softmax does)."""
+    if axis is None or _is_int(axis):
+        return axis
+    if isinstance(axis, (tuple, list)) and len(axis) == 1 and _is_int(axis[0]):
+        return axis[0]
+    raise TypeError(f"{op}: {name} must be None or an int, got {axis!r}")
+
+
+def _flag(op, name, value):
+    if not isinstance(value, bool):
+        raise TypeError(f"{op}: {name} must be a bool, got {value!r}")
+    return value
+
+
+def sum(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A001,A002 - MindSpore's names
+    """Sum over `dim` (None or () = all). Bool and integer inputs sum to int64 unless `dtype`
+    says otherwise; floats accumulate in double."""
+    _check_tensor("sum", "input", input)
+    return call("reduce_sum", (input,), (_axes("sum", dim, "dim"), _flag("sum", "keepdim", keepdim),
+                                         dtype_attr(dtype)))
+
+
+def mean(input, axis=None, keep_dims=False):  # noqa: A002
+    """Arithmetic mean; integer and bool inputs give float32."""
+    _check_tensor("mean", "input", input)
+    return call("reduce_mean", (input,), (_axes("mean", axis), _flag("mean", "keep_dims", keep_dims)))
+
+
+def prod(input, axis=None, keep_dims=False):  # noqa: A002
+    """Product; bool and integer inputs give int64 (wrapping on overflow, as NumPy)."""
+    _check_tensor("prod", "input", input)
+    return call("reduce_prod", (input,), (_axes("prod", axis), _flag("prod", "keep_dims", keep_dims)))
+
+
+def _masked(op, input, initial, where):
+    """NumPy's `where=`: masked-out elements become `initial`, which must then be given."""
+    if where is None:
+        return input
+    if initial is None:
+        raise ValueError(f"{op}: 'initial' is required when 'where' is given")
+    from kiln.ops.function.elementwise import where as select
+    return select(where, input, initial)
+
+
+def _with_initial(values, initial, is_max):
+    if initial is None:
+        return values
+    from kiln.ops.function.elementwise import maximum, minimum
+    return maximum(values, initial) if is_max else minimum(values, initial)
+
+
+def _extremum(op, is_max, input, axis, keepdims, initial, where, with_indices):
+    _check_tensor(op, "input", input)
+    _flag(op, "keepdims", keepdims)
+    if with_indices:
+        axis = _single_axis(op, axis)
+    x = _masked(op, input, initial, where)
+    values = call("reduce_max" if is_max else "reduce_min", (x,), (_axes(op, axis), keepdims))
+    values = _with_initial(values, initial, is_max)
+    if not with_indices:
+        return values
+    indices = call("argmax" if is_max else "argmin", (x,), (axis, keepdims))
+    return values, indices
+
+
+def max(input, axis=None, keepdims=False, *, initial=None, where=None):  # noqa: A001,A002
+    """(values, indices) of the maximum along `axis`, as MindSpore's ops.max.
+
+    With axis=None the values are the maximum of all elements and the index is the argmax of
+    the flattened input (MindSpore documents 0 there; the flat index is the more useful answer).
+    NaN counts as the maximum; ties give the first index.
+    """
+    return _extremum("max", True, input, axis, keepdims, initial, where, True)
+
+
+def min(input, axis=None, keepdims=False, *, initial=None, where=None):  # noqa: A001,A002
+    """(values, indices) of the minimum along `axis`; see max for axis=None and NaN."""
+    return _extremum("min", False, input, axis, keepdims, initial, where, True)
+
+
+def amax(input, axis=None, keepdims=False, *, initial=None, where=None):  # noqa: A002
+    """Maximum over `axis` (None or () = all; a tuple reduces several axes)."""
+    return _extremum("amax", True, input, axis, keepdims, initial, where, False)
+
+
+def amin(input, axis=None, keepdims=False, *, initial=None, where=None):  # noqa: A002
+    """Minimum over `axis` (None or () = all; a tuple reduces several axes)."""
+    return _extremum("amin", False, input, axis, keepdims, initial, where, False)
+
+
+def argmax(input, dim=None, keepdim=False):  # noqa: A002
+    """int64 index of the maximum along `dim` (None: of the flattened input); first occurrence
+    wins and NaN counts as the maximum (NumPy)."""
+    _check_tensor("argmax", "input", input)
+    return call("argmax", (input,), (_single_axis("argmax", dim, "dim"),
+                                     _flag("argmax", "keepdim", keepdim)))
+
+
+def argmin(input, axis=None, keepdims=False):  # noqa: A002
+    """int64 index of the minimum along `axis` (None: of the flattened input)."""
+    _check_tensor("argmin", "input", input)
+    return call("argmin", (input,), (_single_axis("argmin", axis), _flag("argmin", "keepdims", keepdims)))
+
+
+def softmax(input, axis=-1, *, dtype=None):  # noqa: A002
+    """exp(x - max) / sum over `axis`; integer inputs compute in float32. `dtype` casts the
+    input first."""
+    _check_tensor("softmax", "input", input)
+    axis = _single_axis("softmax", axis)
+    if axis is None:
+        raise TypeError("softmax: axis must be an int, got None")
+    if dtype is not None:
+        input = call("cast", (input,), (dtype_attr(dtype),))
+    return call("softmax", (input,), (axis,))
+
+
+def log_softmax(logits, axis=-1):
+    """(x - max) - log(sum(exp(x - max))) over `axis`."""
+    _check_tensor("log_softmax", "logits", logits)
+    axis = _single_axis("log_softmax", axis)
+    if axis is None:
+        raise TypeError("log_softmax: axis must be an int, got None")
+    return call("log_softmax", (logits,), (axis,))
+
+
+def logsumexp(input, axis, keep_dims=False):  # noqa: A002
+    """log(sum(exp(x))) over `axis`, shifted by the maximum so large values do not overflow."""
+    _check_tensor("logsumexp", "input", input)
+    axes = _axes("logsumexp", axis)
+    _flag("logsumexp", "keep_dims", keep_dims)
+    from kiln.ops.function.elementwise import abs as abs_, add, equal, exp, log, sub, where as select
+    if not input.dtype.is_floating_point:
+        input = call("cast", (input,), (dtype_attr(mstype.float32),))
+    # An infinite maximum would give inf - inf = NaN: shift by 0 there instead.
+    m = call("reduce_max", (input,), (axes, True))
+    m = select(equal(abs_(m), float("inf")), 0.0, m)
+    total = call("reduce_sum", (exp(sub(input, m)),), (axes, keep_dims, None))
+    shift = m if keep_dims else call("reduce_max", (m,), (axes, False))  # drops the kept dims
+    return add(log(total), shift)

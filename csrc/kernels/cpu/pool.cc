@@ -1,0 +1,124 @@
+// pool.cc - max/avg pooling, templated over dtype, parallel over the N*C planes.
+#include "kernels/cpu/pool.h"
+
+#include <algorithm>
+#include <cmath>
+#include <type_traits>
+
+#include "core/parallel.h"
+#include "kernels/cpu/convert.h"
+
+namespace kiln::cpu {
+namespace {
+
+int64_t NumPlanes(const Tensor& t) {
+  int64_t planes = 1;
+  for (int64_t d = 0; d + 2 < t.ndim(); ++d) planes *= t.dim(d);
+  return planes;
+}
+
+// Planes per ParallelFor chunk: enough window work (~32k element visits) to pay for a thread.
+int64_t PlaneGrain(const Pool2dParams& p) {
+  return std::max<int64_t>(1, 32768 / std::max<int64_t>(p.oh * p.ow * p.kh * p.kw, 1));
+}
+
+template <typename T>
+void MaxPoolTyped(const Tensor& in, const Tensor& out, const Tensor& indices, const Pool2dParams& p) {
+  using C = compute_t<T>;
+  const int64_t H = in.dim(in.ndim() - 2), W = in.dim(in.ndim() - 1);
+  const T* src = in.data<T>();
+  T* dst = out.data<T>();
+  int64_t* idx = indices.data<int64_t>();
+  ParallelFor(NumPlanes(in), PlaneGrain(p), [&](int64_t begin, int64_t end) {
+    for (int64_t plane = begin; plane < end; ++plane) {
+      const T* x = src + plane * H * W;
+      T* y = dst + plane * p.oh * p.ow;
+      int64_t* yi = idx + plane * p.oh * p.ow;
+      for (int64_t oh = 0; oh < p.oh; ++oh) {
+        const int64_t h0 = oh * p.sh - p.ph;
+        for (int64_t ow = 0; ow < p.ow; ++ow) {
+          const int64_t w0 = ow * p.sw - p.pw;
+          bool found = false;
+          C best = C(0);
+          int64_t best_at = 0;
+          for (int64_t i = 0; i < p.kh; ++i) {
+            const int64_t h = h0 + i * p.dh;
+            if (h < 0 || h >= H) continue;
+            for (int64_t j = 0; j < p.kw; ++j) {
+              const int64_t w = w0 + j * p.dw;
+              if (w < 0 || w >= W) continue;
+              const C v = static_cast<C>(x[h * W + w]);
+              bool take = !found || v > best;
+              if constexpr (std::is_floating_point_v<C>) take = take || std::isnan(v);
+              if (take) {  // PyTorch's rule: any NaN replaces the running maximum
+                best = v;
+                best_at = h * W + w;
+                found = true;
+              }
+            }
+          }
+          y[oh * p.ow + ow] = Convert<T>(best);
+          yi[oh * p.ow + ow] = best_at;
+        }
+      }
+    }
+  });
+}
+
+template <typename T>
+void AvgPoolTyped(const Tensor& in, const Tensor& out, const Pool2dParams& p) {
+  using C = compute_t<T>;
+  const int64_t H = in.dim(in.ndim() - 2), W = in.dim(in.ndim() - 1);
+  const T* src = in.data<T>();
+  T* dst = out.data<T>();
+  ParallelFor(NumPlanes(in), PlaneGrain(p), [&](int64_t begin, int64_t end) {
+    for (int64_t plane = begin; plane < end; ++plane) {
+      const T* x = src + plane * H * W;
+      T* y = dst + plane * p.oh * p.ow;
+      for (int64_t oh = 0; oh < p.oh; ++oh) {
+        int64_t h0 = oh * p.sh - p.ph, h1 = std::min(h0 + p.kh, H + p.ph);
+        const int64_t padded_h = h1 - h0;
+        h0 = std::max<int64_t>(h0, 0), h1 = std::min(h1, H);
+        for (int64_t ow = 0; ow < p.ow; ++ow) {
+          int64_t w0 = ow * p.sw - p.pw, w1 = std::min(w0 + p.kw, W + p.pw);
+          const int64_t padded_w = w1 - w0;
+          w0 = std::max<int64_t>(w0, 0), w1 = std::min(w1, W);
+          C sum = C(0);
+          for (int64_t h = h0; h < h1; ++h)
+            for (int64_t w = w0; w < w1; ++w) sum += static_cast<C>(x[h * W + w]);
+          int64_t divisor = p.divisor_override;
+          if (divisor == 0)
+            divisor = p.count_include_pad ? padded_h * padded_w : (h1 - h0) * (w1 - w0);
+          // A window wholly in padding (possible with ceil_mode) averages to zero.
+          y[oh * p.ow + ow] = Convert<T>(divisor > 0 ? sum / static_cast<C>(divisor) : C(0));
+        }
+      }
+    }
+  });
+}
+
+}  // namespace
+
+int64_t PoolOutputSize(int64_t in, int64_t kernel, int64_t stride, int64_t pad, int64_t dilation,
+                       bool ceil_mode) {
+  const int64_t span = in + 2 * pad - dilation * (kernel - 1) - 1;
+  if (span < 0) return 0;
+  int64_t out = (ceil_mode ? (span + stride - 1) / stride : span / stride) + 1;
+  if (ceil_mode && (out - 1) * stride >= in + pad) --out;
+  return out;
+}
+
+void MaxPool2d(const Tensor& in, const Tensor& out, const Tensor& indices, const Pool2dParams& p) {
+  if (out.numel() == 0) return;
+  DispatchDType(in.dtype(), [&](auto tag) { MaxPoolTyped<decltype(tag)>(in, out, indices, p); });
+}
+
+void AvgPool2d(const Tensor& in, const Tensor& out, const Pool2dParams& p) {
+  if (out.numel() == 0) return;
+  DispatchDType(in.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (std::is_floating_point_v<compute_t<T>>) AvgPoolTyped<T>(in, out, p);
+  });
+}
+
+}  // namespace kiln::cpu

@@ -1,0 +1,214 @@
+// tape.cc - recording ops and the backward sweep with an eager GradBuilder.
+#include "runtime/tape.h"
+
+#include <algorithm>
+
+#include "core/error.h"
+#include "kernels/cpu/copy.h"
+#include "ops/grad.h"
+#include "runtime/eager.h"
+
+namespace kiln {
+namespace {
+
+thread_local std::vector<Tape*> t_tapes;
+
+bool Differentiable(const Tensor& t) { return t.defined() && IsFloating(t.dtype()); }
+
+// Runs gradient rules eagerly: GradVars index a table of tensors.
+class EagerGradBuilder final : public GradBuilder {
+ public:
+  EagerGradBuilder(const std::vector<Tensor>& inputs, const std::vector<Tensor>& outputs,
+                   std::vector<Tensor> out_grads, std::vector<bool> wants, const Attrs& attrs)
+      : attrs_(attrs), wants_(std::move(wants)), out_grads_(std::move(out_grads)) {
+    for (const auto& t : inputs) input_ids_.push_back(Add(t));
+    for (const auto& t : outputs) output_ids_.push_back(Add(t));
+  }
+
+  int num_inputs() const override { return static_cast<int>(input_ids_.size()); }
+  int num_outputs() const override { return static_cast<int>(output_ids_.size()); }
+  GradVar input(int i) override { return {input_ids_[i]}; }
+  GradVar output(int i) override { return {output_ids_[i]}; }
+  bool has_out_grad(int i) const override { return out_grads_[i].defined(); }
+  bool wants_input_grad(int i) const override { return wants_[i]; }
+  const Attrs& attrs() const override { return attrs_; }
+  TensorMeta meta(GradVar v) override { return MetaOf(table_.at(v.id)); }
+
+  GradVar out_grad(int i) override {
+    if (!out_grads_[i].defined()) {
+      const Tensor& out = table_[output_ids_[i]];
+      Tensor zeros = Tensor::Empty(out.shape(), out.dtype());
+      cpu::Fill(zeros, 0.0);
+      out_grads_[i] = zeros;
+    }
+    return {Add(out_grads_[i])};
+  }
+
+  std::vector<GradVar> Emit(OpKind kind, const std::vector<GradVar>& inputs, Attrs attrs) override {
+    std::vector<Tensor> args;
+    for (GradVar v : inputs) args.push_back(v.defined() ? table_.at(v.id) : Tensor());
+    std::vector<GradVar> results;
+    for (auto& t : CallOp(kind, std::move(args), std::move(attrs))) results.push_back({Add(t)});
+    return results;
+  }
+
+  GradVar Scalar(double value) override { return {Add(ScalarTensor(value, DType::Float64))}; }
+
+  const Tensor& value(GradVar v) const { return table_.at(v.id); }
+
+ private:
+  int Add(const Tensor& t) {
+    table_.push_back(t);
+    return static_cast<int>(table_.size()) - 1;
+  }
+
+  const Attrs& attrs_;
+  std::vector<bool> wants_;
+  std::vector<Tensor> out_grads_;
+  std::vector<Tensor> table_;
+  std::vector<int> input_ids_, output_ids_;
+};
+
+Tensor Ones(const Tensor& like) {
+  Tensor ones = Tensor::Empty(like.shape(), like.dtype());
+  cpu::Fill(ones, 1.0);
+  return ones;
+}
+
+Tensor Zeros(const Tensor& like) {
+  Tensor zeros = Tensor::Empty(like.shape(), like.dtype());
+  cpu::Fill(zeros, 0.0);
+  return zeros;
+}
+
+}  // namespace
+
+int Tape::IdOf(const Tensor& t) const {
+  if (!t.defined()) return -1;
+  auto it = ids_.find(t.impl());
+  return it == ids_.end() ? -1 : it->second;
+}
+
+int Tape::NewId(const Tensor& t) {
+  if (ids_.find(t.impl()) == ids_.end()) keep_alive_.push_back(t.impl_ptr());
+  ids_[t.impl()] = next_id_;
+  return next_id_++;
+}
+
+void Tape::Watch(const Tensor& t) {
+  KILN_CHECK(t.defined(), Value, "grad: cannot watch an undefined tensor");
+  if (IdOf(t) < 0) NewId(t);
+}
+
+bool Tape::IsWatched(const Tensor& t) const { return IdOf(t) >= 0; }
+
+void Tape::Record(const OpDef& def, const std::vector<Tensor>& inputs, const Attrs& attrs,
+                  const std::vector<Tensor>& outputs) {
+  OpRecord rec{def.kind, attrs, inputs, outputs, {}, {}, {}};
+  bool any = false;
+  for (const auto& t : inputs) {
+    int id = Differentiable(t) ? IdOf(t) : -1;
+    rec.input_ids.push_back(id);
+    rec.input_versions.push_back(t.defined() ? t.impl()->version : 0);
+    any = any || id >= 0;
+  }
+  if (!any) return;
+  for (const auto& t : outputs) rec.output_ids.push_back(Differentiable(t) ? NewId(t) : -1);
+  records_.push_back(std::move(rec));
+}
+
+std::vector<Tensor> Tape::Gradient(const std::vector<Tensor>& targets,
+                                   const std::vector<Tensor>& sens,
+                                   const std::vector<Tensor>& sources) {
+  std::unordered_map<int, Tensor> grads;
+  auto accumulate = [&](int id, Tensor g) {
+    auto it = grads.find(id);
+    if (it == grads.end()) {
+      grads.emplace(id, std::move(g));
+    } else {
+      it->second = CallOp1(OpKind::Add, {it->second, g});
+    }
+  };
+  std::vector<int> source_ids;
+  for (const auto& s : sources) source_ids.push_back(IdOf(s));
+  for (size_t i = 0; i < targets.size(); ++i) {
+    int id = Differentiable(targets[i]) ? IdOf(targets[i]) : -1;
+    if (id < 0) continue;
+    Tensor seed = i < sens.size() && sens[i].defined() ? sens[i] : Ones(targets[i]);
+    KILN_CHECK(seed.shape() == targets[i].shape(), Value, "grad: sens of shape ",
+               ShapeStr(seed.shape()), " does not match the output's shape ",
+               ShapeStr(targets[i].shape()));
+    accumulate(id, seed.To(targets[i].dtype()));
+  }
+
+  // Take this tape off the active stack while it runs rules, so it does not record them.
+  auto pos = std::find(t_tapes.begin(), t_tapes.end(), this);
+  bool was_active = pos != t_tapes.end();
+  if (was_active) t_tapes.erase(pos);
+  struct Restore {
+    Tape* tape;
+    bool active;
+    ~Restore() {
+      if (active) t_tapes.push_back(tape);
+    }
+  } restore{this, was_active};
+
+  for (auto rec = records_.rbegin(); rec != records_.rend(); ++rec) {
+    std::vector<Tensor> out_grads(rec->outputs.size());
+    bool any = false;
+    for (size_t k = 0; k < rec->outputs.size(); ++k) {
+      auto it = rec->output_ids[k] >= 0 ? grads.find(rec->output_ids[k]) : grads.end();
+      if (it == grads.end()) continue;
+      out_grads[k] = std::move(it->second);
+      grads.erase(it);
+      any = true;
+    }
+    if (!any) continue;
+    const OpDef& def = GetOpDef(rec->kind);
+    for (size_t k = 0; k < rec->inputs.size(); ++k) {
+      // State an op updates itself (BatchNorm's running statistics, Assign's target) is not read
+      // by its gradient rule, so later updates to it are fine.
+      bool is_state = std::find(def.mutated_inputs.begin(), def.mutated_inputs.end(),
+                                static_cast<int>(k)) != def.mutated_inputs.end();
+      KILN_CHECK(is_state || !rec->inputs[k].defined() ||
+                     rec->inputs[k].impl()->version == rec->input_versions[k],
+                 Runtime, "grad: an input of '", def.name,
+                 "' was modified in place after it was used; its gradient would be wrong");
+    }
+    std::vector<bool> wants;
+    for (int id : rec->input_ids) wants.push_back(id >= 0);
+    EagerGradBuilder builder(rec->inputs, rec->outputs, std::move(out_grads), wants, rec->attrs);
+    std::vector<GradVar> in_grads = def.grad(builder);
+    for (size_t k = 0; k < rec->inputs.size() && k < in_grads.size(); ++k) {
+      if (rec->input_ids[k] < 0 || !in_grads[k].defined()) continue;
+      const Tensor& g = builder.value(in_grads[k]);
+      KILN_CHECK(g.shape() == rec->inputs[k].shape(), Runtime, "grad: the rule of '", def.name,
+                 "' gave a gradient of shape ", ShapeStr(g.shape()), " for an input of shape ",
+                 ShapeStr(rec->inputs[k].shape()));
+      accumulate(rec->input_ids[k], g.To(rec->inputs[k].dtype()));
+    }
+  }
+
+  std::vector<Tensor> result;
+  for (size_t i = 0; i < sources.size(); ++i) {
+    auto it = source_ids[i] >= 0 ? grads.find(source_ids[i]) : grads.end();
+    result.push_back(it != grads.end() ? it->second : Zeros(sources[i]));
+  }
+  return result;
+}
+
+void PushTape(Tape* tape) { t_tapes.push_back(tape); }
+
+void PopTape(Tape* tape) {
+  auto pos = std::find(t_tapes.begin(), t_tapes.end(), tape);
+  if (pos != t_tapes.end()) t_tapes.erase(pos);
+}
+
+bool AnyTapeActive() { return !t_tapes.empty(); }
+
+void RecordOnTapes(const OpDef& def, const std::vector<Tensor>& inputs, const Attrs& attrs,
+                   const std::vector<Tensor>& outputs) {
+  for (Tape* tape : t_tapes) tape->Record(def, inputs, attrs, outputs);
+}
+
+}  // namespace kiln

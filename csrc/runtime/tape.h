@@ -1,0 +1,62 @@
+// tape.h - reverse-mode autodiff for eager (PyNative) execution.
+//
+// A Tape watches tensors; while it is active, every op with a watched input is recorded in
+// execution order with the tensors it used, and its differentiable outputs become watched.
+// Gradient() sweeps the records backwards, calling each op's registry gradient rule with an
+// eager GradBuilder, and sums the contributions per value. Tapes nest: ops run while one tape
+// computes gradients are recorded by the tapes outside it, which gives higher-order gradients.
+#pragma once
+
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+#include "ops/registry.h"
+
+namespace kiln {
+
+class Tape {
+ public:
+  // Tracks t: gradients can be asked for it, and ops using it are recorded.
+  void Watch(const Tensor& t);
+  bool IsWatched(const Tensor& t) const;
+
+  // d(sum_i <targets[i], sens[i]>)/d(source) for each source; zeros for unreached sources.
+  // An undefined sens means ones. Throws if a saved tensor was modified in place.
+  std::vector<Tensor> Gradient(const std::vector<Tensor>& targets, const std::vector<Tensor>& sens,
+                               const std::vector<Tensor>& sources);
+
+  // Called by eager dispatch after each op runs.
+  void Record(const OpDef& def, const std::vector<Tensor>& inputs, const Attrs& attrs,
+              const std::vector<Tensor>& outputs);
+
+  size_t num_records() const { return records_.size(); }
+
+ private:
+  struct OpRecord {
+    OpKind kind;
+    Attrs attrs;
+    std::vector<Tensor> inputs;
+    std::vector<Tensor> outputs;
+    std::vector<int> input_ids;   // value ids on this tape; -1 for untracked inputs
+    std::vector<int> output_ids;  // -1 for outputs that carry no gradient
+    std::vector<uint64_t> input_versions;
+  };
+  int IdOf(const Tensor& t) const;
+  int NewId(const Tensor& t);
+
+  std::unordered_map<const TensorImpl*, int> ids_;
+  std::vector<std::shared_ptr<TensorImpl>> keep_alive_;  // so impl addresses are never reused
+  std::vector<OpRecord> records_;
+  int next_id_ = 0;
+};
+
+// The stack of active tapes on this thread (innermost last).
+void PushTape(Tape* tape);
+void PopTape(Tape* tape);
+bool AnyTapeActive();
+// Records an op on every active tape that watches one of its inputs.
+void RecordOnTapes(const OpDef& def, const std::vector<Tensor>& inputs, const Attrs& attrs,
+                   const std::vector<Tensor>& outputs);
+
+}  // namespace kiln

@@ -1,0 +1,1 @@
+"""kiln.common -- dtypes, Tensor and initializers, as in mindspore.common."""

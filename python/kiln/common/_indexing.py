@@ -1,0 +1,300 @@
+"""NumPy indexing for Tensor.__getitem__/__setitem__, built on the registry's view and index ops.
+
+An index is split into a *basic* part -- ints, slices, None and ``...`` -- applied as one
+strided_slice plus one reshape (always views), and an *advanced* part -- integer and boolean
+arrays -- applied by advanced_index / index_put at the axes they index. Slices with negative
+steps are taken as the same elements in ascending order and then reversed along the result
+axis (a copy; kiln strides are never negative); setitem reverses the value instead, so the
+destination stays a view.
+"""
+import numbers
+
+import numpy as np
+
+from kiln.common import dtype as mstype
+from kiln.ops._core import call
+
+_INT64_MAX = 2**63 - 1
+
+
+def _tensor_class():
+    from kiln.common.tensor import Tensor  # noqa: PLC0415 - tensor.py imports this module lazily
+
+    return Tensor
+
+
+class _Plan:
+    """The parsed index: how to slice, reshape, advance-index and reverse one tensor."""
+
+    def __init__(self):
+        self.begin, self.end, self.steps = [], [], []  # strided_slice over the input's dims
+        self.view_shape = []       # shape after dropping int axes and inserting None axes
+        self.advanced = []         # (view axis, int64 Tensor)
+        self.reversed = []         # view axes taken with a negative step
+
+
+def _is_int(item):
+    return isinstance(item, numbers.Integral) and not isinstance(item, (bool, np.bool_))
+
+
+def _classify(item):
+    """Returns (kind, payload): kind is 'int', 'slice', 'none', 'ellipsis', 'array' or 'bool'."""
+    Tensor = _tensor_class()
+    if item is None:
+        return "none", None
+    if item is Ellipsis:
+        return "ellipsis", None
+    if isinstance(item, slice):
+        return "slice", item
+    if isinstance(item, (bool, np.bool_)):
+        return "bool", np.asarray(bool(item))
+    if _is_int(item):
+        return "int", int(item)
+    if isinstance(item, Tensor):
+        if item.dtype.is_floating_point:
+            raise TypeError(f"tensors used as indices must be integer or bool, got {item.dtype}")
+        if item.dtype == mstype.bool_:
+            return "bool", item
+        return "array", item
+    if isinstance(item, (list, tuple, np.ndarray)):
+        arr = np.asarray(item)
+        if arr.dtype == np.bool_:
+            return "bool", arr
+        if arr.size == 0 and arr.dtype != object:
+            arr = arr.astype(np.int64)
+        if not np.issubdtype(arr.dtype, np.integer):
+            raise TypeError(f"arrays used as indices must be integer or bool, got {arr.dtype}")
+        return "array", Tensor(arr.astype(np.int64, copy=False))
+    raise TypeError(f"invalid index of type {type(item).__name__}: only integers, slices, "
+                    f"None, ..., and integer or boolean tensors/arrays are valid indices")
+
+
+def _consumed(kind, payload):
+    if kind in ("int", "slice", "array"):
+        return 1
+    if kind == "bool":
+        return len(payload.shape)  # a 0-d bool consumes nothing
+    return 0
+
+
+def _plan(shape, index):
+    """Parses `index` against a tensor of `shape` into a _Plan."""
+    if not isinstance(index, tuple):
+        index = (index,)
+    items = [_classify(i) for i in index]
+    if sum(k == "ellipsis" for k, _ in items) > 1:
+        raise IndexError("an index can only have a single ellipsis ('...')")
+    used = sum(_consumed(k, p) for k, p in items)
+    ndim = len(shape)
+    if used > ndim:
+        raise IndexError(f"too many indices for tensor of dimension {ndim}")
+    plan = _Plan()
+    has_advanced = any(k in ("array", "bool") for k, _ in items)
+    dim = 0
+    for kind, payload in items:
+        if kind == "ellipsis":
+            for _ in range(ndim - used):
+                _keep_axis(plan, shape[dim])
+                dim += 1
+        elif kind == "none":
+            plan.view_shape.append(1)
+        elif kind == "int":
+            size = shape[dim]
+            if not -size <= payload < size:
+                raise IndexError(f"index {payload} is out of bounds for axis {dim} with size "
+                                 f"{size}")
+            i = payload + size if payload < 0 else payload
+            if has_advanced:  # NumPy: beside arrays, an int is a 0-d array and places like one
+                plan.advanced.append((len(plan.view_shape), _tensor_class()(np.array(i, np.int64))))
+                _keep_axis(plan, size)
+            else:
+                plan.begin.append(i)
+                plan.end.append(i + 1)
+                plan.steps.append(1)
+            dim += 1
+        elif kind == "slice":
+            _slice_axis(plan, payload, shape[dim])
+            dim += 1
+        elif kind == "array":
+            plan.advanced.append((len(plan.view_shape), payload))
+            _keep_axis(plan, shape[dim])
+            dim += 1
+        else:
+            dim = _bool_index(plan, payload, shape, dim)
+    for _ in range(dim, ndim):  # trailing axes not indexed: an implicit ellipsis
+        _keep_axis(plan, shape[dim])
+        dim += 1
+    return plan
+
+
+def _keep_axis(plan, size):
+    plan.begin.append(0)
+    plan.end.append(size)
+    plan.steps.append(1)
+    plan.view_shape.append(size)
+
+
+def _slice_axis(plan, sl, size):
+    start, stop, step = sl.indices(size)
+    count = len(range(start, stop, step))
+    if step < 0:
+        # The same elements in ascending order; the result axis is reversed afterwards.
+        if count:
+            start, stop = start + (count - 1) * step, start + 1
+        else:
+            start = stop = 0
+        plan.reversed.append(len(plan.view_shape))
+        step = -step
+    plan.begin.append(start)
+    plan.end.append(max(stop, start))
+    plan.steps.append(step)
+    plan.view_shape.append(count)
+
+
+def _bool_index(plan, mask, shape, dim):
+    """A boolean mask over the next mask.ndim axes: its nonzero coordinates index them."""
+    Tensor = _tensor_class()
+    mshape = tuple(mask.shape)
+    if not mshape:  # a 0-d bool adds an axis of length 1 (True) or 0 (False)
+        value = bool(mask.item()) if hasattr(mask, "item") else bool(mask)
+        plan.advanced.append((len(plan.view_shape), Tensor(np.zeros(int(value), np.int64))))
+        plan.view_shape.append(1)
+        return dim
+    for j, m in enumerate(mshape):
+        if shape[dim + j] != m:
+            raise IndexError(f"boolean index did not match indexed tensor along axis {dim + j}; "
+                             f"size of axis is {shape[dim + j]} but size of corresponding "
+                             f"boolean axis is {m}")
+    if isinstance(mask, np.ndarray):
+        coords = [Tensor(c.astype(np.int64)) for c in np.nonzero(mask)]
+    else:
+        nz = call("nonzero", (mask,))  # (n, k)
+        columns = call("split", (nz,), (1, (1,) * len(mshape)))
+        columns = columns if isinstance(columns, tuple) else (columns,)
+        coords = [call("reshape", (c,), ((-1,),)) for c in columns]
+    for j, c in enumerate(coords):
+        plan.advanced.append((len(plan.view_shape), c))
+        _keep_axis(plan, shape[dim + j])
+    return dim + len(mshape)
+
+
+def _basic_view(tensor, plan):
+    """The strided_slice + reshape view for the basic part of the plan."""
+    view = tensor
+    if any(s != 1 or b != 0 or e < d for b, e, s, d in
+           zip(plan.begin, plan.end, plan.steps, tensor.shape)):
+        view = call("strided_slice", (tensor,),
+                    (tuple(plan.begin), tuple(plan.end), tuple(plan.steps)))
+    if tuple(view.shape) != tuple(plan.view_shape):
+        view = call("reshape", (view,), (tuple(plan.view_shape),))
+    return view
+
+
+def _result_axis(plan, axis, ndim_b):
+    """Where view axis `axis` (not advanced) lands in the advanced-indexing result."""
+    axes = [a for a, _ in plan.advanced]
+    if not axes:
+        return axis
+    adjacent = all(b == a + 1 for a, b in zip(axes, axes[1:]))
+    if adjacent:
+        return axis if axis < axes[0] else axis - len(axes) + ndim_b
+    return ndim_b + sum(1 for a in range(axis) if a not in axes)
+
+
+def _index_ndim(plan):
+    shapes = [tuple(t.shape) for _, t in plan.advanced]
+    return max((len(s) for s in shapes), default=0)
+
+
+def _reverse(x, axis):
+    n = x.shape[axis]
+    if n <= 1:
+        return x
+    rev = call("arange", (), (n - 1, -1, -1))
+    return call("advanced_index", (x, rev), ((axis,),))
+
+
+def getitem(tensor, index):
+    """tensor[index] with NumPy's semantics; basic indices give views, advanced ones copies."""
+    plan = _plan(tuple(tensor.shape), index)
+    out = _basic_view(tensor, plan)
+    if plan.advanced:
+        axes = tuple(a for a, _ in plan.advanced)
+        out = call("advanced_index", (out,) + tuple(t for _, t in plan.advanced), (axes,))
+    elif out is tensor:
+        out = call("strided_slice", (tensor, ), ((), (), ()))  # a new view object, like NumPy
+    ndim_b = _index_ndim(plan)
+    for axis in plan.reversed:
+        out = _reverse(out, _result_axis(plan, axis, ndim_b))
+    return out
+
+
+def setitem(tensor, index, value):
+    """tensor[index] = value in place: value broadcasts to the indexed shape and converts to
+    tensor's dtype."""
+    Tensor = _tensor_class()
+    plan = _plan(tuple(tensor.shape), index)
+    target = _basic_view(tensor, plan)
+    if isinstance(value, Tensor):
+        if value._shares_storage(tensor):
+            value = value.copy()  # overlapping source and destination
+    elif isinstance(value, (bool, int, float)):
+        plan.reversed = []  # a number reads the same in either order; the op converts it exactly
+    else:
+        value = Tensor(_as_value_array(value))
+    if plan.advanced:
+        axes = tuple(a for a, _ in plan.advanced)
+        indices = tuple(t for _, t in plan.advanced)
+        if plan.reversed:
+            value = _reversed_value(value, plan, _indexed_shape(target, plan))
+        else:
+            value = _strip_leading_ones(value, len(_indexed_shape(target, plan)))
+        call("index_put", (target, value) + indices, (axes, False))
+    else:
+        if plan.reversed:
+            value = _reversed_value(value, plan, tuple(target.shape))
+        else:
+            value = _strip_leading_ones(value, len(target.shape))
+        call("assign", (target, value))
+
+
+def _as_value_array(value):
+    arr = np.asarray(value)
+    if arr.dtype == object:
+        raise TypeError(f"cannot assign a value of type {type(value).__name__} to a tensor")
+    return arr
+
+
+def _strip_leading_ones(value, ndim):
+    """NumPy lets a value carry extra leading size-1 axes; drop them so it broadcasts."""
+    if not hasattr(value, "shape") or len(value.shape) <= ndim:
+        return value
+    shape = tuple(value.shape)
+    extra = len(shape) - ndim
+    if any(d != 1 for d in shape[:extra]):
+        raise ValueError(f"could not broadcast value of shape {shape} to the indexed shape")
+    return call("reshape", (value,), (shape[extra:],))
+
+
+def _indexed_shape(target, plan):
+    """The shape target[advanced part] has (what advanced_index would return)."""
+    shapes = [tuple(t.shape) for _, t in plan.advanced]
+    b = ()
+    for s in shapes:
+        b = np.broadcast_shapes(b, s)
+    axes = [a for a, _ in plan.advanced]
+    rest = [d for i, d in enumerate(target.shape) if i not in axes]
+    if all(y == x + 1 for x, y in zip(axes, axes[1:])):
+        k = axes[0]
+        return tuple(rest[:k]) + tuple(b) + tuple(rest[k:])
+    return tuple(b) + tuple(rest)
+
+
+def _reversed_value(value, plan, shape):
+    """value broadcast to `shape`, reversed along each negative-step result axis."""
+    value = _strip_leading_ones(value, len(shape))
+    value = call("broadcast_to", (value,), (tuple(shape),))
+    ndim_b = _index_ndim(plan)
+    for axis in plan.reversed:
+        value = _reverse(value, _result_axis(plan, axis, ndim_b))
+    return value

@@ -1,0 +1,318 @@
+"""Functional building blocks for kiln.nn layers, losses and optimizers.
+
+Every function here runs through registry ops (kiln.ops / kiln.ops._core), never NumPy on
+tensor values, so kiln's autodiff (which records registry ops) differentiates through them.
+
+WORKAROUND (listed in the nn engineer's report): while this file was written, the C++ ops
+softmax, log_softmax, layer_norm, batch_norm, dropout, conv2d, max_pool2d and avg_pool2d had no
+registered definition and their Python wrappers were not in kiln.ops. Each function below uses
+the native op when `kiln.ops.<name>` exists and the registry op is defined, and otherwise a
+composition of defined ops (im2col by strided slices + matmul for conv, max/sum over slices for
+pooling, reductions for softmax and the norms, a uniform mask for dropout).
+BatchNorm always uses the composition: it updates the running statistics itself, so it does not
+depend on whether a native batch_norm updates them in place.
+"""
+import math
+
+import numpy as np
+
+from kiln import _C
+from kiln import ops
+from kiln.common import dtype as mstype
+from kiln.ops import _core
+
+_NATIVE = {}
+
+
+def _native(py_name, reg_name=None):
+    """kiln.ops.<py_name> when it exists and its registry op is defined, else None."""
+    key = (py_name, reg_name)
+    if key not in _NATIVE:
+        fn = getattr(ops, py_name, None)
+        reg = reg_name or py_name
+        if fn is not None and reg in _core.KIND and not _C.is_registered(_core.KIND[reg]):
+            fn = None
+        _NATIVE[key] = fn
+    return _NATIVE[key]
+
+
+def _tensor(x):
+    from kiln.common.tensor import Tensor  # noqa: PLC0415
+
+    return x if isinstance(x, _C.TensorBase) else Tensor(x)
+
+
+# ---- reductions and shapes (registry signatures are fixed; call them directly) ----
+
+def rsum(x, axis=None, keepdims=False):
+    return _core.call("reduce_sum", (x,), (_core.axes_attr(axis), keepdims, None))
+
+
+def rmean(x, axis=None, keepdims=False):
+    return _core.call("reduce_mean", (x,), (_core.axes_attr(axis), keepdims))
+
+
+def rmax(x, axis=None, keepdims=False):
+    return _core.call("reduce_max", (x,), (_core.axes_attr(axis), keepdims))
+
+
+def argmax(x, axis=-1):
+    return _core.call("argmax", (x,), (axis, False))
+
+
+def reshape(x, shape):
+    return _core.call("reshape", (x,), (tuple(int(s) for s in shape),))
+
+
+def transpose(x, perm):
+    return _core.call("transpose", (x,), (tuple(perm),))
+
+
+def matmul(a, b, transpose_b=False):
+    return _core.call("matmul", (a, b), (False, transpose_b))
+
+
+def concat(tensors, axis):
+    return _core.call("concat", tuple(tensors), (axis,))
+
+
+def slice_nd(x, begin, end, strides):
+    return _core.call("strided_slice", (x,), (tuple(begin), tuple(end), tuple(strides)))
+
+
+def full(shape, value, dtype):
+    return _core.call("fill", (), (tuple(int(s) for s in shape), value, dtype._enum))
+
+
+def cast(x, dtype):
+    return x if x.dtype == dtype else ops.cast(x, dtype)
+
+
+# ---- dense / activations ----
+
+def dense(x, weight, bias=None):
+    """x @ weight.T + bias over the last axis (weight is (out, in), as MindSpore's Dense)."""
+    shape = tuple(x.shape)
+    x2 = x if len(shape) == 2 else reshape(x, (-1, shape[-1]))
+    y = matmul(x2, weight, transpose_b=True)
+    if bias is not None:
+        y = y + bias
+    if len(shape) != 2:
+        y = reshape(y, shape[:-1] + (weight.shape[0],))
+    return y
+
+
+def softmax(x, axis=-1):
+    fn = _native("softmax")
+    if fn is not None:
+        return fn(x, axis)
+    e = ops.exp(x - rmax(x, axis, True))
+    return e / rsum(e, axis, True)
+
+
+def log_softmax(x, axis=-1):
+    fn = _native("log_softmax")
+    if fn is not None:
+        return fn(x, axis)
+    shifted = x - rmax(x, axis, True)
+    return shifted - ops.log(rsum(ops.exp(shifted), axis, True))
+
+
+# ---- normalisation ----
+
+def layer_norm(x, begin_norm_axis, gamma, beta, eps):
+    """Normalises over the axes from begin_norm_axis on; gamma/beta cover those axes."""
+    ndim = len(x.shape)
+    begin = begin_norm_axis % ndim if ndim else 0
+    normalized_shape = tuple(x.shape[begin:])
+    fn = _native("layer_norm")
+    if fn is not None and tuple(gamma.shape) == normalized_shape:
+        out = fn(x, normalized_shape, gamma, beta, eps)
+        return out[0] if isinstance(out, tuple) else out
+    axes = tuple(range(begin, ndim))
+    mean = rmean(x, axes, True)
+    centered = x - mean
+    var = rmean(centered * centered, axes, True)
+    return centered * ops.rsqrt(var + eps) * gamma + beta
+
+
+def batch_norm(x, gamma, beta, moving_mean, moving_var, training, momentum, eps):
+    """Batch norm over channel axis 1 of an (N, C, ...) input.
+
+    In training, normalises with the batch statistics and updates moving_mean/moving_var in
+    place: moving = momentum * moving + (1 - momentum) * batch (MindSpore's convention; the
+    variance put in the running estimate is unbiased).
+    """
+    ndim = len(x.shape)
+    axes = (0,) + tuple(range(2, ndim))
+    stat_shape = (1, x.shape[1]) + (1,) * (ndim - 2)
+    g = reshape(gamma, stat_shape)
+    b = reshape(beta, stat_shape)
+    if training:
+        mean = rmean(x, axes, True)
+        centered = x - mean
+        var = rmean(centered * centered, axes, True)
+        y = centered * ops.rsqrt(var + eps) * g + b
+        n = x.size // x.shape[1]
+        _update_moving(moving_mean, moving_var, mean, var, n, momentum)
+        return y
+    mean = reshape(moving_mean, stat_shape)
+    var = reshape(moving_var, stat_shape)
+    return (x - mean) * ops.rsqrt(var + eps) * g + b
+
+
+def _update_moving(moving_mean, moving_var, mean, var, n, momentum):
+    from kiln.common.parameter import _copy_into  # noqa: PLC0415
+
+    # The statistics are plain values here: detach them from autodiff's tape by copying.
+    mean_v = _tensor(np.array(mean.asnumpy(), copy=True).reshape(-1))
+    var_v = _tensor(np.array(var.asnumpy(), copy=True).reshape(-1) * (n / max(n - 1, 1)))
+    _copy_into(moving_mean, moving_mean * momentum + cast(mean_v, moving_mean.dtype) * (1 - momentum))
+    _copy_into(moving_var, moving_var * momentum + cast(var_v, moving_var.dtype) * (1 - momentum))
+
+
+# ---- dropout ----
+
+def dropout(x, p):
+    """Zeroes each element with probability p and scales the rest by 1 / (1 - p)."""
+    if p <= 0:
+        return x
+    if p >= 1:
+        return x * 0
+    fn = _native("dropout")
+    if fn is not None:
+        out = fn(x, p, True)
+        return out[0] if isinstance(out, tuple) else out
+    keep = ops.uniform(tuple(x.shape), 0.0, 1.0, dtype=mstype.float32) >= p
+    return x * cast(keep, x.dtype) * (1.0 / (1.0 - p))
+
+
+# ---- convolution and pooling ----
+
+def pair(value, who, name):
+    if isinstance(value, bool):
+        raise TypeError(f"{who}: {name} must be an int or a tuple of 2 ints, got {value!r}")
+    if isinstance(value, int):
+        return (value, value)
+    if isinstance(value, (tuple, list)) and len(value) == 2 and all(
+            isinstance(v, int) and not isinstance(v, bool) for v in value):
+        return tuple(value)
+    raise TypeError(f"{who}: {name} must be an int or a tuple of 2 ints, got {value!r}")
+
+
+def same_padding(size, kernel, stride, dilation):
+    """(before, after) padding of one spatial axis so that out = ceil(size / stride)."""
+    out = -(-size // stride)
+    total = max((out - 1) * stride + (kernel - 1) * dilation + 1 - size, 0)
+    return total // 2, total - total // 2
+
+
+def pad2d(x, pads, value=0.0):
+    """Pads the last two axes by (top, bottom, left, right) with `value` (concat of constants)."""
+    top, bottom, left, right = pads
+    if not any(pads):
+        return x
+    n, c, h, w = x.shape
+    parts = []
+    if top:
+        parts.append(full((n, c, top, w), value, x.dtype))
+    parts.append(x)
+    if bottom:
+        parts.append(full((n, c, bottom, w), value, x.dtype))
+    x = concat(parts, 2) if len(parts) > 1 else x
+    h = h + top + bottom
+    parts = []
+    if left:
+        parts.append(full((n, c, h, left), value, x.dtype))
+    parts.append(x)
+    if right:
+        parts.append(full((n, c, h, right), value, x.dtype))
+    return concat(parts, 3) if len(parts) > 1 else x
+
+
+def _windows(x, kernel, stride, dilation):
+    """The kh*kw strided views of a padded (N, C, H, W) input, each (N, C, Ho, Wo)."""
+    n, c, h, w = x.shape
+    (kh, kw), (sh, sw), (dh, dw) = kernel, stride, dilation
+    ho = (h - (kh - 1) * dh - 1) // sh + 1
+    wo = (w - (kw - 1) * dw - 1) // sw + 1
+    if ho <= 0 or wo <= 0:
+        raise ValueError(f"the kernel {kernel} (dilation {dilation}) is larger than the padded "
+                         f"input of spatial size {(h, w)}")
+    views = []
+    for i in range(kh):
+        for j in range(kw):
+            views.append(slice_nd(x, (0, 0, i * dh, j * dw),
+                                  (n, c, i * dh + (ho - 1) * sh + 1, j * dw + (wo - 1) * sw + 1),
+                                  (1, 1, sh, sw)))
+    return views, ho, wo
+
+
+def conv2d(x, weight, bias, stride, pads, dilation, groups):
+    """2-D convolution (cross-correlation) of NCHW x with an (O, C/groups, kh, kw) weight.
+
+    pads is (top, bottom, left, right).
+    """
+    fn = _native("conv2d")
+    top, bottom, left, right = pads
+    if fn is not None:
+        if top == bottom and left == right:
+            return fn(x, weight, bias, stride, "pad", (top, bottom, left, right), dilation, groups)
+        return fn(pad2d(x, pads), weight, bias, stride, "valid", 0, dilation, groups)
+    if groups != 1:
+        raise NotImplementedError("conv2d with group > 1 needs the native conv2d op")
+    x = pad2d(x, pads)
+    n, c = x.shape[0], x.shape[1]
+    o, _, kh, kw = weight.shape
+    views, ho, wo = _windows(x, (kh, kw), stride, dilation)
+    cols = concat([reshape(v, (n, c, 1, ho * wo)) for v in views], 2)   # (N, C, kh*kw, L)
+    cols = transpose(reshape(cols, (n, c * kh * kw, ho * wo)), (0, 2, 1))
+    y = matmul(reshape(cols, (n * ho * wo, c * kh * kw)), reshape(weight, (o, c * kh * kw)),
+               transpose_b=True)                                        # (N*L, O)
+    y = transpose(reshape(y, (n, ho, wo, o)), (0, 3, 1, 2))
+    if bias is not None:
+        y = y + reshape(bias, (1, o, 1, 1))
+    return y
+
+
+def max_pool2d(x, kernel, stride, pads, dilation, ceil_mode):
+    fn = _native("max_pool2d")
+    top, bottom, left, right = pads
+    if fn is not None:
+        if top == bottom == left == right:
+            return fn(x, kernel, stride, top, dilation, False, ceil_mode)
+        return fn(pad2d(x, pads, -math.inf), kernel, stride, 0, dilation, False, ceil_mode)
+    if ceil_mode:
+        raise NotImplementedError("max_pool2d with ceil_mode=True needs the native op")
+    views, _, _ = _windows(pad2d(x, pads, -math.inf), kernel, stride, dilation)
+    out = views[0]
+    for v in views[1:]:
+        out = ops.maximum(out, v)
+    return out
+
+
+def avg_pool2d(x, kernel, stride, pads, ceil_mode, count_include_pad, divisor_override,
+               exclude_asymmetric_pad=False):
+    """Average pooling; with exclude_asymmetric_pad (pad_mode 'same') padding is not counted."""
+    fn = _native("avg_pool2d")
+    top, bottom, left, right = pads
+    if fn is not None and not exclude_asymmetric_pad and top == bottom == left == right:
+        return fn(x, kernel, stride, top, ceil_mode, count_include_pad, divisor_override)
+    if ceil_mode:
+        raise NotImplementedError("avg_pool2d with ceil_mode=True needs the native op")
+    views, ho, wo = _windows(pad2d(x, pads), kernel, stride, (1, 1))
+    total = views[0]
+    for v in views[1:]:
+        total = total + v
+    if divisor_override:
+        return total / float(divisor_override)
+    if count_include_pad and not exclude_asymmetric_pad or not any(pads):
+        return total / float(kernel[0] * kernel[1])
+    # Count only real (unpadded) elements in each window: pool a padded map of ones.
+    h, w = x.shape[2], x.shape[3]
+    ones = full((1, 1, h, w), 1.0, x.dtype)
+    cviews, _, _ = _windows(pad2d(ones, pads), kernel, stride, (1, 1))
+    count = cviews[0]
+    for v in cviews[1:]:
+        count = count + v
+    return total / count

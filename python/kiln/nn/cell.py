@@ -1,0 +1,252 @@
+"""kiln.nn.Cell -- the base class of layers and networks (MindSpore's Cell, PyNative execution)."""
+from collections import OrderedDict
+
+from kiln import _C
+from kiln.common.parameter import PARAMETER_NAME_DEFAULT, Parameter, ParameterTuple
+
+__all__ = ["Cell"]
+
+# Set by kiln's graph compiler: fn(cell, args, kwargs) -> outputs, used by Cell.__call__ in
+# GRAPH_MODE. While it is None every call runs construct eagerly (PyNative).
+_GRAPH_RUNNER = None
+
+
+def _graph_mode():
+    from kiln import context  # noqa: PLC0415 - context imports nothing from nn
+
+    return context.get_context("mode") == context.GRAPH_MODE
+
+
+class Cell:
+    """Base class of every layer and network.
+
+    Subclasses define ``construct(*inputs)``; calling the cell runs it. Assigning a Parameter,
+    a ParameterTuple or a Cell to an attribute registers it. With ``auto_prefix=True`` (the
+    default) a child's parameters are renamed ``<attribute>.<name>`` when it is attached, so
+    names are hierarchical (``dense_relu_sequential.0.weight``) once the network is built.
+    A new cell is in evaluation mode (``training`` is False), as in MindSpore; call
+    ``set_train()`` before training.
+    """
+
+    def __init__(self, auto_prefix=True, flags=None):
+        object.__setattr__(self, "_params", OrderedDict())
+        object.__setattr__(self, "_params_list", OrderedDict())
+        object.__setattr__(self, "_cells", OrderedDict())
+        object.__setattr__(self, "_auto_prefix", bool(auto_prefix))
+        object.__setattr__(self, "training", False)
+        object.__setattr__(self, "requires_grad", False)
+        object.__setattr__(self, "_jit_config_dict", None)
+        if flags:
+            for key, value in dict(flags).items():
+                object.__setattr__(self, key, value)
+
+    # ---- running ----
+    def construct(self, *args, **kwargs):
+        raise NotImplementedError(f"{type(self).__name__} must define construct(...)")
+
+    def __call__(self, *args, **kwargs):
+        if "_params" not in self.__dict__:
+            raise RuntimeError(f"{type(self).__name__}.__init__ must call super().__init__() "
+                               f"before the cell is used")
+        if _GRAPH_RUNNER is not None and _graph_mode():
+            return _GRAPH_RUNNER(self, args, kwargs)
+        return self.construct(*args, **kwargs)
+
+    # ---- attribute registration ----
+    def __getattr__(self, name):
+        # Only called when normal lookup fails: look in the registries.
+        d = self.__dict__
+        for registry in ("_params", "_cells", "_params_list"):
+            if registry in d and name in d[registry]:
+                return d[registry][name]
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+
+    def __setattr__(self, name, value):
+        d = self.__dict__
+        if "_params" not in d:
+            if isinstance(value, (Parameter, Cell, ParameterTuple)):
+                raise AttributeError(f"{type(self).__name__}: call super().__init__() before "
+                                     f"assigning the {type(value).__name__} '{name}'")
+            object.__setattr__(self, name, value)
+            return
+        params, cells, plist = d["_params"], d["_cells"], d["_params_list"]
+        if isinstance(value, Parameter):
+            self.insert_param_to_cell(name, value, check_name_contain_dot=False)
+        elif isinstance(value, ParameterTuple):
+            self._drop(name)
+            plist[name] = value
+        elif isinstance(value, Cell):
+            self.insert_child_to_cell(name, value)
+        elif name in params:
+            if value is None:
+                params[name] = None
+            elif isinstance(value, _C.TensorBase) and params[name] is not None:
+                params[name].set_data(value)  # MindSpore: assigning a tensor updates in place
+            else:
+                raise TypeError(f"{type(self).__name__}: attribute '{name}' is a Parameter; "
+                                f"assign a Parameter, a Tensor or None, not "
+                                f"{type(value).__name__}")
+        elif name in cells:
+            if value is not None:
+                raise TypeError(f"{type(self).__name__}: attribute '{name}' is a Cell; assign "
+                                f"a Cell or None, not {type(value).__name__}")
+            cells[name] = None
+        else:
+            if name in plist:
+                del plist[name]
+            object.__setattr__(self, name, value)
+
+    def __delattr__(self, name):
+        for registry in ("_params", "_cells", "_params_list"):
+            if name in self.__dict__.get(registry, {}):
+                del self.__dict__[registry][name]
+                return
+        object.__delattr__(self, name)
+
+    def __dir__(self):
+        return sorted(set(super().__dir__()) | set(self._params) | set(self._cells)
+                      | set(self._params_list))
+
+    def _drop(self, name):
+        """Removes `name` from every registry and the instance dict before re-registering."""
+        for registry in ("_params", "_cells", "_params_list"):
+            self.__dict__[registry].pop(name, None)
+        self.__dict__.pop(name, None)
+
+    def insert_param_to_cell(self, param_name, param, check_name_contain_dot=True):
+        if not isinstance(param_name, str) or not param_name:
+            raise KeyError(f"{type(self).__name__}: parameter name must be a non-empty str, "
+                           f"got {param_name!r}")
+        if check_name_contain_dot and "." in param_name:
+            raise KeyError(f"{type(self).__name__}: parameter name '{param_name}' must not "
+                           f"contain '.'")
+        if param is not None and not isinstance(param, Parameter):
+            raise TypeError(f"{type(self).__name__}: '{param_name}' must be a Parameter, got "
+                            f"{type(param).__name__}")
+        if param is not None and param.name == PARAMETER_NAME_DEFAULT:
+            param.name = param_name
+        self._drop(param_name)
+        self._params[param_name] = param
+
+    def insert_child_to_cell(self, child_name, child_cell):
+        if not isinstance(child_name, str) or not child_name or "." in child_name:
+            raise KeyError(f"{type(self).__name__}: child name must be a non-empty str without "
+                           f"'.', got {child_name!r}")
+        if child_cell is not None and not isinstance(child_cell, Cell):
+            raise TypeError(f"{type(self).__name__}: child '{child_name}' must be a Cell, got "
+                            f"{type(child_cell).__name__}")
+        if child_cell is self:
+            raise ValueError(f"{type(self).__name__}: a cell cannot be its own child")
+        if child_cell is not None and self._auto_prefix:
+            child_cell.update_parameters_name(child_name + ".")
+        self._drop(child_name)
+        self._cells[child_name] = child_cell
+
+    def update_parameters_name(self, prefix="", recurse=True):
+        """Prepends prefix to the name of every parameter of this cell (and its children)."""
+        if not isinstance(prefix, str):
+            raise TypeError(f"update_parameters_name: prefix must be a str, got {prefix!r}")
+        for _, param in self.parameters_and_names(expand=recurse):
+            param.name = prefix + param.name
+
+    # ---- traversal ----
+    def cells_and_names(self, cell_name_prefix=""):
+        """Yields (path, cell) for this cell and every descendant, each cell once."""
+        seen = set()
+
+        def walk(prefix, cell):
+            if id(cell) in seen:
+                return
+            seen.add(id(cell))
+            yield prefix, cell
+            for name, child in cell._cells.items():
+                if child is not None:
+                    yield from walk(f"{prefix}.{name}" if prefix else name, child)
+
+        yield from walk(cell_name_prefix, self)
+
+    def name_cells(self):
+        return OrderedDict((k, v) for k, v in self._cells.items() if v is not None)
+
+    def cells(self):
+        return self.name_cells().values()
+
+    def parameters_and_names(self, name_prefix="", expand=True):
+        """Yields (attribute path, Parameter), each Parameter once (shared ones too)."""
+        cells = self.cells_and_names(name_prefix) if expand else [(name_prefix, self)]
+        seen = set()
+        for cell_name, cell in cells:
+            for par_name, par in cell._params.items():
+                if par is not None and id(par) not in seen:
+                    seen.add(id(par))
+                    yield (f"{cell_name}.{par_name}" if cell_name else par_name), par
+            for ptuple in cell._params_list.values():
+                for par in ptuple:
+                    if id(par) not in seen:
+                        seen.add(id(par))
+                        yield par.name, par
+
+    def get_parameters(self, expand=True):
+        for _, param in self.parameters_and_names(expand=expand):
+            yield param
+
+    def trainable_params(self, recurse=True):
+        return [p for p in self.get_parameters(expand=recurse) if p.requires_grad]
+
+    def untrainable_params(self, recurse=True):
+        return [p for p in self.get_parameters(expand=recurse) if not p.requires_grad]
+
+    def parameters_dict(self, recurse=True):
+        """OrderedDict of Parameter.name -> Parameter."""
+        return OrderedDict((p.name, p) for p in self.get_parameters(expand=recurse))
+
+    def check_names(self):
+        """ValueError when two different parameters of this network share a name."""
+        owners = {}
+        for path, param in self.parameters_and_names():
+            if param.name in owners:
+                raise ValueError(f"{type(self).__name__}: two different parameters are named "
+                                 f"'{param.name}' (at '{owners[param.name]}' and '{path}'); "
+                                 f"parameter names must be unique within a network")
+            owners[param.name] = path
+
+    def apply(self, fn):
+        for _, cell in self.cells_and_names():
+            fn(cell)
+        return self
+
+    # ---- modes ----
+    def set_train(self, mode=True):
+        """Sets training mode (dropout active, batch statistics) on this cell and all children."""
+        if not isinstance(mode, bool):
+            raise TypeError(f"{type(self).__name__}.set_train: mode must be a bool, got {mode!r}")
+        for _, cell in self.cells_and_names():
+            object.__setattr__(cell, "training", mode)
+        return self
+
+    def set_grad(self, requires_grad=True):
+        object.__setattr__(self, "requires_grad", bool(requires_grad))
+        return self
+
+    def set_jit_config(self, jit_config):
+        """Stores the JitConfig used when this cell is compiled (Graph mode / @jit)."""
+        object.__setattr__(self, "_jit_config_dict", jit_config)
+        return self
+
+    def get_jit_config(self):
+        return self._jit_config_dict
+
+    # ---- printing ----
+    def extend_repr(self):
+        """Subclasses return their configuration, shown between < and > in repr."""
+        return ""
+
+    def __repr__(self):
+        lines = []
+        for name, cell in self._cells.items():
+            child = repr(cell).replace("\n", "\n  ")
+            lines.append(f"({name}): {child}")
+        text = type(self).__name__ + "<" + self.extend_repr()
+        if lines:
+            text += "\n  " + "\n  ".join(lines) + "\n  "
+        return text + ">"

@@ -1,0 +1,63 @@
+"""Embedding: a (vocab_size, embedding_size) table looked up by integer ids (MindSpore's names)."""
+import numpy as np
+
+from kiln import ops
+from kiln.common import dtype as mstype
+from kiln.common.initializer import initializer
+from kiln.common.parameter import Parameter
+from kiln.nn import _functional as F
+from kiln.nn.cell import Cell
+from kiln.nn.layer.basic import check_bool, check_int
+from kiln.ops import _core
+
+__all__ = ["Embedding"]
+
+
+class Embedding(Cell):
+    """Maps ids of any shape to vectors: output shape ids.shape + (embedding_size,).
+
+    embedding_table defaults to 'normal' (N(0, 0.01^2)); a padding_idx row starts at zero.
+    use_one_hot=True computes one_hot(ids) @ table instead of a gather.
+    """
+
+    def __init__(self, vocab_size, embedding_size, use_one_hot=False, embedding_table="normal",
+                 dtype=mstype.int32, padding_idx=None):
+        super().__init__()
+        self.vocab_size = check_int(vocab_size, "Embedding", "vocab_size")
+        self.embedding_size = check_int(embedding_size, "Embedding", "embedding_size")
+        self.use_one_hot = check_bool(use_one_hot, "Embedding", "use_one_hot")
+        self.dtype = mstype.to_dtype(dtype)
+        if self.dtype not in mstype.int_type + (mstype.uint8,):
+            raise TypeError(f"Embedding: dtype (of the ids) must be an integer type, "
+                            f"got {self.dtype}")
+        if padding_idx is not None:
+            padding_idx = check_int(padding_idx, "Embedding", "padding_idx", minimum=-2**31)
+            if not -self.vocab_size <= padding_idx < self.vocab_size:
+                raise ValueError(f"Embedding: padding_idx must be in [-{self.vocab_size}, "
+                                 f"{self.vocab_size}), got {padding_idx}")
+            padding_idx %= self.vocab_size
+        self.padding_idx = padding_idx
+        table = initializer(embedding_table, (self.vocab_size, self.embedding_size))
+        if padding_idx is not None:
+            values = np.array(table.asnumpy())
+            values[padding_idx] = 0
+            table = values
+        self.embedding_table = Parameter(table, name="embedding_table")
+
+    def construct(self, ids):
+        if ids.dtype not in mstype.int_type + (mstype.uint8,):
+            raise TypeError(f"Embedding: ids must be an integer tensor, got {ids.dtype} "
+                            f"with shape {tuple(ids.shape)}")
+        shape = tuple(ids.shape)
+        flat = F.reshape(ids, (-1,))
+        if self.use_one_hot:
+            hot = ops.one_hot(flat, self.vocab_size, 1.0, 0.0)
+            out = F.matmul(F.cast(hot, self.embedding_table.dtype), self.embedding_table)
+        else:
+            out = _core.call("gather", (self.embedding_table, flat), (0, 0))
+        return F.reshape(out, shape + (self.embedding_size,))
+
+    def extend_repr(self):
+        return (f"vocab_size={self.vocab_size}, embedding_size={self.embedding_size}, "
+                f"use_one_hot={self.use_one_hot}, embedding_table={self.embedding_table.name}, "
+                f"dtype={self.dtype}, padding_idx={self.padding_idx}")

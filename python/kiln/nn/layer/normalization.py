@@ -1,0 +1,125 @@
+"""BatchNorm1d, BatchNorm2d and LayerNorm with MindSpore's parameter names and defaults."""
+import numbers
+
+from kiln.common import dtype as mstype
+from kiln.common.initializer import initializer
+from kiln.common.parameter import Parameter
+from kiln.nn import _functional as F
+from kiln.nn.cell import Cell
+from kiln.nn.layer.basic import check_bool, check_int
+
+__all__ = ["BatchNorm1d", "BatchNorm2d", "LayerNorm"]
+
+
+class _BatchNorm(Cell):
+    """Shared BatchNorm: gamma/beta are trained, moving_mean/moving_variance are not.
+
+    momentum follows MindSpore: moving = momentum * moving + (1 - momentum) * batch
+    (default 0.9). use_batch_statistics=None uses the batch statistics (and updates the moving
+    ones) only in training mode; True always does, False never does.
+    """
+
+    _NAME = "BatchNorm"
+    _RANKS = ()
+
+    def __init__(self, num_features, eps=1e-5, momentum=0.9, affine=True, gamma_init="ones",
+                 beta_init="zeros", moving_mean_init="zeros", moving_var_init="ones",
+                 use_batch_statistics=None, data_format="NCHW", dtype=mstype.float32):
+        super().__init__()
+        who = self._NAME
+        self.num_features = check_int(num_features, who, "num_features")
+        if isinstance(eps, bool) or not isinstance(eps, numbers.Real) or eps <= 0:
+            raise ValueError(f"{who}: eps must be a positive float, got {eps!r}")
+        if isinstance(momentum, bool) or not isinstance(momentum, numbers.Real) or \
+                not 0 <= momentum <= 1:
+            raise ValueError(f"{who}: momentum must be a float in [0, 1], got {momentum!r}")
+        if use_batch_statistics is not None:
+            check_bool(use_batch_statistics, who, "use_batch_statistics")
+        if data_format != "NCHW":
+            raise ValueError(f"{who}: only data_format='NCHW' is supported, got {data_format!r}")
+        self.eps, self.momentum = float(eps), float(momentum)
+        self.affine = check_bool(affine, who, "affine")
+        self.use_batch_statistics = use_batch_statistics
+        n = (self.num_features,)
+        self.moving_mean = Parameter(initializer(moving_mean_init, n, dtype), name="moving_mean",
+                                     requires_grad=False)
+        self.moving_variance = Parameter(initializer(moving_var_init, n, dtype),
+                                         name="moving_variance", requires_grad=False)
+        self.gamma = Parameter(initializer(gamma_init, n, dtype), name="gamma",
+                               requires_grad=self.affine)
+        self.beta = Parameter(initializer(beta_init, n, dtype), name="beta",
+                              requires_grad=self.affine)
+
+    def construct(self, x):
+        shape = tuple(x.shape)
+        if len(shape) not in self._RANKS or shape[1] != self.num_features:
+            expected = " or ".join(f"{r}-D" for r in self._RANKS)
+            raise ValueError(f"{self._NAME}: expected a {expected} input with "
+                             f"{self.num_features} channels on axis 1, got shape {shape}")
+        use_batch = self.training if self.use_batch_statistics is None \
+            else self.use_batch_statistics
+        return F.batch_norm(x, self.gamma, self.beta, self.moving_mean, self.moving_variance,
+                            use_batch, self.momentum, self.eps)
+
+    def extend_repr(self):
+        return (f"num_features={self.num_features}, eps={self.eps}, momentum={self.momentum}, "
+                f"gamma={self.gamma.name}, beta={self.beta.name}, "
+                f"moving_mean={self.moving_mean.name}, "
+                f"moving_variance={self.moving_variance.name}")
+
+
+class BatchNorm1d(_BatchNorm):
+    """Batch norm over an (N, C) or (N, C, L) input."""
+    _NAME = "BatchNorm1d"
+    _RANKS = (2, 3)
+
+
+class BatchNorm2d(_BatchNorm):
+    """Batch norm over an (N, C, H, W) input, per channel."""
+    _NAME = "BatchNorm2d"
+    _RANKS = (4,)
+
+
+class LayerNorm(Cell):
+    """Normalises over the axes from begin_norm_axis on; gamma and beta have normalized_shape.
+
+    MindSpore's defaults: begin_norm_axis=-1, begin_params_axis=-1, epsilon=1e-7.
+    """
+
+    def __init__(self, normalized_shape, begin_norm_axis=-1, begin_params_axis=-1,
+                 gamma_init="ones", beta_init="zeros", epsilon=1e-7, dtype=mstype.float32):
+        super().__init__()
+        if isinstance(normalized_shape, int) and not isinstance(normalized_shape, bool):
+            normalized_shape = (normalized_shape,)
+        if not isinstance(normalized_shape, (tuple, list)) or not normalized_shape or any(
+                isinstance(s, bool) or not isinstance(s, int) or s < 1 for s in normalized_shape):
+            raise TypeError(f"LayerNorm: normalized_shape must be a non-empty tuple or list of "
+                            f"positive ints, got {normalized_shape!r}")
+        self.normalized_shape = tuple(normalized_shape)
+        self.begin_norm_axis = check_int(begin_norm_axis, "LayerNorm", "begin_norm_axis",
+                                         minimum=-2**31)
+        self.begin_params_axis = check_int(begin_params_axis, "LayerNorm",
+                                           "begin_params_axis", minimum=-2**31)
+        if isinstance(epsilon, bool) or not isinstance(epsilon, numbers.Real) or epsilon <= 0:
+            raise ValueError(f"LayerNorm: epsilon must be a positive float, got {epsilon!r}")
+        self.epsilon = float(epsilon)
+        self.gamma = Parameter(initializer(gamma_init, self.normalized_shape, dtype),
+                               name="gamma")
+        self.beta = Parameter(initializer(beta_init, self.normalized_shape, dtype), name="beta")
+
+    def construct(self, x):
+        shape = tuple(x.shape)
+        k = len(self.normalized_shape)
+        if len(shape) < k or shape[len(shape) - k:] != self.normalized_shape:
+            raise ValueError(f"LayerNorm: the input's trailing dimensions must equal "
+                             f"normalized_shape {self.normalized_shape}, got shape {shape}")
+        if not -len(shape) <= self.begin_norm_axis < len(shape):
+            raise ValueError(f"LayerNorm: begin_norm_axis {self.begin_norm_axis} is out of "
+                             f"range for an input of shape {shape}")
+        return F.layer_norm(x, self.begin_norm_axis, self.gamma, self.beta, self.epsilon)
+
+    def extend_repr(self):
+        return (f"normalized_shape={self.normalized_shape}, "
+                f"begin_norm_axis={self.begin_norm_axis}, "
+                f"begin_params_axis={self.begin_params_axis}, gamma={self.gamma.name}, "
+                f"beta={self.beta.name}")

@@ -1,0 +1,80 @@
+"""MaxPool2d and AvgPool2d (MindSpore defaults: kernel_size=1, stride=1, pad_mode="valid")."""
+from kiln import ops
+from kiln.nn import _functional as F
+from kiln.nn.cell import Cell
+from kiln.nn.layer.basic import check_bool
+from kiln.nn.layer.conv import resolve_padding, spatial_pads
+
+__all__ = ["MaxPool2d", "AvgPool2d"]
+
+
+class _Pool2d(Cell):
+    def __init__(self, who, kernel_size, stride, pad_mode, padding, ceil_mode, data_format):
+        super().__init__()
+        self.kernel_size = F.pair(kernel_size, who, "kernel_size")
+        self.stride = F.pair(stride, who, "stride")
+        if min(self.kernel_size) < 1 or min(self.stride) < 1:
+            raise ValueError(f"{who}: kernel_size and stride must be positive, got "
+                             f"{self.kernel_size} and {self.stride}")
+        self.pad_mode, self.padding = resolve_padding(who, pad_mode, padding)
+        self.ceil_mode = check_bool(ceil_mode, who, "ceil_mode")
+        if data_format != "NCHW":
+            raise ValueError(f"{who}: only data_format='NCHW' is supported, got {data_format!r}")
+
+    def _prepare(self, x, who, dilation=(1, 1)):
+        """A 4-D input (a 3-D (C, H, W) one gets a batch axis) and its (t, b, l, r) padding."""
+        shape = tuple(x.shape)
+        if len(shape) not in (3, 4):
+            raise ValueError(f"{who}: expected an (N, C, H, W) or (C, H, W) input, got shape "
+                             f"{shape}")
+        if len(shape) == 3:
+            x = ops.expand_dims(x, 0)
+        pads = spatial_pads(self.pad_mode, self.padding, tuple(x.shape[2:]), self.kernel_size,
+                            self.stride, dilation)
+        return x, pads, len(shape) == 3
+
+    def extend_repr(self):
+        return (f"kernel_size={self.kernel_size}, stride={self.stride}, "
+                f"pad_mode={self.pad_mode.upper()}")
+
+
+class MaxPool2d(_Pool2d):
+    """Maximum over kernel_size windows; padding (modes "same"/"pad") never wins the max."""
+
+    def __init__(self, kernel_size=1, stride=1, pad_mode="valid", padding=0, dilation=1,
+                 return_indices=False, ceil_mode=False, data_format="NCHW"):
+        super().__init__("MaxPool2d", kernel_size, stride, pad_mode, padding, ceil_mode,
+                         data_format)
+        self.dilation = F.pair(dilation, "MaxPool2d", "dilation")
+        if return_indices:
+            raise NotImplementedError("MaxPool2d: return_indices=True is not supported yet")
+        self.return_indices = False
+
+    def construct(self, x):
+        x, pads, squeeze = self._prepare(x, "MaxPool2d", self.dilation)
+        y = F.max_pool2d(x, self.kernel_size, self.stride, pads, self.dilation, self.ceil_mode)
+        return ops.squeeze(y, 0) if squeeze else y
+
+
+class AvgPool2d(_Pool2d):
+    """Mean over kernel_size windows. With pad_mode="same" padding is not counted; with "pad",
+    count_include_pad decides (default True); divisor_override replaces the divisor."""
+
+    def __init__(self, kernel_size=1, stride=1, pad_mode="valid", padding=0, ceil_mode=False,
+                 count_include_pad=True, divisor_override=None, data_format="NCHW"):
+        super().__init__("AvgPool2d", kernel_size, stride, pad_mode, padding, ceil_mode,
+                         data_format)
+        self.count_include_pad = check_bool(count_include_pad, "AvgPool2d", "count_include_pad")
+        if divisor_override is not None and (isinstance(divisor_override, bool) or not
+                                             isinstance(divisor_override, int) or
+                                             divisor_override <= 0):
+            raise ValueError(f"AvgPool2d: divisor_override must be a positive int or None, got "
+                             f"{divisor_override!r}")
+        self.divisor_override = divisor_override
+
+    def construct(self, x):
+        x, pads, squeeze = self._prepare(x, "AvgPool2d")
+        y = F.avg_pool2d(x, self.kernel_size, self.stride, pads, self.ceil_mode,
+                         self.count_include_pad, self.divisor_override,
+                         exclude_asymmetric_pad=self.pad_mode == "same")
+        return ops.squeeze(y, 0) if squeeze else y

@@ -1,0 +1,207 @@
+"""kiln.ops.operations (imported as ``P``) -- MindSpore's primitive classes over the functional ops.
+
+A primitive is configured once (``ops.MatMul(transpose_b=True)``) and called on tensors; each
+call goes to the same registry op the functional form uses.
+"""
+import kiln.ops as _ops
+
+__all__ = [
+    "Primitive", "Add", "Sub", "Mul", "Div", "RealDiv", "Pow", "Neg", "Abs", "Exp", "Log",
+    "Sqrt", "Rsqrt", "Sin", "Cos", "Tanh", "Sigmoid", "ReLU", "GeLU", "SiLU", "Square",
+    "Maximum", "Minimum", "Equal", "Less", "Greater", "Select", "Cast", "MatMul",
+    "BatchMatMul", "ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "Softmax",
+    "LogSoftmax", "Reshape", "Transpose", "ExpandDims", "Squeeze", "Concat", "Stack",
+    "Gather", "OneHot", "ZerosLike", "OnesLike", "Argmax", "Flatten", "Depend",
+]
+
+
+class Primitive:
+    """Base of the primitive classes: holds attributes, calls the op."""
+
+    def __init__(self, name=None):
+        self.name = name or type(self).__name__
+
+    def __call__(self, *args):
+        raise TypeError(f"{self.name} is not callable")  # every subclass defines __call__
+
+    def __repr__(self):
+        attrs = ", ".join(f"{k}={v!r}" for k, v in vars(self).items() if k != "name")
+        return f"Prim[{self.name}]" + (f"<{attrs}>" if attrs else "")
+
+
+def _elementwise(name, fn_name):
+    def call(self, *args):
+        return getattr(_ops, fn_name)(*args)
+
+    return type(name, (Primitive,), {"__call__": call, "__doc__": f"Primitive of ops.{fn_name}."})
+
+
+Add = _elementwise("Add", "add")
+Sub = _elementwise("Sub", "sub")
+Mul = _elementwise("Mul", "mul")
+Div = _elementwise("Div", "div")
+RealDiv = _elementwise("RealDiv", "div")
+Pow = _elementwise("Pow", "pow")
+Neg = _elementwise("Neg", "neg")
+Abs = _elementwise("Abs", "abs")
+Exp = _elementwise("Exp", "exp")
+Log = _elementwise("Log", "log")
+Sqrt = _elementwise("Sqrt", "sqrt")
+Rsqrt = _elementwise("Rsqrt", "rsqrt")
+Sin = _elementwise("Sin", "sin")
+Cos = _elementwise("Cos", "cos")
+Tanh = _elementwise("Tanh", "tanh")
+Sigmoid = _elementwise("Sigmoid", "sigmoid")
+ReLU = _elementwise("ReLU", "relu")
+SiLU = _elementwise("SiLU", "silu")
+Square = _elementwise("Square", "square")
+Maximum = _elementwise("Maximum", "maximum")
+Minimum = _elementwise("Minimum", "minimum")
+Equal = _elementwise("Equal", "equal")
+Less = _elementwise("Less", "less")
+Greater = _elementwise("Greater", "greater")
+Select = _elementwise("Select", "where")
+Cast = _elementwise("Cast", "cast")
+Reshape = _elementwise("Reshape", "reshape")
+Transpose = _elementwise("Transpose", "transpose")
+ExpandDims = _elementwise("ExpandDims", "expand_dims")
+ZerosLike = _elementwise("ZerosLike", "zeros_like")
+OnesLike = _elementwise("OnesLike", "ones_like")
+Depend = _elementwise("Depend", "depend")
+
+
+class GeLU(Primitive):
+    def __init__(self, approximate="none"):
+        super().__init__()
+        self.approximate = approximate
+
+    def __call__(self, x):
+        return _ops.gelu(x, self.approximate)
+
+
+class MatMul(Primitive):
+    """2-D matrix product with optional transposes: ``MatMul(transpose_a, transpose_b)(a, b)``."""
+
+    def __init__(self, transpose_a=False, transpose_b=False):
+        super().__init__()
+        self.transpose_a, self.transpose_b = bool(transpose_a), bool(transpose_b)
+
+    def __call__(self, a, b):
+        if a.ndim != 2 or b.ndim != 2:
+            raise ValueError(f"MatMul: expected 2-D inputs, got shapes {a.shape} and {b.shape}")
+        if self.transpose_a:
+            a = _ops.transpose(a, (1, 0))
+        if self.transpose_b:
+            b = _ops.transpose(b, (1, 0))
+        return _ops.matmul(a, b)
+
+
+class BatchMatMul(MatMul):
+    """Batched matrix product; transposes apply to the last two axes."""
+
+    def __call__(self, a, b):
+        if self.transpose_a:
+            a = _ops.swapaxes(a, -1, -2)
+        if self.transpose_b:
+            b = _ops.swapaxes(b, -1, -2)
+        return _ops.matmul(a, b)
+
+
+class _Reduce(Primitive):
+    _fn = None
+
+    def __init__(self, keep_dims=False):
+        super().__init__()
+        if not isinstance(keep_dims, bool):
+            raise TypeError(f"{type(self).__name__}: keep_dims must be a bool, got {keep_dims!r}")
+        self.keep_dims = keep_dims
+
+    def __call__(self, x, axis=()):
+        axis = None if axis == () else axis
+        return type(self)._fn(x, axis, self.keep_dims)
+
+
+class ReduceSum(_Reduce):
+    _fn = staticmethod(lambda x, axis, keep: _ops.sum(x, axis, keep))
+
+
+class ReduceMean(_Reduce):
+    _fn = staticmethod(lambda x, axis, keep: _ops.mean(x, axis, keep))
+
+
+class ReduceMax(_Reduce):
+    _fn = staticmethod(lambda x, axis, keep: _ops.amax(x, axis, keep))
+
+
+class ReduceMin(_Reduce):
+    _fn = staticmethod(lambda x, axis, keep: _ops.amin(x, axis, keep))
+
+
+class Softmax(Primitive):
+    def __init__(self, axis=-1):
+        super().__init__()
+        self.axis = axis
+
+    def __call__(self, x):
+        return _ops.softmax(x, self.axis)
+
+
+class LogSoftmax(Softmax):
+    def __call__(self, x):
+        return _ops.log_softmax(x, self.axis)
+
+
+class Squeeze(Primitive):
+    def __init__(self, axis=()):
+        super().__init__()
+        self.axis = axis
+
+    def __call__(self, x):
+        return _ops.squeeze(x, None if self.axis == () else self.axis)
+
+
+class Concat(Primitive):
+    def __init__(self, axis=0):
+        super().__init__()
+        self.axis = axis
+
+    def __call__(self, tensors):
+        return _ops.concat(tensors, self.axis)
+
+
+class Stack(Concat):
+    def __call__(self, tensors):
+        return _ops.stack(tensors, self.axis)
+
+
+class Gather(Primitive):
+    def __init__(self, batch_dims=0):
+        super().__init__()
+        self.batch_dims = batch_dims
+
+    def __call__(self, params, indices, axis):
+        return _ops.gather(params, indices, axis, self.batch_dims)
+
+
+class OneHot(Primitive):
+    def __init__(self, axis=-1):
+        super().__init__()
+        self.axis = axis
+
+    def __call__(self, indices, depth, on_value, off_value):
+        return _ops.one_hot(indices, depth, on_value, off_value, self.axis)
+
+
+class Argmax(Primitive):
+    def __init__(self, axis=-1, output_type=None):
+        super().__init__()
+        self.axis, self.output_type = axis, output_type
+
+    def __call__(self, x):
+        out = _ops.argmax(x, self.axis)
+        return out if self.output_type is None else _ops.cast(out, self.output_type)
+
+
+class Flatten(Primitive):
+    def __call__(self, x):
+        return _ops.flatten(x)

@@ -1,0 +1,298 @@
+"""conv2d (every pad_mode), max_pool2d and avg_pool2d against NumPy reference implementations."""
+import itertools
+
+import numpy as np
+import pytest
+
+import kiln as ms
+from kiln import ops
+
+from helpers import FLOAT_DTYPES, INT_DTYPES, assert_close, non_contiguous, to_kiln
+
+RNG = np.random.default_rng(1)
+
+
+# ---- NumPy references
+
+def conv2d_ref(x, w, bias=None, stride=(1, 1), pads=(0, 0, 0, 0), dilation=(1, 1), groups=1):
+    """Direct convolution: one einsum per kernel tap over strided windows of the padded input."""
+    x = np.pad(x.astype(np.float64), ((0, 0), (0, 0), pads[:2], pads[2:]))
+    n, c, h, wd = x.shape
+    o, cg, kh, kw = w.shape
+    og = o // groups
+    oh = (h - dilation[0] * (kh - 1) - 1) // stride[0] + 1
+    ow = (wd - dilation[1] * (kw - 1) - 1) // stride[1] + 1
+    out = np.zeros((n, o, oh, ow))
+    for g in range(groups):
+        xs, ws = x[:, g * cg:(g + 1) * cg], w[g * og:(g + 1) * og].astype(np.float64)
+        for i, j in itertools.product(range(kh), range(kw)):
+            h0, w0 = i * dilation[0], j * dilation[1]
+            patch = xs[:, :, h0:h0 + stride[0] * (oh - 1) + 1:stride[0],
+                       w0:w0 + stride[1] * (ow - 1) + 1:stride[1]]
+            out[:, g * og:(g + 1) * og] += np.einsum("nchw,oc->nohw", patch, ws[:, :, i, j])
+    if bias is not None:
+        out += bias.reshape(1, -1, 1, 1)
+    return out
+
+
+def pool_out(size, k, s, p, d, ceil_mode):
+    span = size + 2 * p - d * (k - 1) - 1
+    out = (-(-span // s) if ceil_mode else span // s) + 1
+    if ceil_mode and (out - 1) * s >= size + p:
+        out -= 1
+    return out
+
+
+def max_pool_ref(x, k, s, p, d, ceil_mode):
+    h, w = x.shape[-2:]
+    oh, ow = pool_out(h, k[0], s[0], p[0], d[0], ceil_mode), pool_out(w, k[1], s[1], p[1], d[1], ceil_mode)
+    planes = x.reshape(-1, h, w)
+    y = np.zeros((planes.shape[0], oh, ow), x.dtype)
+    idx = np.zeros((planes.shape[0], oh, ow), np.int64)
+    for n, i, j in itertools.product(range(planes.shape[0]), range(oh), range(ow)):
+        best, at = None, 0
+        for a, b in itertools.product(range(k[0]), range(k[1])):
+            r, c = i * s[0] - p[0] + a * d[0], j * s[1] - p[1] + b * d[1]
+            if 0 <= r < h and 0 <= c < w and (best is None or planes[n, r, c] > best or np.isnan(planes[n, r, c])):
+                best, at = planes[n, r, c], r * w + c
+        y[n, i, j], idx[n, i, j] = best, at
+    shape = x.shape[:-2] + (oh, ow)
+    return y.reshape(shape), idx.reshape(shape)
+
+
+def avg_pool_ref(x, k, s, p, ceil_mode, count_include_pad, divisor_override):
+    h, w = x.shape[-2:]
+    oh, ow = pool_out(h, k[0], s[0], p[0], 1, ceil_mode), pool_out(w, k[1], s[1], p[1], 1, ceil_mode)
+    planes = x.reshape(-1, h, w).astype(np.float64)
+    y = np.zeros((planes.shape[0], oh, ow))
+    for i, j in itertools.product(range(oh), range(ow)):
+        r0, c0 = i * s[0] - p[0], j * s[1] - p[1]
+        r1, c1 = min(r0 + k[0], h + p[0]), min(c0 + k[1], w + p[1])
+        padded = (r1 - r0) * (c1 - c0)
+        r0, c0, r1, c1 = max(r0, 0), max(c0, 0), min(r1, h), min(c1, w)
+        total = planes[:, r0:r1, c0:c1].sum(axis=(1, 2))
+        div = divisor_override or (padded if count_include_pad else (r1 - r0) * (c1 - c0))
+        y[:, i, j] = total / div
+    return y.reshape(x.shape[:-2] + (oh, ow))
+
+
+# ---- conv2d
+
+CONV_CASES = [
+    # (N, C, H, W), (O, C/g, kh, kw), stride, pads(t, b, l, r), dilation, groups, bias
+    ((2, 3, 8, 8), (4, 3, 3, 3), (1, 1), (0, 0, 0, 0), (1, 1), 1, True),
+    ((1, 3, 9, 7), (5, 3, 3, 2), (2, 1), (0, 0, 0, 0), (1, 1), 1, False),
+    ((2, 4, 10, 10), (6, 2, 3, 3), (1, 2), (1, 1, 2, 2), (1, 1), 2, True),
+    ((1, 2, 11, 9), (3, 2, 3, 3), (2, 2), (1, 0, 0, 2), (2, 1), 1, True),
+    ((2, 4, 6, 6), (4, 1, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 4, False),  # depthwise
+    ((1, 1, 5, 5), (1, 1, 5, 5), (1, 1), (0, 0, 0, 0), (1, 1), 1, True),   # kernel = input
+    ((3, 2, 4, 4), (2, 2, 1, 1), (3, 3), (0, 0, 0, 0), (1, 1), 1, True),   # 1x1, big stride
+]
+
+
+@pytest.mark.parametrize("xs,ws,stride,pads,dilation,groups,has_bias", CONV_CASES)
+def test_conv2d_pad_mode_pad(xs, ws, stride, pads, dilation, groups, has_bias):
+    x, w = RNG.standard_normal(xs).astype(np.float32), RNG.standard_normal(ws).astype(np.float32)
+    b = RNG.standard_normal(ws[0]).astype(np.float32) if has_bias else None
+    out = ops.conv2d(ms.Tensor(x), ms.Tensor(w), None if b is None else ms.Tensor(b), stride=stride,
+                     pad_mode="pad", padding=pads, dilation=dilation, groups=groups)
+    assert_close(out, conv2d_ref(x, w, b, stride, pads, dilation, groups).astype(np.float32),
+                 ms.float32, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("size,kernel,stride,dilation", [(8, 3, 1, 1), (9, 3, 2, 1), (10, 4, 3, 1),
+                                                          (7, 3, 2, 2), (5, 2, 1, 1), (6, 1, 4, 1)])
+def test_conv2d_pad_mode_same(size, kernel, stride, dilation):
+    x = RNG.standard_normal((2, 3, size, size + 1)).astype(np.float32)
+    w = RNG.standard_normal((4, 3, kernel, kernel)).astype(np.float32)
+    out = ops.conv2d(ms.Tensor(x), ms.Tensor(w), stride=stride, pad_mode="same", dilation=dilation)
+    pads = []
+    for n in (size, size + 1):
+        want = -(-n // stride)
+        need = max(0, (want - 1) * stride + (kernel - 1) * dilation + 1 - n)
+        pads += [need // 2, need - need // 2]
+    assert out.shape[2:] == (-(-size // stride), -(-(size + 1) // stride))
+    assert_close(out, conv2d_ref(x, w, None, (stride,) * 2, pads, (dilation,) * 2).astype(np.float32),
+                 ms.float32, rtol=1e-4, atol=1e-4)
+
+
+def test_conv2d_pad_mode_valid_and_padding_forms():
+    x = RNG.standard_normal((1, 2, 7, 6)).astype(np.float32)
+    w = RNG.standard_normal((3, 2, 3, 3)).astype(np.float32)
+    kx, kw = ms.Tensor(x), ms.Tensor(w)
+    assert_close(ops.conv2d(kx, kw), conv2d_ref(x, w).astype(np.float32), ms.float32, rtol=1e-4, atol=1e-4)
+    for padding, pads in [(1, (1, 1, 1, 1)), ((2, 1), (2, 2, 1, 1)), ([0, 1, 2, 0], (0, 1, 2, 0))]:
+        out = ops.conv2d(kx, kw, pad_mode="pad", padding=padding)
+        assert_close(out, conv2d_ref(x, w, pads=pads).astype(np.float32), ms.float32, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("dtype,np_dtype", FLOAT_DTYPES, ids=str)
+def test_conv2d_float_dtypes(dtype, np_dtype):
+    x = RNG.integers(-2, 3, (2, 2, 5, 5)).astype(np_dtype)
+    w = RNG.integers(-2, 3, (3, 2, 2, 2)).astype(np_dtype)
+    b = RNG.integers(-2, 3, (3,)).astype(np_dtype)
+    out = ops.conv2d(to_kiln(x, dtype), to_kiln(w, dtype), to_kiln(b, dtype), pad_mode="pad", padding=1)
+    assert out.dtype == dtype
+    assert_close(out, conv2d_ref(x, w, b, pads=(1, 1, 1, 1)).astype(np_dtype), dtype)
+
+
+def test_conv2d_non_contiguous_input():
+    x = RNG.standard_normal((1, 2, 5, 6)).astype(np.float32)
+    w = RNG.standard_normal((2, 2, 3, 3)).astype(np.float32)
+    out = ops.conv2d(non_contiguous(x, ms.float32), non_contiguous(w, ms.float32))
+    assert_close(out, conv2d_ref(x, w).astype(np.float32), ms.float32, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("dtype,np_dtype", INT_DTYPES, ids=str)
+def test_conv2d_rejects_integers(dtype, np_dtype):
+    x, w = to_kiln(np.ones((1, 1, 3, 3), np_dtype), dtype), to_kiln(np.ones((1, 1, 2, 2), np_dtype), dtype)
+    with pytest.raises(TypeError, match="conv2d"):
+        ops.conv2d(x, w)
+
+
+def test_conv2d_validation_errors():
+    x = ms.Tensor(np.ones((1, 4, 5, 5), np.float32))
+    w = ms.Tensor(np.ones((2, 4, 3, 3), np.float32))
+    with pytest.raises(ValueError, match=r"conv2d.*4-D"):
+        ops.conv2d(ms.Tensor(np.ones((4, 5, 5), np.float32)), w)
+    with pytest.raises(ValueError, match=r"conv2d.*groups"):
+        ops.conv2d(x, ms.Tensor(np.ones((3, 2, 3, 3), np.float32)), groups=2)
+    with pytest.raises(ValueError, match=r"conv2d.*input channels"):
+        ops.conv2d(x, ms.Tensor(np.ones((2, 3, 3, 3), np.float32)))
+    with pytest.raises(ValueError, match=r"conv2d.*larger than the padded input"):
+        ops.conv2d(x, ms.Tensor(np.ones((2, 4, 6, 6), np.float32)))
+    with pytest.raises(ValueError, match=r"conv2d.*bias"):
+        ops.conv2d(x, w, ms.Tensor(np.ones(3, np.float32)))
+    with pytest.raises(ValueError, match=r"conv2d.*stride"):
+        ops.conv2d(x, w, stride=0)
+    with pytest.raises(ValueError, match=r"conv2d.*pad_mode"):
+        ops.conv2d(x, w, pad_mode="full")
+    with pytest.raises(ValueError, match=r"conv2d.*padding"):
+        ops.conv2d(x, w, pad_mode="valid", padding=1)
+    with pytest.raises(ValueError, match=r"conv2d.*padding"):
+        ops.conv2d(x, w, pad_mode="pad", padding=-1)
+    with pytest.raises(ValueError, match=r"conv2d.*groups"):
+        ops.conv2d(x, w, groups=0)
+
+
+# ---- pooling
+
+MAX_CASES = [
+    # kernel, stride, padding, dilation, ceil_mode
+    ((2, 2), (2, 2), (0, 0), (1, 1), False),
+    ((3, 3), (2, 2), (1, 1), (1, 1), False),
+    ((3, 3), (2, 2), (1, 1), (1, 1), True),
+    ((2, 3), (1, 2), (1, 0), (1, 1), True),
+    ((3, 2), (2, 1), (0, 1), (2, 1), False),
+    ((2, 2), (3, 3), (0, 0), (1, 1), True),
+]
+
+
+@pytest.mark.parametrize("kernel,stride,padding,dilation,ceil_mode", MAX_CASES)
+def test_max_pool2d(kernel, stride, padding, dilation, ceil_mode):
+    x = RNG.standard_normal((2, 3, 7, 8)).astype(np.float32)
+    y, idx = ops.max_pool2d(ms.Tensor(x), kernel, stride, padding, dilation, return_indices=True,
+                            ceil_mode=ceil_mode)
+    ry, ridx = max_pool_ref(x, kernel, stride, padding, dilation, ceil_mode)
+    assert_close(y, ry, ms.float32)
+    assert idx.dtype == ms.int64
+    np.testing.assert_array_equal(idx.asnumpy(), ridx)
+
+
+@pytest.mark.parametrize("dtype,np_dtype", FLOAT_DTYPES + INT_DTYPES, ids=str)
+def test_max_pool2d_dtypes_and_3d_input(dtype, np_dtype):
+    x = RNG.permutation(60).reshape(3, 4, 5).astype(np_dtype)
+    y = ops.max_pool2d(to_kiln(x, dtype), 2)
+    assert y.dtype == dtype
+    assert_close(y, max_pool_ref(x, (2, 2), (2, 2), (0, 0), (1, 1), False)[0], dtype)
+
+
+def test_max_pool2d_nan_and_default_stride():
+    x = np.arange(16, dtype=np.float32).reshape(1, 1, 4, 4)
+    x[0, 0, 0, 1] = np.nan
+    y, idx = ops.max_pool2d(ms.Tensor(x), 2, return_indices=True)
+    assert np.isnan(y.asnumpy()[0, 0, 0, 0]) and idx.asnumpy()[0, 0, 0, 0] == 1
+    assert y.shape == (1, 1, 2, 2) and y.asnumpy()[0, 0, 1, 1] == 15
+
+
+def test_max_pool2d_non_contiguous():
+    x = RNG.standard_normal((1, 2, 6, 6)).astype(np.float32)
+    y = ops.max_pool2d(non_contiguous(x, ms.float32), 3, 2, 1)
+    assert_close(y, max_pool_ref(x, (3, 3), (2, 2), (1, 1), (1, 1), False)[0], ms.float32)
+
+
+AVG_CASES = [
+    # kernel, stride, padding, ceil_mode, count_include_pad, divisor_override
+    ((2, 2), (2, 2), (0, 0), False, True, None),
+    ((3, 3), (2, 2), (1, 1), False, True, None),
+    ((3, 3), (2, 2), (1, 1), False, False, None),
+    ((3, 3), (2, 2), (1, 1), True, True, None),
+    ((3, 3), (2, 2), (1, 1), True, False, None),
+    ((2, 3), (1, 2), (1, 1), True, True, 5),
+    ((3, 2), (3, 3), (0, 1), True, False, None),
+]
+
+
+@pytest.mark.parametrize("kernel,stride,padding,ceil_mode,count_include_pad,divisor", AVG_CASES)
+def test_avg_pool2d(kernel, stride, padding, ceil_mode, count_include_pad, divisor):
+    x = RNG.standard_normal((2, 3, 7, 8)).astype(np.float32)
+    y = ops.avg_pool2d(ms.Tensor(x), kernel, stride, padding, ceil_mode, count_include_pad, divisor)
+    ry = avg_pool_ref(x, kernel, stride, padding, ceil_mode, count_include_pad, divisor)
+    assert_close(y, ry.astype(np.float32), ms.float32, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("dtype,np_dtype", FLOAT_DTYPES, ids=str)
+def test_avg_pool2d_float_dtypes(dtype, np_dtype):
+    x = RNG.integers(-4, 5, (1, 2, 4, 6)).astype(np_dtype)
+    y = ops.avg_pool2d(to_kiln(x, dtype), 2, 2)
+    assert y.dtype == dtype
+    assert_close(y, avg_pool_ref(x, (2, 2), (2, 2), (0, 0), False, True, None).astype(np_dtype), dtype)
+
+
+def test_adaptive_avg_pool2d_divisible():
+    x = RNG.standard_normal((1, 2, 6, 4)).astype(np.float32)
+    y = ops.adaptive_avg_pool2d(ms.Tensor(x), (3, 2))
+    assert_close(y, x.reshape(1, 2, 3, 2, 2, 2).mean(axis=(3, 5)), ms.float32, rtol=1e-5, atol=1e-6)
+    with pytest.raises(NotImplementedError, match="adaptive_avg_pool2d"):
+        ops.adaptive_avg_pool2d(ms.Tensor(x), 4)
+
+
+def test_pool_validation_errors():
+    x = ms.Tensor(np.ones((1, 1, 4, 4), np.float32))
+    with pytest.raises(ValueError, match="max_pool2d.*padding"):
+        ops.max_pool2d(x, 2, 1, padding=2)
+    with pytest.raises(ValueError, match="max_pool2d.*larger than the padded input"):
+        ops.max_pool2d(x, 5)
+    with pytest.raises(ValueError, match="max_pool2d.*stride"):
+        ops.max_pool2d(x, 2, stride=0)
+    with pytest.raises(ValueError, match="max_pool2d.*3-D.*4-D"):
+        ops.max_pool2d(ms.Tensor(np.ones((4, 4), np.float32)), 2)
+    with pytest.raises(TypeError, match="max_pool2d.*bool"):
+        ops.max_pool2d(ms.Tensor(np.ones((1, 1, 4, 4), np.bool_)), 2)
+    with pytest.raises(TypeError, match="avg_pool2d.*floating"):
+        ops.avg_pool2d(ms.Tensor(np.ones((1, 1, 4, 4), np.int32)), 2, 2)
+    with pytest.raises(ValueError, match="avg_pool2d.*kernel_size"):
+        ops.avg_pool2d(x, 0)
+    with pytest.raises(ValueError, match="avg_pool2d.*divisor_override"):
+        ops.avg_pool2d(x, 2, 2, divisor_override=0)
+    with pytest.raises(TypeError, match="avg_pool2d.*kernel_size"):
+        ops.avg_pool2d(x, "2")
+
+
+@pytest.mark.parametrize("ceil_mode", [False, True])
+def test_pools_match_torch_when_available(ceil_mode):
+    torch = pytest.importorskip("torch")
+    x = RNG.standard_normal((2, 3, 9, 10)).astype(np.float32)
+    tx = torch.from_numpy(x)
+    ty, tidx = torch.nn.functional.max_pool2d(tx, 3, 2, 1, 1, ceil_mode=ceil_mode, return_indices=True)
+    y, idx = ops.max_pool2d(ms.Tensor(x), 3, 2, 1, return_indices=True, ceil_mode=ceil_mode)
+    assert_close(y, ty.numpy(), ms.float32)
+    np.testing.assert_array_equal(idx.asnumpy(), tidx.numpy())
+    for include in (False, True):
+        ta = torch.nn.functional.avg_pool2d(tx, 3, 2, 1, ceil_mode=ceil_mode, count_include_pad=include)
+        a = ops.avg_pool2d(ms.Tensor(x), 3, 2, 1, ceil_mode=ceil_mode, count_include_pad=include)
+        assert_close(a, ta.numpy(), ms.float32, rtol=1e-5, atol=1e-6)
+    w = RNG.standard_normal((4, 3, 3, 3)).astype(np.float32)
+    tc = torch.nn.functional.conv2d(tx, torch.from_numpy(w), stride=2, padding=1, dilation=2)
+    c = ops.conv2d(ms.Tensor(x), ms.Tensor(w), stride=2, pad_mode="pad", padding=1, dilation=2)
+    assert_close(c, tc.numpy(), ms.float32, rtol=1e-4, atol=1e-4)
