@@ -13,6 +13,7 @@ namespace kiln::bind {
 
 void BindTensor(nb::module_& m);
 void BindAutodiff(nb::module_& m);
+void BindIR(nb::module_& m);
 
 namespace {
 
@@ -83,6 +84,7 @@ void InitModule(nb::module_& m) {
 
   BindTensor(m);
   BindAutodiff(m);
+  BindIR(m);
   m.def("_set_tensor_class", &SetTensorClass);
 
   m.def("call", &Call, nb::arg("kind"), nb::arg("inputs"), nb::arg("attrs"));

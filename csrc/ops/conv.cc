@@ -60,24 +60,29 @@ ConvGeometry PlanConv(const OpDef& def, const std::vector<TensorMeta>& in, const
   KILN_CHECK(g.groups >= 1, Value, def.name, ": groups must be positive, got ", g.groups);
   g.n = x.shape[0], g.c = x.shape[1], g.h = x.shape[2], g.w = x.shape[3];
   g.o = wt.shape[0], g.kh = wt.shape[2], g.kw = wt.shape[3];
-  KILN_CHECK(g.c % g.groups == 0 && g.o % g.groups == 0, Value, def.name, ": input channels (", g.c,
+  // Graph mode may leave dims unknown (-1): check what is known, infer -1 for what depends on
+  // the rest; the kernel sees the real shapes and checks again.
+  const bool channels_known = g.c >= 0 && g.o >= 0 && wt.shape[1] >= 0;
+  KILN_CHECK(!channels_known || (g.c % g.groups == 0 && g.o % g.groups == 0), Value, def.name, ": input channels (", g.c,
              ") and output channels (", g.o, ") must both be divisible by groups (", g.groups,
              "); shapes ", ShapesStr(in));
-  KILN_CHECK(wt.shape[1] * g.groups == g.c, Value, def.name, ": weight expects ",
+  KILN_CHECK(!channels_known || wt.shape[1] * g.groups == g.c, Value, def.name, ": weight expects ",
              wt.shape[1] * g.groups, " input channels (", wt.shape[1], " per group x ", g.groups,
              " groups), input has ", g.c, "; shapes ", ShapesStr(in));
-  KILN_CHECK(g.kh > 0 && g.kw > 0 && g.o > 0, Value, def.name,
+  KILN_CHECK(g.kh != 0 && g.kw != 0 && g.o != 0, Value, def.name,
              ": weight must have positive output channels and kernel size; shapes ", ShapesStr(in));
   if (bias.present)
-    KILN_CHECK(bias.shape.size() == 1 && bias.shape[0] == g.o, Value, def.name,
+    KILN_CHECK(bias.shape.size() == 1 && (bias.shape[0] == g.o || bias.shape[0] < 0 || g.o < 0),
+               Value, def.name,
                ": bias must be 1-D of length ", g.o, "; shapes ", ShapesStr(in));
   const int64_t span_h = g.dilation[0] * (g.kh - 1) + 1, span_w = g.dilation[1] * (g.kw - 1) + 1;
   const int64_t padded_h = g.h + g.pad[0] + g.pad[1], padded_w = g.w + g.pad[2] + g.pad[3];
-  KILN_CHECK(span_h <= padded_h && span_w <= padded_w, Value, def.name, ": kernel (", span_h, ", ",
-             span_w, ") with dilation is larger than the padded input (", padded_h, ", ", padded_w,
-             "); shapes ", ShapesStr(in));
-  g.oh = (padded_h - span_h) / g.stride[0] + 1;
-  g.ow = (padded_w - span_w) / g.stride[1] + 1;
+  const bool spatial_known = g.h >= 0 && g.w >= 0 && g.kh >= 0 && g.kw >= 0;
+  KILN_CHECK(!spatial_known || (span_h <= padded_h && span_w <= padded_w), Value, def.name,
+             ": kernel (", span_h, ", ", span_w, ") with dilation is larger than the padded input (",
+             padded_h, ", ", padded_w, "); shapes ", ShapesStr(in));
+  g.oh = g.h < 0 || g.kh < 0 ? -1 : (padded_h - span_h) / g.stride[0] + 1;
+  g.ow = g.w < 0 || g.kw < 0 ? -1 : (padded_w - span_w) / g.stride[1] + 1;
   return g;
 }
 
@@ -172,12 +177,14 @@ cpu::Pool2dParams PlanPool(const OpDef& def, const TensorMeta& x, const Attrs& a
              " must be at most half of kernel_size ", ShapeStr(k));
   const int64_t nd = x.shape.size(), h = x.shape[nd - 2], w = x.shape[nd - 1];
   cpu::Pool2dParams params{k[0], k[1], s[0], s[1], p[0], p[1], d[0], d[1], 0, 0};
-  KILN_CHECK(h + 2 * p[0] >= d[0] * (k[0] - 1) + 1 && w + 2 * p[1] >= d[1] * (k[1] - 1) + 1, Value,
+  const bool known = h >= 0 && w >= 0;  // Graph mode may not know them yet
+  KILN_CHECK(!known || (h + 2 * p[0] >= d[0] * (k[0] - 1) + 1 && w + 2 * p[1] >= d[1] * (k[1] - 1) + 1),
+             Value,
              def.name, ": kernel_size ", ShapeStr(k), " (dilation ", ShapeStr(d),
              ") is larger than the padded input of shape ", ShapeStr(x.shape), " (padding ",
              ShapeStr(p), ")");
-  params.oh = cpu::PoolOutputSize(h, k[0], s[0], p[0], d[0], ceil_mode);
-  params.ow = cpu::PoolOutputSize(w, k[1], s[1], p[1], d[1], ceil_mode);
+  params.oh = h < 0 ? -1 : cpu::PoolOutputSize(h, k[0], s[0], p[0], d[0], ceil_mode);
+  params.ow = w < 0 ? -1 : cpu::PoolOutputSize(w, k[1], s[1], p[1], d[1], ceil_mode);
   return params;
 }
 

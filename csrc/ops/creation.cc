@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "core/random.h"
 #include "kernels/cpu/convert.h"
+#include "ops/grad.h"
 #include "ops/registry.h"
 
 namespace kiln {
@@ -21,6 +22,7 @@ OpDef MakeOp(OpKind kind, std::vector<AttrSpec> attrs, InferFn infer, KernelFn k
   def.attrs = std::move(attrs);
   def.infer = infer;
   def.kernel = kernel;
+  def.grad = NotDifferentiable;  // no tensor inputs: nothing to differentiate
   return def;
 }
 

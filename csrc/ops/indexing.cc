@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "core/parallel.h"
 #include "kernels/cpu/convert.h"
+#include "ops/grad.h"
 #include "ops/registry.h"
 
 namespace kiln {
@@ -245,24 +246,91 @@ void NonZeroKernel(KernelContext& ctx) {
 
 // ---- gather(input_params, input_indices; axis, batch_dims): np.take along axis
 
-IndexLayout GatherLayout(const Shape& params, const Shape& indices, const Attrs& attrs,
-                         const char* op) {
-  KILN_CHECK(AttrInt(attrs, 1) == 0, NotImplemented, op, ": batch_dims other than 0 (got ",
-             AttrInt(attrs, 1), ") is not supported");
-  KILN_CHECK(!params.empty(), Value, op, ": input_params must have at least one dimension");
-  return PlanIndex(params, {indices}, {AttrInt(attrs, 0)}, op);
+// MindSpore's batch_dims: the first batch_dims axes of params and indices are paired (batch b
+// of the result gathers from batch b of params), and the result is
+// params[:axis] + indices[batch_dims:] + params[axis + 1:]. It is indexing the batch axes with
+// aranges broadcast against indices, with the result's dimensions placed by hand.
+struct GatherPlan {
+  int64_t axis = 0, batch_dims = 0;
+  IndexLayout layout;
+};
+
+GatherPlan PlanGather(const Shape& params, const Shape& indices, const Attrs& attrs,
+                      const char* op) {
+  GatherPlan g;
+  int64_t n = static_cast<int64_t>(params.size()), ni = static_cast<int64_t>(indices.size());
+  KILN_CHECK(n > 0, Value, op, ": input_params must have at least one dimension");
+  g.axis = AttrInt(attrs, 0);
+  KILN_CHECK(g.axis >= -n && g.axis < n, Index, op, ": axis ", g.axis,
+             " is out of range for a tensor of rank ", n);
+  if (g.axis < 0) g.axis += n;
+  g.batch_dims = AttrInt(attrs, 1);
+  if (g.batch_dims < 0) g.batch_dims += ni;
+  KILN_CHECK(g.batch_dims >= 0 && g.batch_dims <= ni, Value, op, ": batch_dims ",
+             AttrInt(attrs, 1), " is out of range for indices of rank ", ni);
+  if (g.batch_dims == 0) {
+    g.layout = PlanIndex(params, {indices}, {g.axis}, op);
+    return g;
+  }
+  int64_t bd = g.batch_dims;
+  KILN_CHECK(bd <= g.axis, Value, op, ": batch_dims (", bd, ") must not exceed axis (", g.axis,
+             ")");
+  for (int64_t i = 0; i < bd; ++i)
+    KILN_CHECK(params[i] == indices[i] || params[i] == -1 || indices[i] == -1, Value, op,
+               ": batch dimension ", i, " of input_params ", ShapeStr(params),
+               " and input_indices ", ShapeStr(indices), " differ");
+  std::vector<Shape> shapes;
+  std::vector<int64_t> axes;
+  for (int64_t i = 0; i < bd; ++i) {
+    Shape s(ni, 1);
+    s[i] = params[i];
+    shapes.push_back(s);
+    axes.push_back(i);
+  }
+  shapes.push_back(indices);
+  axes.push_back(g.axis);
+  IndexLayout p = PlanIndex(params, shapes, axes, op);
+  // Result: [batch (bd), params[bd:axis], indices[bd:], params[axis+1:]].
+  int64_t nidx = ni - bd;
+  p.b_pos.clear();
+  for (int64_t k = 0; k < ni; ++k) p.b_pos.push_back(k < bd ? k : k + (g.axis - bd));
+  p.rest_pos.clear();
+  for (int64_t r : p.rest) p.rest_pos.push_back(r < g.axis ? r : r - 1 + nidx);
+  p.out_shape.assign(p.rest.size() + ni, 0);
+  for (size_t j = 0; j < p.rest.size(); ++j) p.out_shape[p.rest_pos[j]] = params[p.rest[j]];
+  for (int64_t k = 0; k < ni; ++k) p.out_shape[p.b_pos[k]] = p.index_shape[k];
+  g.layout = std::move(p);
+  return g;
+}
+
+// The index tensors of a gather: an arange per batch axis, then the indices themselves.
+std::vector<Tensor> GatherIndexTensors(const Shape& params, const Tensor& indices,
+                                       int64_t batch_dims) {
+  std::vector<Tensor> out;
+  for (int64_t i = 0; i < batch_dims; ++i) {
+    Shape s(indices.ndim(), 1);
+    s[i] = params[i];
+    Tensor t = Tensor::Empty(s, DType::Int64);
+    int64_t* v = t.data<int64_t>();
+    for (int64_t j = 0; j < params[i]; ++j) v[j] = j;
+    out.push_back(t);
+  }
+  out.push_back(indices);
+  return out;
 }
 
 std::vector<TensorMeta> InferGather(const OpDef& def, const std::vector<TensorMeta>& in,
                                     const Attrs& attrs) {
   CheckIndexDTypes(in, 1, def.name);
-  return {TensorMeta{in[0].dtype, GatherLayout(in[0].shape, in[1].shape, attrs, def.name).out_shape}};
+  return {TensorMeta{in[0].dtype,
+                     PlanGather(in[0].shape, in[1].shape, attrs, def.name).layout.out_shape}};
 }
 
 void GatherKernel(KernelContext& ctx) {
   const Tensor &params = ctx.inputs[0], &indices = ctx.inputs[1];
-  IndexLayout p = GatherLayout(params.shape(), indices.shape(), ctx.attrs, ctx.def.name);
-  GatherByPlan(p, params, {indices}, ctx.outputs[0], ctx.def.name);
+  GatherPlan p = PlanGather(params.shape(), indices.shape(), ctx.attrs, ctx.def.name);
+  GatherByPlan(p.layout, params, GatherIndexTensors(params.shape(), indices, p.batch_dims),
+               ctx.outputs[0], ctx.def.name);
 }
 
 // ---- one_hot(indices; depth, axis, on_value, off_value, dtype)
@@ -306,14 +374,104 @@ void OneHotKernel(KernelContext& ctx) {
   });
 }
 
+// ---- Gradient rules: reads scatter dy back (adding where an index repeats); writes route dy
+// to the values they stored.
+
+GradVar Zeros(GradBuilder& g, GradVar like) {
+  TensorMeta m = g.meta(like);
+  return g.Emit1(OpKind::Fill, {}, {m.shape, 0.0, m.dtype});
+}
+
+// dx = zeros of input 0's shape with dy added at the indexed positions (index_put, accumulate).
+GradVar ScatterAdd(GradBuilder& g, GradVar dy, const std::vector<GradVar>& indices,
+                   const std::vector<int64_t>& axes) {
+  std::vector<GradVar> args = {Zeros(g, g.input(0)), CastTo(g, dy, g.meta(g.input(0)).dtype)};
+  args.insert(args.end(), indices.begin(), indices.end());
+  return g.Emit1(OpKind::IndexPut, args, {axes, true});
+}
+
+std::vector<GradVar> AdvancedIndexGrad(GradBuilder& g) {
+  std::vector<GradVar> grads(g.num_inputs());
+  if (!g.wants_input_grad(0)) return grads;
+  std::vector<GradVar> indices;
+  for (int i = 1; i < g.num_inputs(); ++i) indices.push_back(g.input(i));
+  grads[0] = ScatterAdd(g, g.out_grad(0), indices, AttrInts(g.attrs(), 0));
+  return grads;
+}
+
+// index_put(input, values, indices*): input keeps dy except where it was overwritten (all of dy
+// with accumulate); values get dy at the positions they went to, summed over broadcasting.
+// With repeated indices and accumulate=False every duplicate gets the gradient, although only
+// the last write survives (as in PyTorch).
+std::vector<GradVar> IndexPutGrad(GradBuilder& g) {
+  std::vector<GradVar> grads(g.num_inputs());
+  GradVar dy = g.out_grad(0);
+  const Attrs& a = g.attrs();
+  std::vector<GradVar> indices;
+  for (int i = 2; i < g.num_inputs(); ++i) indices.push_back(g.input(i));
+  if (g.wants_input_grad(0)) {
+    if (AttrBool(a, 1)) {
+      grads[0] = dy;
+    } else {
+      Shape shape = g.meta(dy).shape;
+      GradVar keep = g.Emit1(OpKind::Fill, {}, {shape, int64_t{1}, DType::Bool});
+      std::vector<GradVar> args = {keep, g.Scalar(0.0)};
+      args.insert(args.end(), indices.begin(), indices.end());
+      keep = g.Emit1(OpKind::IndexPut, args, {a[0], false});
+      grads[0] = g.Emit1(OpKind::Where, {keep, dy, g.Scalar(0.0)});
+    }
+  }
+  if (g.wants_input_grad(1)) {
+    std::vector<GradVar> args = {dy};
+    args.insert(args.end(), indices.begin(), indices.end());
+    grads[1] = ToInput(g, g.Emit1(OpKind::AdvancedIndex, args, {a[0]}), 1);
+  }
+  return grads;
+}
+
+std::vector<GradVar> GatherGrad(GradBuilder& g) {
+  if (!g.wants_input_grad(0)) return {GradVar{}, GradVar{}};
+  TensorMeta params = g.meta(g.input(0));
+  GradVar indices = g.input(1), dy = g.out_grad(0);
+  GatherPlan p = PlanGather(params.shape, g.meta(indices).shape, g.attrs(), "gather");
+  if (p.batch_dims == 0) return {ScatterAdd(g, dy, {indices}, {p.axis}), GradVar{}};
+  // Batch axes are indexed by aranges shaped to broadcast against indices.
+  int64_t bd = p.batch_dims, ni = static_cast<int64_t>(g.meta(indices).shape.size());
+  std::vector<GradVar> index_vars;
+  std::vector<int64_t> axes;
+  for (int64_t i = 0; i < bd; ++i) {
+    GradVar r = g.Emit1(OpKind::Arange, {},
+                        {int64_t{0}, params.shape[i], int64_t{1}, DType::Int64});
+    Shape s(ni, 1);
+    s[i] = params.shape[i];
+    index_vars.push_back(g.Emit1(OpKind::Reshape, {r}, {s}));
+    axes.push_back(i);
+  }
+  index_vars.push_back(indices);
+  axes.push_back(p.axis);
+  // index_put expects NumPy's layout: with axis > batch_dims the index dimensions come first,
+  // [batch, indices[bd:], params[bd:axis], params[axis+1:]]; dy has params[bd:axis] first.
+  if (p.axis > bd) {
+    int64_t nd = static_cast<int64_t>(g.meta(dy).shape.size()), nidx = ni - bd;
+    std::vector<int64_t> perm;
+    for (int64_t i = 0; i < bd; ++i) perm.push_back(i);
+    for (int64_t i = 0; i < nidx; ++i) perm.push_back(p.axis + i);
+    for (int64_t i = bd; i < p.axis; ++i) perm.push_back(i);
+    for (int64_t i = p.axis + nidx; i < nd; ++i) perm.push_back(i);
+    dy = g.Emit1(OpKind::Transpose, {dy}, {perm});
+  }
+  return {ScatterAdd(g, dy, index_vars, axes), GradVar{}};
+}
+
 OpDef MakeOp(OpKind kind, std::vector<const char*> inputs, std::vector<AttrSpec> attrs,
-             InferFn infer, KernelFn kernel) {
+             InferFn infer, KernelFn kernel, GradRuleFn grad) {
   OpDef def;
   def.kind = kind;
   def.inputs = std::move(inputs);
   def.attrs = std::move(attrs);
   def.infer = infer;
   def.kernel = kernel;
+  def.grad = grad;
   return def;
 }
 
@@ -321,22 +479,24 @@ OpDef MakeOp(OpKind kind, std::vector<const char*> inputs, std::vector<AttrSpec>
 
 void RegisterIndexingOps(OpRegistry& r) {
   r.Add(MakeOp(OpKind::AdvancedIndex, {"input", "indices*"}, {{"axes", Shape{}}},
-               InferAdvancedIndex, AdvancedIndexKernel));
+               InferAdvancedIndex, AdvancedIndexKernel, AdvancedIndexGrad));
   OpDef put = MakeOp(OpKind::IndexPut, {"input", "values", "indices*"},
-                     {{"axes", Shape{}}, {"accumulate", false}}, InferIndexPut, IndexPutKernel);
+                     {{"axes", Shape{}}, {"accumulate", false}}, InferIndexPut, IndexPutKernel,
+                     IndexPutGrad);
   put.allocates_outputs = true;  // returns input itself, written in place
   put.is_view = true;
   put.mutated_inputs = {0};
   r.Add(std::move(put));
-  OpDef nonzero = MakeOp(OpKind::NonZero, {"input"}, {}, InferNonZero, NonZeroKernel);
+  OpDef nonzero = MakeOp(OpKind::NonZero, {"input"}, {}, InferNonZero, NonZeroKernel,
+                         NotDifferentiable);
   nonzero.allocates_outputs = true;  // the row count depends on the values
   r.Add(std::move(nonzero));
   r.Add(MakeOp(OpKind::Gather, {"input_params", "input_indices"},
-               {{"axis", int64_t{0}}, {"batch_dims", int64_t{0}}}, InferGather, GatherKernel));
+               {{"axis", int64_t{0}}, {"batch_dims", int64_t{0}}}, InferGather, GatherKernel, GatherGrad));
   r.Add(MakeOp(OpKind::OneHot, {"indices"},
                {{"depth", int64_t{0}}, {"axis", int64_t{-1}}, {"on_value", 1.0},
                 {"off_value", 0.0}, {"dtype", DType::Float32}},
-               InferOneHot, OneHotKernel));
+               InferOneHot, OneHotKernel, NotDifferentiable));
 }
 
 }  // namespace kiln

@@ -130,6 +130,40 @@ void OnednnMatMul(const Tensor& a, const Tensor& b, const Tensor& c) {
   cpu::OnednnStream().wait();
 }
 
+// Row counts up to which a single (unbatched) float32 product goes to dnnl_sgemm: its jit gemv
+// streams B once, where the matmul primitive first packs B into blocks (3x slower at M = 1).
+constexpr int64_t kSgemmMaxRows = 16;
+
+// How sgemm reads a row-major matrix view: 'N' or 'T' and its leading dimension; false if
+// neither dim has unit stride.
+bool BlasLayout(const Tensor& t, char* trans, int64_t* ld) {
+  const int64_t nd = t.ndim(), rows = t.dim(nd - 2), cols = t.dim(nd - 1);
+  const int64_t s_rows = t.strides()[nd - 2], s_cols = t.strides()[nd - 1];
+  if (s_cols == 1 || cols == 1) {
+    *trans = 'N';
+    *ld = rows == 1 ? std::max<int64_t>(cols, 1) : s_rows;
+    return *ld >= std::max<int64_t>(cols, 1);
+  }
+  if (s_rows == 1 || rows == 1) {
+    *trans = 'T';
+    *ld = cols == 1 ? std::max<int64_t>(rows, 1) : s_cols;
+    return *ld >= std::max<int64_t>(rows, 1);
+  }
+  return false;
+}
+
+// c = a @ b for a float32 product with no batch (all batch dims 1) and few rows; false when
+// it does not apply.
+bool TrySgemm(const Tensor& a, const Tensor& b, const Tensor& c) {
+  const int64_t nd = c.ndim(), m = c.dim(nd - 2), n = c.dim(nd - 1), k = a.dim(nd - 1);
+  if (c.dtype() != DType::Float32 || m > kSgemmMaxRows || c.numel() != m * n) return false;
+  char ta, tb;
+  int64_t lda, ldb;
+  if (!BlasLayout(a, &ta, &lda) || !BlasLayout(b, &tb, &ldb)) return false;
+  return dnnl_sgemm(ta, tb, m, n, k, 1.f, a.data<float>(), lda, b.data<float>(), ldb, 0.f,
+                    c.data<float>(), n) == dnnl_success;
+}
+
 void MatMulKernel(KernelContext& ctx) {
   const Tensor& out = ctx.outputs[0];
   const Tensor &in_a = ctx.inputs[0], &in_b = ctx.inputs[1];
@@ -159,6 +193,7 @@ void MatMulKernel(KernelContext& ctx) {
   }
   if (!HasUnitInnerStride(a)) a = a.Contiguous();
   if (!HasUnitInnerStride(b)) b = b.Contiguous();
+  if (dtype == DType::Float32 && TrySgemm(a, b, c)) return;
   if (dtype == DType::Float32 || (dtype == DType::BFloat16 && cpu::OnednnHasNativeBF16())) {
     OnednnMatMul(a, b, c);
     return;

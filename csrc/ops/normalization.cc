@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "core/random.h"
 #include "kernels/cpu/copy.h"
+#include "kernels/cpu/normalization.h"
 #include "kernels/cpu/reduce.h"
 #include "ops/registry.h"
 
@@ -91,43 +92,69 @@ void SoftmaxBlock(const T* x, T* y, const cpu::ReduceShape& s) {
       for (int64_t r = 0; r < R; ++r)
         for (int64_t j = 0; j < n; ++j) {
           C v = static_cast<C>(in[r * I + j]);
-          if (v > mx[j] || v != v) mx[j] = v;  // a NaN anywhere makes the whole slice NaN
+          mx[j] = (v > mx[j] || v != v) ? v : mx[j];  // a NaN makes the whole slice NaN
         }
       for (int64_t r = 0; r < R; ++r)
-        for (int64_t j = 0; j < n; ++j) sum[j] += std::exp(static_cast<C>(in[r * I + j]) - mx[j]);
+        for (int64_t j = 0; j < n; ++j) sum[j] += cpu::Exp(static_cast<C>(in[r * I + j]) - mx[j]);
       for (int64_t j = 0; j < n; ++j) sum[j] = kLog ? std::log(sum[j]) : 1.0 / sum[j];
       for (int64_t r = 0; r < R; ++r)
         for (int64_t j = 0; j < n; ++j) {
           C shifted = static_cast<C>(in[r * I + j]) - mx[j];
-          C v = kLog ? shifted - static_cast<C>(sum[j]) : std::exp(shifted) * static_cast<C>(sum[j]);
+          const C k = static_cast<C>(sum[j]);
+          C v = kLog ? shifted - k : cpu::Exp(shifted) * k;
           out[r * I + j] = cpu::Convert<T>(v);
         }
     }
   });
 }
 
-// The common case, softmax over the last (contiguous) axis: one row per output row.
+// The largest element of a row, NaN if any; 8 lanes of selects, so it vectorizes.
+template <typename T>
+compute_t<T> RowMax(const T* p, int64_t n) {
+  using C = compute_t<T>;
+  C lanes[8];
+  for (C& lane : lanes) lane = -std::numeric_limits<C>::infinity();
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    for (int l = 0; l < 8; ++l) {
+      const C v = static_cast<C>(p[i + l]);
+      lanes[l] = (v > lanes[l] || v != v) ? v : lanes[l];
+    }
+  for (; i < n; ++i) {
+    const C v = static_cast<C>(p[i]);
+    lanes[0] = (v > lanes[0] || v != v) ? v : lanes[0];
+  }
+  C m = lanes[0];
+  for (int l = 1; l < 8; ++l) m = (lanes[l] > m || lanes[l] != lanes[l]) ? lanes[l] : m;
+  return m;
+}
+
+// The common case, softmax over the last (contiguous) axis: one row per output row. The
+// exponentials are computed once, into the output itself when it has the compute type (a
+// float buffer for 16-bit outputs, which could not hold them at full precision).
 template <typename T, bool kLog>
 void SoftmaxRows(const T* x, T* y, const cpu::ReduceShape& s) {
   using C = compute_t<T>;
+  constexpr bool kInPlace = std::is_same_v<T, C>;
   const int64_t R = s.reduce;
   const int64_t grain = std::max<int64_t>(1, cpu::kParallelGrain / R);
   ParallelFor(s.outer, grain, [&](int64_t begin, int64_t end) {
+    std::vector<C> buffer(kInPlace ? 0 : R);
     for (int64_t a = begin; a < end; ++a) {
       const T* in = x + a * R;
       T* out = y + a * R;
-      C m = -std::numeric_limits<C>::infinity();
-      for (int64_t r = 0; r < R; ++r) {
-        C v = static_cast<C>(in[r]);
-        if (v > m || v != v) m = v;
-      }
-      double sum = RowSum(in, R, [m](T v) { return static_cast<double>(std::exp(static_cast<C>(v) - m)); });
+      C* e = buffer.data();
+      if constexpr (kInPlace) e = out;
+      const C m = RowMax(in, R);
+      for (int64_t r = 0; r < R; ++r) e[r] = cpu::Exp(static_cast<C>(in[r]) - m);
+      const double sum = RowSum(e, R, [](C v) { return static_cast<double>(v); });
       if constexpr (kLog) {
         const C log_sum = static_cast<C>(std::log(sum));
-        for (int64_t r = 0; r < R; ++r) out[r] = cpu::Convert<T>((static_cast<C>(in[r]) - m) - log_sum);
+        for (int64_t r = 0; r < R; ++r)
+          out[r] = cpu::Convert<T>((static_cast<C>(in[r]) - m) - log_sum);
       } else {
         const C inv = static_cast<C>(1.0 / sum);
-        for (int64_t r = 0; r < R; ++r) out[r] = cpu::Convert<T>(std::exp(static_cast<C>(in[r]) - m) * inv);
+        for (int64_t r = 0; r < R; ++r) out[r] = cpu::Convert<T>(e[r] * inv);
       }
     }
   });
@@ -163,8 +190,8 @@ std::vector<TensorMeta> InferLayerNorm(const OpDef& def, const std::vector<Tenso
   const Shape& shape = in[0].shape;
   const int64_t ndim = static_cast<int64_t>(shape.size());
   RequireFloating(in[0], def.name);
-  KILN_CHECK(ndim >= 1, Value, def.name, ": expected an input with at least one dimension, got shape ",
-             ShapeStr(shape));
+  KILN_CHECK(ndim >= 1, Value, def.name,
+             ": expected an input with at least one dimension, got shape ", ShapeStr(shape));
   int64_t axis = AttrInt(attrs, 0);
   KILN_CHECK(axis >= -ndim && axis < ndim, Index, def.name, ": begin_norm_axis ", axis,
              " is out of range for input of shape ", ShapeStr(shape));
@@ -361,14 +388,16 @@ void BatchNormKernel(KernelContext& ctx) {
     if constexpr (kFloatType<T>) {
       const T* xp = x.data<T>();
       T* yp = ctx.outputs[0].data<T>();
-      const int64_t grain = std::max<int64_t>(1, cpu::kParallelGrain / std::max<int64_t>(spatial, 1));
+      const int64_t grain =
+          std::max<int64_t>(1, cpu::kParallelGrain / std::max<int64_t>(spatial, 1));
       ParallelFor(batch * channels, grain, [&](int64_t begin, int64_t end) {
         for (int64_t row = begin; row < end; ++row) {
           const int64_t c = row % channels;
           const C a = static_cast<C>(alpha[c]), b = static_cast<C>(beta[c]);
           const T* in = xp + row * spatial;
           T* out = yp + row * spatial;
-          for (int64_t i = 0; i < spatial; ++i) out[i] = cpu::Convert<T>(static_cast<C>(in[i]) * a + b);
+          for (int64_t i = 0; i < spatial; ++i)
+            out[i] = cpu::Convert<T>(static_cast<C>(in[i]) * a + b);
         }
       });
     }
@@ -386,7 +415,8 @@ std::vector<TensorMeta> InferDropout(const OpDef& def, const std::vector<TensorM
   return {TensorMeta{in[0].dtype, in[0].shape}, TensorMeta{in[0].dtype, in[0].shape}};
 }
 
-// SplitMix64's output function: element i of stream `seed` is Mix(seed + i * golden ratio).
+// SplitMix64's output function: draw k of stream `seed` is Mix(seed + k * kGolden).
+constexpr uint64_t kGolden = 0x9E3779B97F4A7C15ULL;
 inline uint64_t Mix(uint64_t z) {
   z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
   z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
@@ -397,10 +427,12 @@ void DropoutKernel(KernelContext& ctx) {
   const double p = AttrFloat(ctx.attrs, 0);
   const uint64_t seed =
       AttrIsNone(ctx.attrs, 1) ? NextKernelSeed() : static_cast<uint64_t>(AttrInt(ctx.attrs, 1));
-  const uint64_t stream = Mix(seed + 0x9E3779B97F4A7C15ULL);
+  const uint64_t stream = Mix(seed + kGolden);
+  // Element i is kept when its 32 random bits u satisfy u >= p * 2^32: p = 0 keeps everything,
+  // p = 1 (threshold 2^32) drops everything. One 64-bit draw serves elements 2k and 2k + 1.
+  const uint64_t threshold = static_cast<uint64_t>(std::ceil(p * 4294967296.0));
   const double scale = p < 1 ? 1.0 / (1.0 - p) : 0.0;
   Tensor x = ctx.inputs[0].Contiguous();
-  const int64_t n = x.numel();
   DispatchDType(x.dtype(), [&](auto tag) {
     using T = decltype(tag);
     using C = compute_t<T>;
@@ -409,12 +441,11 @@ void DropoutKernel(KernelContext& ctx) {
       T* yp = ctx.outputs[0].data<T>();
       T* mp = ctx.outputs[1].data<T>();
       const C keep_value = static_cast<C>(scale);
-      ParallelFor(n, cpu::kParallelGrain, [&](int64_t begin, int64_t end) {
+      ParallelFor(x.numel(), cpu::kParallelGrain, [&](int64_t begin, int64_t end) {
         for (int64_t i = begin; i < end; ++i) {
-          // 53 random bits as a double in [0, 1): kept when u >= p, so p = 0 keeps everything
-          // and p = 1 drops everything.
-          const double u = static_cast<double>(Mix(stream + static_cast<uint64_t>(i) * 0x9E3779B97F4A7C15ULL) >> 11) * 0x1.0p-53;
-          const C m = u >= p ? keep_value : C(0);
+          const uint64_t bits = Mix(stream + static_cast<uint64_t>(i >> 1) * kGolden);
+          const uint64_t u = (i & 1) ? bits >> 32 : bits & 0xFFFFFFFFu;
+          const C m = u >= threshold ? keep_value : C(0);
           mp[i] = cpu::Convert<T>(m);
           yp[i] = cpu::Convert<T>(static_cast<C>(xp[i]) * m);
         }
@@ -441,7 +472,8 @@ void RegisterNormalizationOps(OpRegistry& r) {
   OpDef softmax = Norm(OpKind::Softmax, {"input"}, InferSoftmax, SoftmaxKernel<false>, kFloat);
   softmax.attrs = {{"axis", int64_t{-1}}};
   r.Add(std::move(softmax));
-  OpDef log_softmax = Norm(OpKind::LogSoftmax, {"input"}, InferSoftmax, SoftmaxKernel<true>, kFloat);
+  OpDef log_softmax =
+      Norm(OpKind::LogSoftmax, {"input"}, InferSoftmax, SoftmaxKernel<true>, kFloat);
   log_softmax.attrs = {{"axis", int64_t{-1}}};
   r.Add(std::move(log_softmax));
 

@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "kernels/cpu/copy.h"
 #include "kernels/cpu/reduce.h"
+#include "ops/grad.h"
 #include "ops/registry.h"
 
 namespace kiln {
@@ -92,13 +93,19 @@ using SumAcc = std::conditional_t<std::is_floating_point_v<C>, double, int64_t>;
 // Integer sums and products wrap on overflow like NumPy's (done unsigned: no signed-overflow UB).
 template <typename A>
 A WrapAdd(A a, A b) {
-  if constexpr (std::is_integral_v<A>) return static_cast<A>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b));
-  else return a + b;
+  if constexpr (std::is_integral_v<A>) {
+    return static_cast<A>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b));
+  } else {
+    return a + b;
+  }
 }
 template <typename A>
 A WrapMul(A a, A b) {
-  if constexpr (std::is_integral_v<A>) return static_cast<A>(static_cast<uint64_t>(a) * static_cast<uint64_t>(b));
-  else return a * b;
+  if constexpr (std::is_integral_v<A>) {
+    return static_cast<A>(static_cast<uint64_t>(a) * static_cast<uint64_t>(b));
+  } else {
+    return a * b;
+  }
 }
 
 template <typename T>
@@ -140,8 +147,8 @@ struct ExtremumOp {
     else return kMax ? std::numeric_limits<C>::lowest() : std::numeric_limits<C>::max();
   }
   void Step(Acc& a, C v, int64_t) const {
-    bool better = kMax ? v > a : v < a;
-    if (better || v != v) a = v;
+    const bool better = kMax ? v > a : v < a;
+    a = (better || v != v) ? v : a;  // a select, not a branch: the lanes vectorize
   }
   void Combine(Acc& a, const Acc& b) const { Step(a, b, 0); }
   T Finish(const Acc& a) const { return cpu::Convert<T>(a); }
@@ -222,7 +229,31 @@ void ArgKernel(KernelContext& ctx) {
   Tensor x = cpu::PrepareReduce(ctx.inputs[0], mask, &s);
   DispatchDType(x.dtype(), [&](auto tag) {
     using T = decltype(tag);
-    cpu::ReduceLoop(x.data<T>(), ctx.outputs[0].data<int64_t>(), s, ArgOp<T, kMax>{});
+    using C = compute_t<T>;
+    const T* src = x.data<T>();
+    int64_t* out = ctx.outputs[0].data<int64_t>();
+    if (s.inner != 1) {
+      cpu::ReduceLoop(src, out, s, ArgOp<T, kMax>{});
+      return;
+    }
+    // Rows: the extremum with the vectorized lanes, then a scan for its first occurrence (the
+    // first NaN when it is NaN). Faster than carrying indices through every comparison.
+    const int64_t R = s.reduce;
+    const int64_t grain = std::max<int64_t>(1, cpu::kParallelGrain / std::max<int64_t>(R, 1));
+    ParallelFor(s.outer, grain, [&](int64_t begin, int64_t end) {
+      const ExtremumOp<T, kMax> op;
+      for (int64_t a = begin; a < end; ++a) {
+        const T* row = src + a * R;
+        const C best = cpu::ReduceRun(row, 0, R, op);
+        int64_t i = 0;
+        if (best != best) {
+          while (i < R && static_cast<C>(row[i]) == static_cast<C>(row[i])) ++i;
+        } else {
+          while (i < R && static_cast<C>(row[i]) != best) ++i;
+        }
+        out[a] = i;
+      }
+    });
   });
 }
 
@@ -250,6 +281,7 @@ void RegisterReduceOps(OpRegistry& r) {
                               std::pair{OpKind::Argmin, &ArgKernel<false>}}) {
     OpDef def = Reduce(kind, InferArg, kernel);
     def.attrs[0] = {"axis", std::monostate{}};
+    def.grad = NotDifferentiable;  // integer indices; the other reductions' rules come later
     r.Add(std::move(def));
   }
 }

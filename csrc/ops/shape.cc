@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "kernels/cpu/copy.h"
+#include "ops/grad.h"
 #include "ops/registry.h"
 
 namespace kiln {
@@ -24,8 +25,9 @@ OpDef MakeOp(OpKind kind, std::vector<const char*> inputs, std::vector<AttrSpec>
 }
 
 OpDef ViewOp(OpKind kind, std::vector<const char*> inputs, std::vector<AttrSpec> attrs,
-             InferFn infer, KernelFn kernel) {
+             InferFn infer, KernelFn kernel, GradRuleFn grad) {
   OpDef def = MakeOp(kind, std::move(inputs), std::move(attrs), infer, kernel);
+  def.grad = grad;
   def.allocates_outputs = true;
   def.is_view = true;
   return def;
@@ -196,6 +198,40 @@ void StridedSliceKernel(KernelContext& ctx) {
   ctx.outputs = {x.AsStrided(shape, strides, empty ? x.offset() : offset)};
 }
 
+// ---- strided_slice_grad(dy; shape, begin, end, strides): zeros of `shape` with dy written
+// into the strided_slice view, the gradient of strided_slice (one copy, no index tensors)
+
+std::vector<TensorMeta> InferStridedSliceGrad(const OpDef& def, const std::vector<TensorMeta>& in,
+                                              const Attrs& attrs) {
+  Shape shape = AttrInts(attrs, 0);
+  for (int64_t d : shape)
+    KILN_CHECK(d >= 0, Value, def.name, ": invalid dimension ", d, " in ", ShapeStr(shape));
+  Attrs slice(attrs.begin() + 1, attrs.end());
+  Shape sliced = InferStridedSlice(def, {TensorMeta{in[0].dtype, shape}}, slice)[0].shape;
+  KILN_CHECK(in[0].shape.size() == sliced.size(), Value, def.name, ": dy of shape ",
+             ShapeStr(in[0].shape), " does not match the slice's shape ", ShapeStr(sliced));
+  for (size_t i = 0; i < sliced.size(); ++i)
+    KILN_CHECK(in[0].shape[i] == sliced[i] || in[0].shape[i] == -1, Value, def.name,
+               ": dy of shape ", ShapeStr(in[0].shape), " does not match the slice's shape ",
+               ShapeStr(sliced));
+  return {TensorMeta{in[0].dtype, shape}};
+}
+
+void StridedSliceGradKernel(KernelContext& ctx) {
+  const Tensor& out = ctx.outputs[0];
+  cpu::Fill(out, 0.0);
+  if (out.numel() == 0) return;
+  Attrs slice(ctx.attrs.begin() + 1, ctx.attrs.end());
+  std::vector<SliceSpec> specs = SliceSpecs(out.shape(), slice, ctx.def.name);
+  Tensor view = out;
+  for (size_t i = 0; i < specs.size(); ++i) {
+    if (specs[i].length == 0) return;
+    view = view.Slice(static_cast<int64_t>(i), specs[i].start,
+                      specs[i].start + (specs[i].length - 1) * specs[i].step + 1, specs[i].step);
+  }
+  cpu::CopyInto(ctx.inputs[0], view);
+}
+
 // ---- split: views along one axis
 
 std::vector<TensorMeta> InferSplit(const OpDef& def, const std::vector<TensorMeta>& in,
@@ -310,34 +346,122 @@ void AssignKernel(KernelContext& ctx) {
   ctx.outputs = {variable};
 }
 
+// ---- Gradient rules. Views and copies route dy back unchanged in value; only the layout moves.
+
+GradVar Dy(GradBuilder& g) { return g.out_grad(0); }
+Shape InputShape(GradBuilder& g, int i) { return g.meta(g.input(i)).shape; }
+
+// Reshape, squeeze, expand_dims: dy takes the input's shape again.
+std::vector<GradVar> ReshapeGrad(GradBuilder& g) {
+  GradVar dy = Dy(g);
+  Shape shape = InputShape(g, 0);
+  if (g.meta(dy).shape == shape) return {dy};
+  return {g.Emit1(OpKind::Reshape, {dy}, {shape})};
+}
+
+std::vector<GradVar> TransposeGrad(GradBuilder& g) {
+  const auto& perm = AttrInts(g.attrs(), 0);
+  int64_t n = static_cast<int64_t>(perm.size());
+  std::vector<int64_t> inverse(n);
+  for (int64_t i = 0; i < n; ++i) inverse[perm[i] < 0 ? perm[i] + n : perm[i]] = i;
+  return {g.Emit1(OpKind::Transpose, {Dy(g)}, {inverse})};
+}
+
+std::vector<GradVar> BroadcastToGrad(GradBuilder& g) {
+  return {SumToShape(g, Dy(g), InputShape(g, 0))};
+}
+
+// strided_slice: dy written into zeros of the input's shape.
+std::vector<GradVar> StridedSliceGradRule(GradBuilder& g) {
+  const Attrs& a = g.attrs();
+  GradVar dy = Dy(g);
+  Shape shape = InputShape(g, 0);
+  if (g.meta(dy).shape == shape) return {dy};  // every slice took its whole axis
+  return {g.Emit1(OpKind::StridedSliceGrad, {dy}, {shape, a[0], a[1], a[2]})};
+}
+
+// strided_slice_grad is linear in dy: its gradient slices the same elements back out.
+std::vector<GradVar> StridedSliceGradGrad(GradBuilder& g) {
+  const Attrs& a = g.attrs();
+  return {g.Emit1(OpKind::StridedSlice, {Dy(g)}, {a[1], a[2], a[3]})};
+}
+
+// split: the pieces' gradients joined again; pieces without one contribute zeros.
+std::vector<GradVar> SplitGrad(GradBuilder& g) {
+  std::vector<GradVar> pieces;
+  for (int i = 0; i < g.num_outputs(); ++i) pieces.push_back(g.out_grad(i));
+  GradVar joined = g.Emit1(OpKind::Concat, pieces, {g.attrs()[0]});
+  return {CastTo(g, joined, g.meta(g.input(0)).dtype)};
+}
+
+// concat: dy split by the inputs' sizes along the axis, each cast back to its input's dtype.
+std::vector<GradVar> ConcatGrad(GradBuilder& g) {
+  int n = g.num_inputs();
+  std::vector<GradVar> grads(n);
+  bool any = false;
+  for (int i = 0; i < n; ++i) any |= g.wants_input_grad(i);
+  if (!any) return grads;
+  int64_t axis = AttrInt(g.attrs(), 0);
+  int64_t ndim = static_cast<int64_t>(InputShape(g, 0).size());
+  if (axis < 0) axis += ndim;
+  std::vector<int64_t> sizes;
+  for (int i = 0; i < n; ++i) sizes.push_back(InputShape(g, i)[axis]);
+  std::vector<GradVar> pieces = g.Emit(OpKind::Split, {Dy(g)}, {axis, sizes});
+  for (int i = 0; i < n; ++i)
+    if (g.wants_input_grad(i)) grads[i] = CastTo(g, pieces[i], g.meta(g.input(i)).dtype);
+  return grads;
+}
+
+// depend: the value passes through; expr only orders execution.
+std::vector<GradVar> DependGrad(GradBuilder& g) { return {Dy(g), GradVar{}}; }
+
+// assign: the variable's old value is overwritten, so only the value (broadcast into the
+// variable's shape and converted to its dtype) receives a gradient.
+std::vector<GradVar> AssignGrad(GradBuilder& g) {
+  if (!g.wants_input_grad(1)) return {GradVar{}, GradVar{}};
+  return {GradVar{}, ToInput(g, Dy(g), 1)};
+}
+
 }  // namespace
 
 void RegisterShapeOps(OpRegistry& r) {
   const AttrValue none = std::monostate{};
   r.Add(ViewOp(OpKind::Transpose, {"input"}, {{"perm", Shape{}}}, InferTranspose,
-               TransposeKernel));
+               TransposeKernel, TransposeGrad));
   r.Add(ViewOp(OpKind::BroadcastTo, {"input"}, {{"shape", Shape{}}}, InferBroadcastTo,
-               BroadcastToKernel));
-  r.Add(ViewOp(OpKind::Squeeze, {"input"}, {{"axis", none}}, InferSqueeze, SqueezeKernel));
+               BroadcastToKernel, BroadcastToGrad));
+  r.Add(ViewOp(OpKind::Squeeze, {"input"}, {{"axis", none}}, InferSqueeze, SqueezeKernel,
+               ReshapeGrad));
   r.Add(ViewOp(OpKind::ExpandDims, {"input"}, {{"axis", int64_t{0}}}, InferExpandDims,
-               ExpandDimsKernel));
+               ExpandDimsKernel, ReshapeGrad));
   r.Add(ViewOp(OpKind::StridedSlice, {"input"},
                {{"begin", Shape{}}, {"end", Shape{}}, {"strides", Shape{}}}, InferStridedSlice,
-               StridedSliceKernel));
+               StridedSliceKernel, StridedSliceGradRule));
   r.Add(ViewOp(OpKind::Split, {"input"}, {{"axis", int64_t{0}}, {"sizes", Shape{}}}, InferSplit,
-               SplitKernel));
-  r.Add(ViewOp(OpKind::Depend, {"value", "expr"}, {}, InferDepend, DependKernel));
+               SplitKernel, SplitGrad));
+  r.Add(ViewOp(OpKind::Depend, {"value", "expr"}, {}, InferDepend, DependKernel,
+               DependGrad));
   // Reshape may copy; is_view says the output may alias the input.
-  r.Add(ViewOp(OpKind::Reshape, {"input"}, {{"shape", Shape{}}}, InferReshapeOp, ReshapeKernel));
+  r.Add(ViewOp(OpKind::Reshape, {"input"}, {{"shape", Shape{}}}, InferReshapeOp, ReshapeKernel,
+               ReshapeGrad));
 
   OpDef concat = MakeOp(OpKind::Concat, {"tensors*"}, {{"axis", int64_t{0}}}, InferConcat,
                         ConcatKernel);
   concat.promotion = Promotion::Common;
+  concat.grad = ConcatGrad;
   r.Add(std::move(concat));
 
-  OpDef assign = ViewOp(OpKind::Assign, {"variable", "value"}, {}, InferAssign, AssignKernel);
+  OpDef assign = ViewOp(OpKind::Assign, {"variable", "value"}, {}, InferAssign, AssignKernel,
+                        AssignGrad);
   assign.mutated_inputs = {0};
   r.Add(std::move(assign));
+
+  OpDef slice_grad = MakeOp(OpKind::StridedSliceGrad, {"dy"},
+                            {{"shape", Shape{}}, {"begin", Shape{}}, {"end", Shape{}},
+                             {"strides", Shape{}}},
+                            InferStridedSliceGrad, StridedSliceGradKernel);
+  slice_grad.grad = StridedSliceGradGrad;
+  r.Add(std::move(slice_grad));
 }
 
 }  // namespace kiln

@@ -40,3 +40,11 @@ def get_seed():
 
 
 _seed_state = {"seed": None}
+
+# nn, parameters and checkpoints (added by the nn engineer).
+from kiln.common.parameter import Parameter, ParameterTuple  # noqa: E402,F401
+from kiln import nn  # noqa: E402,F401
+from kiln import train  # noqa: E402,F401
+from kiln.train.serialization import (  # noqa: E402,F401
+    load_checkpoint, load_param_into_net, save_checkpoint,
+)

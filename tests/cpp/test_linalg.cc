@@ -62,8 +62,9 @@ TEST(Linalg, MatMulShapeErrorNamesBothShapes) {
 }
 
 TEST(Linalg, PrimitiveCacheHitsOnSecondCall) {
-  // A shape no other test uses, so the first call must miss and the second must hit.
-  Tensor a = Tensor::Empty({7, 13}, DType::Float32), b = Tensor::Empty({13, 5}, DType::Float32);
+  // A shape no other test uses, so the first call must miss and the second must hit; 37 rows
+  // are past the small-M cut-off, where products go to the matmul primitive, not dnnl_sgemm.
+  Tensor a = Tensor::Empty({37, 13}, DType::Float32), b = Tensor::Empty({13, 5}, DType::Float32);
   cpu::OnednnCacheStats before = cpu::GetOnednnCacheStats();
   CallOp(OpKind::MatMul, {a, b}, {});
   cpu::OnednnCacheStats mid = cpu::GetOnednnCacheStats();

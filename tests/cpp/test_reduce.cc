@@ -13,7 +13,8 @@
 namespace kiln {
 namespace {
 
-Tensor FromValues(const Shape& shape, const std::vector<double>& values, DType dtype = DType::Float64) {
+Tensor FromValues(const Shape& shape, const std::vector<double>& values,
+                  DType dtype = DType::Float64) {
   Tensor t = Tensor::Empty(shape, DType::Float64);
   std::copy(values.begin(), values.end(), t.data<double>());
   return t.To(dtype);
@@ -79,7 +80,8 @@ TEST(ReduceOps, MaxPropagatesNanAndArgmaxPicksFirstNan) {
   Tensor am = CallOp1(OpKind::Argmax, {ties}, {int64_t{1}, false});
   EXPECT_EQ(am.dtype(), DType::Int64);
   EXPECT_EQ(Values(am), (std::vector<double>{1, 0}));
-  EXPECT_EQ(Values(CallOp1(OpKind::Argmin, {ties}, {int64_t{1}, false})), (std::vector<double>{3, 2}));
+  EXPECT_EQ(Values(CallOp1(OpKind::Argmin, {ties}, {int64_t{1}, false})),
+            (std::vector<double>{3, 2}));
 }
 
 TEST(ReduceOps, ErrorsNameOpAndShape) {
@@ -88,7 +90,8 @@ TEST(ReduceOps, ErrorsNameOpAndShape) {
   EXPECT_EQ(ErrorOf(OpKind::ReduceMean, {x}, {std::vector<int64_t>{1, -1}}, "(2, 3)"),
             ErrorKind::Value);
   Tensor empty = Tensor::Empty({0, 3}, DType::Float32);
-  EXPECT_EQ(ErrorOf(OpKind::ReduceMax, {empty}, {std::vector<int64_t>{0}}, "(0, 3)"), ErrorKind::Value);
+  EXPECT_EQ(ErrorOf(OpKind::ReduceMax, {empty}, {std::vector<int64_t>{0}}, "(0, 3)"),
+            ErrorKind::Value);
   EXPECT_EQ(ErrorOf(OpKind::Argmin, {empty}, {}, "(0, 3)"), ErrorKind::Value);
   // An empty sum is 0 and an empty product 1, as in NumPy.
   EXPECT_EQ(Values(CallOp1(OpKind::ReduceSum, {empty}, {std::vector<int64_t>{0}})),
@@ -102,7 +105,8 @@ TEST(ReduceNormalization, SoftmaxIsStableAndSumsToOne) {
   std::vector<double> y = Values(CallOp1(OpKind::Softmax, {x}, {int64_t{-1}}));
   for (int row = 0; row < 2; ++row) {
     EXPECT_NEAR(y[row * 3] + y[row * 3 + 1] + y[row * 3 + 2], 1.0, 1e-6);
-    EXPECT_NEAR(y[row * 3 + 2], 1.0 / (1 + std::exp(-1.0 * (row ? 5 : 1)) + std::exp(-2.0 * (row ? 5 : 1))), 1e-6);
+    const double step = row ? 5 : 1;  // the gap between neighbouring logits
+    EXPECT_NEAR(y[row * 3 + 2], 1.0 / (1 + std::exp(-step) + std::exp(-2 * step)), 1e-6);
   }
   std::vector<double> ly = Values(CallOp1(OpKind::LogSoftmax, {x}, {int64_t{0}}));
   EXPECT_NEAR(ly[0], 0.0, 1e-6);  // 1000 vs -5 along axis 0
@@ -123,7 +127,8 @@ TEST(ReduceNormalization, LayerNormStatistics) {
 TEST(ReduceNormalization, BatchNormUpdatesRunningStatsOnlyInTraining) {
   Tensor x = FromValues({4, 2}, {1, 10, 2, 20, 3, 30, 4, 40}, DType::Float32);
   Tensor rm = FromValues({2}, {0, 0}, DType::Float32), rv = FromValues({2}, {1, 1}, DType::Float32);
-  std::vector<Tensor> out = CallOp(OpKind::BatchNorm, {x, rm, rv, Tensor(), Tensor()}, {true, 0.5, 0.0});
+  std::vector<Tensor> out =
+      CallOp(OpKind::BatchNorm, {x, rm, rv, Tensor(), Tensor()}, {true, 0.5, 0.0});
   EXPECT_EQ(Values(out[1]), (std::vector<double>{2.5, 25}));
   std::vector<double> m = Values(rm), v = Values(rv);
   EXPECT_NEAR(m[0], 1.25, 1e-6);

@@ -27,7 +27,8 @@ INDICES = [
     ([0, 3], 1, [1, 2]), (1, slice(None), [1, 2]), (Ellipsis, [5, 0]), (None, [1, 2], None),
     ([[0], [3]], slice(1, 3), [[1, 2]]), ([[0], [3]], [1, 2]), (slice(None, None, -1), [1, 2]),
     ([2, 1], slice(None, None, -2), [0, 5]), ([1], slice(None), slice(None, None, -1)),
-    MASK, (1, MASK[0]), (MASK[:, :, 0], 1), (MASK[:, :, 0], slice(None)), (slice(None), MASK[0, :, 0]),
+    MASK, (1, MASK[0]), (MASK[:, :, 0], 1), (MASK[:, :, 0], slice(None)),
+    (slice(None), MASK[0, :, 0]),
     (MASK[:, 0, 0], 2, slice(1, 4)), [True, False, True, True], True, False, (True, 1),
     (0, False), [], (slice(None), []), np.array([], np.int64), ([0, 1], np.array(2)),
     (np.int64(2), slice(None)), (Ellipsis, np.array(3)),
@@ -192,7 +193,8 @@ GET_ERRORS = [
 ]
 
 
-@pytest.mark.parametrize("index,exc,match", GET_ERRORS, ids=[str(i) for i in range(len(GET_ERRORS))])
+@pytest.mark.parametrize("index,exc,match", GET_ERRORS,
+                         ids=[str(i) for i in range(len(GET_ERRORS))])
 def test_getitem_errors(index, exc, match):
     x = ms.Tensor(BASE.astype(np.float32))
     with pytest.raises(exc, match=match):
@@ -271,7 +273,8 @@ def test_nonzero(shape, dtype, np_dtype, strided):
 
 
 @pytest.mark.parametrize("dtype,np_dtype", ALL_DTYPES, ids=[str(d[0]) for d in ALL_DTYPES])
-@pytest.mark.parametrize("shape,indices,axis", [((5,), [0, 4, -1], 0), ((3, 4), [[1, 0], [2, 2]], 0),
+@pytest.mark.parametrize("shape,indices,axis", [((5,), [0, 4, -1], 0),
+                                                ((3, 4), [[1, 0], [2, 2]], 0),
                                                 ((3, 4), [3, 0], 1), ((2, 3, 4), 2, -1),
                                                 ((2, 3, 4), [], 1), ((3, 0), [1], 0)])
 def test_gather(shape, indices, axis, dtype, np_dtype):

@@ -81,8 +81,11 @@ def test_matmul_promotes_mixed_dtypes(dtype, np_dtype):
 @pytest.mark.parametrize("tb", [False, True])
 @pytest.mark.parametrize("dtype,np_dtype", [(ms.float32, np.float32), (ms.float64, np.float64),
                                             (ms.bfloat16, np.float32), (ms.int64, np.int64)], ids=str)
-def test_matmul_transpose_flags(ta, tb, dtype, np_dtype):
-    a, b = ints((3, 4, 5)), ints((3, 5, 6))
+@pytest.mark.parametrize("shape_a,shape_b", [((3, 4, 5), (3, 5, 6)), ((40, 7), (7, 3)),
+                                             ((2, 7), (7, 33)), ((1, 40, 7), (7, 33))])
+def test_matmul_transpose_flags(ta, tb, dtype, np_dtype, shape_a, shape_b):
+    # Row counts on both sides of the small-M (sgemm) / primitive split, batched and not.
+    a, b = ints(shape_a), ints(shape_b)
     a_in = np.swapaxes(a, -1, -2) if ta else a
     b_in = np.swapaxes(b, -1, -2) if tb else b
     out = call("matmul", (to_kiln(np.ascontiguousarray(a_in).astype(np_dtype), dtype),

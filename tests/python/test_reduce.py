@@ -3,9 +3,10 @@ logsumexp; every dtype, 0-d/size-1/empty shapes, negative axes, keepdims, stride
 import numpy as np
 import pytest
 
+from helpers import ALL_DTYPES, FLOAT_DTYPES, assert_close, non_contiguous, random_array, to_kiln
+
 import kiln as ms
 from kiln import ops
-from helpers import ALL_DTYPES, FLOAT_DTYPES, assert_close, non_contiguous, random_array, to_kiln
 
 # NumPy warns when it computes the reference mean of an empty slice (kiln gives NaN silently).
 pytestmark = pytest.mark.filterwarnings("ignore:Mean of empty slice",

@@ -5,7 +5,8 @@ strided_slice plus one reshape (always views), and an *advanced* part -- integer
 arrays -- applied by advanced_index / index_put at the axes they index. Slices with negative
 steps are taken as the same elements in ascending order and then reversed along the result
 axis (a copy; kiln strides are never negative); setitem reverses the value instead, so the
-destination stays a view.
+destination stays a view. As in NumPy, an int beside an array index counts as a 0-d array
+(it takes part in placing the broadcast index dimensions).
 """
 import numbers
 
@@ -13,8 +14,6 @@ import numpy as np
 
 from kiln.common import dtype as mstype
 from kiln.ops._core import call
-
-_INT64_MAX = 2**63 - 1
 
 
 def _tensor_class():
@@ -222,7 +221,7 @@ def getitem(tensor, index):
         axes = tuple(a for a, _ in plan.advanced)
         out = call("advanced_index", (out,) + tuple(t for _, t in plan.advanced), (axes,))
     elif out is tensor:
-        out = call("strided_slice", (tensor, ), ((), (), ()))  # a new view object, like NumPy
+        out = call("strided_slice", (tensor,), ((), (), ()))  # a new view object, like NumPy
     ndim_b = _index_ndim(plan)
     for axis in plan.reversed:
         out = _reverse(out, _result_axis(plan, axis, ndim_b))

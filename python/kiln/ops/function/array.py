@@ -171,8 +171,8 @@ def tile(input, dims):  # noqa: A002
     n = builtins.max(len(dims), len(shape))
     dims = (1,) * (n - len(dims)) + dims
     shape = (1,) * (n - len(shape)) + shape
-    x = reshape(input, sum(((1, d) for d in shape), ()))
-    x = broadcast_to(x, sum(((r, d) for r, d in zip(dims, shape)), ()))
+    x = reshape(input, builtins.sum(((1, d) for d in shape), ()))
+    x = broadcast_to(x, builtins.sum(((r, d) for r, d in zip(dims, shape)), ()))
     return reshape(x, tuple(r * d for r, d in zip(dims, shape)))
 
 

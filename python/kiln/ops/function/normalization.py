@@ -30,7 +30,8 @@ def _number(op, name, value, low=None, high=None):
 
 def _reduction(op, reduction):
     if reduction not in _REDUCTIONS:
-        raise ValueError(f"{op}: reduction must be one of 'none', 'mean' or 'sum', got {reduction!r}")
+        raise ValueError(f"{op}: reduction must be one of 'none', 'mean' or 'sum', "
+                         f"got {reduction!r}")
     return reduction
 
 
@@ -40,14 +41,16 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):  # no
     _check_tensor("layer_norm", "input", input)
     if _is_int(normalized_shape):
         normalized_shape = (normalized_shape,)
-    if not isinstance(normalized_shape, (tuple, list)) or not all(_is_int(d) for d in normalized_shape):
+    if not isinstance(normalized_shape, (tuple, list)) or not all(
+            _is_int(d) for d in normalized_shape):
         raise TypeError(f"layer_norm: normalized_shape must be an int or a tuple of ints, "
                         f"got {normalized_shape!r}")
     normalized_shape = tuple(normalized_shape)
     if not normalized_shape:
         raise ValueError("layer_norm: normalized_shape must not be empty")
     shape = tuple(input.shape)
-    if shape[len(shape) - len(normalized_shape):] != normalized_shape or len(normalized_shape) > len(shape):
+    k = len(normalized_shape)
+    if k > len(shape) or shape[len(shape) - k:] != normalized_shape:
         raise ValueError(f"layer_norm: normalized_shape {normalized_shape} does not match the "
                          f"trailing dimensions of input shape {shape}")
     _optional_tensor("layer_norm", "weight", weight)
@@ -71,7 +74,8 @@ def batch_norm(input_x, running_mean, running_var, weight, bias, training=False,
         raise TypeError(f"{op}: training must be a bool, got {training!r}")
     momentum = _number(op, "momentum", momentum, 0, 1)
     eps = _number(op, "eps", eps, low=0)
-    y, _, _ = call(op, (input_x, running_mean, running_var, weight, bias), (training, momentum, eps))
+    inputs = (input_x, running_mean, running_var, weight, bias)
+    y, _, _ = call(op, inputs, (training, momentum, eps))
     return y
 
 

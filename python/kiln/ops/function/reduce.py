@@ -56,13 +56,15 @@ def sum(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A001,A002 - Min
 def mean(input, axis=None, keep_dims=False):  # noqa: A002
     """Arithmetic mean; integer and bool inputs give float32."""
     _check_tensor("mean", "input", input)
-    return call("reduce_mean", (input,), (_axes("mean", axis), _flag("mean", "keep_dims", keep_dims)))
+    keep_dims = _flag("mean", "keep_dims", keep_dims)
+    return call("reduce_mean", (input,), (_axes("mean", axis), keep_dims))
 
 
 def prod(input, axis=None, keep_dims=False):  # noqa: A002
     """Product; bool and integer inputs give int64 (wrapping on overflow, as NumPy)."""
     _check_tensor("prod", "input", input)
-    return call("reduce_prod", (input,), (_axes("prod", axis), _flag("prod", "keep_dims", keep_dims)))
+    keep_dims = _flag("prod", "keep_dims", keep_dims)
+    return call("reduce_prod", (input,), (_axes("prod", axis), keep_dims))
 
 
 def _masked(op, input, initial, where):
@@ -132,7 +134,8 @@ def argmax(input, dim=None, keepdim=False):  # noqa: A002
 def argmin(input, axis=None, keepdims=False):  # noqa: A002
     """int64 index of the minimum along `axis` (None: of the flattened input)."""
     _check_tensor("argmin", "input", input)
-    return call("argmin", (input,), (_single_axis("argmin", axis), _flag("argmin", "keepdims", keepdims)))
+    keepdims = _flag("argmin", "keepdims", keepdims)
+    return call("argmin", (input,), (_single_axis("argmin", axis), keepdims))
 
 
 def softmax(input, axis=-1, *, dtype=None):  # noqa: A002
@@ -161,7 +164,9 @@ def logsumexp(input, axis, keep_dims=False):  # noqa: A002
     _check_tensor("logsumexp", "input", input)
     axes = _axes("logsumexp", axis)
     _flag("logsumexp", "keep_dims", keep_dims)
-    from kiln.ops.function.elementwise import abs as abs_, add, equal, exp, log, sub, where as select
+    from kiln.ops.function.elementwise import abs as abs_
+    from kiln.ops.function.elementwise import add, equal, exp, log, sub
+    from kiln.ops.function.elementwise import where as select
     if not input.dtype.is_floating_point:
         input = call("cast", (input,), (dtype_attr(mstype.float32),))
     # An infinite maximum would give inf - inf = NaN: shift by 0 there instead.

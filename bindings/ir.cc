@@ -1,0 +1,26 @@
+// ir.cc - the IR's text form, verifier and interpreter, for tests and tools.
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include "convert.h"
+#include "ir/ir.h"
+#include "runtime/executor.h"
+
+namespace kiln::bind {
+
+void BindIR(nb::module_& m) {
+  m.def("ir_reprint", [](const std::string& text) { return ir::Print(ir::Parse(text)); },
+        "Parses IR text and prints it back in the canonical form.");
+  m.def("ir_verify", [](const std::string& text) { ir::Verify(ir::Parse(text)); });
+  m.def("ir_run", [](const std::string& text, nb::sequence args) {
+    ir::Module module = ir::Parse(text);
+    ir::Verify(module);
+    std::vector<Tensor> inputs;
+    for (nb::handle h : args) inputs.push_back(nb::cast<const Tensor&>(h));
+    nb::list out;
+    for (auto& t : Run(module, inputs)) out.append(Wrap(std::move(t)));
+    return nb::tuple(out);
+  });
+}
+
+}  // namespace kiln::bind

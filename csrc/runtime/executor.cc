@@ -1,0 +1,167 @@
+// executor.cc - a direct interpreter of the IR: each node runs its registry kernel in order.
+//
+// Values live in a per-call table indexed like the IR (params, then node outputs). `if` and
+// `while` call the interpreter on their region functions; tensor conditions are read as bools.
+// Speed work (a planned schedule, memory reuse, fused kernels) belongs to the optimizer issue.
+#include "runtime/executor.h"
+
+#include <cstdio>
+#include <sstream>
+
+#include "core/error.h"
+#include "runtime/eager.h"
+
+namespace kiln {
+namespace {
+
+bool TypeMatches(const TensorMeta& want, const Tensor& t) {
+  if (want.dtype != t.dtype() || want.shape.size() != static_cast<size_t>(t.ndim())) return false;
+  for (size_t i = 0; i < want.shape.size(); ++i)
+    if (want.shape[i] >= 0 && want.shape[i] != t.shape()[i]) return false;
+  return true;
+}
+
+bool Truth(const Tensor& t, const ir::Node& node) {
+  KILN_CHECK(t.numel() == 1, Value, "the condition at line ", node.loc.line,
+             " must be a single value, got a tensor of shape ", ShapeStr(t.shape()));
+  return *t.To(DType::Bool).Contiguous().data<bool>();
+}
+
+ErrorKind KindFromName(const std::string& name) {
+  if (name == "ValueError") return ErrorKind::Value;
+  if (name == "TypeError") return ErrorKind::Type;
+  if (name == "IndexError") return ErrorKind::Index;
+  return ErrorKind::Runtime;
+}
+
+class Interpreter {
+ public:
+  Interpreter(const ir::Module& module, const ir::Func& func) : m_(module), f_(func) {}
+
+  std::vector<Tensor> Run(const std::vector<Tensor>& args) {
+    KILN_CHECK(args.size() == f_.params.size(), Type, "@", f_.name, " takes ", f_.params.size(),
+               " inputs, got ", args.size());
+    for (size_t i = 0; i < args.size(); ++i)
+      KILN_CHECK(TypeMatches(f_.params[i], args[i]), Type, "@", f_.name, ": input ", i, " should be ",
+                 ir::TypeString(f_.params[i]), ", got ", DTypeName(args[i].dtype()),
+                 ShapeStr(args[i].shape()));
+    params_ = args;
+    outputs_.assign(f_.nodes.size(), {});
+    for (size_t n = 0; n < f_.nodes.size(); ++n) outputs_[n] = RunNode(f_.nodes[n]);
+    std::vector<Tensor> results;
+    for (ir::ValueRef r : f_.results) results.push_back(Get(r));
+    return results;
+  }
+
+ private:
+  Tensor Get(ir::ValueRef v) const {
+    if (v.is_none()) return Tensor();
+    return v.is_param() ? params_[v.index] : outputs_[v.node][v.index];
+  }
+  std::vector<Tensor> Gather(const std::vector<ir::ValueRef>& refs, size_t from = 0) const {
+    std::vector<Tensor> out;
+    for (size_t i = from; i < refs.size(); ++i) out.push_back(Get(refs[i]));
+    return out;
+  }
+  const ir::Func& Callee(const std::string& name) const {
+    const ir::Func* f = m_.Find(name);
+    KILN_CHECK(f != nullptr, Value, "executor: no function @", name);
+    return *f;
+  }
+
+  std::vector<Tensor> RunNode(const ir::Node& node) {
+    switch (node.kind) {
+      case ir::NodeKind::Op: return CallOp(node.op, Gather(node.inputs), node.attrs);
+      case ir::NodeKind::Const: return {node.value};
+      case ir::NodeKind::Call: return RunFunc(m_, Callee(node.callees[0]), Gather(node.inputs));
+      case ir::NodeKind::If: {
+        bool taken = Truth(Get(node.inputs[0]), node);
+        return RunFunc(m_, Callee(node.callees[taken ? 0 : 1]), Gather(node.inputs, 1));
+      }
+      case ir::NodeKind::While: {
+        const ir::Func& cond = Callee(node.callees[0]);
+        const ir::Func& body = Callee(node.callees[1]);
+        std::vector<Tensor> carried = Gather(node.inputs);
+        while (Truth(RunFunc(m_, cond, carried).at(0), node)) carried = RunFunc(m_, body, carried);
+        return carried;
+      }
+      case ir::NodeKind::Print: {
+        std::string line = FormatWithTensors(node.text, Gather(node.inputs));
+        std::fwrite(line.data(), 1, line.size(), stdout);
+        std::fputc('\n', stdout);
+        std::fflush(stdout);
+        return {};
+      }
+      case ir::NodeKind::Raise: {
+        std::string type = node.callees.empty() ? "RuntimeError" : node.callees[0];
+        Throw(KindFromName(type), FormatWithTensors(node.text, Gather(node.inputs)));
+      }
+    }
+    return {};
+  }
+
+  const ir::Module& m_;
+  const ir::Func& f_;
+  std::vector<Tensor> params_;
+  std::vector<std::vector<Tensor>> outputs_;
+};
+
+std::string TensorText(const Tensor& t) {
+  Tensor values = t.To(DType::Float64).Contiguous();
+  std::ostringstream out;
+  auto element = [&](int64_t i) {
+    double v = values.data<double>()[i];
+    if (t.dtype() == DType::Bool) {
+      out << (v != 0 ? "True" : "False");
+    } else if (IsFloating(t.dtype())) {
+      out << v;
+    } else {
+      out << static_cast<int64_t>(v);
+    }
+  };
+  if (t.ndim() == 0) {
+    element(0);
+    return out.str();
+  }
+  // Nested brackets like NumPy's str(), without its alignment.
+  std::vector<int64_t> index(t.ndim(), 0);
+  for (int64_t i = 0; i < values.numel(); ++i) {
+    int opened = 0;
+    for (int64_t d = t.ndim() - 1; d >= 0 && index[d] == 0; --d) ++opened;
+    out << std::string(opened, '[');
+    element(i);
+    int closed = 0;
+    for (int64_t d = t.ndim() - 1; d >= 0; --d) {
+      if (++index[d] < t.shape()[d]) break;
+      index[d] = 0;
+      ++closed;
+    }
+    out << std::string(closed, ']');
+    if (i + 1 < values.numel()) out << (closed ? "\n" : " ");
+  }
+  if (values.numel() == 0) out << "[]";
+  return out.str();
+}
+
+}  // namespace
+
+std::vector<Tensor> RunFunc(const ir::Module& module, const ir::Func& func,
+                            const std::vector<Tensor>& args) {
+  return Interpreter(module, func).Run(args);
+}
+
+std::string FormatWithTensors(const std::string& format, const std::vector<Tensor>& args) {
+  std::string out;
+  size_t next = 0;
+  for (size_t i = 0; i < format.size(); ++i) {
+    if (format[i] == '{' && i + 1 < format.size() && format[i + 1] == '}' && next < args.size()) {
+      out += TensorText(args[next++]);
+      ++i;
+      continue;
+    }
+    out += format[i];
+  }
+  return out;
+}
+
+}  // namespace kiln

@@ -1,0 +1,119 @@
+"""Adam (MindSpore's Adam: L2 weight decay), AdamWeightDecay and AdamW (decoupled decay)."""
+import numpy as np
+
+from kiln import ops
+from kiln.common.parameter import _copy_into
+from kiln.nn.optim.optimizer import Optimizer
+from kiln.nn.optim.sgd import _check_float
+
+__all__ = ["Adam", "AdamW", "AdamWeightDecay"]
+
+
+def _check_betas(who, beta1, beta2, eps):
+    beta1 = _check_float(beta1, who, "beta1", 0.0, 1.0)
+    beta2 = _check_float(beta2, who, "beta2", 0.0, 1.0)
+    if beta1 >= 1.0 or beta2 >= 1.0:
+        raise ValueError(f"{who}: beta1 and beta2 must be < 1, got {beta1} and {beta2}")
+    eps = _check_float(eps, who, "eps")
+    if eps <= 0:
+        raise ValueError(f"{who}: eps must be > 0, got {eps}")
+    return beta1, beta2, eps
+
+
+class _AdamBase(Optimizer):
+    def __init__(self, who, params, learning_rate, beta1, beta2, eps, weight_decay, loss_scale):
+        super().__init__(learning_rate, params, weight_decay, loss_scale)
+        self.beta1, self.beta2, self.eps = _check_betas(who, beta1, beta2, eps)
+        self.moment1 = self._state("moment1")
+        self.moment2 = self._state("moment2")
+
+    def _moments(self, i, grad):
+        m, v = self.moment1[i], self.moment2[i]
+        _copy_into(m, m * self.beta1 + grad * (1.0 - self.beta1))
+        _copy_into(v, v * self.beta2 + grad * grad * (1.0 - self.beta2))
+        return m, v
+
+
+class Adam(_AdamBase):
+    """Adam (MindSpore's rule; weight decay is L2, added to the gradient):
+
+        m = beta1 * m + (1 - beta1) * g;  v = beta2 * v + (1 - beta2) * g^2
+        lr_t = lr * sqrt(1 - beta2^t) / (1 - beta1^t)
+        param -= lr_t * m / (sqrt(v) + eps)
+    use_nesterov uses beta1 * m + (1 - beta1) * g in place of m; use_amsgrad divides by the
+    running maximum of v.
+    """
+
+    def __init__(self, params, learning_rate=1e-3, beta1=0.9, beta2=0.999, eps=1e-8,
+                 use_locking=False, use_nesterov=False, weight_decay=0.0, loss_scale=1.0,
+                 use_amsgrad=False):
+        super().__init__("Adam", params, learning_rate, beta1, beta2, eps, weight_decay,
+                         loss_scale)
+        if not isinstance(use_nesterov, bool) or not isinstance(use_amsgrad, bool):
+            raise TypeError("Adam: use_nesterov and use_amsgrad must be bools")
+        self.use_locking = use_locking
+        self.use_nesterov = use_nesterov
+        self.use_amsgrad = use_amsgrad
+        if use_amsgrad:
+            self.vhat = self._state("vhat")
+
+    def _begin_step(self):
+        t = self._step + 1
+        self._lr_scale = np.sqrt(1.0 - self.beta2 ** t) / (1.0 - self.beta1 ** t)
+
+    def _update(self, i, param, grad, lr, weight_decay):
+        m, v = self._moments(i, grad)
+        if self.use_amsgrad:
+            vhat = self.vhat[i]
+            _copy_into(vhat, ops.maximum(vhat, v))
+            v = vhat
+        num = m * self.beta1 + grad * (1.0 - self.beta1) if self.use_nesterov else m
+        _copy_into(param, param - num / (ops.sqrt(v) + self.eps) * (lr * self._lr_scale))
+
+
+class AdamW(_AdamBase):
+    """Adam with decoupled weight decay and bias correction (Loshchilov & Hutter, as PyTorch):
+
+        param -= lr * weight_decay * param
+        param -= lr * m_hat / (sqrt(v_hat) + eps),  m_hat = m / (1 - beta1^t),
+                                                    v_hat = v / (1 - beta2^t)
+    """
+
+    _decoupled_weight_decay = True
+
+    def __init__(self, params, learning_rate=1e-3, beta1=0.9, beta2=0.999, eps=1e-8,
+                 weight_decay=1e-2, loss_scale=1.0):
+        super().__init__("AdamW", params, learning_rate, beta1, beta2, eps, weight_decay,
+                         loss_scale)
+
+    def _begin_step(self):
+        t = self._step + 1
+        self._bc1 = 1.0 - self.beta1 ** t
+        self._bc2 = 1.0 - self.beta2 ** t
+
+    def _update(self, i, param, grad, lr, weight_decay):
+        m, v = self._moments(i, grad)
+        denom = ops.sqrt(v * (1.0 / self._bc2)) + self.eps
+        new = param * (1.0 - lr * weight_decay) if weight_decay else param
+        _copy_into(param, new - (m * (1.0 / self._bc1)) / denom * lr)
+
+
+class AdamWeightDecay(_AdamBase):
+    """MindSpore's AdamWeightDecay (no bias correction, decoupled decay):
+
+        update = m / (sqrt(v) + eps) + weight_decay * param;  param -= lr * update
+    """
+
+    _decoupled_weight_decay = True
+
+    def __init__(self, params, learning_rate=1e-3, beta1=0.9, beta2=0.999, eps=1e-6,
+                 weight_decay=0.0):
+        super().__init__("AdamWeightDecay", params, learning_rate, beta1, beta2, eps,
+                         weight_decay, 1.0)
+
+    def _update(self, i, param, grad, lr, weight_decay):
+        m, v = self._moments(i, grad)
+        update = m / (ops.sqrt(v) + self.eps)
+        if weight_decay:
+            update = update + param * weight_decay
+        _copy_into(param, param - update * lr)

@@ -1,0 +1,74 @@
+"""SGD (with momentum, dampening, Nesterov) and Momentum, with MindSpore's update rules."""
+import numbers
+
+from kiln.common.parameter import _copy_into
+from kiln.nn.optim.optimizer import Optimizer
+
+__all__ = ["SGD", "Momentum"]
+
+
+def _check_float(value, who, name, low=0.0, high=None):
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{who}: {name} must be a float, got {value!r}")
+    if value < low or (high is not None and value > high):
+        bound = f"in [{low}, {high}]" if high is not None else f">= {low}"
+        raise ValueError(f"{who}: {name} must be {bound}, got {value}")
+    return float(value)
+
+
+class SGD(Optimizer):
+    """Stochastic gradient descent (MindSpore's ApplySGD):
+
+        g = grad + weight_decay * param
+        accum = g on the first step (global_step 0), else momentum * accum + (1 - dampening) * g
+        g = g + momentum * accum if nesterov else accum        (when momentum > 0)
+        param -= lr * g
+    """
+
+    def __init__(self, params, learning_rate=0.1, momentum=0.0, dampening=0.0,
+                 weight_decay=0.0, nesterov=False, loss_scale=1.0):
+        super().__init__(learning_rate, params, weight_decay, loss_scale)
+        self.momentum = _check_float(momentum, "SGD", "momentum")
+        self.dampening = _check_float(dampening, "SGD", "dampening")
+        if not isinstance(nesterov, bool):
+            raise TypeError(f"SGD: nesterov must be a bool, got {nesterov!r}")
+        if nesterov and (self.momentum <= 0 or self.dampening != 0):
+            raise ValueError(f"SGD: nesterov needs momentum > 0 and dampening = 0, got "
+                             f"momentum={momentum}, dampening={dampening}")
+        self.nesterov = nesterov
+        self.accum = self._state("accum")
+
+    def _update(self, i, param, grad, lr, weight_decay):
+        if self.momentum > 0:
+            accum = self.accum[i]
+            if self._step == 0:  # the first step starts the buffer at g (global_step is saved)
+                new_accum = grad
+            else:
+                new_accum = accum * self.momentum + grad * (1.0 - self.dampening)
+            _copy_into(accum, new_accum)
+            grad = grad + accum * self.momentum if self.nesterov else accum
+        _copy_into(param, param - grad * lr)
+
+
+class Momentum(Optimizer):
+    """Momentum (MindSpore's ApplyMomentum):
+
+        g = grad + weight_decay * param
+        accum = momentum * accum + g
+        param -= lr * (g + momentum * accum) if use_nesterov else lr * accum
+    """
+
+    def __init__(self, params, learning_rate, momentum, weight_decay=0.0, loss_scale=1.0,
+                 use_nesterov=False):
+        super().__init__(learning_rate, params, weight_decay, loss_scale)
+        self.momentum = _check_float(momentum, "Momentum", "momentum")
+        if not isinstance(use_nesterov, bool):
+            raise TypeError(f"Momentum: use_nesterov must be a bool, got {use_nesterov!r}")
+        self.use_nesterov = use_nesterov
+        self.moments = self._state("moments")
+
+    def _update(self, i, param, grad, lr, weight_decay):
+        accum = self.moments[i]
+        _copy_into(accum, accum * self.momentum + grad)
+        step = grad + accum * self.momentum if self.use_nesterov else accum
+        _copy_into(param, param - step * lr)

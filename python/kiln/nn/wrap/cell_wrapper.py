@@ -1,0 +1,86 @@
+"""Training wrappers: WithLossCell (network + loss) and TrainOneStepCell (forward, grads, update)."""
+import numbers
+
+from kiln.nn.cell import Cell
+
+__all__ = ["WithLossCell", "TrainOneStepCell", "WithEvalCell"]
+
+
+class WithLossCell(Cell):
+    """loss_fn(backbone(data), label). Parameter names are not prefixed (auto_prefix=False)."""
+
+    def __init__(self, backbone, loss_fn):
+        super().__init__(auto_prefix=False)
+        if not isinstance(backbone, Cell):
+            raise TypeError(f"WithLossCell: backbone must be a Cell, got "
+                            f"{type(backbone).__name__}")
+        if not callable(loss_fn):
+            raise TypeError(f"WithLossCell: loss_fn must be a Cell or callable, got "
+                            f"{type(loss_fn).__name__}")
+        self._backbone = backbone
+        self._loss_fn = loss_fn
+
+    def construct(self, data, label):
+        return self._loss_fn(self._backbone(data), label)
+
+    @property
+    def backbone_network(self):
+        return self._backbone
+
+
+class WithEvalCell(Cell):
+    """Returns (loss, outputs, label) for evaluation."""
+
+    def __init__(self, network, loss_fn, add_cast_fp32=False):
+        super().__init__(auto_prefix=False)
+        self._network = network
+        self._loss_fn = loss_fn
+        self.add_cast_fp32 = add_cast_fp32
+
+    def construct(self, data, label):
+        outputs = self._network(data)
+        return self._loss_fn(outputs, label), outputs, label
+
+
+class TrainOneStepCell(Cell):
+    """One training step: loss and gradients of `network` (which returns the loss) with respect
+    to optimizer.parameters via ``kiln.value_and_grad(network, None, weights)``, then
+    ``optimizer(grads)``. Returns the loss. `sens` scales the gradients (MindSpore's sens)."""
+
+    def __init__(self, network, optimizer, sens=None):
+        super().__init__(auto_prefix=False)
+        from kiln.nn.optim.optimizer import Optimizer  # noqa: PLC0415
+
+        if not isinstance(network, Cell):
+            raise TypeError(f"TrainOneStepCell: network must be a Cell, got "
+                            f"{type(network).__name__}")
+        if not isinstance(optimizer, Optimizer):
+            raise TypeError(f"TrainOneStepCell: optimizer must be a kiln.nn Optimizer, got "
+                            f"{type(optimizer).__name__}")
+        sens = 1.0 if sens is None else sens
+        if isinstance(sens, bool) or not isinstance(sens, numbers.Real):
+            raise TypeError(f"TrainOneStepCell: sens must be a number, got {sens!r}")
+        self.network = network
+        self.network.set_grad()
+        self.optimizer = optimizer
+        self.weights = optimizer.parameters
+        self.sens = float(sens)
+        self._grad_fn = None
+
+    def grad_reducer(self, grads):
+        """Identity on one device (MindSpore averages gradients across devices here)."""
+        return grads
+
+    def construct(self, *inputs):
+        if self._grad_fn is None:
+            import kiln  # noqa: PLC0415
+
+            if not hasattr(kiln, "value_and_grad"):
+                raise RuntimeError("TrainOneStepCell needs kiln.value_and_grad (autodiff), "
+                                   "which this build does not have")
+            self._grad_fn = kiln.value_and_grad(self.network, None, self.weights)
+        loss, grads = self._grad_fn(*inputs)
+        if self.sens != 1.0:
+            grads = tuple(None if g is None else g * self.sens for g in grads)
+        self.optimizer(self.grad_reducer(grads))
+        return loss

@@ -1,0 +1,260 @@
+"""Checkpoints: round trip, dtypes, atomic writes, truncation/corruption/mismatch errors."""
+import os
+import struct
+import zlib
+
+import numpy as np
+import pytest
+
+import kiln as ms
+from kiln import Parameter, Tensor, nn
+from kiln.train import serialization
+
+
+class Net(nn.Cell):
+    def __init__(self, hidden=4):
+        super().__init__()
+        self.fc1 = nn.Dense(3, hidden)
+        self.bn = nn.BatchNorm1d(hidden)
+        self.fc2 = nn.Dense(hidden, 2)
+
+    def construct(self, x):
+        return self.fc2(self.bn(self.fc1(x)))
+
+
+def values(net):
+    return {p.name: p.asnumpy().copy() for p in net.get_parameters()}
+
+
+def test_round_trip_into_a_fresh_network(tmp_path):
+    ms.set_seed(1)
+    src = Net()
+    path = str(tmp_path / "net.ckpt")
+    ms.save_checkpoint(src, path)
+    ms.set_seed(2)
+    dst = Net()
+    ids = [id(p) for p in dst.get_parameters()]
+    params = ms.load_checkpoint(path)
+    assert list(params) == [p.name for p in src.get_parameters()]
+    assert all(isinstance(v, Parameter) and v.name == k for k, v in params.items())
+    not_loaded, unused = ms.load_param_into_net(dst, params)
+    assert not_loaded == [] and unused == []
+    assert [id(p) for p in dst.get_parameters()] == ids      # loaded in place
+    for name, value in values(src).items():
+        np.testing.assert_array_equal(values(dst)[name], value)
+    x = Tensor(np.ones((5, 3), np.float32))
+    np.testing.assert_array_equal(src(x).asnumpy(), dst(x).asnumpy())
+
+
+def test_load_checkpoint_with_net_and_suffix(tmp_path):
+    src = Net()
+    ms.save_checkpoint(src, str(tmp_path / "model"))       # MindSpore appends ".ckpt"
+    assert os.path.exists(tmp_path / "model.ckpt")
+    dst = Net()
+    ms.load_checkpoint(str(tmp_path / "model.ckpt"), net=dst)
+    np.testing.assert_array_equal(dst.fc1.weight.asnumpy(), src.fc1.weight.asnumpy())
+    assert list(ms.load_checkpoint(tmp_path / "model")) == list(values(src))
+
+
+@pytest.mark.parametrize("dtype,np_dtype", [
+    (ms.float32, np.float32), (ms.float64, np.float64), (ms.float16, np.float16),
+    (ms.int32, np.int32), (ms.int64, np.int64), (ms.int8, np.int8), (ms.uint8, np.uint8),
+    (ms.bool_, np.bool_), (ms.bfloat16, np.float32), (ms.int16, np.int16),
+])
+def test_every_dtype_round_trips(tmp_path, dtype, np_dtype):
+    arr = (np.arange(12).reshape(3, 4) % 5).astype(np_dtype)
+    path = str(tmp_path / "d.ckpt")
+    ms.save_checkpoint({"x": Tensor(arr, dtype), "scalar": Tensor(np.array(3, np_dtype), dtype)},
+                       path)
+    loaded = ms.load_checkpoint(path)
+    assert loaded["x"].dtype == dtype and loaded["x"].shape == (3, 4)
+    np.testing.assert_array_equal(loaded["x"].asnumpy(), arr)
+    assert loaded["scalar"].shape == ()
+
+
+def test_list_form_append_dict_and_filters(tmp_path):
+    path = str(tmp_path / "l.ckpt")
+    ms.save_checkpoint([{"name": "a.w", "data": Tensor(np.ones(2, np.float32))},
+                        {"name": "b.w", "data": Tensor(np.zeros(2, np.float32))}], path,
+                       append_dict={"epoch": 3, "lr": 0.5})
+    loaded = ms.load_checkpoint(path)
+    assert list(loaded) == ["a.w", "b.w", "epoch", "lr"]
+    assert loaded["epoch"].asnumpy().item() == 3
+    assert list(ms.load_checkpoint(path, filter_prefix="a.")) == ["b.w", "epoch", "lr"]
+    assert list(ms.load_checkpoint(path, specify_prefix=["a.", "b."])) == ["a.w", "b.w"]
+    assert list(ms.load_checkpoint(path, choice_func=lambda n: n == "lr")) == ["lr"]
+    ms.save_checkpoint(Net(), str(tmp_path / "c.ckpt"), choice_func=lambda n: "fc1" in n)
+    assert list(ms.load_checkpoint(str(tmp_path / "c.ckpt"))) == ["fc1.weight", "fc1.bias"]
+
+
+def test_shape_mismatch_is_a_clear_error(tmp_path):
+    path = str(tmp_path / "n.ckpt")
+    ms.save_checkpoint(Net(hidden=4), path)
+    with pytest.raises(ValueError, match=r"fc1.weight.*\(5, 3\).*\(4, 3\)"):
+        ms.load_checkpoint(path, net=Net(hidden=5))
+    with pytest.raises(RuntimeError):     # MindSpore raises RuntimeError here
+        ms.load_checkpoint(path, net=Net(hidden=5))
+
+
+def test_name_mismatch(tmp_path):
+    path = str(tmp_path / "n.ckpt")
+    ms.save_checkpoint({"other.weight": Tensor(np.ones(2, np.float32))}, path)
+    net = Net()
+    with pytest.warns(UserWarning, match="not in the checkpoint"):
+        not_loaded, unused = ms.load_param_into_net(net, ms.load_checkpoint(path))
+    assert "fc1.weight" in not_loaded and unused == ["other.weight"]
+    with pytest.raises(ValueError, match="fc1.weight"):
+        ms.load_param_into_net(net, ms.load_checkpoint(path), strict_load=True)
+
+
+def test_suffix_matching_when_not_strict(tmp_path):
+    src = Net()
+    params = {"network." + k: v for k, v in values(src).items()}
+    dst = Net()
+    ms.load_param_into_net(dst, {k: Tensor(v) for k, v in params.items()})
+    np.testing.assert_array_equal(dst.fc2.bias.asnumpy(), src.fc2.bias.asnumpy())
+
+
+def test_duplicate_names_are_rejected(tmp_path):
+    class Dup(nn.Cell):
+        def __init__(self):
+            super().__init__()
+            self.a = Parameter(Tensor(np.ones(1, np.float32)), name="same")
+            self.b = Parameter(Tensor(np.ones(1, np.float32)), name="same")
+
+    with pytest.raises(ValueError, match="'same' appears twice"):
+        ms.save_checkpoint(Dup(), str(tmp_path / "dup.ckpt"))
+
+
+# ---- damaged files ----
+
+@pytest.fixture
+def saved(tmp_path):
+    path = str(tmp_path / "good.ckpt")
+    ms.save_checkpoint(Net(), path)
+    with open(path, "rb") as f:
+        return path, f.read()
+
+
+def write(path, blob):
+    with open(path, "wb") as f:
+        f.write(blob)
+
+
+def test_truncated_files(saved, tmp_path):
+    path, blob = saved
+    bad = str(tmp_path / "bad.ckpt")
+    for cut in (0, 5, 20, len(blob) // 2, len(blob) - 1):
+        write(bad, blob[:cut])
+        with pytest.raises(serialization.CheckpointError, match="truncated|magic"):
+            ms.load_checkpoint(bad)
+
+
+def test_corrupted_bytes_fail_the_checksum(saved, tmp_path):
+    path, blob = saved
+    bad = str(tmp_path / "bad.ckpt")
+    for pos in (40, len(blob) // 2, len(blob) - 12):
+        damaged = bytearray(blob)
+        damaged[pos] ^= 0xFF
+        write(bad, bytes(damaged))
+        with pytest.raises(ValueError, match="corrupted"):
+            ms.load_checkpoint(bad)
+
+
+def test_bad_magic_version_and_trailing_data(saved, tmp_path):
+    path, blob = saved
+    bad = str(tmp_path / "bad.ckpt")
+    write(bad, b"NOTKILN!" + blob[8:])
+    with pytest.raises(ValueError, match="not a kiln checkpoint"):
+        ms.load_checkpoint(bad)
+    write(bad, blob[:8] + struct.pack("<I", 99) + blob[12:])
+    with pytest.raises(ValueError, match="version 99"):
+        ms.load_checkpoint(bad)
+    write(bad, blob + b"extra")
+    with pytest.raises(ValueError, match="unexpected bytes"):
+        ms.load_checkpoint(bad)
+    pickle_like = b"\x80\x04\x95" + b"\x00" * 40
+    write(bad, pickle_like)
+    with pytest.raises(ValueError, match="not a kiln checkpoint"):
+        ms.load_checkpoint(bad)
+
+
+def test_inconsistent_record_with_valid_checksum(saved, tmp_path):
+    """A record length that lies is caught even when the CRC was recomputed to match."""
+    path, blob = saved
+    body = bytearray(blob[:-8])
+    first_name_len = struct.unpack_from("<I", body, 24)[0]
+    struct.pack_into("<I", body, 24, first_name_len + 10_000)
+    forged = bytes(body) + struct.pack("<I4s", zlib.crc32(bytes(body)) & 0xFFFFFFFF, b"KEND")
+    bad = str(tmp_path / "forged.ckpt")
+    write(bad, forged)
+    with pytest.raises(ValueError, match="runs past the end"):
+        ms.load_checkpoint(bad)
+
+
+def test_missing_file():
+    with pytest.raises(FileNotFoundError):
+        ms.load_checkpoint("/nonexistent/dir/x.ckpt")
+
+
+# ---- atomicity ----
+
+def test_failure_mid_write_keeps_the_old_file(tmp_path, monkeypatch):
+    path = str(tmp_path / "model.ckpt")
+    ms.save_checkpoint(Net(), path)
+    with open(path, "rb") as f:
+        before = f.read()
+    calls = {"n": 0}
+    real = serialization._encode_record
+
+    def failing(name, tensor):
+        calls["n"] += 1
+        if calls["n"] == 3:
+            raise OSError("disk full (simulated)")
+        return real(name, tensor)
+
+    monkeypatch.setattr(serialization, "_encode_record", failing)
+    with pytest.raises(OSError, match="simulated"):
+        ms.save_checkpoint(Net(hidden=6), path)
+    with open(path, "rb") as f:
+        assert f.read() == before
+    assert os.listdir(tmp_path) == ["model.ckpt"]   # the temp file was removed
+    monkeypatch.undo()
+    assert len(ms.load_checkpoint(path)) == len(list(Net().get_parameters()))
+
+
+def test_failure_at_replace_keeps_the_old_file(tmp_path, monkeypatch):
+    path = str(tmp_path / "model.ckpt")
+    ms.save_checkpoint({"x": Tensor(np.ones(3, np.float32))}, path)
+
+    def boom(src, dst):
+        raise OSError("crash before rename (simulated)")
+
+    monkeypatch.setattr(serialization.os, "replace", boom)
+    with pytest.raises(OSError, match="simulated"):
+        ms.save_checkpoint({"x": Tensor(np.zeros(3, np.float32))}, path)
+    monkeypatch.undo()
+    np.testing.assert_array_equal(ms.load_checkpoint(path)["x"].asnumpy(), np.ones(3))
+    assert os.listdir(tmp_path) == ["model.ckpt"]
+
+
+def test_save_errors(tmp_path):
+    with pytest.raises(TypeError, match="save_obj"):
+        ms.save_checkpoint(42, str(tmp_path / "x.ckpt"))
+    with pytest.raises(FileNotFoundError, match="directory"):
+        ms.save_checkpoint(Net(), str(tmp_path / "missing" / "x.ckpt"))
+    with pytest.raises(TypeError, match="value of 'bad'"):
+        ms.save_checkpoint({"bad": "text"}, str(tmp_path / "x.ckpt"))
+
+
+def test_optimizer_state_round_trip(tmp_path):
+    net = Net()
+    opt = nn.Momentum(net.trainable_params(), 0.1, 0.9)
+    grads = tuple(Tensor(np.ones(p.shape, np.float32)) for p in opt.parameters)
+    opt(grads)
+    path = str(tmp_path / "opt.ckpt")
+    ms.save_checkpoint(opt, path)
+    fresh = nn.Momentum(Net().trainable_params(), 0.1, 0.9)
+    ms.load_checkpoint(path, net=fresh)
+    assert fresh.global_step.asnumpy().tolist() == [1]
+    np.testing.assert_array_equal(fresh.moments[0].asnumpy(), np.ones(opt.moments[0].shape))
