@@ -2,6 +2,8 @@
 //
 //   kiln-cli ops                      list every registered op with its inputs and attributes
 //   kiln-cli run OP SHAPE [SHAPE...]  run OP eagerly on ones-filled float32 tensors, print result
+//   kiln-cli ir FILE                  parse IR text, verify it, print it in canonical form
+//   kiln-cli ir-run FILE              ...and run it on ones-filled inputs of its parameter types
 //
 // SHAPE is like 2x3 (or "scalar"). Exits non-zero with the error message on bad input.
 #include <cstdio>
@@ -9,7 +11,11 @@
 #include <sstream>
 #include <string>
 
+#include <fstream>
+
 #include "core/error.h"
+#include "ir/ir.h"
+#include "runtime/executor.h"
 #include "kernels/cpu/copy.h"
 #include "runtime/eager.h"
 
@@ -60,6 +66,32 @@ int RunOp(int argc, char** argv) {
   return 0;
 }
 
+kiln::ir::Module LoadIR(const char* path) {
+  std::ifstream in(path);
+  if (!in) kiln::Throw(kiln::ErrorKind::Value, "cannot read ", path);
+  std::stringstream text;
+  text << in.rdbuf();
+  kiln::ir::Module module = kiln::ir::Parse(text.str());
+  kiln::ir::Verify(module);
+  return module;
+}
+
+int RunIR(const char* path, bool execute) {
+  kiln::ir::Module module = LoadIR(path);
+  std::fputs(kiln::ir::Print(module).c_str(), stdout);
+  if (!execute) return 0;
+  std::vector<kiln::Tensor> inputs;
+  for (const auto& p : module.entry().params) {
+    kiln::Shape shape = p.shape;
+    for (auto& d : shape) d = d < 0 ? 1 : d;
+    kiln::Tensor t = kiln::Tensor::Empty(shape, p.dtype);
+    kiln::cpu::Fill(t, 1.0);
+    inputs.push_back(t);
+  }
+  for (const auto& out : kiln::Run(module, inputs)) PrintTensor(out);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -67,10 +99,12 @@ int main(int argc, char** argv) {
   try {
     if (command == "ops") return ListOps();
     if (command == "run" && argc > 2) return RunOp(argc, argv);
+    if (command == "ir" && argc == 3) return RunIR(argv[2], false);
+    if (command == "ir-run" && argc == 3) return RunIR(argv[2], true);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "error: %s\n", e.what());
     return 1;
   }
-  std::fprintf(stderr, "usage: kiln-cli ops | kiln-cli run OP SHAPE [SHAPE...]\n");
+  std::fprintf(stderr, "usage: kiln-cli ops | run OP SHAPE [SHAPE...] | ir FILE | ir-run FILE\n");
   return 2;
 }
