@@ -14,6 +14,7 @@ namespace kiln::bind {
 void BindTensor(nb::module_& m);
 void BindAutodiff(nb::module_& m);
 void BindIR(nb::module_& m);
+void BindJit(nb::module_& m);
 
 namespace {
 
@@ -85,8 +86,14 @@ void InitModule(nb::module_& m) {
   BindTensor(m);
   BindAutodiff(m);
   BindIR(m);
+  BindJit(m);
   m.def("_set_tensor_class", &SetTensorClass);
 
+  m.def("weak_scalar", [](nb::handle h) {
+    Tensor t;
+    if (!ToOperand(h, &t) || !t.defined()) throw nb::type_error("weak_scalar: expected a number");
+    return Wrap(t);
+  });
   m.def("call", &Call, nb::arg("kind"), nb::arg("inputs"), nb::arg("attrs"));
   m.def("op_names", [] {
     std::vector<std::string> names;

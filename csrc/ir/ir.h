@@ -72,6 +72,12 @@ struct Func {
 
 class Module {
  public:
+  Module() = default;
+  Module(const Module&) = delete;  // funcs are owned; copying would need a deep clone
+  Module& operator=(const Module&) = delete;
+  Module(Module&&) = default;
+  Module& operator=(Module&&) = default;
+
   Func& AddFunc(const std::string& name);  // name must be new; the first one added is the entry
   Func* Find(const std::string& name);
   const Func* Find(const std::string& name) const;

@@ -8,6 +8,7 @@
 #include "kernels/cpu/copy.h"
 #include "kernels/cpu/onednn.h"
 #include "kernels/cpu/pool.h"
+#include "ops/grad.h"
 #include "ops/registry.h"
 
 namespace kiln {
@@ -225,6 +226,14 @@ void AvgPool2dKernel(KernelContext& ctx) {
   cpu::AvgPool2d(ctx.inputs[0].Contiguous(), ctx.outputs[0], p);
 }
 
+// Conv and pooling backward need their own kernels (oneDNN backward-data/-weights, pooling
+// scatter), which are not written yet; failing loudly beats a silently missing gradient.
+std::vector<GradVar> NotYetDifferentiable(GradBuilder& g) {
+  (void)g;
+  Throw(ErrorKind::NotImplemented,
+        "gradients of conv2d, max_pool2d and avg_pool2d are not implemented yet");
+}
+
 }  // namespace
 
 void RegisterConvOps(OpRegistry& r) {
@@ -236,6 +245,7 @@ void RegisterConvOps(OpRegistry& r) {
   conv.infer = InferConv2d;
   conv.kernel = Conv2dKernel;
   conv.promotion = Promotion::Common;
+  conv.grad = NotYetDifferentiable;
   r.Add(std::move(conv));
 
   OpDef max_pool;
@@ -245,6 +255,7 @@ void RegisterConvOps(OpRegistry& r) {
                     {"dilation", Shape{1, 1}}, {"ceil_mode", false}};
   max_pool.infer = InferMaxPool2d;
   max_pool.kernel = MaxPool2dKernel;
+  max_pool.grad = NotYetDifferentiable;
   r.Add(std::move(max_pool));
 
   OpDef avg_pool;
@@ -255,6 +266,7 @@ void RegisterConvOps(OpRegistry& r) {
                     {"divisor_override", std::monostate{}}};
   avg_pool.infer = InferAvgPool2d;
   avg_pool.kernel = AvgPool2dKernel;
+  avg_pool.grad = NotYetDifferentiable;
   r.Add(std::move(avg_pool));
 }
 

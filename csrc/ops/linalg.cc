@@ -9,6 +9,7 @@
 #include "kernels/cpu/copy.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/onednn.h"
+#include "ops/grad.h"
 #include "ops/registry.h"
 
 namespace kiln {
@@ -204,6 +205,30 @@ void MatMulKernel(KernelContext& ctx) {
   cpu::CopyInto(c32, c);
 }
 
+// Gradients in the promoted (matrix) forms a_p, b_p and g_p, written so that each is one more
+// MatMul with transpose flags: with A = op(a_p), B = op(b_p), C = A @ B,
+//   dA = g @ B^T, so d(a_p) = ta ? B @ g^T : g @ B^T;   dB = A^T @ g, so d(b_p) = tb ? g^T @ A : A^T @ g.
+// ToInput then sums broadcast batch dims away and drops the unit dim of a 1-D operand.
+std::vector<GradVar> MatMulGrad(GradBuilder& g) {
+  GradVar a = g.input(0), b = g.input(1), grad = g.out_grad(0);
+  const Shape sa = g.meta(a).shape, sb = g.meta(b).shape;
+  const bool ta = sa.size() > 1 && AttrBool(g.attrs(), 0), tb = sb.size() > 1 && AttrBool(g.attrs(), 1);
+  MatMulDims dims = PlanMatMul(sa, sb, ta, tb, "matmul");
+  auto reshape = [&](GradVar v, Shape shape) { return g.Emit1(OpKind::Reshape, {v}, {shape}); };
+  GradVar ap = sa.size() == 1 ? reshape(a, {1, sa[0]}) : a;
+  GradVar bp = sb.size() == 1 ? reshape(b, {sb[0], 1}) : b;
+  Shape full = dims.batch;
+  full.insert(full.end(), {dims.m, dims.n});
+  GradVar gp = g.meta(grad).shape == full ? grad : reshape(grad, full);
+  auto mm = [&](GradVar x, GradVar y, bool tx, bool ty) {
+    return g.Emit1(OpKind::MatMul, {x, y}, {tx, ty});
+  };
+  std::vector<GradVar> grads(2);
+  if (g.wants_input_grad(0)) grads[0] = ToInput(g, ta ? mm(bp, gp, tb, true) : mm(gp, bp, false, !tb), 0);
+  if (g.wants_input_grad(1)) grads[1] = ToInput(g, tb ? mm(gp, ap, true, ta) : mm(ap, gp, !ta, false), 1);
+  return grads;
+}
+
 }  // namespace
 
 void RegisterLinalgOps(OpRegistry& r) {
@@ -214,6 +239,7 @@ void RegisterLinalgOps(OpRegistry& r) {
   matmul.infer = InferMatMul;
   matmul.kernel = MatMulKernel;
   matmul.promotion = Promotion::Common;
+  matmul.grad = MatMulGrad;
   r.Add(std::move(matmul));
 }
 

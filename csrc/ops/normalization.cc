@@ -79,8 +79,9 @@ void SoftmaxBlock(const T* x, T* y, const cpu::ReduceShape& s) {
   const int64_t blocks = (I + kB - 1) / kB;
   const int64_t grain = std::max<int64_t>(1, cpu::kParallelGrain / (R * std::min(I, kB)));
   ParallelFor(s.outer * blocks, grain, [&](int64_t begin, int64_t end) {
-    C mx[kB];
+    C mx[kB], ex[kB];
     double sum[kB];
+    int32_t nan[kB];
     for (int64_t task = begin; task < end; ++task) {
       const int64_t a = task / blocks, j0 = (task % blocks) * kB, n = std::min(kB, I - j0);
       const T* in = x + a * R * I + j0;
@@ -88,45 +89,30 @@ void SoftmaxBlock(const T* x, T* y, const cpu::ReduceShape& s) {
       for (int64_t j = 0; j < n; ++j) {
         mx[j] = -std::numeric_limits<C>::infinity();
         sum[j] = 0;
+        nan[j] = 0;
       }
+      // Plain selects plus a NaN flag, as in cpu::RunExtremum, so each pass vectorizes.
       for (int64_t r = 0; r < R; ++r)
         for (int64_t j = 0; j < n; ++j) {
-          C v = static_cast<C>(in[r * I + j]);
-          mx[j] = (v > mx[j] || v != v) ? v : mx[j];  // a NaN makes the whole slice NaN
+          const C v = static_cast<C>(in[r * I + j]);
+          mx[j] = mx[j] >= v ? mx[j] : v;
+          nan[j] |= v != v;
         }
-      for (int64_t r = 0; r < R; ++r)
-        for (int64_t j = 0; j < n; ++j) sum[j] += cpu::Exp(static_cast<C>(in[r * I + j]) - mx[j]);
+      for (int64_t j = 0; j < n; ++j)
+        if (nan[j]) mx[j] = std::numeric_limits<C>::quiet_NaN();  // the whole slice is NaN
+      for (int64_t r = 0; r < R; ++r) {
+        for (int64_t j = 0; j < n; ++j) ex[j] = cpu::Exp(static_cast<C>(in[r * I + j]) - mx[j]);
+        for (int64_t j = 0; j < n; ++j) sum[j] += ex[j];
+      }
       for (int64_t j = 0; j < n; ++j) sum[j] = kLog ? std::log(sum[j]) : 1.0 / sum[j];
+      for (int64_t j = 0; j < n; ++j) ex[j] = static_cast<C>(sum[j]);
       for (int64_t r = 0; r < R; ++r)
         for (int64_t j = 0; j < n; ++j) {
-          C shifted = static_cast<C>(in[r * I + j]) - mx[j];
-          const C k = static_cast<C>(sum[j]);
-          C v = kLog ? shifted - k : cpu::Exp(shifted) * k;
-          out[r * I + j] = cpu::Convert<T>(v);
+          const C shifted = static_cast<C>(in[r * I + j]) - mx[j];
+          out[r * I + j] = cpu::Convert<T>(kLog ? shifted - ex[j] : cpu::Exp(shifted) * ex[j]);
         }
     }
   });
-}
-
-// The largest element of a row, NaN if any; 8 lanes of selects, so it vectorizes.
-template <typename T>
-compute_t<T> RowMax(const T* p, int64_t n) {
-  using C = compute_t<T>;
-  C lanes[8];
-  for (C& lane : lanes) lane = -std::numeric_limits<C>::infinity();
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8)
-    for (int l = 0; l < 8; ++l) {
-      const C v = static_cast<C>(p[i + l]);
-      lanes[l] = (v > lanes[l] || v != v) ? v : lanes[l];
-    }
-  for (; i < n; ++i) {
-    const C v = static_cast<C>(p[i]);
-    lanes[0] = (v > lanes[0] || v != v) ? v : lanes[0];
-  }
-  C m = lanes[0];
-  for (int l = 1; l < 8; ++l) m = (lanes[l] > m || lanes[l] != lanes[l]) ? lanes[l] : m;
-  return m;
 }
 
 // The common case, softmax over the last (contiguous) axis: one row per output row. The
@@ -145,7 +131,7 @@ void SoftmaxRows(const T* x, T* y, const cpu::ReduceShape& s) {
       T* out = y + a * R;
       C* e = buffer.data();
       if constexpr (kInPlace) e = out;
-      const C m = RowMax(in, R);
+      const C m = cpu::RunExtremum<T, true>(in, 0, R);
       for (int64_t r = 0; r < R; ++r) e[r] = cpu::Exp(static_cast<C>(in[r]) - m);
       const double sum = RowSum(e, R, [](C v) { return static_cast<double>(v); });
       if constexpr (kLog) {
@@ -423,13 +409,28 @@ inline uint64_t Mix(uint64_t z) {
   return z ^ (z >> 31);
 }
 
+// Parameters by value, not captured references: the compiler then knows the stores cannot
+// change them and vectorizes the loop (about 20x faster).
+template <typename T>
+void DropoutRange(const T* xp, T* yp, T* mp, int64_t begin, int64_t end, uint64_t stream,
+                  uint64_t threshold, compute_t<T> keep_value) {
+  using C = compute_t<T>;
+  for (int64_t i = begin; i < end; ++i) {
+    const uint64_t bits = Mix(stream + static_cast<uint64_t>(i >> 1) * kGolden);
+    const uint64_t u = (i & 1) ? bits >> 32 : bits & 0xFFFFFFFFu;
+    const C m = u >= threshold ? keep_value : C(0);
+    mp[i] = cpu::Convert<T>(m);
+    yp[i] = cpu::Convert<T>(static_cast<C>(xp[i]) * m);
+  }
+}
+
 void DropoutKernel(KernelContext& ctx) {
   const double p = AttrFloat(ctx.attrs, 0);
   const uint64_t seed =
       AttrIsNone(ctx.attrs, 1) ? NextKernelSeed() : static_cast<uint64_t>(AttrInt(ctx.attrs, 1));
   const uint64_t stream = Mix(seed + kGolden);
   // Element i is kept when its 32 random bits u satisfy u >= p * 2^32: p = 0 keeps everything,
-  // p = 1 (threshold 2^32) drops everything. One 64-bit draw serves elements 2k and 2k + 1.
+  // p = 1 (threshold 2^32) drops everything. Draw k serves elements 2k and 2k + 1.
   const uint64_t threshold = static_cast<uint64_t>(std::ceil(p * 4294967296.0));
   const double scale = p < 1 ? 1.0 / (1.0 - p) : 0.0;
   Tensor x = ctx.inputs[0].Contiguous();
@@ -442,13 +443,7 @@ void DropoutKernel(KernelContext& ctx) {
       T* mp = ctx.outputs[1].data<T>();
       const C keep_value = static_cast<C>(scale);
       ParallelFor(x.numel(), cpu::kParallelGrain, [&](int64_t begin, int64_t end) {
-        for (int64_t i = begin; i < end; ++i) {
-          const uint64_t bits = Mix(stream + static_cast<uint64_t>(i >> 1) * kGolden);
-          const uint64_t u = (i & 1) ? bits >> 32 : bits & 0xFFFFFFFFu;
-          const C m = u >= threshold ? keep_value : C(0);
-          mp[i] = cpu::Convert<T>(m);
-          yp[i] = cpu::Convert<T>(static_cast<C>(xp[i]) * m);
-        }
+        DropoutRange(xp, yp, mp, begin, end, stream, threshold, keep_value);
       });
     }
   });

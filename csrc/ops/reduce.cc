@@ -140,7 +140,10 @@ template <typename T, bool kMax>
 struct ExtremumOp {
   using C = compute_t<T>;
   using Acc = C;
-  static constexpr int kLanes = 8;
+  static constexpr int kLanes = 0;  // rows go through cpu::RunExtremum
+  Acc Run(const T* p, int64_t begin, int64_t end) const {
+    return cpu::RunExtremum<T, kMax>(p, begin, end);
+  }
   Acc Init() const {
     if constexpr (std::is_floating_point_v<C>)
       return kMax ? -std::numeric_limits<C>::infinity() : std::numeric_limits<C>::infinity();

@@ -165,6 +165,8 @@ std::vector<Tensor> Tape::Gradient(const std::vector<Tensor>& targets,
     }
     if (!any) continue;
     const OpDef& def = GetOpDef(rec->kind);
+    KILN_CHECK(def.grad != nullptr, NotImplemented, "grad: op '", def.name,
+               "' has no gradient rule yet");
     for (size_t k = 0; k < rec->inputs.size(); ++k) {
       // State an op updates itself (BatchNorm's running statistics, Assign's target) is not read
       // by its gradient rule, so later updates to it are fine.

@@ -296,3 +296,11 @@ def test_pools_match_torch_when_available(ceil_mode):
     tc = torch.nn.functional.conv2d(tx, torch.from_numpy(w), stride=2, padding=1, dilation=2)
     c = ops.conv2d(ms.Tensor(x), ms.Tensor(w), stride=2, pad_mode="pad", padding=1, dilation=2)
     assert_close(c, tc.numpy(), ms.float32, rtol=1e-4, atol=1e-4)
+
+
+def test_conv_and_pool_gradients_fail_loudly():
+    x = ms.Tensor(np.ones((1, 1, 4, 4)))
+    w = ms.Tensor(np.ones((1, 1, 2, 2)))
+    for fn in (lambda a: ops.conv2d(a, w), lambda a: ops.max_pool2d(a, 2), lambda a: ops.avg_pool2d(a, 2)):
+        with pytest.raises(NotImplementedError, match="not implemented"):
+            ms.grad(lambda a: ops.sum(fn(a)))(x)

@@ -290,8 +290,10 @@ def test_gather_errors():
     x = ops.zeros((3, 4))
     with pytest.raises(IndexError, match="gather: index 3 is out of bounds for axis 0"):
         ops.gather(x, ms.Tensor([3]), 0)
-    with pytest.raises(NotImplementedError, match="gather: batch_dims"):
+    with pytest.raises(ValueError, match="gather: batch dimension 0"):
         ops.gather(x, ms.Tensor([[0]]), 1, batch_dims=1)
+    with pytest.raises(ValueError, match="gather: batch_dims"):
+        ops.gather(x, ms.Tensor([[0, 1, 2]]), 0, batch_dims=1)  # axis before the batch dims
     with pytest.raises(TypeError, match="gather"):
         ops.gather(x, ms.Tensor([0.0]), 0)
     with pytest.raises(IndexError, match="gather"):

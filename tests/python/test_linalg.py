@@ -184,3 +184,30 @@ def test_matmul_empty_contraction_gives_zeros(dtype, np_dtype):
     out = ops.matmul(to_kiln(np.zeros((2, 0), np_dtype), dtype), to_kiln(np.zeros((0, 3), np_dtype), dtype))
     assert out.shape == (2, 3)
     assert not out.asnumpy().any()
+
+
+GRAD_CASES = [((3,), (3,)), ((3,), (3, 4)), ((2, 3), (3,)), ((2, 3), (3, 4)), ((5, 2, 3), (3, 4)),
+              ((2, 3), (2, 3, 4)), ((2, 1, 2, 3), (3, 3, 2)), ((3,), (2, 3, 4))]
+
+
+@pytest.mark.parametrize("shape_a,shape_b", GRAD_CASES, ids=str)
+def test_matmul_gradient(shape_a, shape_b):
+    from gradcheck import check_grad  # noqa: PLC0415
+
+    check_grad(ops.matmul, RNG.uniform(-2, 2, shape_a), RNG.uniform(-2, 2, shape_b))
+
+
+@pytest.mark.parametrize("ta", [False, True])
+@pytest.mark.parametrize("tb", [False, True])
+def test_matmul_gradient_with_transpose_flags(ta, tb):
+    from gradcheck import check_grad  # noqa: PLC0415
+
+    a = RNG.uniform(-2, 2, (2, 4, 3) if ta else (2, 3, 4))
+    b = RNG.uniform(-2, 2, (5, 4) if tb else (4, 5))
+    check_grad(lambda x, y: call("matmul", (x, y), (ta, tb)), a, b)
+
+
+def test_dense_gradient():
+    from gradcheck import check_grad  # noqa: PLC0415
+
+    check_grad(ops.dense, RNG.uniform(-2, 2, (4, 3)), RNG.uniform(-2, 2, (5, 3)), RNG.uniform(-2, 2, 5))

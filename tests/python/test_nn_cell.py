@@ -1,5 +1,6 @@
 """nn.Cell and Parameter: registration, hierarchical names, traversal, modes, repr, containers."""
 import copy
+from collections import OrderedDict
 
 import numpy as np
 import pytest
@@ -158,7 +159,7 @@ def test_assigning_tensor_to_a_parameter_attribute_updates_in_place():
 
 def test_missing_super_init_is_a_clear_error():
     class Bad(nn.Cell):
-        def __init__(self):  # noqa: super-init-not-called - the point of the test
+        def __init__(self):  # no super().__init__(): the point of the test
             self.fc = nn.Dense(2, 2)
 
     with pytest.raises(AttributeError, match="super"):
@@ -167,7 +168,7 @@ def test_missing_super_init_is_a_clear_error():
 
 def test_unknown_attribute_error_names_the_cell():
     with pytest.raises(AttributeError, match="Block.*nope"):
-        Block().nope
+        _ = Block().nope
 
 
 def test_construct_must_be_defined():
@@ -211,8 +212,6 @@ def test_forward_runs():
 # ---- containers ----
 
 def test_sequential_cell_indexing_and_forms():
-    from collections import OrderedDict
-
     d1, d2 = nn.Dense(2, 3), nn.Dense(3, 1)
     seq = nn.SequentialCell([d1, nn.ReLU(), d2])
     assert len(seq) == 3 and seq[0] is d1 and seq[-1] is d2

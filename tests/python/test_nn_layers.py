@@ -3,10 +3,10 @@ import math
 
 import numpy as np
 import pytest
+from helpers import assert_close
 
 import kiln as ms
 from kiln import Tensor, nn
-from helpers import assert_close
 from kiln.nn import _functional as F
 
 RNG = np.random.default_rng(0)
@@ -48,7 +48,9 @@ def np_conv2d(x, w, bias, stride, pads, dilation=(1, 1)):
     out = np.zeros((n, o, ho, wo), np.float64)
     for i in range(ho):
         for j in range(wo):
-            patch = x[:, :, i * sh:i * sh + (kh - 1) * dh + 1:dh, j * sw:j * sw + (kw - 1) * dw + 1:dw]
+            rows = slice(i * sh, i * sh + (kh - 1) * dh + 1, dh)
+            cols = slice(j * sw, j * sw + (kw - 1) * dw + 1, dw)
+            patch = x[:, :, rows, cols]
             out[:, :, i, j] = np.tensordot(patch, w, axes=([1, 2, 3], [1, 2, 3]))
     if bias is not None:
         out += bias.reshape(1, -1, 1, 1)
@@ -106,7 +108,8 @@ def test_flatten():
     (nn.ReLU(), lambda x: np.maximum(x, 0)),
     (nn.Sigmoid(), lambda x: 1 / (1 + np.exp(-x))),
     (nn.Tanh(), np.tanh),
-    (nn.GELU(), lambda x: 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3)))),
+    (nn.GELU(),
+     lambda x: 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3)))),
     (nn.GELU(approximate=False),
      lambda x: 0.5 * x * (1 + np.vectorize(math.erf)(x / math.sqrt(2)))),
     (nn.Softmax(), np_softmax),
@@ -161,7 +164,8 @@ def test_dropout_arguments():
         nn.Dropout(p=1.5)
     with pytest.raises(TypeError, match="Dropout"):
         nn.Dropout(p="a")
-    assert nn.Dropout(p=0.0).set_train()(Tensor(np.ones(3, np.float32))).asnumpy().tolist() == [1, 1, 1]
+    no_drop = nn.Dropout(p=0.0).set_train()
+    assert no_drop(Tensor(np.ones(3, np.float32))).asnumpy().tolist() == [1, 1, 1]
 
 
 # ---- Conv2d ----

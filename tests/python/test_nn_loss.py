@@ -1,10 +1,10 @@
-"""kiln.nn losses against NumPy: MSELoss, L1Loss, CrossEntropyLoss, SoftmaxCrossEntropyWithLogits."""
+"""kiln.nn losses vs NumPy: MSELoss, L1Loss, CrossEntropyLoss, SoftmaxCrossEntropyWithLogits."""
 import numpy as np
 import pytest
+from helpers import assert_close
 
 import kiln as ms
 from kiln import Tensor, nn
-from helpers import assert_close
 from kiln.nn import _functional as F
 
 RNG = np.random.default_rng(1)

@@ -13,6 +13,8 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <limits>
+#include <type_traits>
 #include <vector>
 
 #include "kernels/cpu/convert.h"
@@ -32,15 +34,52 @@ Tensor PrepareReduce(const Tensor& in, const std::vector<bool>& reduced, ReduceS
 // Columns one task accumulates at once in the inner > 1 loop (fits the accumulators in L1).
 constexpr int64_t kReduceBlock = 256;
 
+// The max (kMax) or min of p[begin, end) in the compute type; NaN when any element is NaN.
+// Plain selects in 8 lanes plus a separate NaN flag per lane: a `v != v` inside the select
+// would stop the compiler from vectorizing the loop (3x slower).
+template <typename T, bool kMax>
+compute_t<T> RunExtremum(const T* p, int64_t begin, int64_t end) {
+  using C = compute_t<T>;
+  C init;
+  if constexpr (std::is_floating_point_v<C>) {
+    init = kMax ? -std::numeric_limits<C>::infinity() : std::numeric_limits<C>::infinity();
+  } else {
+    init = kMax ? std::numeric_limits<C>::lowest() : std::numeric_limits<C>::max();
+  }
+  C lanes[8];
+  int32_t nan[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  for (C& lane : lanes) lane = init;
+  auto step = [](C& lane, int32_t& flag, C v) {
+    lane = (kMax ? lane >= v : lane <= v) ? lane : v;
+    flag |= v != v;
+  };
+  int64_t i = begin;
+  for (; i + 8 <= end; i += 8)
+    for (int l = 0; l < 8; ++l) step(lanes[l], nan[l], static_cast<C>(p[i + l]));
+  for (; i < end; ++i) step(lanes[0], nan[0], static_cast<C>(p[i]));
+  C m = lanes[0];
+  int32_t any = nan[0];
+  for (int l = 1; l < 8; ++l) {
+    m = (kMax ? m >= lanes[l] : m <= lanes[l]) ? m : lanes[l];
+    any |= nan[l];
+  }
+  if constexpr (std::is_floating_point_v<C>) {
+    if (any) return std::numeric_limits<C>::quiet_NaN();
+  }
+  return m;
+}
+
 // An Op provides: `using Acc`, `static constexpr int kLanes` (1 when the order of steps matters
-// beyond what Combine restores), `Acc Init() const`, `void Step(Acc&, C value, int64_t r) const`
-// (r: the index along the reduced block), `void Combine(Acc& a, const Acc& later) const` and
-// `Out Finish(const Acc&) const`.
+// beyond what Combine restores; 0 when the op reduces a contiguous run itself with
+// `Acc Run(const T* p, int64_t begin, int64_t end) const`), `Acc Init() const`,
+// `void Step(Acc&, C value, int64_t r) const` (r: the index along the reduced block),
+// `void Combine(Acc& a, const Acc& later) const` and `Out Finish(const Acc&) const`.
 template <typename T, typename Op>
 typename Op::Acc ReduceRun(const T* p, int64_t begin, int64_t end, const Op& op) {
   using C = compute_t<T>;
   using Acc = typename Op::Acc;
   constexpr int L = Op::kLanes;
+  if constexpr (L == 0) return op.Run(p, begin, end);
   Acc acc = op.Init();
   int64_t r = begin;
   if constexpr (L > 1) {

@@ -46,7 +46,7 @@ def _calculate_gain(nonlinearity, param=None):
 
 
 def _calculate_fan_in_and_fan_out(shape, who):
-    """fan_in = in * receptive field, fan_out = out * receptive field (weights are (out, in, ...))."""
+    """fan_in = in * receptive field, fan_out = out * receptive field; weights: (out, in, ...)."""
     shape = tuple(shape)
     if len(shape) == 0:
         raise ValueError(f"{who}: cannot compute fan in/out of a scalar (shape ())")

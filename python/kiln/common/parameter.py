@@ -1,4 +1,4 @@
-"""kiln.Parameter and ParameterTuple -- named, trainable tensors that Cells register and optimizers update."""
+"""kiln.Parameter and ParameterTuple -- named tensors that Cells register and optimizers update."""
 import numbers
 
 import numpy as np

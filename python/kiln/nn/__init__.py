@@ -1,7 +1,14 @@
 """kiln.nn -- Cell, layers, losses, optimizers, learning-rate schedules and training wrappers."""
+from kiln.nn import learning_rate_schedule  # noqa: F401
 from kiln.nn.cell import Cell  # noqa: F401
 from kiln.nn.layer.activation import (  # noqa: F401
-    GELU, LogSoftmax, ReLU, Sigmoid, Softmax, Tanh, get_activation,
+    GELU,
+    LogSoftmax,
+    ReLU,
+    Sigmoid,
+    Softmax,
+    Tanh,
+    get_activation,
 )
 from kiln.nn.layer.basic import Dense, Dropout, Flatten, Identity  # noqa: F401
 from kiln.nn.layer.container import CellList, SequentialCell  # noqa: F401
@@ -10,16 +17,27 @@ from kiln.nn.layer.embedding import Embedding  # noqa: F401
 from kiln.nn.layer.normalization import BatchNorm1d, BatchNorm2d, LayerNorm  # noqa: F401
 from kiln.nn.layer.pooling import AvgPool2d, MaxPool2d  # noqa: F401
 from kiln.nn.learning_rate_schedule import (  # noqa: F401
-    CosineDecayLR, ExponentialDecayLR, InverseDecayLR, LearningRateSchedule, NaturalExpDecayLR,
-    PolynomialDecayLR, WarmUpLR, cosine_decay_lr, exponential_decay_lr, piecewise_constant_lr,
+    CosineDecayLR,
+    ExponentialDecayLR,
+    InverseDecayLR,
+    LearningRateSchedule,
+    NaturalExpDecayLR,
+    PolynomialDecayLR,
+    WarmUpLR,
+    cosine_decay_lr,
+    exponential_decay_lr,
+    piecewise_constant_lr,
     warmup_lr,
 )
 from kiln.nn.loss import (  # noqa: F401
-    CrossEntropyLoss, L1Loss, LossBase, MSELoss, SoftmaxCrossEntropyWithLogits,
+    CrossEntropyLoss,
+    L1Loss,
+    LossBase,
+    MSELoss,
+    SoftmaxCrossEntropyWithLogits,
 )
 from kiln.nn.optim import SGD, Adam, AdamW, AdamWeightDecay, Momentum, Optimizer  # noqa: F401
 from kiln.nn.wrap import TrainOneStepCell, WithEvalCell, WithLossCell  # noqa: F401
-from kiln.nn import learning_rate_schedule  # noqa: F401
 
 __all__ = [
     "Cell", "Dense", "Flatten", "Dropout", "Identity", "ReLU", "GELU", "Sigmoid", "Tanh",

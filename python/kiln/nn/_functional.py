@@ -16,8 +16,7 @@ import math
 
 import numpy as np
 
-from kiln import _C
-from kiln import ops
+from kiln import _C, ops
 from kiln.common import dtype as mstype
 from kiln.ops import _core
 
@@ -161,14 +160,23 @@ def batch_norm(x, gamma, beta, moving_mean, moving_var, training, momentum, eps)
     return (x - mean) * ops.rsqrt(var + eps) * g + b
 
 
+def _detach(x):
+    """x without gradient history: ops.stop_gradient, or a copy through NumPy before it existed."""
+    stop = getattr(ops, "stop_gradient", None)
+    if stop is not None:
+        return stop(x)
+    return _tensor(np.array(x.asnumpy(), copy=True))
+
+
 def _update_moving(moving_mean, moving_var, mean, var, n, momentum):
     from kiln.common.parameter import _copy_into  # noqa: PLC0415
 
-    # The statistics are plain values here: detach them from autodiff's tape by copying.
-    mean_v = _tensor(np.array(mean.asnumpy(), copy=True).reshape(-1))
-    var_v = _tensor(np.array(var.asnumpy(), copy=True).reshape(-1) * (n / max(n - 1, 1)))
-    _copy_into(moving_mean, moving_mean * momentum + cast(mean_v, moving_mean.dtype) * (1 - momentum))
-    _copy_into(moving_var, moving_var * momentum + cast(var_v, moving_var.dtype) * (1 - momentum))
+    # The running statistics are not differentiated: cut them from autodiff's tape.
+    mean_v = reshape(_detach(mean), (-1,))
+    var_v = reshape(_detach(var), (-1,)) * (n / max(n - 1, 1))
+    keep, take = momentum, 1.0 - momentum
+    _copy_into(moving_mean, moving_mean * keep + cast(mean_v, moving_mean.dtype) * take)
+    _copy_into(moving_var, moving_var * keep + cast(var_v, moving_var.dtype) * take)
 
 
 # ---- dropout ----

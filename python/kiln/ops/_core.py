@@ -1,13 +1,20 @@
 """Calls into the C++ op registry: op kinds by name, dtype and shape argument handling."""
 from kiln import _C
 from kiln.common import dtype as mstype
+from kiln.jit import _state
 
 KIND = {name: i for i, name in enumerate(_C.op_names())}
 
 
 def call(name, inputs, attrs=()):
-    """Runs the registry op `name` eagerly; returns a Tensor or a tuple of Tensors."""
-    return _C.call(KIND[name], inputs, attrs)
+    """Runs the registry op `name`; returns a Tensor or a tuple of Tensors.
+
+    The single interception point between eager and graph mode: while a function is being
+    compiled, the op becomes a node of the graph under construction instead of running.
+    """
+    if _state.builder is None:
+        return _C.call(KIND[name], inputs, attrs)
+    return _state.builder.emit(name, inputs, attrs)
 
 
 def dtype_attr(dtype):

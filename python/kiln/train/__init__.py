@@ -1,6 +1,9 @@
 """kiln.train -- checkpoints (kiln.train.serialization), as mindspore.train."""
 from kiln.train.serialization import (  # noqa: F401
-    CheckpointError, load_checkpoint, load_param_into_net, save_checkpoint,
+    CheckpointError,
+    load_checkpoint,
+    load_param_into_net,
+    save_checkpoint,
 )
 
 __all__ = ["save_checkpoint", "load_checkpoint", "load_param_into_net", "CheckpointError"]

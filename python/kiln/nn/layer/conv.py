@@ -1,4 +1,4 @@
-"""Conv2d (MindSpore's defaults: pad_mode="same", has_bias=False, NCHW, weight (out, in/group, kh, kw))."""
+"""Conv2d with MindSpore's defaults: pad_mode="same", has_bias=False, NCHW, (out, in/g, kh, kw)."""
 import math
 
 from kiln.common import dtype as mstype

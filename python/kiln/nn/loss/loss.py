@@ -1,8 +1,7 @@
-"""Losses: MSELoss, L1Loss, CrossEntropyLoss, SoftmaxCrossEntropyWithLogits (MindSpore semantics)."""
+"""Losses: MSELoss, L1Loss, CrossEntropyLoss, SoftmaxCrossEntropyWithLogits (as MindSpore)."""
 import numbers
 
-from kiln import _C
-from kiln import ops
+from kiln import _C, ops
 from kiln.common import dtype as mstype
 from kiln.nn import _functional as F
 from kiln.nn.cell import Cell

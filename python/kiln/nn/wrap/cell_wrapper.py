@@ -1,4 +1,4 @@
-"""Training wrappers: WithLossCell (network + loss) and TrainOneStepCell (forward, grads, update)."""
+"""Training wrappers: WithLossCell (network + loss), TrainOneStepCell (forward, grads, update)."""
 import numbers
 
 from kiln.nn.cell import Cell

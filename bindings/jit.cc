@@ -1,0 +1,116 @@
+// jit.cc - the graph builder and compiled graphs for the Python front end (kiln.jit).
+#include <nanobind/stl/pair.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
+#include <nanobind/stl/vector.h>
+
+#include "convert.h"
+#include "frontend/graph_builder.h"
+#include "runtime/executor.h"
+
+namespace kiln::bind {
+
+namespace {
+
+using frontend::GValue;
+using frontend::GraphBuilder;
+using Handle = std::tuple<int, int, int>;  // (function, node, output) as Python sees a value
+
+Handle ToHandle(const GValue& v) { return {v.func, v.ref.node, v.ref.index}; }
+GValue FromHandle(const Handle& h) { return {std::get<0>(h), {std::get<1>(h), std::get<2>(h)}}; }
+
+std::vector<GValue> FromHandles(const std::vector<Handle>& hs) {
+  std::vector<GValue> out;
+  for (const auto& h : hs) out.push_back(FromHandle(h));
+  return out;
+}
+std::vector<Handle> ToHandles(const std::vector<GValue>& vs) {
+  std::vector<Handle> out;
+  for (const auto& v : vs) out.push_back(ToHandle(v));
+  return out;
+}
+
+ir::SourceLoc Loc(const std::string& file, int line, int column) { return {file, line, column}; }
+
+TensorMeta MetaFrom(DType dtype, const Shape& shape) { return TensorMeta{dtype, shape}; }
+
+// A compiled graph: the verified module and its executor entry point.
+struct Executable {
+  ir::Module module;
+  nb::tuple Run(nb::sequence args) const {
+    std::vector<Tensor> inputs;
+    for (nb::handle h : args) inputs.push_back(nb::cast<const Tensor&>(h));
+    nb::list out;
+    for (auto& t : kiln::Run(module, inputs)) out.append(Wrap(std::move(t)));
+    return nb::tuple(out);
+  }
+};
+
+}  // namespace
+
+void BindJit(nb::module_& m) {
+  nb::class_<GraphBuilder>(m, "GraphBuilder")
+      .def(nb::init<>())
+      .def("input", [](GraphBuilder& b, DType dtype, const Shape& shape, const std::string& name) {
+        return ToHandle(b.Input(MetaFrom(dtype, shape), name));
+      })
+      .def("meta", [](GraphBuilder& b, const Handle& h) {
+        TensorMeta m = b.Meta(FromHandle(h));
+        return std::make_tuple(m.dtype, m.shape, m.weak);
+      })
+      .def("const", [](GraphBuilder& b, const Tensor& value, const std::string& file, int line, int col) {
+        return ToHandle(b.Const(value, Loc(file, line, col)));
+      })
+      .def("op", [](GraphBuilder& b, int kind, const std::vector<Handle>& inputs,
+                    const std::vector<bool>& absent, nb::sequence attrs, const std::string& file,
+                    int line, int col) {
+        Attrs values;
+        for (nb::handle h : attrs) values.push_back(ToAttr(h));
+        return ToHandles(b.Op(static_cast<OpKind>(kind), FromHandles(inputs), absent,
+                              std::move(values), Loc(file, line, col)));
+      })
+      .def("print_", [](GraphBuilder& b, const std::string& format, const std::vector<Handle>& inputs,
+                        const std::string& file, int line, int col) {
+        b.Print(format, FromHandles(inputs), Loc(file, line, col));
+      })
+      .def("raise_", [](GraphBuilder& b, const std::string& type, const std::string& format,
+                        const std::vector<Handle>& inputs, const std::string& file, int line, int col) {
+        b.Raise(type, format, FromHandles(inputs), Loc(file, line, col));
+      })
+      .def("new_group", &GraphBuilder::NewGroup)
+      .def("begin_region", [](GraphBuilder& b, int group, const std::string& prefix,
+                              const std::vector<std::pair<DType, Shape>>& leading) {
+        std::vector<TensorMeta> metas;
+        for (const auto& [d, s] : leading) metas.push_back(MetaFrom(d, s));
+        return ToHandles(b.BeginRegion(group, prefix, metas));
+      })
+      .def("end_region", [](GraphBuilder& b, const std::vector<Handle>& results) {
+        b.EndRegion(FromHandles(results));
+      })
+      .def("if_", [](GraphBuilder& b, const Handle& cond, int group, const std::string& file, int line,
+                     int col) { return ToHandles(b.If(FromHandle(cond), group, Loc(file, line, col))); })
+      .def("while_", [](GraphBuilder& b, const std::vector<Handle>& carried, int group,
+                        const std::string& file, int line, int col) {
+        return ToHandles(b.While(FromHandles(carried), group, Loc(file, line, col)));
+      })
+      .def_prop_ro("current_func", &GraphBuilder::current_func)
+      .def("set_outputs", [](GraphBuilder& b, const std::vector<Handle>& outs) {
+        b.SetOutputs(FromHandles(outs));
+      })
+      .def("text", [](GraphBuilder& b) { return ir::Print(b.module()); })
+      .def("finish", [](GraphBuilder& b) {
+        ir::Verify(b.module());
+        return Executable{std::move(b.module())};
+      });
+
+  nb::class_<Executable>(m, "Executable")
+      .def("run", &Executable::Run)
+      .def("text", [](const Executable& e) { return ir::Print(e.module); })
+      .def_prop_ro("num_nodes", [](const Executable& e) {
+        size_t n = 0;
+        for (const auto& f : e.module.funcs()) n += f->nodes.size();
+        return n;
+      });
+}
+
+}  // namespace kiln::bind

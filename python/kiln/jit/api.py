@@ -1,0 +1,275 @@
+"""jit, JitConfig, mutable and the compile cache: the user-facing entry to Graph mode."""
+import functools
+import os
+import time
+
+from kiln.common.tensor import Tensor
+from kiln.jit import _state
+from kiln.jit.convert import Converter
+from kiln.jit.emitter import GraphEmitter
+from kiln.jit.graph_tensor import GraphTensor
+from kiln.jit.trees import flatten, unflatten
+
+_STATS = {"compiles": 0, "cache_hits": 0, "compile_seconds": 0.0, "recompile_reasons": []}
+
+
+def get_jit_stats():
+    """Counters for this process: graphs compiled, cache hits, seconds spent compiling, and why
+    each recompilation of an already-compiled function happened."""
+    return {"compiles": _STATS["compiles"], "cache_hits": _STATS["cache_hits"],
+            "compile_seconds": _STATS["compile_seconds"],
+            "recompile_reasons": list(_STATS["recompile_reasons"])}
+
+
+class JitConfig:
+    """Compile options: jit_level "O0" (only what correctness needs), "O1" (default), "O2"."""
+
+    def __init__(self, jit_level="O1", exec_mode="auto", jit_syntax_level="", debug_level="RELEASE",
+                 infer_boost="off", **kwargs):
+        if "exc_mode" in kwargs:
+            exec_mode = kwargs.pop("exc_mode")
+        if kwargs:
+            raise ValueError(f"JitConfig: unknown options {sorted(kwargs)}")
+        if jit_level not in ("O0", "O1", "O2"):
+            raise ValueError(f"JitConfig: jit_level must be 'O0', 'O1' or 'O2', got {jit_level!r}")
+        if exec_mode not in ("auto", "kernel_by_kernel"):
+            raise ValueError(f"JitConfig: exec_mode must be 'auto' or 'kernel_by_kernel', got "
+                             f"{exec_mode!r}")
+        if jit_syntax_level not in ("", "STRICT", "LAX"):
+            raise ValueError(f"JitConfig: jit_syntax_level must be '', 'STRICT' or 'LAX', got "
+                             f"{jit_syntax_level!r}")
+        self.jit_level, self.exec_mode, self.jit_syntax_level = jit_level, exec_mode, jit_syntax_level
+        self.jit_config_dict = {"jit_level": jit_level, "exec_mode": exec_mode,
+                                "jit_syntax_level": jit_syntax_level}
+
+    def key(self):
+        return (self.jit_level, self.exec_mode, self.jit_syntax_level)
+
+    def __repr__(self):
+        return f"JitConfig(jit_level={self.jit_level!r}, exec_mode={self.exec_mode!r})"
+
+
+# ---- mutable: Python values that are graph inputs instead of constants ----
+class _MutableInt(int):
+    pass
+
+
+class _MutableFloat(float):
+    pass
+
+
+class _MutableBool(int):
+    pass
+
+
+class _MutableTuple(tuple):
+    pass
+
+
+class _MutableList(list):
+    pass
+
+
+_MUTABLE_TYPES = (_MutableInt, _MutableFloat, _MutableBool, _MutableTuple, _MutableList)
+
+
+def mutable(input_data, dynamic_len=False):
+    """Marks a scalar, tuple or list as a run-time variable of compiled functions (a graph
+    input), so new values do not recompile; in PyNative it behaves like the plain value."""
+    if isinstance(input_data, Tensor):
+        return input_data
+    if isinstance(input_data, bool):
+        return _MutableBool(input_data)
+    if isinstance(input_data, int):
+        return _MutableInt(input_data)
+    if isinstance(input_data, float):
+        return _MutableFloat(input_data)
+    if isinstance(input_data, tuple):
+        return _MutableTuple(mutable(v) for v in input_data)
+    if isinstance(input_data, list):
+        return _MutableList(mutable(v) for v in input_data)
+    raise TypeError(f"mutable: expected a number, tuple, list or Tensor, got "
+                    f"{type(input_data).__name__}")
+
+
+def _signature(value):
+    """The part of an argument the compiled graph depends on (the cache key)."""
+    if isinstance(value, Tensor):
+        return ("T", int(value._dtype.value) if hasattr(value._dtype, "value") else str(value._dtype),
+                value.shape)
+    if isinstance(value, (_MutableInt, _MutableFloat, _MutableBool)):
+        return ("M", type(value).__name__)
+    if isinstance(value, (tuple, list)):
+        return (type(value).__name__, tuple(_signature(v) for v in value))
+    if isinstance(value, dict):
+        return ("dict", tuple((k, _signature(v)) for k, v in value.items()))
+    try:
+        hash(value)
+        return ("C", type(value).__name__, value)
+    except TypeError:
+        return ("O", id(value))
+
+
+class _Compiled:
+    def __init__(self, executable, parameters, out_tree, out_leaves, guards, text):
+        self.executable = executable
+        self.parameters = parameters
+        self.out_tree = out_tree
+        self.out_leaves = out_leaves  # None where the graph produces the leaf
+        self.guards = guards
+        self.text = text
+
+
+def _graph_inputs(emitter, value, inputs, name):
+    """Replaces tensors and mutable numbers in an argument by graph inputs."""
+    if isinstance(value, Tensor):
+        inputs.append(value)
+        return emitter.input(value._dtype, value.shape, name)
+    if isinstance(value, (_MutableInt, _MutableFloat, _MutableBool)):
+        t = Tensor(bool(value) if isinstance(value, _MutableBool) else
+                   int(value) if isinstance(value, _MutableInt) else float(value))
+        inputs.append(t)
+        return emitter.input(t._dtype, t.shape, name)
+    if isinstance(value, (tuple, list)):
+        items = [_graph_inputs(emitter, v, inputs, f"{name}[{i}]") for i, v in enumerate(value)]
+        return tuple(items) if isinstance(value, tuple) else items
+    if isinstance(value, dict):
+        return {k: _graph_inputs(emitter, v, inputs, f"{name}[{k!r}]") for k, v in value.items()}
+    return value
+
+
+def _run_inputs(value, inputs):
+    if isinstance(value, Tensor):
+        inputs.append(value)
+    elif isinstance(value, (_MutableInt, _MutableFloat, _MutableBool)):
+        inputs.append(Tensor(bool(value) if isinstance(value, _MutableBool) else
+                             int(value) if isinstance(value, _MutableInt) else float(value)))
+    elif isinstance(value, (tuple, list)):
+        for v in value:
+            _run_inputs(v, inputs)
+    elif isinstance(value, dict):
+        for v in value.values():
+            _run_inputs(v, inputs)
+
+
+def compile_function(fn, args, kwargs, self_obj=None, name="graph"):
+    """Builds, checks and returns the compiled graph of fn(*args, **kwargs)."""
+    from kiln.context import get_context  # noqa: PLC0415
+
+    start = time.perf_counter()
+    emitter = GraphEmitter()
+    converter = Converter(emitter)
+    previous, _state.builder = _state.builder, emitter
+    try:
+        graph_args = [_graph_inputs(emitter, a, [], f"arg{i}") for i, a in enumerate(args)]
+        graph_kwargs = {k: _graph_inputs(emitter, v, [], k) for k, v in kwargs.items()}
+        if self_obj is not None:
+            graph_args.insert(0, converter.wrap(self_obj, "self", None, path="self"))
+        result = converter.call_function(fn, tuple(graph_args), graph_kwargs)
+        leaves, tree = flatten(result)
+        outputs = [leaf.handle for leaf in leaves if isinstance(leaf, GraphTensor)]
+        emitter.b.set_outputs(outputs)
+        text = emitter.b.text()
+        _save_graph(name, "frontend", text, get_context)
+        executable = emitter.b.finish()
+    finally:
+        _state.builder = previous
+    out_leaves = [None if isinstance(leaf, GraphTensor) else leaf for leaf in leaves]
+    _STATS["compiles"] += 1
+    _STATS["compile_seconds"] += time.perf_counter() - start
+    return _Compiled(executable, list(emitter.parameters), tree, out_leaves, converter.guards, text)
+
+
+_SAVE_COUNTER = [0]
+
+
+def _save_graph(name, stage, text, get_context):
+    if not get_context("save_graphs"):
+        return
+    path = get_context("save_graphs_path")
+    os.makedirs(path, exist_ok=True)
+    _SAVE_COUNTER[0] += 1
+    with open(os.path.join(path, f"{_SAVE_COUNTER[0]:04d}_{name}_{stage}.ir"), "w") as f:
+        f.write(text)
+
+
+def run_compiled(compiled, args, kwargs):
+    inputs = []
+    for a in args:
+        _run_inputs(a, inputs)
+    for v in kwargs.values():
+        _run_inputs(v, inputs)
+    outs = iter(compiled.executable.run(inputs + compiled.parameters))
+    leaves = [next(outs) if leaf is None else leaf for leaf in compiled.out_leaves]
+    return unflatten(compiled.out_tree, leaves)
+
+
+class JitFunction:
+    """A function (or method) compiled to a graph on its first call per input signature."""
+
+    def __init__(self, fn, config):
+        self.fn = fn
+        self.config = config
+        self.cache = {}  # signature -> [compiled]
+        functools.update_wrapper(self, fn)
+
+    def __get__(self, instance, owner):
+        if instance is None:
+            return self
+        return functools.partial(self.call_bound, instance)
+
+    def __call__(self, *args, **kwargs):
+        return self.call_bound(None, *args, **kwargs)
+
+    def call_bound(self, self_obj, *args, **kwargs):
+        if _state.builder is not None:  # called while compiling an enclosing graph: inline it
+            if self_obj is not None:
+                args = (self_obj,) + args
+            from kiln.jit.scope import Converted  # noqa: PLC0415
+
+            return Converted(_current_converter(), self.fn)(*args, **kwargs)
+        key = (id(self_obj), tuple(_signature(a) for a in args),
+               tuple((k, _signature(v)) for k, v in sorted(kwargs.items())), self.config.key())
+        entries = self.cache.setdefault(key, [])
+        for compiled in entries:
+            if compiled.guards.first_failure() is None:
+                _STATS["cache_hits"] += 1
+                return run_compiled(compiled, args, kwargs)
+        if entries:
+            reason = entries[-1].guards.first_failure()
+            _STATS["recompile_reasons"].append(f"{self.fn.__qualname__}: {reason}")
+        elif any(k[0] == key[0] for k in self.cache if k is not key) and len(self.cache) > 1:
+            _STATS["recompile_reasons"].append(f"{self.fn.__qualname__}: new input signature")
+        compiled = compile_function(self.fn, args, kwargs, self_obj, self.fn.__name__)
+        entries.append(compiled)
+        return run_compiled(compiled, args, kwargs)
+
+    def graph_text(self):
+        """The IR of every compiled variant, for inspection."""
+        return "\n".join(c.text for entries in self.cache.values() for c in entries)
+
+
+def _current_converter():
+    raise RuntimeError("internal: nested jit inlining needs the active converter")
+
+
+def jit(function=None, *, jit_config=None, jit_level=None, fullgraph=False, input_signature=None,
+        capture_mode="ast", dynamic=0, backend="", **options):
+    """Compiles a function or method to a graph (decorator, or ``jit(fn)`` as a transform)."""
+    if options:
+        raise ValueError(f"jit: unknown options {sorted(options)}")
+    if jit_config is None:
+        jit_config = JitConfig(jit_level=jit_level or "O1",
+                               jit_syntax_level="STRICT" if fullgraph else "")
+    elif not isinstance(jit_config, JitConfig):
+        raise TypeError(f"jit: jit_config must be a JitConfig, got {type(jit_config).__name__}")
+    if capture_mode not in ("ast",):
+        raise ValueError(f"jit: capture_mode {capture_mode!r} is not supported; kiln compiles "
+                         f"from source ('ast')")
+
+    def wrap(fn):
+        if not callable(fn):
+            raise TypeError(f"jit: expected a function, got {type(fn).__name__}")
+        return JitFunction(fn, jit_config)
+
+    return wrap if function is None else wrap(function)

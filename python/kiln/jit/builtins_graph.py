@@ -1,0 +1,73 @@
+"""Builtins that need to know about graph values: print, isinstance, range and friends."""
+import builtins
+
+from kiln.jit import _state
+from kiln.jit.graph_tensor import GraphTensor, is_tensor
+
+
+def _print(*args, sep=" ", end="\n", file=None, flush=False):
+    """print at run time: tensors are formatted with their values when the graph runs."""
+    parts, values = [], []
+    for a in args:
+        if is_tensor(a):
+            parts.append("{}")
+            values.append(a)
+        else:
+            parts.append(str(a).replace("{", "{{").replace("}", "}}"))
+    text = sep.join(parts) + ("" if end == "\n" else end)
+    _state.builder.print_(text, values)
+
+
+def _isinstance(obj, classinfo):
+    from kiln.common.tensor import Tensor  # noqa: PLC0415
+
+    if isinstance(obj, GraphTensor):
+        classes = classinfo if isinstance(classinfo, tuple) else (classinfo,)
+        return any(c is Tensor or c is GraphTensor for c in classes)
+    return builtins.isinstance(obj, classinfo)
+
+
+class TensorRange:
+    """range() with a tensor bound: a `for` over it becomes a loop in the graph."""
+
+    def __init__(self, start, stop, step):
+        self.start, self.stop, self.step = start, stop, step
+
+
+def _range(*args):
+    if any(isinstance(a, GraphTensor) for a in args):
+        start, stop, step = (0, args[0], 1) if len(args) == 1 else (args + (1,))[:3]
+        return TensorRange(start, stop, step)
+    return builtins.range(*args)
+
+
+def _len(obj):
+    return len(obj)
+
+
+def _bool(x=False):
+    if isinstance(x, GraphTensor):
+        from kiln.ops._core import call  # noqa: PLC0415
+
+        return call("not_equal", (x, 0))
+    return builtins.bool(x)
+
+
+def _abs(x):
+    return abs(x)
+
+
+def _float(x=0.0):
+    if isinstance(x, GraphTensor):
+        return x.astype("float32")
+    return builtins.float(x)
+
+
+def _int(x=0, *args):
+    if isinstance(x, GraphTensor):
+        return x.astype("int64")
+    return builtins.int(x, *args)
+
+
+SPECIAL = {"print": _print, "isinstance": _isinstance, "range": _range, "len": _len,
+           "bool": _bool, "float": _float, "int": _int}

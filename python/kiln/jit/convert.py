@@ -1,0 +1,602 @@
+"""The source-to-graph converter: runs a function's statements, building graph control flow.
+
+Expressions are evaluated by Python itself in a Scope (so arithmetic, calls, comprehensions and
+lambdas keep Python's exact meaning) on graph values, whose operations add nodes. Statements
+are interpreted here: an `if` or `while` whose condition is a tensor becomes an if/while node
+with region functions; one whose condition is a Python value is decided at compile time, and a
+`for` over a Python sequence is unrolled.
+"""
+import ast
+import inspect
+import types
+
+from kiln.common.tensor import Tensor
+from kiln.jit import builtins_graph
+from kiln.jit.graph_tensor import CompileTimeValueError, GraphTensor
+from kiln.jit.scope import CellProxy, Converted, Guards, Scope, is_library
+from kiln.jit.source import FunctionSource, GraphSyntaxError, always_returns, assigned_names, check_strict
+from kiln.jit.trees import flatten, unflatten
+
+MAX_UNROLLED_ITERATIONS = 100_000
+
+
+class _Return(Exception):
+    def __init__(self, value):
+        self.value = value
+
+
+class _Break(Exception):
+    pass
+
+
+class _Continue(Exception):
+    pass
+
+
+class _Raised(Exception):
+    """A raise statement was emitted; the rest of the block is unreachable."""
+
+
+class Frame:
+    def __init__(self, source, fn_globals, closure, local_values):
+        self.source = source
+        self.locals = dict(local_values)
+        self.fn_globals = fn_globals
+        self.closure = closure
+        self.region_depth = 0  # > 0 inside a tensor-dependent region
+
+
+class NestedFunction:
+    """A `def` inside compiled code: calling it compiles its body with access to the frame."""
+
+    def __init__(self, converter, node, frame):
+        self.converter, self.node, self.frame = converter, node, frame
+        self.__name__ = node.name
+
+    def __call__(self, *args, **kwargs):
+        return self.converter.call_nested(self, args, kwargs)
+
+
+class Converter:
+    def __init__(self, emitter):
+        self.emitter = emitter
+        self.guards = Guards()
+        self.depth = 0
+
+    # ---- values entering compiled code ----
+    def wrap(self, value, description, getter, path=None):
+        from kiln.nn import Cell  # noqa: PLC0415
+
+        if isinstance(value, Cell):
+            return value if is_library(type(value)) and not _has_user_subcells(value) else \
+                CellProxy(self, value, path or description)
+        if isinstance(value, types.FunctionType) and not is_library(value):
+            return Converted(self, value)
+        if isinstance(value, types.MethodType) and not is_library(value.__func__):
+            return Converted(self, value.__func__, value.__self__)
+        if getter is not None:
+            self.guards.record(description, getter, value)
+        return value
+
+    # ---- calls ----
+    def call_function(self, fn, args, kwargs):
+        source = FunctionSource.of(fn)
+        check_strict(source)
+        sig = inspect.signature(fn)
+        try:
+            bound = sig.bind(*args, **kwargs)
+        except TypeError as e:
+            raise TypeError(f"{source.name}(): {e}") from None
+        bound.apply_defaults()
+        closure = {}
+        if fn.__closure__:
+            for name, cell in zip(fn.__code__.co_freevars, fn.__closure__):
+                try:
+                    closure[name] = cell.cell_contents
+                except ValueError:
+                    pass
+        frame = Frame(source, fn.__globals__, closure, bound.arguments)
+        if isinstance(source.node, ast.Lambda):
+            return self.eval(source.node.body, frame)
+        return self.run_body(source.node.body, frame)
+
+    def call_nested(self, nested, args, kwargs):
+        node, outer = nested.node, nested.frame
+        params = [a.arg for a in node.args.args]
+        defaults = [self.eval(d, outer) for d in node.args.defaults]
+        values = dict(zip(params[len(params) - len(defaults):], defaults))
+        values.update(zip(params, args))
+        values.update(kwargs)
+        missing = [p for p in params if p not in values]
+        if missing:
+            raise TypeError(f"{node.name}() missing arguments: {', '.join(missing)}")
+        closure = dict(outer.closure)
+        closure.update(outer.locals)  # closures see the defining frame's values
+        frame = Frame(outer.source, outer.fn_globals, closure, values)
+        return self.run_body(node.body, frame)
+
+    def call_cell(self, cell, proxy, args, kwargs):
+        construct = type(cell).construct
+        if is_library(construct):
+            return cell.construct(*args, **kwargs)
+        return self.call_function(construct, (proxy,) + tuple(args), kwargs)
+
+    def assign_attribute(self, cell, path, name, value):
+        from kiln.common.parameter import Parameter  # noqa: PLC0415
+        from kiln.ops._core import call  # noqa: PLC0415
+
+        target = getattr(cell, name, None)
+        if isinstance(target, Parameter):
+            call("assign", (target, value))
+            return
+        raise GraphSyntaxError(
+            f"assigning {path}.{name} in Graph mode: only Parameters can be assigned on self "
+            f"(STRICT syntax); keep other state outside the compiled function")
+
+    def run_body(self, stmts, frame):
+        self.depth += 1
+        if self.depth > 200:
+            raise RecursionError("Graph mode: calls nest more than 200 deep (recursion is unrolled "
+                                 "at compile time, so it needs a constant stopping condition)")
+        try:
+            self.exec_block(stmts, frame)
+        except _Return as r:
+            return r.value
+        except _Raised:
+            return None
+        finally:
+            self.depth -= 1
+        return None
+
+    # ---- expressions ----
+    def eval(self, node, frame):
+        self.set_loc(node, frame)
+        expr = ast.Expression(body=node)
+        ast.fix_missing_locations(expr)
+        code = compile(expr, frame.source.filename, "eval")
+        scope = Scope(self, frame.locals, frame.fn_globals, frame.closure)
+        try:
+            return eval(code, scope)  # noqa: S307 - compiled user code, as Python would run it
+        except (_Return, _Break, _Continue, _Raised):
+            raise
+        except (GraphSyntaxError, CompileTimeValueError):
+            raise
+        except Exception as e:
+            raise _at_line(e, frame.source, node.lineno) from None
+
+    def set_loc(self, node, frame):
+        self.emitter.loc = (frame.source.filename, getattr(node, "lineno", 0),
+                            getattr(node, "col_offset", 0))
+
+    # ---- statements ----
+    def exec_block(self, stmts, frame):
+        for i, stmt in enumerate(stmts):
+            self.set_loc(stmt, frame)
+            if isinstance(stmt, ast.If) and self._early_return_if(stmt, stmts[i + 1:], frame):
+                return
+            handler = getattr(self, "exec_" + type(stmt).__name__, None)
+            if handler is None:
+                raise GraphSyntaxError(_where(frame.source, stmt.lineno) +
+                                       f"{type(stmt).__name__} statements are not supported")
+            handler(stmt, frame)
+
+    def exec_Expr(self, stmt, frame):
+        self.eval(stmt.value, frame)
+
+    def exec_Pass(self, stmt, frame):
+        pass
+
+    def exec_Assign(self, stmt, frame):
+        value = self.eval(stmt.value, frame)
+        for target in stmt.targets:
+            self.assign(target, value, frame)
+
+    def exec_AnnAssign(self, stmt, frame):
+        if stmt.value is not None:
+            self.assign(stmt.target, self.eval(stmt.value, frame), frame)
+
+    def exec_AugAssign(self, stmt, frame):
+        target = stmt.target
+        load = _as_load(target)
+        expr = ast.BinOp(left=load, op=stmt.op, right=stmt.value)
+        ast.copy_location(expr, stmt)
+        self.assign(target, self.eval(expr, frame), frame)
+
+    def assign(self, target, value, frame):
+        if isinstance(target, ast.Name):
+            frame.locals[target.id] = value
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            self._unpack(target, value, frame)
+        elif isinstance(target, ast.Attribute):
+            obj = self.eval(target.value, frame)
+            setattr(obj, target.attr, value)
+        elif isinstance(target, ast.Subscript):
+            self._assign_subscript(target, value, frame)
+        else:
+            raise GraphSyntaxError(_where(frame.source, target.lineno) + "unsupported assignment target")
+
+    def _unpack(self, target, value, frame):
+        items = list(value)
+        stars = [i for i, e in enumerate(target.elts) if isinstance(e, ast.Starred)]
+        if not stars:
+            if len(items) != len(target.elts):
+                raise _at_line(ValueError(f"cannot unpack {len(items)} values into "
+                                          f"{len(target.elts)} names"), frame.source, target.lineno)
+            for t, v in zip(target.elts, items):
+                self.assign(t, v, frame)
+            return
+        s = stars[0]
+        after = len(target.elts) - s - 1
+        for t, v in zip(target.elts[:s], items[:s]):
+            self.assign(t, v, frame)
+        self.assign(target.elts[s].value, list(items[s:len(items) - after]), frame)
+        for t, v in zip(target.elts[s + 1:], items[len(items) - after:]):
+            self.assign(t, v, frame)
+
+    def _assign_subscript(self, target, value, frame):
+        from kiln.common import _indexing  # noqa: PLC0415
+        from kiln.ops._core import call  # noqa: PLC0415
+
+        container = self.eval(target.value, frame)
+        index = self.eval(target.slice, frame)
+        if isinstance(container, (GraphTensor, Tensor)):
+            if not isinstance(target.value, ast.Name):
+                raise GraphSyntaxError(_where(frame.source, target.lineno) +
+                                       "index assignment in Graph mode needs a plain variable")
+            updated = call("mul", (container, 1))  # a copy: graph values are never shared-mutated
+            _indexing.setitem(updated, index, value)
+            frame.locals[target.value.id] = updated
+            return
+        container[index] = value
+
+    def exec_Return(self, stmt, frame):
+        raise _Return(None if stmt.value is None else self.eval(stmt.value, frame))
+
+    def exec_Break(self, stmt, frame):
+        if frame.region_depth:
+            raise GraphSyntaxError(_where(frame.source, stmt.lineno) +
+                                   "break inside a loop whose condition is a tensor is not "
+                                   "supported yet; fold the exit into the loop condition")
+        raise _Break()
+
+    def exec_Continue(self, stmt, frame):
+        if frame.region_depth:
+            raise GraphSyntaxError(_where(frame.source, stmt.lineno) +
+                                   "continue inside a loop whose condition is a tensor is not "
+                                   "supported yet; guard the rest of the body with if")
+        raise _Continue()
+
+    def exec_FunctionDef(self, stmt, frame):
+        if stmt.decorator_list:
+            raise GraphSyntaxError(_where(frame.source, stmt.lineno) + "decorated nested functions "
+                                   "are not supported; define the function at module level")
+        frame.locals[stmt.name] = NestedFunction(self, stmt, frame)
+
+    def exec_Assert(self, stmt, frame):
+        test = self.eval(stmt.test, frame)
+        message = "" if stmt.msg is None else self.eval(stmt.msg, frame)
+        if isinstance(test, GraphTensor):
+            self._raise_if(test, "AssertionError", str(message), [], negate=True)
+        elif not test:
+            raise _at_line(AssertionError(message), frame.source, stmt.lineno)
+
+    def exec_Raise(self, stmt, frame):
+        if stmt.exc is None:
+            raise GraphSyntaxError(_where(frame.source, stmt.lineno) + "bare raise is not supported")
+        exc = self.eval(stmt.exc, frame)
+        exc_type = exc if isinstance(exc, type) else type(exc)
+        args = () if isinstance(exc, type) else exc.args
+        parts, values = [], []
+        for a in args:
+            if isinstance(a, (GraphTensor, Tensor)):
+                parts.append("{}")
+                values.append(a)
+            else:
+                parts.append(str(a))
+        self.emitter.raise_(exc_type.__name__, " ".join(parts), values)
+        raise _Raised()
+
+    def _raise_if(self, cond, error_type, message, values, negate=False):
+        from kiln.ops._core import call  # noqa: PLC0415
+
+        if negate:
+            cond = call("logical_not", (call("cast", (cond, _bool_enum())),))
+        b = self.emitter.b
+        group = b.new_group()
+        b.begin_region(group, "raise", [])
+        self.emitter.raise_(error_type, message, values)
+        b.end_region([])
+        b.begin_region(group, "no_raise", [])
+        b.end_region([])
+        b.if_(_scalar_bool(cond).handle, group, *self.emitter.loc)
+
+    # ---- control flow ----
+    def exec_If(self, stmt, frame):
+        test = self.eval(stmt.test, frame)
+        if not isinstance(test, GraphTensor):
+            self.exec_block(stmt.body if test else stmt.orelse, frame)
+            return
+        self._tensor_if(stmt, test, stmt.body, stmt.orelse, frame, returns=False)
+
+    def _early_return_if(self, stmt, rest, frame):
+        """`if t: ...return a` followed by more code: the rest becomes the else branch."""
+        if not (always_returns(stmt.body) or always_returns(stmt.orelse)):
+            return False
+        test = self.eval(stmt.test, frame)
+        if not isinstance(test, GraphTensor):
+            self.exec_block((stmt.body if test else stmt.orelse) + rest, frame)
+            return True
+        body = stmt.body if always_returns(stmt.body) else stmt.body + rest
+        orelse = stmt.orelse + rest if always_returns(stmt.body) else stmt.orelse
+        if not (always_returns(body) and always_returns(orelse)):
+            body, orelse = body + [ast.Return(value=None)], orelse + [ast.Return(value=None)]
+        self._tensor_if(stmt, test, body, orelse, frame, returns=True)
+        return True
+
+    def _tensor_if(self, stmt, test, body, orelse, frame, returns):
+        cond = _scalar_bool(test)
+        names = [] if returns else [n for n in assigned_names(body + orelse)
+                                    if n in frame.locals or (n in assigned_names(body) and
+                                                             n in assigned_names(orelse))]
+        b = self.emitter.b
+        group = b.new_group()
+        branches = []
+        for label, block in (("then", body), ("else", orelse)):
+            b.begin_region(group, f"if_{label}", [])
+            inner = _region_frame(frame)
+            value = self._run_region(block, inner, returns)
+            result = value if returns else tuple(inner.locals.get(n, _Undefined) for n in names)
+            leaves, tree = flatten(result)
+            handles, consts = self._region_outputs(leaves)
+            b.end_region(handles)
+            branches.append((leaves, tree, consts))
+        outs = b.if_(cond.handle, group, *self.emitter.loc)
+        result = self._join(branches, outs, frame, stmt, names or ["the returned value"])
+        if returns:
+            raise _Return(result)
+        for n, v in zip(names, result):
+            if v is not _Undefined:
+                frame.locals[n] = v
+
+    def _run_region(self, block, frame, returns):
+        try:
+            self.exec_block(block, frame)
+        except _Return as r:
+            if not returns:
+                raise GraphSyntaxError(_where(frame.source, block[-1].lineno) +
+                                       "return inside a tensor-dependent branch of a loop is not "
+                                       "supported yet") from None
+            return r.value
+        except _Raised:
+            return None
+        return None
+
+    def _region_outputs(self, leaves):
+        """Graph handles for a region's results; Python values become constants in the graph."""
+        handles, consts = [], []
+        for leaf in leaves:
+            if isinstance(leaf, (GraphTensor, Tensor, bool, int, float)):
+                handles.append(self.emitter.to_graph(leaf, "if").handle)
+                consts.append(None if isinstance(leaf, (GraphTensor, Tensor)) else leaf)
+            else:
+                consts.append(leaf)
+        return handles, consts
+
+    def _join(self, branches, outs, frame, stmt, names):
+        (la, ta, ca), (lb, tb, cb) = branches
+        if ta != tb or len(la) != len(lb):
+            raise _at_line(TypeError(
+                f"the branches of this if give different structures for {', '.join(names)}: "
+                f"{unflatten(ta, la)!r} vs {unflatten(tb, lb)!r}"), frame.source, stmt.lineno)
+        joined, k = [], 0
+        for a, b, x, y in zip(la, lb, ca, cb):
+            a_graph, b_graph = x is None, y is None
+            numeric = isinstance(a, (GraphTensor, Tensor, bool, int, float))
+            if not numeric:
+                if a != b:
+                    raise _at_line(TypeError(f"the branches of this if give {a!r} and {b!r}, "
+                                             f"which cannot be merged"), frame.source, stmt.lineno)
+                joined.append(a)
+                continue
+            out = self.emitter.wrap(outs[k])
+            k += 1
+            if a_graph != b_graph or (not a_graph and type(a) is not type(b)):
+                raise _at_line(TypeError(
+                    f"the branches of this if give a {_kind(a)} and a {_kind(b)}; both sides must "
+                    f"agree in kind and dtype"), frame.source, stmt.lineno)
+            joined.append(a if not a_graph and a == b else out)
+        return unflatten(ta, joined)
+
+    def exec_While(self, stmt, frame):
+        if stmt.orelse:
+            raise GraphSyntaxError(_where(frame.source, stmt.lineno) + "while/else is not supported")
+        test = self.eval(stmt.test, frame)
+        if not isinstance(test, GraphTensor):
+            count = 0
+            while test:
+                try:
+                    self.exec_block(stmt.body, frame)
+                except _Break:
+                    break
+                except _Continue:
+                    pass
+                count += 1
+                if count > MAX_UNROLLED_ITERATIONS:
+                    raise _at_line(RuntimeError("this while loop ran more than 100000 times at "
+                                                "compile time; make its condition a tensor"),
+                                   frame.source, stmt.lineno)
+                test = self.eval(stmt.test, frame)
+                if isinstance(test, GraphTensor):
+                    raise _at_line(TypeError("this loop's condition turned from a Python value "
+                                             "into a tensor; make it a tensor from the start"),
+                                   frame.source, stmt.lineno)
+            return
+        self._tensor_loop(stmt, frame, lambda inner: self.eval(stmt.test, inner), stmt.body)
+
+    def _tensor_loop(self, stmt, frame, make_cond, body, extra=None):
+        """A loop in the graph; names the body assigns that exist before it are carried."""
+        carried_names = [n for n in assigned_names(body) if n in frame.locals]
+        if extra:
+            carried_names += [n for n in extra if n not in carried_names]
+        values = [frame.locals[n] for n in carried_names]
+        leaves, tree = flatten(tuple(values))
+        for leaf in leaves:
+            if not isinstance(leaf, (GraphTensor, Tensor, bool, int, float)):
+                raise _at_line(TypeError(f"a loop whose condition is a tensor can only carry "
+                                         f"tensors and numbers, not {leaf!r}"), frame.source,
+                               stmt.lineno)
+        init = [self.emitter.to_graph(v, "while") for v in leaves]
+        metas = [(v._dtype, list(v.shape)) for v in init]
+        b = self.emitter.b
+        group = b.new_group()
+
+        def enter(prefix):
+            params = [self.emitter.wrap(h) for h in b.begin_region(group, prefix, metas)]
+            inner = _region_frame(frame)
+            for n, v in zip(carried_names, unflatten(tree, params)):
+                inner.locals[n] = v
+            return inner
+
+        inner = enter("while_cond")
+        cond = make_cond(inner)
+        if not isinstance(cond, GraphTensor):
+            cond = self.emitter.to_graph(bool(cond), "while")
+        b.end_region([_scalar_bool(cond).handle])
+        inner = enter("while_body")
+        self._run_region(body, inner, returns=False)
+        new_leaves, new_tree = flatten(tuple(inner.locals[n] for n in carried_names))
+        if new_tree != tree:
+            raise _at_line(TypeError("a loop-carried value changes structure in the loop body"),
+                           frame.source, stmt.lineno)
+        results = []
+        for n, before, after in zip(_leaf_names(carried_names, values), init, new_leaves):
+            g = self.emitter.to_graph(after, "while")
+            if g._dtype != before._dtype or g.shape != before.shape:
+                raise _at_line(TypeError(
+                    f"loop-carried {n} is {before.dtype}{list(before.shape)} before the loop and "
+                    f"{g.dtype}{list(g.shape)} after an iteration; both must agree"),
+                    frame.source, stmt.lineno)
+            results.append(g.handle)
+        b.end_region(results)
+        outs = [self.emitter.wrap(h) for h in b.while_([v.handle for v in init], group,
+                                                        *self.emitter.loc)]
+        for n, v in zip(carried_names, unflatten(tree, outs)):
+            frame.locals[n] = v
+
+    def exec_For(self, stmt, frame):
+        if stmt.orelse:
+            raise GraphSyntaxError(_where(frame.source, stmt.lineno) + "for/else is not supported")
+        iterable = self.eval(stmt.iter, frame)
+        if isinstance(iterable, builtins_graph.TensorRange):
+            self._tensor_for(stmt, iterable, frame)
+            return
+        for count, item in enumerate(iterable):
+            if count > MAX_UNROLLED_ITERATIONS:
+                raise _at_line(RuntimeError("this for loop unrolls more than 100000 times"),
+                               frame.source, stmt.lineno)
+            self.assign(stmt.target, item, frame)
+            try:
+                self.exec_block(stmt.body, frame)
+            except _Break:
+                break
+            except _Continue:
+                continue
+
+    def _tensor_for(self, stmt, rng, frame):
+        """for i in range(tensor): a graph loop over a hidden counter."""
+        from kiln.ops._core import call  # noqa: PLC0415
+
+        if not isinstance(stmt.target, ast.Name):
+            raise GraphSyntaxError(_where(frame.source, stmt.lineno) +
+                                   "a loop over range(tensor) needs a single loop variable")
+        counter = "__kiln_for_counter"
+        frame.locals[counter] = call("cast", (self.emitter.to_graph(rng.start, "range"), _int64()))
+        frame.locals[stmt.target.id] = frame.locals[counter]
+        stop, step = rng.stop, rng.step
+        assign_target = ast.Assign(targets=[stmt.target], value=ast.Name(id=counter, ctx=ast.Load()))
+        bump = ast.AugAssign(target=ast.Name(id=counter, ctx=ast.Store()), op=ast.Add(),
+                             value=ast.Constant(value=step))
+        for node in (assign_target, bump):
+            ast.copy_location(node, stmt)
+            ast.fix_missing_locations(node)
+        body = [assign_target] + stmt.body + [bump]
+        self._tensor_loop(stmt, frame, lambda inner: call("less", (inner.locals[counter], stop)),
+                          body, extra=[counter])
+        del frame.locals[counter]
+
+
+class _UndefinedType:
+    def __repr__(self):
+        return "<undefined>"
+
+
+_Undefined = _UndefinedType()
+
+
+def _region_frame(frame):
+    inner = Frame(frame.source, frame.fn_globals, frame.closure, frame.locals)
+    inner.region_depth = frame.region_depth + 1
+    return inner
+
+
+def _scalar_bool(value):
+    from kiln.ops._core import call  # noqa: PLC0415
+
+    if value.size != 1:
+        raise CompileTimeValueError(f"a condition must be a single value, got a tensor of shape "
+                                    f"{value.shape}; use .any() or .all()")
+    if value.shape != ():
+        value = call("reshape", (value,), ((),))
+    if value._dtype != _bool_enum():
+        value = call("not_equal", (value, 0))
+    return value
+
+
+def _bool_enum():
+    from kiln import _C  # noqa: PLC0415
+
+    return _C.DType.bool
+
+
+def _int64():
+    from kiln import _C  # noqa: PLC0415
+
+    return _C.DType.int64
+
+
+def _kind(value):
+    if isinstance(value, (GraphTensor, Tensor)):
+        return f"tensor ({value.dtype})"
+    return type(value).__name__
+
+
+def _leaf_names(names, values):
+    out = []
+    for n, v in zip(names, values):
+        count = len(flatten(v)[0])
+        out += [n] * count if count > 1 else [n]
+    return out
+
+
+def _as_load(target):
+    node = ast.parse(ast.unparse(target), mode="eval").body
+    return ast.copy_location(node, target)
+
+
+def _where(source, lineno):
+    return f'File "{source.filename}", line {lineno}\n    {source.line_text(lineno)}\n'
+
+
+def _at_line(error, source, lineno):
+    """The same kind of exception, with the user's file, line and source text appended."""
+    message = f"{error}\n  at {_where(source, lineno).rstrip()}"
+    try:
+        new = type(error)(message)
+    except Exception:  # noqa: BLE001 - exception types with unusual constructors
+        new = RuntimeError(message)
+    return new
+
+
+def _has_user_subcells(cell):
+    return any(not is_library(type(c)) for _, c in cell.cells_and_names())
+

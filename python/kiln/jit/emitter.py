@@ -1,0 +1,81 @@
+"""GraphEmitter: turns op calls on graph values into nodes of the C++ graph builder."""
+from kiln import _C
+from kiln.common.tensor import Tensor
+from kiln.jit.graph_tensor import GraphTensor
+from kiln.ops._core import KIND
+
+
+def _is_parameter(value):
+    from kiln.common.parameter import Parameter  # noqa: PLC0415 - nn imports jit
+
+    return isinstance(value, Parameter)
+
+
+class GraphEmitter:
+    """Owns one _C.GraphBuilder while a function compiles; ops._core.call forwards ops here."""
+
+    def __init__(self):
+        self.b = _C.GraphBuilder()
+        self.loc = ("", 0, 0)
+        self.parameters = []      # Parameters that became graph inputs, in input order
+        self._param_values = {}   # id(Parameter) -> GraphTensor
+        self._consts = {}         # (function, id(tensor)) -> (tensor, GraphTensor)
+
+    # ---- values ----
+    def wrap(self, handle):
+        dtype, shape, _ = self.b.meta(handle)
+        return GraphTensor(handle, dtype, shape)
+
+    def input(self, dtype_enum, shape, name):
+        return self.wrap(self.b.input(dtype_enum, list(shape), name))
+
+    def parameter(self, param):
+        """A Parameter is an input of the graph: updates to it are seen without recompiling."""
+        value = self._param_values.get(id(param))
+        if value is None:
+            value = self.input(param._dtype, param.shape, getattr(param, "name", "") or "")
+            self._param_values[id(param)] = value
+            self.parameters.append(param)
+        return value
+
+    def constant(self, value):
+        """A graph constant from a Tensor or a Python number (weakly typed)."""
+        if isinstance(value, Tensor):
+            key = (self.b.current_func, id(value))
+            hit = self._consts.get(key)
+            if hit is not None:
+                return hit[1]
+            g = self.wrap(self.b.const(value, *self.loc))
+            self._consts[key] = (value, g)
+            return g
+        return self.wrap(self.b.const(_C.weak_scalar(value), *self.loc))
+
+    def to_graph(self, value, op_name):
+        if isinstance(value, GraphTensor):
+            return value
+        if isinstance(value, Tensor):
+            return self.parameter(value) if _is_parameter(value) else self.constant(value)
+        if isinstance(value, (bool, int, float)):
+            return self.constant(value)
+        raise TypeError(f"{op_name}: expected a Tensor or a number, got {type(value).__name__}")
+
+    # ---- nodes ----
+    def emit(self, name, inputs, attrs):
+        handles, absent = [], []
+        for x in inputs:
+            if x is None:
+                handles.append((0, -2, 0))
+                absent.append(True)
+            else:
+                handles.append(self.to_graph(x, name).handle)
+                absent.append(False)
+        outs = self.b.op(KIND[name], handles, absent, list(attrs), *self.loc)
+        values = [self.wrap(h) for h in outs]
+        return values[0] if len(values) == 1 else tuple(values)
+
+    def print_(self, format_string, values):
+        self.b.print_(format_string, [self.to_graph(v, "print").handle for v in values], *self.loc)
+
+    def raise_(self, error_type, format_string, values):
+        self.b.raise_(error_type, format_string, [self.to_graph(v, "raise").handle for v in values],
+                      *self.loc)

@@ -1,0 +1,154 @@
+"""GraphTensor: a tensor-valued node of the graph being compiled, with kiln.Tensor's API."""
+from kiln.common import dtype as mstype
+from kiln.common.tensor import Tensor
+
+
+class CompileTimeValueError(TypeError):
+    """A tensor's value was needed while compiling, but it is only known when the graph runs."""
+
+
+class GraphTensor:
+    """Stands for a tensor while a function is compiled: ops on it add nodes to the graph.
+
+    Its dtype and shape are known (from the registry's inference); its values are not, so
+    ``bool(t)``, ``t.item()`` and ``t.asnumpy()`` raise CompileTimeValueError.
+    """
+
+    __slots__ = ("handle", "_dtype", "_shape", "__weakref__")
+
+    def __init__(self, handle, dtype_enum, shape):
+        self.handle = handle
+        self._dtype = dtype_enum
+        self._shape = tuple(shape)
+
+    @property
+    def shape(self):
+        return self._shape
+
+    @property
+    def dtype(self):
+        return mstype.from_enum(self._dtype)
+
+    @property
+    def ndim(self):
+        return len(self._shape)
+
+    @property
+    def size(self):
+        n = 1
+        for d in self._shape:
+            n *= d
+        return n
+
+    @property
+    def itemsize(self):
+        return self.dtype.itemsize
+
+    def __repr__(self):
+        return f"GraphTensor(shape={list(self._shape)}, dtype={self.dtype})"
+
+    def _no_value(self, what):
+        raise CompileTimeValueError(
+            f"{what} needs the value of a tensor of shape {self._shape}, which is only known when "
+            f"the compiled graph runs. Use tensor operations instead (ops.where for a choice, "
+            f"a tensor condition in if/while), or run this code in PyNative mode.")
+
+    def __bool__(self):
+        self._no_value("using a tensor as a Python bool")
+
+    def asnumpy(self):
+        self._no_value("asnumpy()")
+
+    def item(self, index=None):
+        self._no_value("item()")
+
+    def __float__(self):
+        self._no_value("float()")
+
+    def __int__(self):
+        self._no_value("int()")
+
+    def __index__(self):
+        self._no_value("using a tensor as an index")
+
+    def __array__(self, dtype=None, copy=None):
+        self._no_value("converting to a NumPy array")
+
+    def __len__(self):
+        if not self._shape:
+            raise TypeError("len() of a 0-d tensor")
+        return self._shape[0]
+
+    def __iter__(self):
+        for i in range(len(self)):
+            yield self[i]
+
+    __hash__ = object.__hash__
+
+
+def _binary(name, swap=False):
+    from kiln.ops._core import call
+
+    def method(self, other):
+        if not isinstance(other, (GraphTensor, Tensor, bool, int, float)):
+            return NotImplemented
+        return call(name, (other, self) if swap else (self, other))
+
+    method.__name__ = f"__{'r' if swap else ''}{name}__"
+    return method
+
+
+def _install_operators():
+    pairs = {"add": "add", "sub": "sub", "mul": "mul", "truediv": "div", "floordiv": "floor_div",
+             "mod": "mod", "pow": "pow", "matmul": "matmul"}
+    for dunder, op in pairs.items():
+        setattr(GraphTensor, f"__{dunder}__", _binary(op))
+        setattr(GraphTensor, f"__r{dunder}__", _binary(op, swap=True))
+    for dunder, op in {"eq": "equal", "ne": "not_equal", "lt": "less", "le": "less_equal",
+                       "gt": "greater", "ge": "greater_equal"}.items():
+        setattr(GraphTensor, f"__{dunder}__", _binary(op))
+
+    from kiln.ops._core import call
+
+    def logical(op):
+        def method(self, other):
+            return call(op, (self, other))
+        return method
+
+    GraphTensor.__and__ = GraphTensor.__rand__ = logical("logical_and")
+    GraphTensor.__or__ = GraphTensor.__ror__ = logical("logical_or")
+    GraphTensor.__xor__ = GraphTensor.__rxor__ = logical("logical_xor")
+    GraphTensor.__neg__ = lambda self: call("neg", (self,))
+    GraphTensor.__abs__ = lambda self: call("abs", (self,))
+
+    def invert(self):
+        if self.dtype is not mstype.bool_:
+            raise TypeError("~ is defined for bool tensors only; use ops.logical_not or -x")
+        return call("logical_not", (self,))
+
+    GraphTensor.__invert__ = invert
+
+    def getitem(self, index):
+        from kiln.common import _indexing
+
+        return _indexing.getitem(self, index)
+
+    GraphTensor.__getitem__ = getitem
+
+    # Tensor's Python-level methods are written with ops, so they work on graph values as is.
+    skip = set(vars(GraphTensor)) | {"__init__", "__new__", "__setitem__", "__repr__", "__str__",
+                                     "__format__", "__reduce__", "__copy__", "__deepcopy__",
+                                     "__dict__", "__module__", "__doc__", "__weakref__",
+                                     "__slots__", "tolist", "numpy", "copy", "clone"}
+    for name, value in vars(Tensor).items():
+        if name not in skip and callable(value) and not isinstance(value, (staticmethod, classmethod)):
+            setattr(GraphTensor, name, value)
+    GraphTensor.T = property(lambda self: self.transpose())
+
+
+_install_operators()
+
+
+def is_tensor(value):
+    """True for eager tensors and graph values alike."""
+    return isinstance(value, (Tensor, GraphTensor))

@@ -1,0 +1,149 @@
+"""Name resolution while compiling: locals, closures, globals, builtins, and `self`.
+
+Values the compiled code reads are wrapped on the way in: user functions and methods become
+Converted callables (compiled from their source too), Cells become CellProxy objects (their
+Parameters turn into graph inputs), and every plain value read from a global or from `self`
+is recorded as a guard of the compile cache.
+"""
+import builtins
+import types
+
+from kiln.jit import builtins_graph
+
+
+def is_library(obj):
+    """kiln's own code runs as is on graph values; user code is compiled from source."""
+    module = getattr(obj, "__module__", None) or ""
+    return module == "kiln" or module.startswith("kiln.")
+
+
+def _guardable(value):
+    if isinstance(value, (bool, int, float, str, type(None))):
+        return True
+    if isinstance(value, (tuple, list)):
+        return all(_guardable(v) for v in value)
+    return False
+
+
+class Guards:
+    """Values compilation read as constants; a cached graph is reused only while they hold."""
+
+    def __init__(self):
+        self.items = []  # (description, getter, value)
+
+    def record(self, description, getter, value):
+        if _guardable(value):
+            self.items.append((description, getter, _freeze(value)))
+
+    def first_failure(self):
+        for description, getter, value in self.items:
+            try:
+                now = _freeze(getter())
+            except Exception:  # noqa: BLE001 - a vanished attribute fails the guard
+                return f"{description} can no longer be read"
+            if now != value:
+                return f"{description} changed from {value!r} to {now!r}"
+        return None
+
+
+def _freeze(value):
+    if isinstance(value, list):
+        return ("__list__",) + tuple(_freeze(v) for v in value)
+    if isinstance(value, tuple):
+        return tuple(_freeze(v) for v in value)
+    return value
+
+
+class Scope(dict):
+    """The globals mapping expressions are evaluated in (a dict subclass, so comprehensions and
+    lambdas inside them resolve names through it as well)."""
+
+    def __init__(self, converter, frame_locals, fn_globals, closure):
+        super().__init__()
+        self.converter = converter
+        self.locals = frame_locals
+        self.fn_globals = fn_globals
+        self.closure = closure
+
+    def __getitem__(self, name):
+        if name in self.locals:
+            return self.locals[name]
+        if name in self.closure:
+            return self.converter.wrap(self.closure[name], f"closure variable {name!r}", None)
+        if name in self.fn_globals:
+            g = self.fn_globals
+            return self.converter.wrap(g[name], f"global {name!r}", lambda: g[name])
+        if name == "__builtins__":
+            return builtins
+        special = builtins_graph.SPECIAL.get(name)
+        if special is not None:
+            return special
+        if hasattr(builtins, name):
+            return getattr(builtins, name)
+        raise NameError(f"name {name!r} is not defined")
+
+    def __contains__(self, name):
+        try:
+            self[name]
+        except NameError:
+            return False
+        return True
+
+    def get(self, name, default=None):
+        try:
+            return self[name]
+        except NameError:
+            return default
+
+    def __setitem__(self, name, value):
+        self.locals[name] = value  # walrus targets inside expressions
+
+
+class Converted:
+    """A user function (or method, with `self_obj`) that runs through the converter."""
+
+    def __init__(self, converter, fn, self_obj=None):
+        self.converter, self.fn, self.self_obj = converter, fn, self_obj
+        self.__name__ = getattr(fn, "__name__", "function")
+
+    def __call__(self, *args, **kwargs):
+        if self.self_obj is not None:
+            args = (self.self_obj,) + args
+        return self.converter.call_function(self.fn, args, kwargs)
+
+
+class CellProxy:
+    """`self` (or a sub-Cell) while compiling: reads become graph inputs, constants or
+    converted methods; Parameter assignment becomes an in-place update in the graph."""
+
+    def __init__(self, converter, cell, path):
+        object.__setattr__(self, "_cell", cell)
+        object.__setattr__(self, "_converter", converter)
+        object.__setattr__(self, "_path", path)
+
+    def __getattr__(self, name):
+        cell, conv = self._cell, self._converter
+        value = getattr(cell, name)
+        if isinstance(value, types.MethodType) and value.__self__ is cell:
+            if is_library(value.__func__):
+                return value
+            return Converted(conv, value.__func__, self)
+        return conv.wrap(value, f"{self._path}.{name}", lambda: getattr(cell, name),
+                         path=f"{self._path}.{name}")
+
+    def __setattr__(self, name, value):
+        self._converter.assign_attribute(self._cell, self._path, name, value)
+
+    def __call__(self, *args, **kwargs):
+        return self._converter.call_cell(self._cell, self, args, kwargs)
+
+    def __iter__(self):
+        for i, item in enumerate(self._cell):
+            yield self._converter.wrap(item, f"{self._path}[{i}]", None, path=f"{self._path}[{i}]")
+
+    def __len__(self):
+        return len(self._cell)
+
+    def __getitem__(self, index):
+        item = self._cell[index]
+        return self._converter.wrap(item, f"{self._path}[{index!r}]", None, path=f"{self._path}[{index!r}]")

@@ -1,0 +1,147 @@
+"""Reading a function's source: the AST, where it lives, and STRICT-syntax checks."""
+import ast
+import inspect
+import linecache
+import textwrap
+
+# Constructs outside STRICT syntax, with what to do instead.
+_UNSUPPORTED = {
+    ast.Try: ("try/except", "check conditions with if and raise, or run this part in PyNative"),
+    ast.With: ("with", "move the with-block outside the compiled function"),
+    ast.ClassDef: ("class definitions", "define the class outside the compiled function"),
+    ast.Global: ("global", "pass the value in as an argument or return it"),
+    ast.Nonlocal: ("nonlocal", "return the new value instead"),
+    ast.Import: ("import", "import at module level"),
+    ast.ImportFrom: ("import", "import at module level"),
+    ast.Delete: ("del", "rebind the name instead"),
+    ast.Yield: ("yield", "return a tuple or list instead of a generator"),
+    ast.YieldFrom: ("yield from", "return a tuple or list instead of a generator"),
+    ast.Await: ("await", "compiled functions are not coroutines"),
+    ast.AsyncFunctionDef: ("async def", "compiled functions are not coroutines"),
+    ast.AsyncFor: ("async for", "compiled functions are not coroutines"),
+    ast.AsyncWith: ("async with", "compiled functions are not coroutines"),
+    ast.SetComp: ("set comprehensions", "use a list or dict comprehension"),
+    ast.Set: ("set literals", "use a tuple or list"),
+    ast.GeneratorExp: ("generator expressions", "use a list comprehension"),
+    ast.Match: ("match statements", "use if/elif"),
+}
+
+
+class GraphSyntaxError(RuntimeError):
+    """The function uses syntax Graph mode (STRICT) does not support; lists every place."""
+
+
+class FunctionSource:
+    """A function's parsed definition, with the file and line numbers of the original code."""
+
+    _cache = {}
+
+    def __init__(self, fn):
+        code = fn.__code__
+        self.filename = code.co_filename
+        self.name = fn.__qualname__
+        try:
+            lines, first = inspect.getsourcelines(fn)
+        except (OSError, TypeError) as e:
+            raise GraphSyntaxError(
+                f"cannot compile {self.name}: its source is not available ({e}); define it in a "
+                f"file, or run it in PyNative mode") from None
+        src = textwrap.dedent("".join(lines))
+        tree = ast.parse(src)
+        ast.increment_lineno(tree, first - 1)
+        node = tree.body[0]
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Lambda):
+            node = node.value
+        self.node = _find_def(tree, code) or node
+        self.first_line = first
+
+    @classmethod
+    def of(cls, fn):
+        key = fn.__code__
+        hit = cls._cache.get(key)
+        if hit is None:
+            hit = cls._cache[key] = cls(fn)
+        return hit
+
+    def line_text(self, lineno):
+        return linecache.getline(self.filename, lineno).strip()
+
+
+def _find_def(tree, code):
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.Lambda)) and getattr(node, "lineno", None) == code.co_firstlineno:
+            return node
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef) and node.name == code.co_name:
+            return node
+    return None
+
+
+def check_strict(source):
+    """Raises GraphSyntaxError listing every unsupported construct of the function at once."""
+    problems = []
+    body = source.node.body if isinstance(source.node, ast.FunctionDef) else [source.node.body]
+    for stmt in body:
+        for node in ast.walk(stmt):
+            hit = _UNSUPPORTED.get(type(node))
+            if hit is not None:
+                what, instead = hit
+                problems.append(f'  File "{source.filename}", line {node.lineno}\n'
+                                f"    {source.line_text(node.lineno)}\n"
+                                f"    {what} is not supported in Graph mode: {instead}")
+    if problems:
+        raise GraphSyntaxError(
+            f"{source.name} uses syntax that Graph mode (STRICT) cannot compile "
+            f"({len(problems)} place{'s' if len(problems) > 1 else ''}):\n" + "\n".join(problems) +
+            "\nRewrite these parts, or run the function in PyNative mode.")
+
+
+def assigned_names(stmts):
+    """Names a block of statements may bind (not counting nested functions' bodies)."""
+    names = []
+
+    def add(name):
+        if name not in names:
+            names.append(name)
+
+    def targets(t):
+        if isinstance(t, ast.Name):
+            add(t.id)
+        elif isinstance(t, (ast.Tuple, ast.List)):
+            for e in t.elts:
+                targets(e)
+        elif isinstance(t, ast.Starred):
+            targets(t.value)
+
+    def visit(node):
+        if isinstance(node, (ast.Assign,)):
+            for t in node.targets:
+                targets(t)
+        elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+            targets(node.target)
+        elif isinstance(node, ast.For):
+            targets(node.target)
+        elif isinstance(node, ast.FunctionDef):
+            add(node.name)
+            return
+        elif isinstance(node, ast.NamedExpr):
+            targets(node.target)
+        for child in ast.iter_child_nodes(node):
+            if not isinstance(child, (ast.FunctionDef, ast.Lambda)):
+                visit(child)
+
+    for s in stmts:
+        visit(s)
+    return names
+
+
+def always_returns(stmts):
+    """True when a block ends every path with return or raise."""
+    if not stmts:
+        return False
+    last = stmts[-1]
+    if isinstance(last, (ast.Return, ast.Raise)):
+        return True
+    if isinstance(last, ast.If):
+        return always_returns(last.body) and always_returns(last.orelse)
+    return False
