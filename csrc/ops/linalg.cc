@@ -225,7 +225,15 @@ std::vector<GradVar> MatMulGrad(GradBuilder& g) {
   };
   std::vector<GradVar> grads(2);
   if (g.wants_input_grad(0)) grads[0] = ToInput(g, ta ? mm(bp, gp, tb, true) : mm(gp, bp, false, !tb), 0);
-  if (g.wants_input_grad(1)) grads[1] = ToInput(g, tb ? mm(gp, ap, true, ta) : mm(ap, gp, !ta, false), 1);
+  if (g.wants_input_grad(1)) {
+    GradVar db = tb ? mm(gp, ap, true, ta) : mm(ap, gp, !ta, false);
+    if (sb.size() == 1) {  // drop the trailing unit column first: ToInput aligns dims from the end
+      Shape shape = dims.batch;
+      shape.push_back(sb[0]);
+      db = reshape(db, shape);
+    }
+    grads[1] = ToInput(g, db, 1);
+  }
   return grads;
 }
 

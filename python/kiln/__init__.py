@@ -11,6 +11,7 @@ from kiln.common.dtype import (  # noqa: F401
 from kiln.common.tensor import Tensor, tensor  # noqa: F401
 from kiln import ops  # noqa: F401
 from kiln.ops.composite import grad, value_and_grad  # noqa: F401
+from kiln.jit import GraphSyntaxError, JitConfig, get_jit_stats, jit, mutable  # noqa: F401
 from kiln.context import (  # noqa: F401
     COMPATIBLE, GRAPH_MODE, LAX, PYNATIVE_MODE, STRICT, get_context, reset_context, set_context,
 )

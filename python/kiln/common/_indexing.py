@@ -13,7 +13,7 @@ import numbers
 import numpy as np
 
 from kiln.common import dtype as mstype
-from kiln.ops._core import call
+from kiln.ops._core import call, is_tensor
 
 
 def _tensor_class():
@@ -49,7 +49,7 @@ def _classify(item):
         return "bool", np.asarray(bool(item))
     if _is_int(item):
         return "int", int(item)
-    if isinstance(item, Tensor):
+    if is_tensor(item):
         if item.dtype.is_floating_point:
             raise TypeError(f"tensors used as indices must be integer or bool, got {item.dtype}")
         if item.dtype == mstype.bool_:
@@ -234,7 +234,7 @@ def setitem(tensor, index, value):
     Tensor = _tensor_class()
     plan = _plan(tuple(tensor.shape), index)
     target = _basic_view(tensor, plan)
-    if isinstance(value, Tensor):
+    if is_tensor(value):
         if value._shares_storage(tensor):
             value = value.copy()  # overlapping source and destination
     elif isinstance(value, (bool, int, float)):

@@ -214,6 +214,82 @@ class Tensor(_C.TensorBase):
     def clamp(self, min=None, max=None):  # noqa: A002 - MindSpore's argument names
         return _ops().clamp(self, min, max)
 
+    # ---- reductions (MindSpore Tensor signatures) ----
+    def sum(self, axis=None, dtype=None, keepdims=False, initial=None):  # noqa: A003
+        out = _ops().sum(self, axis, keepdims, dtype=dtype)
+        return out if initial is None else out + initial
+
+    def mean(self, axis=None, keep_dims=False):
+        return _ops().mean(self, axis, keep_dims)
+
+    def prod(self, axis=None, keep_dims=False):
+        return _ops().prod(self, axis, keep_dims)
+
+    def max(self, axis=None, keepdims=False, *, initial=None, where=True, return_indices=False):  # noqa: A003
+        if return_indices:
+            return _ops().max(self, axis, keepdims)
+        out = _ops().amax(self, axis, keepdims)
+        return out if initial is None else _ops().maximum(out, initial)
+
+    def min(self, axis=None, keepdims=False, *, initial=None, where=True, return_indices=False):  # noqa: A003
+        if return_indices:
+            return _ops().min(self, axis, keepdims)
+        out = _ops().amin(self, axis, keepdims)
+        return out if initial is None else _ops().minimum(out, initial)
+
+    def argmax(self, axis=None, keepdims=False):
+        return _ops().argmax(self, axis, keepdims)
+
+    def argmin(self, axis=None, keepdims=False):
+        return _ops().argmin(self, axis, keepdims)
+
+    def any(self, axis=None, keep_dims=False):  # noqa: A003
+        return _ops().amax(_ops().cast(self, mstype.bool_), axis, keep_dims)
+
+    def all(self, axis=None, keep_dims=False):  # noqa: A003
+        return _ops().amin(_ops().cast(self, mstype.bool_), axis, keep_dims)
+
+    def softmax(self, axis=-1):
+        return _ops().softmax(self, axis)
+
+    def matmul(self, other):
+        return _ops().matmul(self, other)
+
+    # ---- shape (views where the layout allows) ----
+    def reshape(self, *shape):
+        return _ops().reshape(self, _varargs_shape(shape))
+
+    def view(self, *shape):
+        return _ops().reshape(self, _varargs_shape(shape))
+
+    def transpose(self, *axes):
+        axes = _varargs_shape(axes) if axes else tuple(range(self.ndim - 1, -1, -1))
+        return _ops().transpose(self, axes)
+
+    def permute(self, *axes):
+        return _ops().transpose(self, _varargs_shape(axes))
+
+    def swapaxes(self, axis0, axis1):
+        return _ops().swapaxes(self, axis0, axis1)
+
+    def flatten(self, order="C", *, start_dim=0, end_dim=-1):
+        return _ops().flatten(self, order, start_dim=start_dim, end_dim=end_dim)
+
+    def squeeze(self, axis=None):
+        return _ops().squeeze(self, axis)
+
+    def expand_dims(self, axis):
+        return _ops().expand_dims(self, axis)
+
+    def unsqueeze(self, dim):
+        return _ops().expand_dims(self, dim)
+
+    def broadcast_to(self, shape):
+        return _ops().broadcast_to(self, shape)
+
+    def expand_as(self, other):
+        return _ops().broadcast_to(self, other.shape)
+
     def copy(self):
         return Tensor(self._clone())
 
@@ -229,6 +305,13 @@ class Tensor(_C.TensorBase):
         from kiln.common import _indexing  # noqa: PLC0415
 
         _indexing.setitem(self, index, value)
+
+
+def _varargs_shape(args):
+    """reshape(2, 3) and reshape((2, 3)) alike."""
+    if len(args) == 1 and isinstance(args[0], (tuple, list)):
+        return tuple(args[0])
+    return tuple(args)
 
 
 def tensor(input_data=None, dtype=None, shape=None, init=None, const_arg=False):

@@ -4,7 +4,7 @@ import os
 import time
 
 from kiln.common.tensor import Tensor
-from kiln.jit import _state
+from kiln import _graph_state as _state
 from kiln.jit.convert import Converter
 from kiln.jit.emitter import GraphEmitter
 from kiln.jit.graph_tensor import GraphTensor
@@ -159,7 +159,8 @@ def compile_function(fn, args, kwargs, self_obj=None, name="graph"):
     start = time.perf_counter()
     emitter = GraphEmitter()
     converter = Converter(emitter)
-    previous, _state.builder = _state.builder, emitter
+    previous = (_state.builder, _state.converter)
+    _state.builder, _state.converter = emitter, converter
     try:
         graph_args = [_graph_inputs(emitter, a, [], f"arg{i}") for i, a in enumerate(args)]
         graph_kwargs = {k: _graph_inputs(emitter, v, [], k) for k, v in kwargs.items()}
@@ -173,7 +174,7 @@ def compile_function(fn, args, kwargs, self_obj=None, name="graph"):
         _save_graph(name, "frontend", text, get_context)
         executable = emitter.b.finish()
     finally:
-        _state.builder = previous
+        _state.builder, _state.converter = previous
     out_leaves = [None if isinstance(leaf, GraphTensor) else leaf for leaf in leaves]
     _STATS["compiles"] += 1
     _STATS["compile_seconds"] += time.perf_counter() - start
@@ -227,7 +228,7 @@ class JitFunction:
                 args = (self_obj,) + args
             from kiln.jit.scope import Converted  # noqa: PLC0415
 
-            return Converted(_current_converter(), self.fn)(*args, **kwargs)
+            return Converted(_state.converter, self.fn)(*args, **kwargs)
         key = (id(self_obj), tuple(_signature(a) for a in args),
                tuple((k, _signature(v)) for k, v in sorted(kwargs.items())), self.config.key())
         entries = self.cache.setdefault(key, [])
@@ -247,10 +248,6 @@ class JitFunction:
     def graph_text(self):
         """The IR of every compiled variant, for inspection."""
         return "\n".join(c.text for entries in self.cache.values() for c in entries)
-
-
-def _current_converter():
-    raise RuntimeError("internal: nested jit inlining needs the active converter")
 
 
 def jit(function=None, *, jit_config=None, jit_level=None, fullgraph=False, input_signature=None,

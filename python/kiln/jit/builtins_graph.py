@@ -1,7 +1,7 @@
 """Builtins that need to know about graph values: print, isinstance, range and friends."""
 import builtins
 
-from kiln.jit import _state
+from kiln import _graph_state as _state
 from kiln.jit.graph_tensor import GraphTensor, is_tensor
 
 

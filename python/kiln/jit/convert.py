@@ -350,6 +350,7 @@ class Converter:
             handles, consts = self._region_outputs(leaves)
             b.end_region(handles)
             branches.append((leaves, tree, consts))
+        self.set_loc(stmt, frame)
         outs = b.if_(cond.handle, group, *self.emitter.loc)
         result = self._join(branches, outs, frame, stmt, names or ["the returned value"])
         if returns:
@@ -478,6 +479,7 @@ class Converter:
                     frame.source, stmt.lineno)
             results.append(g.handle)
         b.end_region(results)
+        self.set_loc(stmt, frame)
         outs = [self.emitter.wrap(h) for h in b.while_([v.handle for v in init], group,
                                                         *self.emitter.loc)]
         for n, v in zip(carried_names, unflatten(tree, outs)):

@@ -1,4 +1,5 @@
 """GraphTensor: a tensor-valued node of the graph being compiled, with kiln.Tensor's API."""
+from kiln import _graph_state
 from kiln.common import dtype as mstype
 from kiln.common.tensor import Tensor
 
@@ -147,6 +148,7 @@ def _install_operators():
 
 
 _install_operators()
+_graph_state.graph_tensor_type = GraphTensor
 
 
 def is_tensor(value):

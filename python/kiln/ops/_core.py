@@ -1,7 +1,7 @@
 """Calls into the C++ op registry: op kinds by name, dtype and shape argument handling."""
 from kiln import _C
 from kiln.common import dtype as mstype
-from kiln.jit import _state
+from kiln import _graph_state as _state
 
 KIND = {name: i for i, name in enumerate(_C.op_names())}
 
@@ -15,6 +15,11 @@ def call(name, inputs, attrs=()):
     if _state.builder is None:
         return _C.call(KIND[name], inputs, attrs)
     return _state.builder.emit(name, inputs, attrs)
+
+
+def is_tensor(value):
+    """True for kiln Tensors, and for graph values while a function is being compiled."""
+    return isinstance(value, (_C.TensorBase, _state.graph_tensor_type))
 
 
 def dtype_attr(dtype):

@@ -4,7 +4,7 @@ with the registry's gradient rules.
 """
 from kiln import _C
 from kiln.common.tensor import Tensor
-from kiln.ops._core import call
+from kiln.ops._core import call, is_tensor
 
 __all__ = ["grad", "value_and_grad", "GradOperation", "stop_gradient"]
 
@@ -13,7 +13,7 @@ def stop_gradient(value):
     """The same values, cut off from differentiation (a view; no gradient flows through it)."""
     if isinstance(value, (tuple, list)):
         return type(value)(stop_gradient(v) for v in value)
-    if not isinstance(value, Tensor):
+    if not is_tensor(value):
         return value
     return call("stop_gradient", (value,))
 
@@ -36,7 +36,7 @@ def _positions(grad_position, nargs, fn_name):
 def _weights_list(weights, fn_name):
     if weights is None:
         return ()
-    if isinstance(weights, Tensor):
+    if is_tensor(weights):
         return (weights,)
     try:
         weights = tuple(weights)
@@ -44,7 +44,7 @@ def _weights_list(weights, fn_name):
         raise TypeError(f"{fn_name}: weights must be a Parameter, a list/tuple of Parameters or "
                         f"a ParameterTuple, got {type(weights).__name__}") from None
     for w in weights:
-        if not isinstance(w, Tensor):
+        if not is_tensor(w):
             raise TypeError(f"{fn_name}: weights must hold Parameters, got {type(w).__name__}")
     return weights
 
@@ -58,7 +58,7 @@ def _outputs(out, has_aux, fn_name):
         return [out[0]], out[1:]
     flat = list(out) if isinstance(out, (tuple, list)) else [out]
     for o in flat:
-        if not isinstance(o, Tensor):
+        if not is_tensor(o):
             raise TypeError(f"{fn_name}: the function must return Tensors to differentiate, "
                             f"got {type(o).__name__}")
     return flat, ()
@@ -68,7 +68,7 @@ def _differentiate(fn, args, kwargs, positions, weights, has_aux, sens, fn_name)
     """Runs fn on a tape; returns (fn's output, gradients for positions, gradients for weights)."""
     args = list(args)
     for p in positions:
-        if not isinstance(args[p], Tensor):
+        if not is_tensor(args[p]):
             raise TypeError(f"{fn_name}: argument {p} must be a Tensor to take its gradient, "
                             f"got {type(args[p]).__name__}")
         # A fresh alias, through an op so enclosing tapes (grad of grad) see where it came from;
@@ -154,7 +154,7 @@ class GradOperation:
             if self.sens_param:
                 args, sens = args[:-1], args[-1]
             positions = tuple(range(len(args))) if self.get_all else (0,) if args else ()
-            positions = tuple(p for p in positions if isinstance(args[p], Tensor))
+            positions = tuple(p for p in positions if is_tensor(args[p]))
             _, pg, wg = _differentiate(fn, args, {}, positions, weight_list, False, sens,
                                        "GradOperation")
             if self.get_by_list and not self.get_all:

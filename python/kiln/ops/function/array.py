@@ -3,7 +3,7 @@ import builtins
 import numbers
 
 from kiln.common import dtype as mstype
-from kiln.ops._core import axes_attr, call, dtype_attr, shape_attr
+from kiln.ops._core import axes_attr, call, dtype_attr, shape_attr, is_tensor
 
 __all__ = [
     "reshape", "transpose", "permute", "swapaxes", "broadcast_to", "squeeze", "expand_dims",
@@ -188,7 +188,7 @@ def one_hot(indices, depth, on_value=1, off_value=0, axis=-1):
     """One-hot vectors along a new axis; the dtype is on_value's (int64 for ints, float32 for
     floats). Indices outside [0, depth) give all off_value."""
     Tensor = _tensor_class()
-    if isinstance(on_value, Tensor):
+    if is_tensor(on_value):
         dtype = on_value.dtype
     elif isinstance(on_value, float) or isinstance(off_value, float):
         dtype = mstype.float32
@@ -334,7 +334,7 @@ def uniform(shape, minval, maxval, seed=None, dtype=mstype.float32):
 
 def _as_index_tensor(indices):
     Tensor = _tensor_class()
-    if isinstance(indices, Tensor):
+    if is_tensor(indices):
         return indices
     import numpy as np  # noqa: PLC0415
 

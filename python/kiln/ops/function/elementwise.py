@@ -1,6 +1,6 @@
 """Elementwise functional ops: arithmetic, comparisons, math, activations, cast/clamp/where."""
 from kiln.common import dtype as mstype
-from kiln.ops._core import call, dtype_attr
+from kiln.ops._core import call, dtype_attr, is_tensor
 
 __all__ = [
     "add", "sub", "mul", "div", "divide", "floor_divide", "remainder", "fmod", "pow", "neg",
@@ -188,7 +188,7 @@ def clamp(input, min=None, max=None):  # noqa: A002
     """Limits input to [min, max]; bounds may be numbers or tensors (then they broadcast)."""
     if min is None and max is None:
         raise ValueError("clamp: at least one of min and max must be given")
-    if _is_tensor(min) or _is_tensor(max):
+    if is_tensor(min) or is_tensor(max):
         out = input
         if min is not None:
             out = maximum(out, min)
@@ -196,12 +196,6 @@ def clamp(input, min=None, max=None):  # noqa: A002
             out = minimum(out, max)
         return out
     return call("clamp", (input,), (_number(min, "min"), _number(max, "max")))
-
-
-def _is_tensor(x):
-    from kiln.common.tensor import Tensor  # noqa: PLC0415
-
-    return isinstance(x, Tensor)
 
 
 def _number(value, name):

@@ -2,7 +2,7 @@
 softmax, log_softmax and logsumexp (MindSpore 2.x signatures)."""
 from kiln import _C
 from kiln.common import dtype as mstype
-from kiln.ops._core import call, dtype_attr
+from kiln.ops._core import call, dtype_attr, is_tensor
 
 __all__ = [
     "sum", "mean", "prod", "max", "min", "amax", "amin", "argmax", "argmin", "softmax",
@@ -11,7 +11,7 @@ __all__ = [
 
 
 def _check_tensor(op, name, value):
-    if not isinstance(value, _C.TensorBase):
+    if not is_tensor(value):
         raise TypeError(f"{op}: {name} must be a Tensor, got {type(value).__name__}")
 
 
