@@ -260,31 +260,133 @@ void ArgKernel(KernelContext& ctx) {
   });
 }
 
-OpDef Reduce(OpKind kind, InferFn infer, KernelFn kernel) {
+// ---- Gradient rules (dy: the output gradient, brought back to the input's rank and dtype)
+
+// The reduced axes of input 0 as the ints the reduction ops take, and dy with the reduced
+// dimensions kept (size 1), cast to the input's dtype: it broadcasts against the input.
+struct ReduceGradCtx {
+  TensorMeta in;
+  std::vector<int64_t> axes;  // reduced axes (non-negative); empty for a 0-d input
+  Shape kept;                 // the input's shape with reduced dims set to 1
+  int64_t count = 1;          // elements reduced into each output element
+};
+
+ReduceGradCtx ReduceGradInfo(GradBuilder& g, OpKind kind, const AttrValue& axes_attr) {
+  ReduceGradCtx c;
+  c.in = g.meta(g.input(0));
+  std::vector<bool> mask = ReducedAxes(GetOpDef(kind), c.in.shape, axes_attr);
+  c.kept = ReducedShape(c.in.shape, mask, true);
+  for (size_t d = 0; d < mask.size(); ++d)
+    if (mask[d]) {
+      c.axes.push_back(static_cast<int64_t>(d));
+      c.count *= c.in.shape[d];
+    }
+  return c;
+}
+
+// v (an output-shaped tensor) reshaped so its reduced dims are kept as size 1.
+GradVar Kept(GradBuilder& g, const ReduceGradCtx& c, GradVar v) {
+  if (g.meta(v).shape == c.kept) return v;
+  return g.Emit1(OpKind::Reshape, {v}, {c.kept});
+}
+
+GradVar BroadcastToInput(GradBuilder& g, const ReduceGradCtx& c, GradVar v) {
+  if (g.meta(v).shape == c.in.shape) return v;
+  return g.Emit1(OpKind::BroadcastTo, {v}, {c.in.shape});
+}
+
+// A ReduceSum over the reduced axes, dims kept (the rule's own shape bookkeeping).
+GradVar SumKept(GradBuilder& g, const ReduceGradCtx& c, GradVar v) {
+  if (c.axes.empty()) return v;
+  return g.Emit1(OpKind::ReduceSum, {v}, {c.axes, true, std::monostate{}});
+}
+
+// sum: dy broadcast back over the reduced axes.
+std::vector<GradVar> ReduceSumGrad(GradBuilder& g) {
+  if (!g.wants_input_grad(0)) return {GradVar{}};
+  ReduceGradCtx c = ReduceGradInfo(g, OpKind::ReduceSum, g.attrs()[0]);
+  GradVar dy = CastTo(g, g.out_grad(0), c.in.dtype);
+  return {BroadcastToInput(g, c, Kept(g, c, dy))};
+}
+
+// mean: the same, divided by the number of elements each mean took.
+std::vector<GradVar> ReduceMeanGrad(GradBuilder& g) {
+  if (!g.wants_input_grad(0)) return {GradVar{}};
+  ReduceGradCtx c = ReduceGradInfo(g, OpKind::ReduceMean, g.attrs()[0]);
+  GradVar dy = CastTo(g, g.out_grad(0), c.in.dtype);
+  if (c.count != 1) dy = Mul(g, dy, g.Scalar(1.0 / static_cast<double>(std::max<int64_t>(c.count, 1))));
+  return {BroadcastToInput(g, c, Kept(g, c, dy))};
+}
+
+// prod: d prod / d x_i is the product of the other elements. Written without dividing by x,
+// so zeros are exact: with no zero in the slice it is prod / x_i; with one zero, the product
+// of the nonzero elements at the zero and 0 elsewhere; with two or more, 0 everywhere.
+std::vector<GradVar> ReduceProdGrad(GradBuilder& g) {
+  if (!g.wants_input_grad(0)) return {GradVar{}};
+  ReduceGradCtx c = ReduceGradInfo(g, OpKind::ReduceProd, g.attrs()[0]);
+  GradVar x = g.input(0), zero = g.Scalar(0.0), one = g.Scalar(1.0);
+  GradVar dy = Kept(g, c, CastTo(g, g.out_grad(0), c.in.dtype));
+  GradVar is_zero = g.Emit1(OpKind::Equal, {x, zero});
+  GradVar x_safe = g.Emit1(OpKind::Where, {is_zero, one, x});
+  GradVar prod_nonzero = c.axes.empty() ? x_safe
+                         : g.Emit1(OpKind::ReduceProd, {x_safe}, {c.axes, true});
+  GradVar zeros = SumKept(g, c, CastTo(g, is_zero, c.in.dtype));
+  GradVar none_zero = g.Emit1(OpKind::Equal, {zeros, zero});
+  GradVar one_zero = g.Emit1(OpKind::Equal, {zeros, one});
+  GradVar at_nonzero = g.Emit1(OpKind::Where, {none_zero, Div(g, prod_nonzero, x_safe), zero});
+  GradVar at_zero = g.Emit1(OpKind::Where, {one_zero, prod_nonzero, zero});
+  GradVar others = g.Emit1(OpKind::Where, {is_zero, at_zero, at_nonzero});
+  return {Mul(g, others, dy)};
+}
+
+// max / min: dy goes to the elements equal to the result, split evenly among ties (PyTorch's
+// amax/amin). A NaN result sends it to the slice's NaNs.
+std::vector<GradVar> ExtremumGrad(GradBuilder& g, OpKind kind) {
+  if (!g.wants_input_grad(0)) return {GradVar{}};
+  ReduceGradCtx c = ReduceGradInfo(g, kind, g.attrs()[0]);
+  GradVar x = g.input(0);
+  GradVar y = Kept(g, c, g.output(0));
+  GradVar dy = Kept(g, c, CastTo(g, g.out_grad(0), c.in.dtype));
+  GradVar hit = g.Emit1(OpKind::Equal, {x, y});
+  hit = g.Emit1(OpKind::LogicalOr, {hit, g.Emit1(OpKind::NotEqual, {x, x})});
+  GradVar hits = CastTo(g, hit, c.in.dtype);
+  GradVar share = Div(g, dy, SumKept(g, c, hits));
+  return {Mul(g, hits, share)};
+}
+std::vector<GradVar> ReduceMaxGrad(GradBuilder& g) { return ExtremumGrad(g, OpKind::ReduceMax); }
+std::vector<GradVar> ReduceMinGrad(GradBuilder& g) { return ExtremumGrad(g, OpKind::ReduceMin); }
+
+OpDef Reduce(OpKind kind, InferFn infer, KernelFn kernel, GradRuleFn grad) {
   OpDef def;
   def.kind = kind;
   def.inputs = {"input"};
   def.attrs = {{"axes", std::monostate{}}, {"keepdims", false}};
   def.infer = infer;
   def.kernel = kernel;
+  def.grad = grad;
   return def;
 }
 
 }  // namespace
 
 void RegisterReduceOps(OpRegistry& r) {
-  OpDef sum = Reduce(OpKind::ReduceSum, InferReduce<Kind::Sum>, ReduceKernel<Kind::Sum>);
+  OpDef sum = Reduce(OpKind::ReduceSum, InferReduce<Kind::Sum>, ReduceKernel<Kind::Sum>,
+                     ReduceSumGrad);
   sum.attrs.push_back({"dtype", std::monostate{}});
   r.Add(std::move(sum));
-  r.Add(Reduce(OpKind::ReduceMean, InferReduce<Kind::Mean>, ReduceKernel<Kind::Mean>));
-  r.Add(Reduce(OpKind::ReduceProd, InferReduce<Kind::Prod>, ReduceKernel<Kind::Prod>));
-  r.Add(Reduce(OpKind::ReduceMax, InferReduce<Kind::Max>, ReduceKernel<Kind::Max>));
-  r.Add(Reduce(OpKind::ReduceMin, InferReduce<Kind::Min>, ReduceKernel<Kind::Min>));
+  r.Add(Reduce(OpKind::ReduceMean, InferReduce<Kind::Mean>, ReduceKernel<Kind::Mean>,
+               ReduceMeanGrad));
+  r.Add(Reduce(OpKind::ReduceProd, InferReduce<Kind::Prod>, ReduceKernel<Kind::Prod>,
+               ReduceProdGrad));
+  r.Add(Reduce(OpKind::ReduceMax, InferReduce<Kind::Max>, ReduceKernel<Kind::Max>,
+               ReduceMaxGrad));
+  r.Add(Reduce(OpKind::ReduceMin, InferReduce<Kind::Min>, ReduceKernel<Kind::Min>,
+               ReduceMinGrad));
   for (auto [kind, kernel] : {std::pair{OpKind::Argmax, &ArgKernel<true>},
                               std::pair{OpKind::Argmin, &ArgKernel<false>}}) {
-    OpDef def = Reduce(kind, InferArg, kernel);
+    // Integer indices: no gradient.
+    OpDef def = Reduce(kind, InferArg, kernel, NotDifferentiable);
     def.attrs[0] = {"axis", std::monostate{}};
-    def.grad = NotDifferentiable;  // integer indices; the other reductions' rules come later
     r.Add(std::move(def));
   }
 }

@@ -270,3 +270,30 @@ def jit(function=None, *, jit_config=None, jit_level=None, fullgraph=False, inpu
         return JitFunction(fn, jit_config)
 
     return wrap if function is None else wrap(function)
+
+
+def cell_graph_call(cell, args, kwargs):
+    """Cell.__call__ in Graph mode: compiles construct (cached per cell and input signature);
+    while another graph is being compiled, the cell is compiled into that graph instead."""
+    if _state.builder is not None:
+        from kiln.jit.scope import CellProxy  # noqa: PLC0415
+
+        return _state.converter.call_cell(cell, CellProxy(_state.converter, cell, type(cell).__name__),
+                                          args, kwargs)
+    jitted = cell.__dict__.get("_kiln_graph_fn")
+    if jitted is None:
+        construct = type(cell).construct
+        if isinstance(construct, JitFunction):
+            construct = construct.fn
+        jitted = JitFunction(construct, _cell_config(cell))
+        object.__setattr__(cell, "_kiln_graph_fn", jitted)
+    return jitted.call_bound(cell, *args, **kwargs)
+
+
+def _cell_config(cell):
+    config = cell.__dict__.get("_jit_config_dict")
+    if isinstance(config, JitConfig):
+        return config
+    if isinstance(config, dict):
+        return JitConfig(**config)
+    return JitConfig()

@@ -70,6 +70,8 @@ class Converter:
         if isinstance(value, Cell):
             return value if is_library(type(value)) and not _has_user_subcells(value) else \
                 CellProxy(self, value, path or description)
+        if isinstance(value, type) and issubclass(value, Cell):
+            return _BuildAtCompileTime(value)
         if isinstance(value, types.FunctionType) and not is_library(value):
             return Converted(self, value)
         if isinstance(value, types.MethodType) and not is_library(value.__func__):
@@ -116,7 +118,11 @@ class Converter:
         return self.run_body(node.body, frame)
 
     def call_cell(self, cell, proxy, args, kwargs):
+        from kiln.jit.api import JitFunction  # noqa: PLC0415
+
         construct = type(cell).construct
+        if isinstance(construct, JitFunction):
+            construct = construct.fn
         if is_library(construct):
             return cell.construct(*args, **kwargs)
         return self.call_function(construct, (proxy,) + tuple(args), kwargs)
@@ -525,6 +531,23 @@ class Converter:
         self._tensor_loop(stmt, frame, lambda inner: call("less", (inner.locals[counter], stop)),
                           body, extra=[counter])
         del frame.locals[counter]
+
+
+class _BuildAtCompileTime:
+    """Constructing a Cell inside compiled code builds it once, eagerly, at compile time (its
+    initializers run as ordinary ops, not as graph nodes)."""
+
+    def __init__(self, cls):
+        self.cls = cls
+
+    def __call__(self, *args, **kwargs):
+        from kiln import _graph_state  # noqa: PLC0415
+
+        saved, _graph_state.builder = _graph_state.builder, None
+        try:
+            return self.cls(*args, **kwargs)
+        finally:
+            _graph_state.builder = saved
 
 
 class _UndefinedType:

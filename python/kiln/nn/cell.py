@@ -1,7 +1,7 @@
 """kiln.nn.Cell -- the base class of layers and networks (MindSpore's Cell, PyNative execution)."""
 from collections import OrderedDict
 
-from kiln import _C
+from kiln import _C, _graph_state
 from kiln.common.parameter import PARAMETER_NAME_DEFAULT, Parameter, ParameterTuple
 
 __all__ = ["Cell"]
@@ -48,7 +48,8 @@ class Cell:
         if "_params" not in self.__dict__:
             raise RuntimeError(f"{type(self).__name__}.__init__ must call super().__init__() "
                                f"before the cell is used")
-        if _GRAPH_RUNNER is not None and _graph_mode():
+        # Inside a graph being compiled, or in GRAPH_MODE, the compiler takes the call.
+        if _GRAPH_RUNNER is not None and (_graph_state.builder is not None or _graph_mode()):
             return _GRAPH_RUNNER(self, args, kwargs)
         return self.construct(*args, **kwargs)
 
