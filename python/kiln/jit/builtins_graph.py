@@ -45,29 +45,12 @@ def _len(obj):
     return len(obj)
 
 
-def _bool(x=False):
-    if isinstance(x, GraphTensor):
-        from kiln.ops._core import call  # noqa: PLC0415
-
-        return call("not_equal", (x, 0))
-    return builtins.bool(x)
 
 
-def _abs(x):
-    return abs(x)
 
 
-def _float(x=0.0):
-    if isinstance(x, GraphTensor):
-        return x.astype("float32")
-    return builtins.float(x)
 
 
-def _int(x=0, *args):
-    if isinstance(x, GraphTensor):
-        return x.astype("int64")
-    return builtins.int(x, *args)
 
 
-SPECIAL = {"print": _print, "isinstance": _isinstance, "range": _range, "len": _len,
-           "bool": _bool, "float": _float, "int": _int}
+SPECIAL = {"print": _print, "isinstance": _isinstance, "range": _range, "len": _len}

@@ -157,10 +157,13 @@ class Converter:
     # ---- expressions ----
     def eval(self, node, frame):
         self.set_loc(node, frame)
+        node = _ConditionalExpressions().visit(_copy(node))
         expr = ast.Expression(body=node)
         ast.fix_missing_locations(expr)
         code = compile(expr, frame.source.filename, "eval")
         scope = Scope(self, frame.locals, frame.fn_globals, frame.closure)
+        scope.locals.setdefault("__kiln_select__", self.select)
+        scope.locals.setdefault("__kiln_not__", _logical_not)
         try:
             return eval(code, scope)  # noqa: S307 - compiled user code, as Python would run it
         except (_Return, _Break, _Continue, _Raised):
@@ -316,6 +319,22 @@ class Converter:
         b.end_region([])
         b.if_(_scalar_bool(cond).handle, group, *self.emitter.loc)
 
+    def select(self, cond, if_true, if_false):
+        """`a if cond else b` (and the pieces of `and`/`or`): a graph if for tensor conditions."""
+        if not isinstance(cond, GraphTensor):
+            return if_true() if cond else if_false()
+        b = self.emitter.b
+        group = b.new_group()
+        branches = []
+        for label, thunk in (("then", if_true), ("else", if_false)):
+            b.begin_region(group, f"select_{label}", [])
+            leaves, tree = flatten(thunk())
+            handles, consts = self._region_outputs(leaves)
+            b.end_region(handles)
+            branches.append((leaves, tree, consts))
+        outs = b.if_(_scalar_bool(cond).handle, group, *self.emitter.loc)
+        return self._join_values(branches, outs, "this conditional expression")
+
     # ---- control flow ----
     def exec_If(self, stmt, frame):
         test = self.eval(stmt.test, frame)
@@ -341,6 +360,9 @@ class Converter:
 
     def _tensor_if(self, stmt, test, body, orelse, frame, returns):
         cond = _scalar_bool(test)
+        if _ends_in_raise(body) and not _ends_in_raise(orelse):
+            # Build the branch that raises second, so it can mirror the other branch's results.
+            cond, body, orelse = _logical_not(cond), orelse, body
         names = [] if returns else [n for n in assigned_names(body + orelse)
                                     if n in frame.locals or (n in assigned_names(body) and
                                                              n in assigned_names(orelse))]
@@ -351,8 +373,14 @@ class Converter:
             b.begin_region(group, f"if_{label}", [])
             inner = _region_frame(frame)
             value = self._run_region(block, inner, returns)
-            result = value if returns else tuple(inner.locals.get(n, _Undefined) for n in names)
-            leaves, tree = flatten(result)
+            if value is _RAISED and branches:
+                leaves, tree = branches[0][0], branches[0][1]
+                leaves = [self._placeholder(v) for v in leaves]
+            else:
+                if value is _RAISED:
+                    value = None
+                result = value if returns else tuple(inner.locals.get(n, _Undefined) for n in names)
+                leaves, tree = flatten(result)
             handles, consts = self._region_outputs(leaves)
             b.end_region(handles)
             branches.append((leaves, tree, consts))
@@ -365,6 +393,14 @@ class Converter:
             if v is not _Undefined:
                 frame.locals[n] = v
 
+    def _placeholder(self, value):
+        """A value of the same type for a branch that raised (never used at run time)."""
+        if isinstance(value, GraphTensor):
+            from kiln.ops.function.array import zeros  # noqa: PLC0415
+
+            return zeros(value.shape, value.dtype)
+        return value
+
     def _run_region(self, block, frame, returns):
         try:
             self.exec_block(block, frame)
@@ -375,7 +411,7 @@ class Converter:
                                        "supported yet") from None
             return r.value
         except _Raised:
-            return None
+            return _RAISED
         return None
 
     def _region_outputs(self, leaves):
@@ -390,27 +426,34 @@ class Converter:
         return handles, consts
 
     def _join(self, branches, outs, frame, stmt, names):
+        try:
+            return self._join_values(branches, outs, ", ".join(names))
+        except TypeError as e:
+            raise _at_line(e, frame.source, stmt.lineno) from None
+
+    def _join_values(self, branches, outs, what):
         (la, ta, ca), (lb, tb, cb) = branches
         if ta != tb or len(la) != len(lb):
-            raise _at_line(TypeError(
-                f"the branches of this if give different structures for {', '.join(names)}: "
-                f"{unflatten(ta, la)!r} vs {unflatten(tb, lb)!r}"), frame.source, stmt.lineno)
+            raise TypeError(f"the two branches give different structures for {what}: "
+                            f"{unflatten(ta, la)!r} vs {unflatten(tb, lb)!r}")
         joined, k = [], 0
         for a, b, x, y in zip(la, lb, ca, cb):
             a_graph, b_graph = x is None, y is None
             numeric = isinstance(a, (GraphTensor, Tensor, bool, int, float))
             if not numeric:
                 if a != b:
-                    raise _at_line(TypeError(f"the branches of this if give {a!r} and {b!r}, "
-                                             f"which cannot be merged"), frame.source, stmt.lineno)
+                    raise TypeError(f"the two branches give {a!r} and {b!r} for {what}, which "
+                                    f"cannot be merged")
                 joined.append(a)
                 continue
             out = self.emitter.wrap(outs[k])
             k += 1
             if a_graph != b_graph or (not a_graph and type(a) is not type(b)):
-                raise _at_line(TypeError(
-                    f"the branches of this if give a {_kind(a)} and a {_kind(b)}; both sides must "
-                    f"agree in kind and dtype"), frame.source, stmt.lineno)
+                raise TypeError(f"the two branches give a {_kind(a)} and a {_kind(b)} for {what}; "
+                                f"both sides must agree in kind and dtype")
+            if a_graph and (a.dtype != b.dtype if hasattr(a, "dtype") and hasattr(b, "dtype") else False):
+                raise TypeError(f"the two branches give {_kind(a)} and {_kind(b)} for {what}; "
+                                f"both sides must agree in dtype")
             joined.append(a if not a_graph and a == b else out)
         return unflatten(ta, joined)
 
@@ -518,7 +561,7 @@ class Converter:
             raise GraphSyntaxError(_where(frame.source, stmt.lineno) +
                                    "a loop over range(tensor) needs a single loop variable")
         counter = "__kiln_for_counter"
-        frame.locals[counter] = call("cast", (self.emitter.to_graph(rng.start, "range"), _int64()))
+        frame.locals[counter] = call("cast", (self.emitter.to_graph(rng.start, "range"),), (_int64(),))
         frame.locals[stmt.target.id] = frame.locals[counter]
         stop, step = rng.stop, rng.step
         assign_target = ast.Assign(targets=[stmt.target], value=ast.Name(id=counter, ctx=ast.Load()))
@@ -550,12 +593,75 @@ class _BuildAtCompileTime:
             _graph_state.builder = saved
 
 
+_RAISED = object()
+
+
+def _ends_in_raise(block):
+    return bool(block) and isinstance(block[-1], ast.Raise)
+
+
 class _UndefinedType:
     def __repr__(self):
         return "<undefined>"
 
 
 _Undefined = _UndefinedType()
+
+
+class _ConditionalExpressions(ast.NodeTransformer):
+    """Rewrites `a if c else b`, `a and b`, `a or b` and `not a` into calls the converter
+    resolves, so a tensor condition becomes graph control flow instead of a Python bool."""
+
+    def visit_IfExp(self, node):
+        self.generic_visit(node)
+        return _call("__kiln_select__", [node.test, _thunk(node.body), _thunk(node.orelse)], node)
+
+    def visit_BoolOp(self, node):
+        self.generic_visit(node)
+        result = node.values[-1]
+        for value in reversed(node.values[:-1]):
+            # a and b == b if a else a;  a or b == a if a else b (a evaluated once via a lambda arg)
+            name = "__kiln_v"
+            left = ast.Name(id=name, ctx=ast.Load())
+            if isinstance(node.op, ast.And):
+                body = _call("__kiln_select__", [left, _thunk(result), _thunk(left)], node)
+            else:
+                body = _call("__kiln_select__", [left, _thunk(left), _thunk(result)], node)
+            lam = ast.Lambda(args=ast.arguments(posonlyargs=[], args=[ast.arg(arg=name)], kwonlyargs=[],
+                                                kw_defaults=[], defaults=[]), body=body)
+            result = ast.Call(func=lam, args=[value], keywords=[])
+            ast.copy_location(result, node)
+        return result
+
+    def visit_UnaryOp(self, node):
+        self.generic_visit(node)
+        if isinstance(node.op, ast.Not):
+            return _call("__kiln_not__", [node.operand], node)
+        return node
+
+
+def _call(name, args, like):
+    call = ast.Call(func=ast.Name(id=name, ctx=ast.Load()), args=args, keywords=[])
+    return ast.copy_location(call, like)
+
+
+def _thunk(expr):
+    return ast.Lambda(args=ast.arguments(posonlyargs=[], args=[], kwonlyargs=[], kw_defaults=[],
+                                         defaults=[]), body=expr)
+
+
+def _copy(node):
+    import copy  # noqa: PLC0415
+
+    return copy.deepcopy(node)
+
+
+def _logical_not(value):
+    if isinstance(value, GraphTensor):
+        from kiln.ops._core import call  # noqa: PLC0415
+
+        return call("logical_not", (value,))
+    return not value
 
 
 def _region_frame(frame):

@@ -84,6 +84,10 @@ class GraphTensor:
         for i in range(len(self)):
             yield self[i]
 
+    def _shares_storage(self, other):
+        # Unknown until run time; kernels that write (assign) handle overlap themselves.
+        return False
+
     __hash__ = object.__hash__
 
 
