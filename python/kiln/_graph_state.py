@@ -3,3 +3,16 @@
 builder = None  # a kiln.jit.frontend.GraphEmitter while a function is being compiled
 converter = None  # the kiln.jit.convert.Converter of that compilation
 graph_tensor_type = type(None)  # kiln.jit.graph_tensor.GraphTensor, set when it is imported
+
+
+class eager:  # noqa: N801 - used as `with _graph_state.eager():`
+    """Runs ops eagerly even while a graph is being compiled (compile-time work such as
+    initialising the Parameters of a Cell built inside a jitted function)."""
+
+    def __enter__(self):
+        global builder
+        self.saved, builder = builder, None
+
+    def __exit__(self, *exc):
+        global builder
+        builder = self.saved

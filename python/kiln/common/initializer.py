@@ -9,6 +9,8 @@ import numbers
 
 import numpy as np
 
+from kiln import _graph_state
+
 from kiln import _C
 from kiln.common import dtype as mstype
 from kiln.common.tensor import Tensor
@@ -76,7 +78,8 @@ class Initializer:
 
     def init_data(self, shape, dtype=mstype.float32):
         dtype = mstype.to_dtype(dtype)
-        values = self._sample(tuple(int(s) for s in shape))
+        with _graph_state.eager():  # initial values are computed now, even inside a jitted function
+            values = self._sample(tuple(int(s) for s in shape))
         if dtype is mstype.bfloat16:
             return Tensor(values.astype(np.float32), dtype)
         return Tensor(values.astype(mstype.dtype_to_nptype(dtype)))

@@ -586,11 +586,8 @@ class _BuildAtCompileTime:
     def __call__(self, *args, **kwargs):
         from kiln import _graph_state  # noqa: PLC0415
 
-        saved, _graph_state.builder = _graph_state.builder, None
-        try:
+        with _graph_state.eager():
             return self.cls(*args, **kwargs)
-        finally:
-            _graph_state.builder = saved
 
 
 _RAISED = object()

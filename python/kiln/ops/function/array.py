@@ -6,6 +6,7 @@ from kiln.common import dtype as mstype
 from kiln.ops._core import axes_attr, call, dtype_attr, shape_attr, is_tensor
 
 __all__ = [
+    "assign",
     "reshape", "transpose", "permute", "swapaxes", "broadcast_to", "squeeze", "expand_dims",
     "unsqueeze", "flatten", "concat", "cat", "stack", "split", "chunk", "gather", "one_hot",
     "zeros", "ones", "zeros_like", "ones_like", "full", "full_like", "arange", "depend",
@@ -339,3 +340,11 @@ def _as_index_tensor(indices):
     import numpy as np  # noqa: PLC0415
 
     return Tensor(np.asarray(indices, dtype=np.int64))
+
+
+def assign(variable, value):
+    """Writes value (broadcast and converted to variable's dtype) into variable in place and
+    returns it; in a compiled graph it is an ordered side effect on the Parameter."""
+    if not is_tensor(variable):
+        raise TypeError(f"assign: variable must be a Tensor or Parameter, got {type(variable).__name__}")
+    return call("assign", (variable, value))
