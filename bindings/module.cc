@@ -73,6 +73,9 @@ nb::dict OpSchema(int kind) {
 
 void InitModule(nb::module_& m) {
   m.doc() = "kiln's C++ engine";
+  // kiln.Tensor is held for the life of the process and tensors may still borrow NumPy memory at
+  // interpreter exit; nanobind's leak report at shutdown would only be noise.
+  nb::set_leak_warnings(false);
   nb::register_exception_translator(&TranslateErrors);
 
   nb::enum_<DType> dtype(m, "DType");

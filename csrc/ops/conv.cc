@@ -1,7 +1,9 @@
 // conv.cc - Conv2d on oneDNN (cached primitives), MaxPool2d and AvgPool2d on kiln's own kernels.
 //
 // All three take NCHW. Conv2d runs float32 through oneDNN with plain layouts (nchw / oihw), so no
-// reorder runs per call; other float dtypes convert to float32 around it.
+// reorder runs per call; other float dtypes convert to float32 around it. Its gradients are two
+// ops of their own on oneDNN's backward-data / backward-weights primitives (cached the same
+// way); the pools' gradients are kiln kernels (kernels/cpu/pool.cc).
 #include <algorithm>
 
 #include "core/error.h"
@@ -14,7 +16,10 @@
 namespace kiln {
 namespace {
 
-constexpr int64_t kConvTag = 2;  // first integer of a conv cache key
+// First integer of a conv cache key, one per primitive kind.
+constexpr int64_t kConvTag = 2;
+constexpr int64_t kConvBackwardDataTag = 3;
+constexpr int64_t kConvBackwardWeightsTag = 4;
 
 std::string ShapesStr(const std::vector<TensorMeta>& in) {
   std::string s;
@@ -93,6 +98,52 @@ std::vector<TensorMeta> InferConv2d(const OpDef& def, const std::vector<TensorMe
   return {TensorMeta{in[0].dtype, {g.n, g.o, g.oh, g.ow}}};
 }
 
+// Plain-layout memory descriptors of a convolution's src (nchw), weights (oihw, or goihw with
+// groups) and dst (nchw), float32.
+struct ConvDescs {
+  dnnl::memory::desc src, weights, dst;
+};
+
+ConvDescs MakeConvDescs(const ConvGeometry& g) {
+  using dnnl::memory;
+  const auto f32 = memory::data_type::f32;
+  ConvDescs d;
+  d.src = memory::desc({g.n, g.c, g.h, g.w}, f32, memory::format_tag::nchw);
+  d.dst = memory::desc({g.n, g.o, g.oh, g.ow}, f32, memory::format_tag::nchw);
+  d.weights = g.groups == 1
+                  ? memory::desc({g.o, g.c, g.kh, g.kw}, f32, memory::format_tag::oihw)
+                  : memory::desc({g.groups, g.o / g.groups, g.c / g.groups, g.kh, g.kw}, f32,
+                                 memory::format_tag::goihw);
+  return d;
+}
+
+cpu::PrimitiveKey ConvKey(int64_t tag, const ConvGeometry& g, bool has_bias) {
+  return {tag, g.n, g.c, g.h, g.w, g.o, g.kh, g.kw, g.groups, has_bias,
+          g.stride[0], g.stride[1], g.pad[0], g.pad[1], g.pad[2], g.pad[3],
+          g.dilation[0], g.dilation[1]};
+}
+
+// oneDNN counts dilation from 0 (no gap) where PyTorch and MindSpore count from 1.
+dnnl::memory::dims OnednnDilation(const ConvGeometry& g) {
+  return {g.dilation[0] - 1, g.dilation[1] - 1};
+}
+dnnl::memory::dims PadBegin(const ConvGeometry& g) { return {g.pad[0], g.pad[2]}; }
+dnnl::memory::dims PadEnd(const ConvGeometry& g) { return {g.pad[1], g.pad[3]}; }
+
+dnnl::convolution_forward::primitive_desc ForwardPd(const ConvGeometry& g, const ConvDescs& d,
+                                                    const dnnl::memory::desc& bias,
+                                                    dnnl::prop_kind prop) {
+  dnnl::convolution_forward::desc desc(prop, dnnl::algorithm::convolution_direct, d.src, d.weights,
+                                       bias, d.dst, {g.stride[0], g.stride[1]}, OnednnDilation(g),
+                                       PadBegin(g), PadEnd(g));
+  return dnnl::convolution_forward::primitive_desc(desc, cpu::OnednnEngine());
+}
+
+void Execute(const dnnl::primitive& prim, const std::unordered_map<int, dnnl::memory>& args) {
+  prim.execute(cpu::OnednnStream(), args);
+  cpu::OnednnStream().wait();
+}
+
 struct ConvEntry {
   dnnl::convolution_forward prim;
   dnnl::memory::desc src, weights, bias, dst;
@@ -103,26 +154,12 @@ void OnednnConv(const ConvGeometry& g, const Tensor& x, const Tensor& w, const T
                 const Tensor& out) {
   using dnnl::memory;
   const bool has_bias = bias.defined();
-  cpu::PrimitiveKey key{kConvTag, g.n, g.c, g.h, g.w, g.o, g.kh, g.kw, g.groups, has_bias,
-                        g.stride[0], g.stride[1], g.pad[0], g.pad[1], g.pad[2], g.pad[3],
-                        g.dilation[0], g.dilation[1]};
-  auto entry = cpu::CachedPrimitive<ConvEntry>(key, [&] {
-    const auto f32 = memory::data_type::f32;
-    memory::desc src({g.n, g.c, g.h, g.w}, f32, memory::format_tag::nchw);
-    memory::desc dst({g.n, g.o, g.oh, g.ow}, f32, memory::format_tag::nchw);
-    memory::desc weights =
-        g.groups == 1
-            ? memory::desc({g.o, g.c, g.kh, g.kw}, f32, memory::format_tag::oihw)
-            : memory::desc({g.groups, g.o / g.groups, g.c / g.groups, g.kh, g.kw}, f32,
-                           memory::format_tag::goihw);
-    memory::desc bias_md = has_bias ? memory::desc({g.o}, f32, memory::format_tag::a) : memory::desc();
-    // oneDNN counts dilation from 0 (no gap) where PyTorch and MindSpore count from 1.
-    dnnl::convolution_forward::desc desc(
-        dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, src, weights,
-        bias_md, dst, {g.stride[0], g.stride[1]}, {g.dilation[0] - 1, g.dilation[1] - 1},
-        {g.pad[0], g.pad[2]}, {g.pad[1], g.pad[3]});
-    dnnl::convolution_forward::primitive_desc pd(desc, cpu::OnednnEngine());
-    return ConvEntry{dnnl::convolution_forward(pd), src, weights, bias_md, dst};
+  auto entry = cpu::CachedPrimitive<ConvEntry>(ConvKey(kConvTag, g, has_bias), [&] {
+    ConvDescs d = MakeConvDescs(g);
+    memory::desc bias_md =
+        has_bias ? memory::desc({g.o}, memory::data_type::f32, memory::format_tag::a) : memory::desc();
+    auto pd = ForwardPd(g, d, bias_md, dnnl::prop_kind::forward_inference);
+    return ConvEntry{dnnl::convolution_forward(pd), d.src, d.weights, bias_md, d.dst};
   });
   auto& engine = cpu::OnednnEngine();
   std::unordered_map<int, memory> args{
@@ -130,15 +167,88 @@ void OnednnConv(const ConvGeometry& g, const Tensor& x, const Tensor& w, const T
       {DNNL_ARG_WEIGHTS, memory(entry->weights, engine, w.raw_data())},
       {DNNL_ARG_DST, memory(entry->dst, engine, out.raw_data())}};
   if (has_bias) args.emplace(DNNL_ARG_BIAS, memory(entry->bias, engine, bias.raw_data()));
-  entry->prim.execute(cpu::OnednnStream(), args);
-  cpu::OnednnStream().wait();
+  Execute(entry->prim, args);
+}
+
+// Backward primitives take a forward_training primitive_desc as their hint; the plain layouts
+// are fixed, so (as for the forward) no reorder runs per call.
+struct ConvBackwardDataEntry {
+  dnnl::convolution_backward_data prim;
+  ConvDescs descs;
+};
+
+// dx = conv's input gradient from dy and w, all float32 and contiguous.
+void OnednnConvBackwardData(const ConvGeometry& g, const Tensor& dy, const Tensor& w,
+                            const Tensor& dx) {
+  using dnnl::memory;
+  auto entry = cpu::CachedPrimitive<ConvBackwardDataEntry>(
+      ConvKey(kConvBackwardDataTag, g, false), [&] {
+        ConvDescs d = MakeConvDescs(g);
+        auto hint = ForwardPd(g, d, memory::desc(), dnnl::prop_kind::forward_training);
+        dnnl::convolution_backward_data::desc desc(
+            dnnl::algorithm::convolution_direct, d.src, d.weights, d.dst,
+            {g.stride[0], g.stride[1]}, OnednnDilation(g), PadBegin(g), PadEnd(g));
+        dnnl::convolution_backward_data::primitive_desc pd(desc, cpu::OnednnEngine(), hint);
+        return ConvBackwardDataEntry{dnnl::convolution_backward_data(pd), d};
+      });
+  auto& engine = cpu::OnednnEngine();
+  Execute(entry->prim, {{DNNL_ARG_DIFF_DST, memory(entry->descs.dst, engine, dy.raw_data())},
+                        {DNNL_ARG_WEIGHTS, memory(entry->descs.weights, engine, w.raw_data())},
+                        {DNNL_ARG_DIFF_SRC, memory(entry->descs.src, engine, dx.raw_data())}});
+}
+
+struct ConvBackwardWeightsEntry {
+  dnnl::convolution_backward_weights prim;
+  ConvDescs descs;
+};
+
+// dw = conv's weight gradient from dy and x, all float32 and contiguous.
+void OnednnConvBackwardWeights(const ConvGeometry& g, const Tensor& dy, const Tensor& x,
+                               const Tensor& dw) {
+  using dnnl::memory;
+  auto entry = cpu::CachedPrimitive<ConvBackwardWeightsEntry>(
+      ConvKey(kConvBackwardWeightsTag, g, false), [&] {
+        ConvDescs d = MakeConvDescs(g);
+        auto hint = ForwardPd(g, d, memory::desc(), dnnl::prop_kind::forward_training);
+        dnnl::convolution_backward_weights::desc desc(
+            dnnl::algorithm::convolution_direct, d.src, d.weights, d.dst,
+            {g.stride[0], g.stride[1]}, OnednnDilation(g), PadBegin(g), PadEnd(g));
+        dnnl::convolution_backward_weights::primitive_desc pd(desc, cpu::OnednnEngine(), hint);
+        return ConvBackwardWeightsEntry{dnnl::convolution_backward_weights(pd), d};
+      });
+  auto& engine = cpu::OnednnEngine();
+  Execute(entry->prim, {{DNNL_ARG_SRC, memory(entry->descs.src, engine, x.raw_data())},
+                        {DNNL_ARG_DIFF_DST, memory(entry->descs.dst, engine, dy.raw_data())},
+                        {DNNL_ARG_DIFF_WEIGHTS, memory(entry->descs.weights, engine, dw.raw_data())}});
+}
+
+// A float32 contiguous operand (a no-op for the usual float32 NCHW case).
+Tensor Float32Contiguous(const Tensor& t) {
+  return t.defined() ? t.To(DType::Float32).Contiguous() : t;
+}
+
+// Runs fn(out32) on `out` itself when it is float32, else on a float32 scratch copied into it.
+template <typename Fn>
+void IntoFloat32(const Tensor& out, Fn&& fn) {
+  if (out.dtype() == DType::Float32) {
+    fn(out);
+    return;
+  }
+  Tensor out32 = Tensor::Empty(out.shape(), DType::Float32);
+  fn(out32);
+  cpu::CopyInto(out32, out);
+}
+
+std::vector<TensorMeta> MetasOf(const std::vector<Tensor>& inputs) {
+  std::vector<TensorMeta> metas;
+  for (const auto& t : inputs)
+    metas.push_back(t.defined() ? TensorMeta{t.dtype(), t.shape()}
+                                : TensorMeta{DType::Float32, {}, false, false});
+  return metas;
 }
 
 void Conv2dKernel(KernelContext& ctx) {
-  std::vector<TensorMeta> metas;
-  for (const auto& t : ctx.inputs)
-    metas.push_back(t.defined() ? TensorMeta{t.dtype(), t.shape()} : TensorMeta{DType::Float32, {}, false, false});
-  ConvGeometry g = PlanConv(ctx.def, metas, ctx.attrs);
+  ConvGeometry g = PlanConv(ctx.def, MetasOf(ctx.inputs), ctx.attrs);
   const Tensor& out = ctx.outputs[0];
   if (out.numel() == 0) return;
   if (g.c == 0) {  // an empty contraction: the output is the bias alone
@@ -149,18 +259,81 @@ void Conv2dKernel(KernelContext& ctx) {
     }
     return;
   }
-  // float32 contiguous operands (a no-op for the usual float32 NCHW case).
-  auto prepare = [](const Tensor& t) {
-    return t.defined() ? t.To(DType::Float32).Contiguous() : t;
-  };
-  Tensor x = prepare(ctx.inputs[0]), w = prepare(ctx.inputs[1]), bias = prepare(ctx.inputs[2]);
-  if (out.dtype() == DType::Float32) {
-    OnednnConv(g, x, w, bias, out);
+  Tensor x = Float32Contiguous(ctx.inputs[0]), w = Float32Contiguous(ctx.inputs[1]),
+         bias = Float32Contiguous(ctx.inputs[2]);
+  IntoFloat32(out, [&](const Tensor& out32) { OnednnConv(g, x, w, bias, out32); });
+}
+
+// ---- Conv2d's gradients: conv2d_backward_input(dy, weight; input_shape, <conv2d attrs>) and
+// conv2d_backward_weight(dy, input; weight_shape, <conv2d attrs>). Attribute 0 is the shape of
+// the operand whose gradient the op makes; the rest are the forward conv's.
+
+Attrs ConvAttrsOf(const Attrs& attrs) { return Attrs(attrs.begin() + 1, attrs.end()); }
+
+Attrs WithShape(const Shape& shape, const Attrs& conv_attrs) {
+  Attrs attrs{shape};
+  attrs.insert(attrs.end(), conv_attrs.begin(), conv_attrs.end());
+  return attrs;
+}
+
+// The forward conv's geometry: `operand` (the input for backward_input, the weight for
+// backward_weight) comes from attribute 0; dy must have the forward's output shape.
+ConvGeometry PlanConvBackward(const OpDef& def, const std::vector<TensorMeta>& in,
+                              const Attrs& attrs, bool weight_grad) {
+  const TensorMeta& dy = in[0];
+  KILN_CHECK(dy.shape.size() == 4, Value, def.name, ": dy must be 4-D (N, C_out, H_out, W_out), got shape ",
+             ShapeStr(dy.shape));
+  const Shape& shape = CheckedInts(attrs, 0, 4, 0, def.name,
+                                   weight_grad ? "weight_shape" : "input_shape");
+  TensorMeta made{dy.dtype, shape};
+  std::vector<TensorMeta> forward = weight_grad
+                                        ? std::vector<TensorMeta>{in[1], made, TensorMeta{}}
+                                        : std::vector<TensorMeta>{made, in[1], TensorMeta{}};
+  forward[2].present = false;
+  KILN_CHECK(forward[1].shape.size() == 4, Value, def.name,
+             ": weight must be 4-D (C_out, C_in / groups, kH, kW), got shape ",
+             ShapeStr(forward[1].shape));
+  ConvGeometry g = PlanConv(def, forward, ConvAttrsOf(attrs));
+  const Shape want{g.n, g.o, g.oh, g.ow};
+  bool match = true;
+  for (size_t i = 0; i < 4; ++i)
+    match = match && (dy.shape[i] == want[i] || dy.shape[i] < 0 || want[i] < 0);
+  KILN_CHECK(match, Value, def.name, ": dy of shape ", ShapeStr(dy.shape),
+             " does not match the convolution's output shape ", ShapeStr(want));
+  return g;
+}
+
+std::vector<TensorMeta> InferConv2dBackwardInput(const OpDef& def, const std::vector<TensorMeta>& in,
+                                                 const Attrs& attrs) {
+  PlanConvBackward(def, in, attrs, false);
+  return {TensorMeta{in[0].dtype, AttrInts(attrs, 0)}};
+}
+
+std::vector<TensorMeta> InferConv2dBackwardWeight(const OpDef& def,
+                                                  const std::vector<TensorMeta>& in,
+                                                  const Attrs& attrs) {
+  PlanConvBackward(def, in, attrs, true);
+  return {TensorMeta{in[0].dtype, AttrInts(attrs, 0)}};
+}
+
+void Conv2dBackwardInputKernel(KernelContext& ctx) {
+  ConvGeometry g = PlanConvBackward(ctx.def, MetasOf(ctx.inputs), ctx.attrs, false);
+  const Tensor& dx = ctx.outputs[0];
+  if (dx.numel() == 0) return;  // otherwise dy and the weight are non-empty too
+  Tensor dy = Float32Contiguous(ctx.inputs[0]), w = Float32Contiguous(ctx.inputs[1]);
+  IntoFloat32(dx, [&](const Tensor& dx32) { OnednnConvBackwardData(g, dy, w, dx32); });
+}
+
+void Conv2dBackwardWeightKernel(KernelContext& ctx) {
+  ConvGeometry g = PlanConvBackward(ctx.def, MetasOf(ctx.inputs), ctx.attrs, true);
+  const Tensor& dw = ctx.outputs[0];
+  if (dw.numel() == 0) return;
+  if (ctx.inputs[0].numel() == 0) {  // an empty batch contributes nothing
+    cpu::Fill(dw, 0.0);
     return;
   }
-  Tensor out32 = Tensor::Empty(out.shape(), DType::Float32);
-  OnednnConv(g, x, w, bias, out32);
-  cpu::CopyInto(out32, out);
+  Tensor dy = Float32Contiguous(ctx.inputs[0]), x = Float32Contiguous(ctx.inputs[1]);
+  IntoFloat32(dw, [&](const Tensor& dw32) { OnednnConvBackwardWeights(g, dy, x, dw32); });
 }
 
 // ---- Pooling: attrs kernel_size(2), stride(2), padding(2), [dilation(2)], ceil_mode, ...
@@ -226,12 +399,132 @@ void AvgPool2dKernel(KernelContext& ctx) {
   cpu::AvgPool2d(ctx.inputs[0].Contiguous(), ctx.outputs[0], p);
 }
 
-// Conv and pooling backward need their own kernels (oneDNN backward-data/-weights, pooling
-// scatter), which are not written yet; failing loudly beats a silently missing gradient.
-std::vector<GradVar> NotYetDifferentiable(GradBuilder& g) {
-  (void)g;
-  Throw(ErrorKind::NotImplemented,
-        "gradients of conv2d, max_pool2d and avg_pool2d are not implemented yet");
+// ---- Pooling gradients: max_pool2d_grad(dy, input, indices) and avg_pool2d_grad(dy, input),
+// with the forward's attributes. `input` gives dx's shape; dy must have the pooled shape.
+
+void CheckPooledGrad(const OpDef& def, const TensorMeta& dy, const Shape& pooled, const char* what) {
+  bool match = dy.shape.size() == pooled.size();
+  for (size_t i = 0; match && i < pooled.size(); ++i)
+    match = dy.shape[i] == pooled[i] || dy.shape[i] < 0 || pooled[i] < 0;
+  KILN_CHECK(match, Value, def.name, ": ", what, " of shape ", ShapeStr(dy.shape),
+             " does not match the pooled shape ", ShapeStr(pooled));
+}
+
+std::vector<TensorMeta> InferMaxPool2dGrad(const OpDef& def, const std::vector<TensorMeta>& in,
+                                           const Attrs& attrs) {
+  RequireFloating(in[0], def.name);
+  Shape pooled = PooledShape(in[1].shape, PlanPool(def, in[1], attrs, true));
+  CheckPooledGrad(def, in[0], pooled, "dy");
+  CheckPooledGrad(def, in[2], pooled, "indices");
+  KILN_CHECK(in[2].dtype == DType::Int64, Type, def.name, ": indices must be int64, got ",
+             DTypeName(in[2].dtype));
+  return {TensorMeta{in[0].dtype, in[1].shape}};
+}
+
+void MaxPool2dGradKernel(KernelContext& ctx) {
+  KILN_CHECK(cpu::MaxPool2dBackward(ctx.inputs[0].Contiguous(), ctx.inputs[2].Contiguous(),
+                                    ctx.outputs[0]),
+             Index, ctx.def.name, ": indices must lie within their input plane of ",
+             ctx.inputs[1].dim(-2) * ctx.inputs[1].dim(-1), " elements");
+}
+
+std::vector<TensorMeta> InferAvgPool2dGrad(const OpDef& def, const std::vector<TensorMeta>& in,
+                                           const Attrs& attrs) {
+  RequireFloating(in[0], def.name);
+  KILN_CHECK(AttrIsNone(attrs, 5) || AttrInt(attrs, 5) != 0, Value, def.name,
+             ": divisor_override must not be zero");
+  CheckPooledGrad(def, in[0], PooledShape(in[1].shape, PlanPool(def, in[1], attrs, false)), "dy");
+  return {TensorMeta{in[0].dtype, in[1].shape}};
+}
+
+void AvgPool2dGradKernel(KernelContext& ctx) {
+  TensorMeta meta{ctx.inputs[1].dtype(), ctx.inputs[1].shape()};
+  cpu::Pool2dParams p = PlanPool(ctx.def, meta, ctx.attrs, false);
+  p.count_include_pad = AttrBool(ctx.attrs, 4);
+  p.divisor_override = AttrIsNone(ctx.attrs, 5) ? 0 : AttrInt(ctx.attrs, 5);
+  cpu::AvgPool2dBackward(ctx.inputs[0].Contiguous(), ctx.outputs[0], p);
+}
+
+// ---- Gradient rules
+
+GradVar InputGrad(GradBuilder& g, GradVar grad, int input) {
+  return CastTo(g, grad, g.meta(g.input(input)).dtype);
+}
+
+// conv2d: dx and dw through the backward ops, dbias = dy summed over N, H, W.
+std::vector<GradVar> Conv2dGrad(GradBuilder& g) {
+  GradVar x = g.input(0), w = g.input(1), dy = g.out_grad(0);
+  std::vector<GradVar> grads(3);
+  if (g.wants_input_grad(0))
+    grads[0] = InputGrad(
+        g, g.Emit1(OpKind::Conv2dBackwardInput, {dy, w}, WithShape(g.meta(x).shape, g.attrs())), 0);
+  if (g.wants_input_grad(1))
+    grads[1] = InputGrad(
+        g, g.Emit1(OpKind::Conv2dBackwardWeight, {dy, x}, WithShape(g.meta(w).shape, g.attrs())), 1);
+  if (g.wants_input_grad(2))
+    grads[2] = InputGrad(
+        g, g.Emit1(OpKind::ReduceSum, {dy}, {Shape{0, 2, 3}, false, std::monostate{}}), 2);
+  return grads;
+}
+
+// Both backward ops are bilinear in (dy, other operand), each the adjoint of conv2d in one
+// argument, so their gradients are conv2d and the other backward op:
+//   dx = backward_input(dy, w):  d(dy) = conv2d(ddx, w),  d(w) = backward_weight(dy, ddx)
+//   dw = backward_weight(dy, x): d(dy) = conv2d(x, ddw),  d(x) = backward_input(dy, ddw)
+std::vector<GradVar> Conv2dBackwardInputGrad(GradBuilder& g) {
+  GradVar dy = g.input(0), w = g.input(1), ddx = g.out_grad(0);
+  const Attrs conv = ConvAttrsOf(g.attrs());
+  std::vector<GradVar> grads(2);
+  if (g.wants_input_grad(0)) grads[0] = InputGrad(g, g.Emit1(OpKind::Conv2d, {ddx, w}, conv), 0);
+  if (g.wants_input_grad(1))
+    grads[1] = InputGrad(
+        g, g.Emit1(OpKind::Conv2dBackwardWeight, {dy, ddx}, WithShape(g.meta(w).shape, conv)), 1);
+  return grads;
+}
+
+std::vector<GradVar> Conv2dBackwardWeightGrad(GradBuilder& g) {
+  GradVar dy = g.input(0), x = g.input(1), ddw = g.out_grad(0);
+  const Attrs conv = ConvAttrsOf(g.attrs());
+  std::vector<GradVar> grads(2);
+  if (g.wants_input_grad(0)) grads[0] = InputGrad(g, g.Emit1(OpKind::Conv2d, {x, ddw}, conv), 0);
+  if (g.wants_input_grad(1))
+    grads[1] = InputGrad(
+        g, g.Emit1(OpKind::Conv2dBackwardInput, {dy, ddw}, WithShape(g.meta(x).shape, conv)), 1);
+  return grads;
+}
+
+// max_pool2d: dy scattered to where each maximum was (the indices output); the indices get no
+// gradient.
+std::vector<GradVar> MaxPool2dGradRule(GradBuilder& g) {
+  GradVar x = g.input(0);
+  return {InputGrad(g, g.Emit1(OpKind::MaxPool2dGrad, {g.out_grad(0), x, g.output(1)}, g.attrs()), 0)};
+}
+
+// max_pool2d_grad is linear in dy; its adjoint gathers ddx at the indices, plane by plane.
+std::vector<GradVar> MaxPool2dGradGrad(GradBuilder& g) {
+  std::vector<GradVar> grads(3);
+  if (!g.wants_input_grad(0)) return grads;
+  GradVar dy = g.input(0), indices = g.input(2), ddx = g.out_grad(0);
+  const Shape in_shape = g.meta(g.input(1)).shape, dy_shape = g.meta(dy).shape;
+  const int64_t plane = in_shape[in_shape.size() - 2] * in_shape[in_shape.size() - 1];
+  const int64_t pooled = dy_shape[dy_shape.size() - 2] * dy_shape[dy_shape.size() - 1];
+  GradVar flat_ddx = g.Emit1(OpKind::Reshape, {ddx}, {Shape{-1, plane}});
+  GradVar flat_idx = g.Emit1(OpKind::Reshape, {indices}, {Shape{-1, pooled}});
+  GradVar picked = g.Emit1(OpKind::Gather, {flat_ddx, flat_idx}, {int64_t{1}, int64_t{1}});
+  grads[0] = InputGrad(g, g.Emit1(OpKind::Reshape, {picked}, {dy_shape}), 0);
+  return grads;
+}
+
+std::vector<GradVar> AvgPool2dGradRule(GradBuilder& g) {
+  return {InputGrad(g, g.Emit1(OpKind::AvgPool2dGrad, {g.out_grad(0), g.input(0)}, g.attrs()), 0)};
+}
+
+// avg_pool2d is linear, and avg_pool2d_grad its adjoint: the adjoint's adjoint is avg_pool2d.
+std::vector<GradVar> AvgPool2dGradGrad(GradBuilder& g) {
+  std::vector<GradVar> grads(2);
+  if (g.wants_input_grad(0))
+    grads[0] = InputGrad(g, g.Emit1(OpKind::AvgPool2d, {g.out_grad(0)}, g.attrs()), 0);
+  return grads;
 }
 
 }  // namespace
@@ -245,8 +538,7 @@ void RegisterConvOps(OpRegistry& r) {
   conv.infer = InferConv2d;
   conv.kernel = Conv2dKernel;
   conv.promotion = Promotion::Common;
-  conv.grad = NotYetDifferentiable;
-  r.Add(std::move(conv));
+  conv.grad = Conv2dGrad;
 
   OpDef max_pool;
   max_pool.kind = OpKind::MaxPool2d;
@@ -255,8 +547,7 @@ void RegisterConvOps(OpRegistry& r) {
                     {"dilation", Shape{1, 1}}, {"ceil_mode", false}};
   max_pool.infer = InferMaxPool2d;
   max_pool.kernel = MaxPool2dKernel;
-  max_pool.grad = NotYetDifferentiable;
-  r.Add(std::move(max_pool));
+  max_pool.grad = MaxPool2dGradRule;
 
   OpDef avg_pool;
   avg_pool.kind = OpKind::AvgPool2d;
@@ -266,8 +557,51 @@ void RegisterConvOps(OpRegistry& r) {
                     {"divisor_override", std::monostate{}}};
   avg_pool.infer = InferAvgPool2d;
   avg_pool.kernel = AvgPool2dKernel;
-  avg_pool.grad = NotYetDifferentiable;
+  avg_pool.grad = AvgPool2dGradRule;
+
+  OpDef conv_dx;
+  conv_dx.kind = OpKind::Conv2dBackwardInput;
+  conv_dx.inputs = {"dy", "weight"};
+  conv_dx.attrs = {{"input_shape", Shape{}}};
+  conv_dx.attrs.insert(conv_dx.attrs.end(), conv.attrs.begin(), conv.attrs.end());
+  conv_dx.infer = InferConv2dBackwardInput;
+  conv_dx.kernel = Conv2dBackwardInputKernel;
+  conv_dx.promotion = Promotion::Common;
+  conv_dx.grad = Conv2dBackwardInputGrad;
+
+  OpDef conv_dw;
+  conv_dw.kind = OpKind::Conv2dBackwardWeight;
+  conv_dw.inputs = {"dy", "input"};
+  conv_dw.attrs = {{"weight_shape", Shape{}}};
+  conv_dw.attrs.insert(conv_dw.attrs.end(), conv.attrs.begin(), conv.attrs.end());
+  conv_dw.infer = InferConv2dBackwardWeight;
+  conv_dw.kernel = Conv2dBackwardWeightKernel;
+  conv_dw.promotion = Promotion::Common;
+  conv_dw.grad = Conv2dBackwardWeightGrad;
+
+  OpDef max_pool_grad;
+  max_pool_grad.kind = OpKind::MaxPool2dGrad;
+  max_pool_grad.inputs = {"dy", "input", "indices"};
+  max_pool_grad.attrs = max_pool.attrs;
+  max_pool_grad.infer = InferMaxPool2dGrad;
+  max_pool_grad.kernel = MaxPool2dGradKernel;
+  max_pool_grad.grad = MaxPool2dGradGrad;
+
+  OpDef avg_pool_grad;
+  avg_pool_grad.kind = OpKind::AvgPool2dGrad;
+  avg_pool_grad.inputs = {"dy", "input"};
+  avg_pool_grad.attrs = avg_pool.attrs;
+  avg_pool_grad.infer = InferAvgPool2dGrad;
+  avg_pool_grad.kernel = AvgPool2dGradKernel;
+  avg_pool_grad.grad = AvgPool2dGradGrad;
+
+  r.Add(std::move(conv));
+  r.Add(std::move(max_pool));
   r.Add(std::move(avg_pool));
+  r.Add(std::move(conv_dx));
+  r.Add(std::move(conv_dw));
+  r.Add(std::move(max_pool_grad));
+  r.Add(std::move(avg_pool_grad));
 }
 
 }  // namespace kiln

@@ -2,8 +2,10 @@
 #include "kernels/cpu/pool.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <type_traits>
+#include <vector>
 
 #include "core/parallel.h"
 #include "kernels/cpu/convert.h"
@@ -90,8 +92,86 @@ void AvgPoolTyped(const Tensor& in, const Tensor& out, const Pool2dParams& p) {
           if (divisor == 0)
             divisor = p.count_include_pad ? padded_h * padded_w : (h1 - h0) * (w1 - w0);
           // A window wholly in padding (possible with ceil_mode) averages to zero.
-          y[oh * p.ow + ow] = Convert<T>(divisor > 0 ? sum / static_cast<C>(divisor) : C(0));
+          y[oh * p.ow + ow] = Convert<T>(divisor != 0 ? sum / static_cast<C>(divisor) : C(0));
         }
+      }
+    }
+  });
+}
+
+// Backward kernels accumulate one plane of dx at a time in compute_t: in dx itself when T is
+// its own compute type, else in a per-chunk scratch plane converted once at the end.
+template <typename T, typename Fn>
+void ForEachGradPlane(const Tensor& dx, int64_t grain, Fn&& plane_fn) {
+  using C = compute_t<T>;
+  const int64_t H = dx.dim(dx.ndim() - 2), W = dx.dim(dx.ndim() - 1);
+  T* out = dx.data<T>();
+  ParallelFor(NumPlanes(dx), grain, [&](int64_t begin, int64_t end) {
+    std::vector<C> scratch;
+    if constexpr (!std::is_same_v<T, C>) scratch.resize(H * W);
+    for (int64_t plane = begin; plane < end; ++plane) {
+      T* o = out + plane * H * W;
+      C* acc;
+      if constexpr (std::is_same_v<T, C>) {
+        acc = o;
+      } else {
+        acc = scratch.data();
+      }
+      std::fill(acc, acc + H * W, C(0));
+      plane_fn(plane, acc);
+      if constexpr (!std::is_same_v<T, C>)
+        for (int64_t i = 0; i < H * W; ++i) o[i] = Convert<T>(acc[i]);
+    }
+  });
+}
+
+template <typename T>
+bool MaxPoolBackwardTyped(const Tensor& dy, const Tensor& indices, const Tensor& dx) {
+  using C = compute_t<T>;
+  const int64_t HW = dx.dim(dx.ndim() - 2) * dx.dim(dx.ndim() - 1);
+  const int64_t OHW = dy.dim(dy.ndim() - 2) * dy.dim(dy.ndim() - 1);
+  const T* g = dy.data<T>();
+  const int64_t* idx = indices.data<int64_t>();
+  std::atomic<bool> ok{true};
+  const int64_t grain = std::max<int64_t>(1, 32768 / std::max<int64_t>(OHW + HW, 1));
+  ForEachGradPlane<T>(dx, grain, [&](int64_t plane, C* acc) {
+    const T* gp = g + plane * OHW;
+    const int64_t* ip = idx + plane * OHW;
+    for (int64_t i = 0; i < OHW; ++i) {
+      const int64_t at = ip[i];
+      if (at < 0 || at >= HW) {
+        ok.store(false, std::memory_order_relaxed);
+        continue;
+      }
+      acc[at] += static_cast<C>(gp[i]);
+    }
+  });
+  return ok.load();
+}
+
+template <typename T>
+void AvgPoolBackwardTyped(const Tensor& dy, const Tensor& dx, const Pool2dParams& p) {
+  using C = compute_t<T>;
+  const int64_t H = dx.dim(dx.ndim() - 2), W = dx.dim(dx.ndim() - 1);
+  const T* g = dy.data<T>();
+  ForEachGradPlane<T>(dx, PlaneGrain(p), [&](int64_t plane, C* acc) {
+    const T* gp = g + plane * p.oh * p.ow;
+    for (int64_t oh = 0; oh < p.oh; ++oh) {
+      // The same window and divisor as AvgPoolTyped.
+      int64_t h0 = oh * p.sh - p.ph, h1 = std::min(h0 + p.kh, H + p.ph);
+      const int64_t padded_h = h1 - h0;
+      h0 = std::max<int64_t>(h0, 0), h1 = std::min(h1, H);
+      for (int64_t ow = 0; ow < p.ow; ++ow) {
+        int64_t w0 = ow * p.sw - p.pw, w1 = std::min(w0 + p.kw, W + p.pw);
+        const int64_t padded_w = w1 - w0;
+        w0 = std::max<int64_t>(w0, 0), w1 = std::min(w1, W);
+        int64_t divisor = p.divisor_override;
+        if (divisor == 0)
+          divisor = p.count_include_pad ? padded_h * padded_w : (h1 - h0) * (w1 - w0);
+        if (divisor == 0) continue;  // a window wholly in padding: its output was constant 0
+        const C share = static_cast<C>(gp[oh * p.ow + ow]) / static_cast<C>(divisor);
+        for (int64_t h = h0; h < h1; ++h)
+          for (int64_t w = w0; w < w1; ++w) acc[h * W + w] += share;
       }
     }
   });
@@ -118,6 +198,24 @@ void AvgPool2d(const Tensor& in, const Tensor& out, const Pool2dParams& p) {
   DispatchDType(in.dtype(), [&](auto tag) {
     using T = decltype(tag);
     if constexpr (std::is_floating_point_v<compute_t<T>>) AvgPoolTyped<T>(in, out, p);
+  });
+}
+
+bool MaxPool2dBackward(const Tensor& dy, const Tensor& indices, const Tensor& dx) {
+  if (dx.numel() == 0) return true;
+  bool ok = true;
+  DispatchDType(dx.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (std::is_floating_point_v<compute_t<T>>) ok = MaxPoolBackwardTyped<T>(dy, indices, dx);
+  });
+  return ok;
+}
+
+void AvgPool2dBackward(const Tensor& dy, const Tensor& dx, const Pool2dParams& p) {
+  if (dx.numel() == 0) return;
+  DispatchDType(dx.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (std::is_floating_point_v<compute_t<T>>) AvgPoolBackwardTyped<T>(dy, dx, p);
   });
 }
 

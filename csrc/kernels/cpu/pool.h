@@ -23,4 +23,13 @@ void MaxPool2d(const Tensor& in, const Tensor& out, const Tensor& indices, const
 // Floating dtypes; padding counts as zeros when count_include_pad.
 void AvgPool2d(const Tensor& in, const Tensor& out, const Pool2dParams& p);
 
+// Backward passes, floating dtypes; all tensors contiguous, dx of the input's shape, dy of the
+// pooled shape. Each overwrites all of dx.
+// max: dx = dy scattered (summed) to each maximum's flat position `indices` (int64, as
+// MaxPool2d writes them). Returns false, leaving those entries out, if an index lies outside
+// its plane.
+bool MaxPool2dBackward(const Tensor& dy, const Tensor& indices, const Tensor& dx);
+// avg: each dy spread evenly over its window's input positions (the divisor AvgPool2d used).
+void AvgPool2dBackward(const Tensor& dy, const Tensor& dx, const Pool2dParams& p);
+
 }  // namespace kiln::cpu
