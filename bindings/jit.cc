@@ -6,6 +6,7 @@
 
 #include "convert.h"
 #include "frontend/graph_builder.h"
+#include "passes/passes.h"
 #include "runtime/executor.h"
 
 namespace kiln::bind {
@@ -98,8 +99,9 @@ void BindJit(nb::module_& m) {
         b.SetOutputs(FromHandles(outs));
       })
       .def("text", [](GraphBuilder& b) { return ir::Print(b.module()); })
-      .def("finish", [](GraphBuilder& b) {
+      .def("finish", [](GraphBuilder& b, const std::string& level) {
         ir::Verify(b.module());
+        passes::RunPipeline(b.module(), level, /*verify_each=*/true);
         return Executable{std::move(b.module())};
       });
 

@@ -1,6 +1,6 @@
 """kiln's main demo: an MLP and a LeNet-style conv net learn scikit-learn's 8x8 handwritten digits.
 
-Run: python examples/demo.py [--epochs N] [--batch-size B] [--seed S]
+Run: python examples/demo.py [--epochs N] [--batch-size B] [--seed S] [--threads T]
 It is plain MindSpore code (only the import line differs): nn.Cell models, CrossEntropyLoss,
 Adam, and the ``value_and_grad(forward_fn, None, optimizer.parameters)`` training idiom.
 Exits with status 1 if a model stays below 97% test accuracy.
@@ -131,8 +131,12 @@ def main(argv=None):
     parser.add_argument("--epochs", type=int, default=20)
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--seed", type=int, default=0)
+    # The digits models are tiny (a 32x128 matmul at most): handing such ops to other threads
+    # costs more than the work, and far more when the cores are shared. One thread by default.
+    parser.add_argument("--threads", type=int, default=1)
     args = parser.parse_args(argv)
     ms.set_context(mode=ms.PYNATIVE_MODE)
+    ms.set_num_threads(args.threads)
     ms.set_seed(args.seed)
     data = load_digits_split(args.seed)
     print(f"kiln {ms.__version__}: digits 8x8, {len(data[0][1])} training / {len(data[1][1])} "

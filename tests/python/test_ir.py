@@ -77,3 +77,15 @@ def test_print_and_raise_act_at_run_time(capfd):
 def test_wrong_input_types_are_rejected():
     with pytest.raises(TypeError, match="input 1"):
         _C.ir_run(SIMPLE, [ms.Tensor(np.zeros((2, 3), np.float32)), ms.Tensor(np.zeros(4, np.float32))])
+
+
+@pytest.mark.parametrize("path", sorted((IR_DIR / "passes").glob("*.ir")), ids=lambda p: p.name)
+def test_pass_golden_files(path):
+    """Each file: `// RUN: pass,pass`, the input IR, `// ---- expected`, the expected IR."""
+    text = path.read_text()
+    header = text.splitlines()[0]
+    assert header.startswith("// RUN:"), "the first line must name the passes"
+    names = [n.strip() for n in header[len("// RUN:"):].split(",")]
+    source, expected = text.split("// ---- expected")
+    source = "\n".join(line for line in source.splitlines() if not line.startswith("//"))
+    assert _C.ir_run_passes(source, names).strip() == expected.strip()

@@ -9,9 +9,7 @@ import numbers
 
 import numpy as np
 
-from kiln import _graph_state
-
-from kiln import _C
+from kiln import _C, _graph_state
 from kiln.common import dtype as mstype
 from kiln.common.tensor import Tensor
 

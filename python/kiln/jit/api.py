@@ -152,7 +152,7 @@ def _run_inputs(value, inputs):
             _run_inputs(v, inputs)
 
 
-def compile_function(fn, args, kwargs, self_obj=None, name="graph"):
+def compile_function(fn, args, kwargs, self_obj=None, name="graph", level="O1"):
     """Builds, checks and returns the compiled graph of fn(*args, **kwargs)."""
     from kiln.context import get_context  # noqa: PLC0415
 
@@ -172,7 +172,8 @@ def compile_function(fn, args, kwargs, self_obj=None, name="graph"):
         emitter.b.set_outputs(outputs)
         text = emitter.b.text()
         _save_graph(name, "frontend", text, get_context)
-        executable = emitter.b.finish()
+        executable = emitter.b.finish(level)
+        _save_graph(name, "optimized", executable.text(), get_context)
     finally:
         _state.builder, _state.converter = previous
     out_leaves = [None if isinstance(leaf, GraphTensor) else leaf for leaf in leaves]
@@ -241,7 +242,8 @@ class JitFunction:
             _STATS["recompile_reasons"].append(f"{self.fn.__qualname__}: {reason}")
         elif any(k[0] == key[0] for k in self.cache if k is not key) and len(self.cache) > 1:
             _STATS["recompile_reasons"].append(f"{self.fn.__qualname__}: new input signature")
-        compiled = compile_function(self.fn, args, kwargs, self_obj, self.fn.__name__)
+        compiled = compile_function(self.fn, args, kwargs, self_obj, self.fn.__name__,
+                                    self.config.jit_level)
         entries.append(compiled)
         return run_compiled(compiled, args, kwargs)
 

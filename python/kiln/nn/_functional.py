@@ -5,10 +5,11 @@ tensor values, so kiln's autodiff (which records registry ops) differentiates th
 
 WORKAROUND (listed in the nn engineer's report): while this file was written, the C++ ops
 softmax, log_softmax, layer_norm, batch_norm, dropout, conv2d, max_pool2d and avg_pool2d had no
-registered definition and their Python wrappers were not in kiln.ops. Each function below uses
-the native op when `kiln.ops.<name>` exists and the registry op is defined, and otherwise a
-composition of defined ops (im2col by strided slices + matmul for conv, max/sum over slices for
-pooling, reductions for softmax and the norms, a uniform mask for dropout).
+registered definition (later: no gradient rule) and their Python wrappers were not in kiln.ops.
+Each function below uses the native op when `kiln.ops.<name>` exists and the registry op is
+defined with a gradient rule, and otherwise a composition of differentiable ops (im2col by
+strided slices + matmul for conv, max/sum over slices for pooling, reductions for softmax and
+the norms, a uniform mask for dropout).
 BatchNorm always uses the composition: it updates the running statistics itself, so it does not
 depend on whether a native batch_norm updates them in place.
 """
@@ -24,13 +25,16 @@ _NATIVE = {}
 
 
 def _native(py_name, reg_name=None):
-    """kiln.ops.<py_name> when it exists and its registry op is defined, else None."""
+    """kiln.ops.<py_name> when it exists and its registry op is defined with a gradient rule
+    (layers must stay trainable), else None: the caller then composes differentiable ops."""
     key = (py_name, reg_name)
     if key not in _NATIVE:
         fn = getattr(ops, py_name, None)
         reg = reg_name or py_name
-        if fn is not None and reg in _core.KIND and not _C.is_registered(_core.KIND[reg]):
-            fn = None
+        if fn is not None and reg in _core.KIND:
+            kind = _core.KIND[reg]
+            if not _C.is_registered(kind) or not _C.op_schema(kind).get("has_grad", True):
+                fn = None
         _NATIVE[key] = fn
     return _NATIVE[key]
 

@@ -1,0 +1,31 @@
+// passes.h - graph passes and the pipeline that runs them by jit_level.
+//
+// A pass rewrites a Module in place and leaves it verified-valid; RunPipeline lists the passes
+// of each level in order and can verify after each one (tests always do).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "ir/ir.h"
+
+namespace kiln::passes {
+
+// Removes nodes whose results nobody uses and that have no side effect (print, raise, in-place
+// updates, random draws, and if/while/call of functions that have one), then functions that are
+// no longer called.
+void DeadCodeElimination(ir::Module& module);
+
+struct PassInfo {
+  const char* name;
+  void (*run)(ir::Module&);
+};
+
+// The passes of a jit level, in order: "O0" (only what correctness needs), "O1", "O2".
+std::vector<PassInfo> PipelineFor(const std::string& level);
+// Runs one pass by name; throws ValueError for an unknown name.
+void RunPass(ir::Module& module, const std::string& name);
+// Runs the level's pipeline; with verify_each the verifier checks the module after every pass.
+void RunPipeline(ir::Module& module, const std::string& level, bool verify_each);
+
+}  // namespace kiln::passes
