@@ -5,6 +5,7 @@
 #include "core/error.h"
 #include "kernels/cpu/copy.h"
 #include "kernels/cpu/elementwise.h"
+#include "kernels/cpu/normalization.h"
 #include "ops/grad.h"
 #include "ops/registry.h"
 
@@ -28,15 +29,22 @@ struct AbsFn {
     else return a < 0 ? static_cast<C>(-a) : a;
   }
 };
-struct ExpFn { template <typename C> C operator()(C a) const { return std::exp(a); } };
+// exp in float (float32 and the 16-bit floats) uses cpu::ExpF: branch-free, so the loop
+// vectorizes (about 10x std::exp), within 2 ulp; results below FLT_MIN flush to zero.
+template <typename C>
+C FastExp(C a) {
+  if constexpr (std::is_same_v<C, float>) return cpu::ExpF(a);
+  else return std::exp(a);
+}
+struct ExpFn { template <typename C> C operator()(C a) const { return FastExp(a); } };
 struct LogFn { template <typename C> C operator()(C a) const { return std::log(a); } };
 struct SqrtFn { template <typename C> C operator()(C a) const { return std::sqrt(a); } };
 struct RsqrtFn { template <typename C> C operator()(C a) const { return C(1) / std::sqrt(a); } };
 struct SinFn { template <typename C> C operator()(C a) const { return std::sin(a); } };
 struct CosFn { template <typename C> C operator()(C a) const { return std::cos(a); } };
 struct TanhFn { template <typename C> C operator()(C a) const { return std::tanh(a); } };
-struct SigmoidFn { template <typename C> C operator()(C a) const { return C(1) / (C(1) + std::exp(-a)); } };
-struct SiluFn { template <typename C> C operator()(C a) const { return a / (C(1) + std::exp(-a)); } };
+struct SigmoidFn { template <typename C> C operator()(C a) const { return C(1) / (C(1) + FastExp(-a)); } };
+struct SiluFn { template <typename C> C operator()(C a) const { return a / (C(1) + FastExp(-a)); } };
 struct ReluFn { template <typename C> C operator()(C a) const { return a > C(0) ? a : C(0); } };
 struct GeluErfFn {
   template <typename C>

@@ -265,3 +265,48 @@ def test_raise_acts_at_run_time():
     np.testing.assert_array_equal(checked(Tensor([1.0])).asnumpy(), [2.0])
     with pytest.raises(ValueError, match="too large"):
         checked(Tensor([20.0]))
+
+
+# ---- exits from loops decided at run time ----
+def break_on_tensor_condition(x, n):
+    i = 0
+    while i < n:
+        x = x * 2.0
+        if x.sum() > 50.0:
+            break
+        i += 1
+    return x, i
+
+
+def continue_on_tensor_condition(x, n):
+    total = x * 0.0
+    for i in range(n):
+        if (x.sum() + i) % 2.0 > 0.5:
+            continue
+        total = total + x * i
+    return total
+
+
+def break_in_unrolled_loop(x):
+    acc = x
+    for i in range(6):
+        acc = acc + 1.0
+        if acc.sum() > 12.0:
+            break
+        acc = acc * 1.5
+    return acc
+
+
+EXIT_PROGRAMS = [
+    (break_on_tensor_condition, lambda: (Tensor(np.ones(3, np.float32)), Tensor(np.array(10)))),
+    (break_on_tensor_condition, lambda: (Tensor(np.ones(3, np.float32) * 0.01), Tensor(np.array(3)))),
+    (continue_on_tensor_condition, lambda: (Tensor(np.array([0.5, 0.25], np.float32)), Tensor(np.array(6)))),
+    (break_in_unrolled_loop, lambda: (Tensor(np.ones(2, np.float32)),)),
+    (break_in_unrolled_loop, lambda: (Tensor(np.full(2, 10.0, np.float32)),)),
+]
+
+
+@pytest.mark.parametrize("fn,make_args", EXIT_PROGRAMS,
+                         ids=[f"{p[0].__name__}-{i}" for i, p in enumerate(EXIT_PROGRAMS)])
+def test_loop_exits_match_pynative(fn, make_args):
+    both(fn, *make_args())

@@ -386,7 +386,15 @@ class Converter:
             branches.append((leaves, tree, consts))
         self.set_loc(stmt, frame)
         outs = b.if_(cond.handle, group, *self.emitter.loc)
-        result = self._join(branches, outs, frame, stmt, names or ["the returned value"])
+        internal = set()
+        if not returns and branches:
+            k = 0
+            for n, v in zip(names, unflatten(branches[0][1], branches[0][0])):
+                count = len(flatten(v)[0])
+                if n.startswith("__kiln_"):
+                    internal.update(range(k, k + count))
+                k += count
+        result = self._join(branches, outs, frame, stmt, names or ["the returned value"], internal)
         if returns:
             raise _Return(result)
         for n, v in zip(names, result):
@@ -425,19 +433,23 @@ class Converter:
                 consts.append(leaf)
         return handles, consts
 
-    def _join(self, branches, outs, frame, stmt, names):
+    def _join(self, branches, outs, frame, stmt, names, internal=()):
         try:
-            return self._join_values(branches, outs, ", ".join(names))
+            return self._join_values(branches, outs, ", ".join(n for n in names
+                                                                  if not n.startswith("__kiln_")),
+                                     internal)
         except TypeError as e:
             raise _at_line(e, frame.source, stmt.lineno) from None
 
-    def _join_values(self, branches, outs, what):
+    def _join_values(self, branches, outs, what, internal=()):
+        """Merges two branches' results; `internal` leaf positions (the converter's own loop
+        flags) may mix Python bools and bool tensors."""
         (la, ta, ca), (lb, tb, cb) = branches
         if ta != tb or len(la) != len(lb):
             raise TypeError(f"the two branches give different structures for {what}: "
                             f"{unflatten(ta, la)!r} vs {unflatten(tb, lb)!r}")
         joined, k = [], 0
-        for a, b, x, y in zip(la, lb, ca, cb):
+        for pos, (a, b, x, y) in enumerate(zip(la, lb, ca, cb)):
             a_graph, b_graph = x is None, y is None
             numeric = isinstance(a, (GraphTensor, Tensor, bool, int, float))
             if not numeric:
@@ -448,6 +460,9 @@ class Converter:
                 continue
             out = self.emitter.wrap(outs[k])
             k += 1
+            if pos in internal:
+                joined.append(a if not a_graph and not b_graph and a == b else out)
+                continue
             if a_graph != b_graph or (not a_graph and type(a) is not type(b)):
                 raise TypeError(f"the two branches give a {_kind(a)} and a {_kind(b)} for {what}; "
                                 f"both sides must agree in kind and dtype")
@@ -480,6 +495,13 @@ class Converter:
                     raise _at_line(TypeError("this loop's condition turned from a Python value "
                                              "into a tensor; make it a tensor from the start"),
                                    frame.source, stmt.lineno)
+            return
+        if _has_loop_exit(stmt.body):
+            frame.locals[_BRK] = False
+            body = _loop_body_with_exits(stmt.body, stmt)
+            self._tensor_loop(stmt, frame, lambda inner: _and_not(self.eval(stmt.test, inner),
+                                                                  inner.locals[_BRK]), body)
+            del frame.locals[_BRK]
             return
         self._tensor_loop(stmt, frame, lambda inner: self.eval(stmt.test, inner), stmt.body)
 
@@ -541,17 +563,27 @@ class Converter:
         if isinstance(iterable, builtins_graph.TensorRange):
             self._tensor_for(stmt, iterable, frame)
             return
+        exits = _has_loop_exit(stmt.body)
+        body = _loop_body_with_exits(stmt.body, stmt) if exits else stmt.body
+        if exits:
+            frame.locals[_BRK] = False
         for count, item in enumerate(iterable):
             if count > MAX_UNROLLED_ITERATIONS:
                 raise _at_line(RuntimeError("this for loop unrolls more than 100000 times"),
                                frame.source, stmt.lineno)
-            self.assign(stmt.target, item, frame)
-            try:
-                self.exec_block(stmt.body, frame)
-            except _Break:
+            broke = frame.locals.get(_BRK, False) if exits else False
+            if broke is True:
                 break
-            except _Continue:
-                continue
+            self.assign(stmt.target, item, frame)
+            if isinstance(broke, GraphTensor):  # an earlier iteration may have broken at run time
+                guard = ast.If(test=ast.UnaryOp(op=ast.Not(), operand=ast.Name(id=_BRK, ctx=ast.Load())),
+                               body=body, orelse=[])
+                self.exec_block([ast.fix_missing_locations(ast.copy_location(guard, stmt))], frame)
+            else:
+                self.exec_block(body, frame)
+        if exits:
+            frame.locals.pop(_BRK, None)
+            frame.locals.pop(_SKIP, None)
 
     def _tensor_for(self, stmt, rng, frame):
         """for i in range(tensor): a graph loop over a hidden counter."""
@@ -570,10 +602,21 @@ class Converter:
         for node in (assign_target, bump):
             ast.copy_location(node, stmt)
             ast.fix_missing_locations(node)
-        body = [assign_target] + stmt.body + [bump]
-        self._tensor_loop(stmt, frame, lambda inner: call("less", (inner.locals[counter], stop)),
-                          body, extra=[counter])
+        exits = _has_loop_exit(stmt.body)
+        inner_body = _loop_body_with_exits(stmt.body, stmt) if exits else stmt.body
+        body = [assign_target] + inner_body + [bump]
+        extra = [counter]
+        if exits:
+            frame.locals[_BRK] = False
+            extra.append(_BRK)
+
+        def cond(inner):
+            c = call("less", (inner.locals[counter], stop))
+            return _and_not(c, inner.locals[_BRK]) if exits else c
+
+        self._tensor_loop(stmt, frame, cond, body, extra=extra)
         del frame.locals[counter]
+        frame.locals.pop(_BRK, None)
 
 
 class _BuildAtCompileTime:
@@ -591,6 +634,52 @@ class _BuildAtCompileTime:
 
 
 _RAISED = object()
+_BRK, _SKIP = "__kiln_brk", "__kiln_skip"
+
+
+def _has_loop_exit(stmts):
+    """Whether break/continue of *this* loop appear (nested loops' own are not counted)."""
+    for s in stmts:
+        if isinstance(s, (ast.Break, ast.Continue)):
+            return True
+        if isinstance(s, ast.If) and (_has_loop_exit(s.body) or _has_loop_exit(s.orelse)):
+            return True
+    return False
+
+
+def _flag(name, value, like):
+    node = ast.Assign(targets=[ast.Name(id=name, ctx=ast.Store())], value=ast.Constant(value=value))
+    return ast.fix_missing_locations(ast.copy_location(node, like))
+
+
+def _rewrite_exits(stmts):
+    """break -> set the break and skip flags; continue -> set the skip flag; the statements after
+    one that may exit run only while the skip flag is unset. With flags that are tensors (an exit
+    under a tensor condition), those guards become graph ifs."""
+    out = []
+    for i, s in enumerate(stmts):
+        if isinstance(s, ast.Break):
+            out += [_flag(_BRK, True, s), _flag(_SKIP, True, s)]
+            return out
+        if isinstance(s, ast.Continue):
+            out.append(_flag(_SKIP, True, s))
+            return out
+        if isinstance(s, ast.If) and (_has_loop_exit(s.body) or _has_loop_exit(s.orelse)):
+            node = ast.If(test=s.test, body=_rewrite_exits(s.body) or [ast.Pass()],
+                          orelse=_rewrite_exits(s.orelse))
+            out.append(ast.fix_missing_locations(ast.copy_location(node, s)))
+            rest = stmts[i + 1:]
+            if rest:
+                guard = ast.If(test=ast.UnaryOp(op=ast.Not(), operand=ast.Name(id=_SKIP, ctx=ast.Load())),
+                               body=_rewrite_exits(rest), orelse=[])
+                out.append(ast.fix_missing_locations(ast.copy_location(guard, rest[0])))
+            return out
+        out.append(s)
+    return out
+
+
+def _loop_body_with_exits(stmts, like):
+    return [_flag(_SKIP, False, like)] + _rewrite_exits(stmts)
 
 
 def _ends_in_raise(block):
@@ -651,6 +740,16 @@ def _copy(node):
     import copy  # noqa: PLC0415
 
     return copy.deepcopy(node)
+
+
+def _and_not(cond, flag):
+    """cond and not flag, for a loop condition with a break flag."""
+    if flag is False:
+        return cond
+    from kiln.ops._core import call  # noqa: PLC0415
+
+    return call("logical_and", (_scalar_bool(cond) if isinstance(cond, GraphTensor) else cond,
+                                _logical_not(flag)))
 
 
 def _logical_not(value):
