@@ -221,7 +221,7 @@ def test_conv2d_second_order():
     rules runs; the first derivatives are quadratic in each operand, so a large-step central
     difference is exact up to rounding."""
     x, w = rand(1, 2, 6, 5, dtype=np.float64), rand(3, 2, 3, 2, dtype=np.float64)
-    c = rand(1, 3, 3, 4, dtype=np.float64)
+    c = rand(1, 3, 3, 5, dtype=np.float64)
     d, e = rand(*x.shape, dtype=np.float64), rand(*w.shape, dtype=np.float64)
     kwargs = dict(stride=(2, 1), pad_mode="pad", padding=(1, 0, 0, 1))
 
@@ -329,7 +329,7 @@ def test_max_pool2d_grad_op_rejects_bad_indices():
 def test_max_pool2d_second_order():
     """max_pool2d_grad's own rule (a gather at the indices) through a gradient of a gradient."""
     x = RNG.permutation(2 * 6 * 5).reshape(1, 2, 6, 5) / 7.0
-    c = RNG.standard_normal((1, 2, 3, 3))
+    c = RNG.standard_normal((1, 2, 4, 3))
 
     def dx_of(a):  # d/dx <max_pool2d(x)^2, c>: the scatter's dy = 2 max_pool2d(x) c depends on x
         return ms.grad(lambda b: ops.mul(ops.square(ops.max_pool2d(b, 3, 2, 1, ceil_mode=True)),

@@ -3,7 +3,8 @@
 // std::exp is a library call the compiler cannot vectorize, and softmax spends most of its time
 // in it. ExpF is Cephes' expf (range reduction to [-ln2/2, ln2/2], a degree-6 polynomial, the
 // exponent set through the bits): branch-free straight-line code, within 2 ulp of std::exp,
-// that GCC and Clang vectorize. Results below FLT_MIN (exp(x) for x < -87.3) flush to zero.
+// that GCC and Clang vectorize. Results below FLT_MIN (exp(x) for x < -87.3) flush to zero;
+// results up to FLT_MAX (x <= 88.72) stay finite, as std::exp's do.
 #pragma once
 
 #include <cmath>
@@ -14,7 +15,7 @@
 namespace kiln::cpu {
 
 inline float ExpF(float x) {
-  constexpr float kHi = 88.3762626647949f, kLo = -87.3365447505531f;
+  constexpr float kHi = 88.72283935546875f, kLo = -87.3365447505531f;  // ln FLT_MAX, ln FLT_MIN
   constexpr float kLog2e = 1.44269504088896341f;
   constexpr float kRound = 12582912.0f;  // 1.5 * 2^23: adding it rounds to an integer
   float xc = x > kHi ? kHi : x;
@@ -33,10 +34,12 @@ inline float ExpF(float x) {
   p = p * r + 1.6666665459e-1f;
   p = p * r + 5.0000001201e-1f;
   const float y = p * r * r + r + 1.0f;
-  const int32_t bits = (n_int + 127) << 23;
+  // 2^n as bits; n reaches 128 near the top, beyond float's exponent: then 2^127 times 2.
+  const int32_t top = n_int > 127 ? 1 : 0;
+  const int32_t bits = (n_int - top + 127) << 23;
   float scale;
   std::memcpy(&scale, &bits, sizeof scale);
-  const float result = y * scale;
+  const float result = (y * scale) * (top ? 2.0f : 1.0f);
   if (x < kLo) return 0.0f;
   return x > kHi ? std::numeric_limits<float>::infinity() : result;
 }

@@ -138,6 +138,15 @@ def _graph_inputs(emitter, value, inputs, name):
     return value
 
 
+def _wrap_cells(converter, value, name):
+    """Cells passed as arguments are seen through a proxy, like `self`."""
+    from kiln.nn import Cell  # noqa: PLC0415
+
+    if isinstance(value, Cell):
+        return converter.wrap(value, name, None, path=name)
+    return value
+
+
 def _run_inputs(value, inputs):
     if isinstance(value, Tensor):
         inputs.append(value)
@@ -163,6 +172,7 @@ def compile_function(fn, args, kwargs, self_obj=None, name="graph", level="O1"):
     _state.builder, _state.converter = emitter, converter
     try:
         graph_args = [_graph_inputs(emitter, a, [], f"arg{i}") for i, a in enumerate(args)]
+        graph_args = [_wrap_cells(converter, a, f"arg{i}") for i, a in enumerate(graph_args)]
         graph_kwargs = {k: _graph_inputs(emitter, v, [], k) for k, v in kwargs.items()}
         if self_obj is not None:
             graph_args.insert(0, converter.wrap(self_obj, "self", None, path="self"))

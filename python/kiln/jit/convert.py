@@ -68,8 +68,13 @@ class Converter:
         from kiln.nn import Cell  # noqa: PLC0415
 
         if isinstance(value, Cell):
-            return value if is_library(type(value)) and not _has_user_subcells(value) else \
-                CellProxy(self, value, path or description)
+            return CellProxy(self, value, path or description)
+        if isinstance(value, Tensor):
+            # Tensors entering compiled code become graph values: Parameters are graph inputs
+            # (read fresh on every run), other tensors constants. Never computed with eagerly.
+            if _is_parameter(value):
+                return self.emitter.parameter(value)
+            return self.emitter.constant(value)
         if isinstance(value, type) and issubclass(value, Cell):
             return _BuildAtCompileTime(value)
         if isinstance(value, types.FunctionType) and not is_library(value):
@@ -124,7 +129,7 @@ class Converter:
         if isinstance(construct, JitFunction):
             construct = construct.fn
         if is_library(construct):
-            return cell.construct(*args, **kwargs)
+            return construct(proxy, *args, **kwargs)  # kiln's layers run as is, through the proxy
         return self.call_function(construct, (proxy,) + tuple(args), kwargs)
 
     def assign_attribute(self, cell, path, name, value):
@@ -824,6 +829,8 @@ def _at_line(error, source, lineno):
     return new
 
 
-def _has_user_subcells(cell):
-    return any(not is_library(type(c)) for _, c in cell.cells_and_names())
+def _is_parameter(value):
+    from kiln.common.parameter import Parameter  # noqa: PLC0415
+
+    return isinstance(value, Parameter)
 

@@ -126,7 +126,7 @@ class CellProxy:
         value = getattr(cell, name)
         if isinstance(value, types.MethodType) and value.__self__ is cell:
             if is_library(value.__func__):
-                return value
+                return types.MethodType(value.__func__, self)  # library code, still through us
             return Converted(conv, value.__func__, self)
         return conv.wrap(value, f"{self._path}.{name}", lambda: getattr(cell, name),
                          path=f"{self._path}.{name}")
