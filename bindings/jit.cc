@@ -95,6 +95,13 @@ void BindJit(nb::module_& m) {
         return ToHandles(b.While(FromHandles(carried), group, Loc(file, line, col)));
       })
       .def_prop_ro("current_func", &GraphBuilder::current_func)
+      .def("mark", &GraphBuilder::Mark)
+      .def("gradient", [](GraphBuilder& b, int mark, const std::vector<Handle>& targets,
+                          const std::vector<Handle>& sens, const std::vector<bool>& sens_absent,
+                          const std::vector<Handle>& sources) {
+        return ToHandles(b.Gradient(mark, FromHandles(targets), FromHandles(sens), sens_absent,
+                                    FromHandles(sources)));
+      })
       .def("set_outputs", [](GraphBuilder& b, const std::vector<Handle>& outs) {
         b.SetOutputs(FromHandles(outs));
       })

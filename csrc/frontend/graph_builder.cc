@@ -1,6 +1,7 @@
 // graph_builder.cc - region bookkeeping and capture of outer values for the front end.
 #include "frontend/graph_builder.h"
 
+#include "autodiff/reverse.h"
 #include "core/error.h"
 
 namespace kiln::frontend {
@@ -60,6 +61,18 @@ void GraphBuilder::Raise(const std::string& type, const std::string& format,
   std::vector<ir::ValueRef> refs;
   for (const auto& v : inputs) refs.push_back(Resolve(v));
   ir::Builder(module_, FuncAt(current_func())).Raise(type, format, refs, loc);
+}
+
+std::vector<GValue> GraphBuilder::Gradient(int mark, const std::vector<GValue>& targets,
+                                           const std::vector<GValue>& sens,
+                                           const std::vector<bool>& sens_absent,
+                                           const std::vector<GValue>& sources) {
+  std::vector<ir::ValueRef> t, s, src;
+  for (const auto& v : targets) t.push_back(Resolve(v));
+  for (size_t i = 0; i < sens.size(); ++i)
+    s.push_back(i < sens_absent.size() && sens_absent[i] ? ir::ValueRef::None() : Resolve(sens[i]));
+  for (const auto& v : sources) src.push_back(Resolve(v));
+  return Wrap(autodiff::Gradient(module_, FuncAt(current_func()), mark, t, s, src));
 }
 
 int GraphBuilder::NewGroup() {

@@ -40,6 +40,14 @@ class GraphBuilder {
   void Raise(const std::string& type, const std::string& format, const std::vector<GValue>& inputs,
              const ir::SourceLoc& loc);
 
+  // ---- autodiff ----
+  // How many nodes the current function has: the start of a forward fragment to differentiate.
+  int Mark() { return static_cast<int>(FuncAt(current_func()).nodes.size()); }
+  // Gradients of targets w.r.t. sources over the current function's nodes since `mark`.
+  std::vector<GValue> Gradient(int mark, const std::vector<GValue>& targets,
+                               const std::vector<GValue>& sens, const std::vector<bool>& sens_absent,
+                               const std::vector<GValue>& sources);
+
   // ---- regions ----
   // A group of region functions sharing captured values (an if's branches, a while's cond+body).
   int NewGroup();

@@ -88,6 +88,40 @@ TEST(Conv, Conv2dOnesAndCacheHit) {
   EXPECT_EQ(cpu::GetOnednnCacheStats().hits, before.hits + 1);
 }
 
+TEST(Conv, BackwardOpsOnOnesAndCacheHit) {
+  // y = conv(x, w) with x (1, 1, 3, 3), w (2, 1, 2, 2) of ones; dy of ones (1, 2, 2, 2).
+  Tensor dy = FromValues({1, 2, 2, 2}, std::vector<float>(8, 1.f));
+  Tensor x = FromValues({1, 1, 3, 3}, std::vector<float>(9, 1.f));
+  Tensor w = FromValues({2, 1, 2, 2}, std::vector<float>(8, 1.f));
+  Attrs dx_attrs{Shape{1, 1, 3, 3}, Shape{1, 1}, Shape{0, 0, 0, 0}, Shape{1, 1}, int64_t{1}};
+  Attrs dw_attrs{Shape{2, 1, 2, 2}, Shape{1, 1}, Shape{0, 0, 0, 0}, Shape{1, 1}, int64_t{1}};
+  cpu::OnednnCacheStats before = cpu::GetOnednnCacheStats();
+  Tensor dx = CallOp1(OpKind::Conv2dBackwardInput, {dy, w}, dx_attrs);
+  // Each input pixel is read by as many windows as cover it (corners 1, edges 2, centre 4),
+  // once per output channel.
+  EXPECT_EQ(Values(dx), (std::vector<float>{2, 4, 2, 4, 8, 4, 2, 4, 2}));
+  Tensor dw = CallOp1(OpKind::Conv2dBackwardWeight, {dy, x}, dw_attrs);
+  EXPECT_EQ(dw.shape(), (Shape{2, 1, 2, 2}));
+  EXPECT_EQ(Values(dw), std::vector<float>(8, 4.f));  // each tap sees 4 outputs
+  cpu::OnednnCacheStats mid = cpu::GetOnednnCacheStats();
+  EXPECT_EQ(mid.misses, before.misses + 2);
+  CallOp1(OpKind::Conv2dBackwardInput, {dy, w}, dx_attrs);
+  CallOp1(OpKind::Conv2dBackwardWeight, {dy, x}, dw_attrs);
+  EXPECT_EQ(cpu::GetOnednnCacheStats().hits, mid.hits + 2);
+  EXPECT_EQ(cpu::GetOnednnCacheStats().misses, mid.misses);
+}
+
+TEST(Conv, PoolGradOps) {
+  Tensor x = FromValues({1, 1, 2, 4}, {1, 5, 2, 0, 3, 4, 8, 7});
+  Attrs max_attrs{Shape{2, 2}, Shape{2, 2}, Shape{0, 0}, Shape{1, 1}, false};
+  auto outs = CallOp(OpKind::MaxPool2d, {x}, max_attrs);
+  Tensor dy = FromValues({1, 1, 1, 2}, {10, 20});
+  Tensor dx = CallOp1(OpKind::MaxPool2dGrad, {dy, x, outs[1]}, max_attrs);
+  EXPECT_EQ(Values(dx), (std::vector<float>{0, 10, 0, 0, 0, 0, 20, 0}));
+  Tensor davg = CallOp1(OpKind::AvgPool2dGrad, {dy, x}, {Shape{2, 2}, Shape{2, 2}, Shape{0, 0}});
+  EXPECT_EQ(Values(davg), (std::vector<float>{2.5, 2.5, 5, 5, 2.5, 2.5, 5, 5}));
+}
+
 TEST(Conv, Conv2dRejectsIntegersAndBadGroups) {
   Tensor xi = Tensor::Empty({1, 4, 5, 5}, DType::Int32), wi = Tensor::Empty({2, 4, 3, 3}, DType::Int32);
   EXPECT_THROW(CallOp(OpKind::Conv2d, {xi, wi}, {}), Error);

@@ -170,6 +170,17 @@ def test_learning_rate_float_tensor_list_iterable():
                                [0.1, 0.2, 0.3, 0.4, 0.5], rtol=1e-5)
 
 
+def test_changing_the_learning_rate_parameter():
+    p = Parameter(Tensor(np.zeros(1, np.float32)), name="p")
+    opt = nn.SGD([p], learning_rate=0.1)
+    one = (Tensor(np.ones(1, np.float32)),)
+    opt(one)
+    opt.learning_rate.set_data(Tensor(np.float32(0.5)))   # MindSpore's way to change a fixed lr
+    opt(one)
+    np.testing.assert_allclose(p.asnumpy(), [-0.6], rtol=1e-6)
+    assert float(opt.get_lr().asnumpy()) == pytest.approx(0.5)
+
+
 def test_learning_rate_schedule_and_callable():
     sched = nn.ExponentialDecayLR(0.1, 0.5, 2)
     np.testing.assert_allclose(sgd_lr_trace(sched), [0.1 * 0.5 ** (s / 2) for s in range(5)],

@@ -48,15 +48,11 @@ def _copy_into(variable, value):
     from kiln import ops  # noqa: PLC0415 - kiln.ops imports kiln.common
     from kiln.ops import _core  # noqa: PLC0415
 
-    if not isinstance(value, _C.TensorBase):
+    if not _core.is_tensor(value):  # graph values (while compiling) are tensors too
         value = Tensor(np.asarray(value), variable.dtype)
     if value.dtype != variable.dtype:
         value = ops.cast(value, variable.dtype)
-    assign = getattr(ops, "assign", None)
-    if assign is not None:
-        assign(variable, value)
-    else:  # ops.assign's Python wrapper not written yet: call the registry op directly.
-        _core.call("assign", (variable, value))
+    ops.assign(variable, value)
     return variable
 
 

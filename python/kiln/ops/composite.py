@@ -2,7 +2,7 @@
 GradOperation. PyNative mode records ops on a C++ tape (runtime/tape.h) and sweeps it backwards
 with the registry's gradient rules.
 """
-from kiln import _C
+from kiln import _C, _graph_state
 from kiln.common.tensor import Tensor
 from kiln.ops._core import call, is_tensor
 
@@ -66,6 +66,8 @@ def _outputs(out, has_aux, fn_name):
 
 def _differentiate(fn, args, kwargs, positions, weights, has_aux, sens, fn_name):
     """Runs fn on a tape; returns (fn's output, gradients for positions, gradients for weights)."""
+    if _graph_state.builder is not None:
+        return _differentiate_in_graph(fn, args, kwargs, positions, weights, has_aux, sens, fn_name)
     args = list(args)
     for p in positions:
         if not is_tensor(args[p]):
@@ -87,6 +89,29 @@ def _differentiate(fn, args, kwargs, positions, weights, has_aux, sens, fn_name)
         sens_list = list(sens) if isinstance(sens, (tuple, list)) else [sens]
     sources = [args[p] for p in positions] + list(weights)
     grads = tape.gradient(targets, sens_list, sources)
+    return out, grads[:len(positions)], grads[len(positions):]
+
+
+def _differentiate_in_graph(fn, args, kwargs, positions, weights, has_aux, sens, fn_name):
+    """Inside a function being compiled: fn's nodes are added to the graph, then its backward
+    nodes, built by reverse-mode autodiff on the IR (csrc/autodiff) from the same rules."""
+    emitter = _graph_state.builder
+    args = list(args)
+    for p in positions:
+        if not is_tensor(args[p]):
+            raise TypeError(f"{fn_name}: argument {p} must be a Tensor to take its gradient, "
+                            f"got {type(args[p]).__name__}")
+        args[p] = call("identity", (args[p],))
+    sources = [args[p] for p in positions] + [emitter.to_graph(w, fn_name) for w in weights]
+    mark = emitter.b.mark()
+    out = fn(*args, **kwargs)
+    targets, _ = _outputs(out, has_aux, fn_name)
+    targets = [emitter.to_graph(t, fn_name) for t in targets]
+    sens_list = [] if sens is None else (list(sens) if isinstance(sens, (tuple, list)) else [sens])
+    sens_values = [emitter.to_graph(s, fn_name) for s in sens_list]
+    handles = emitter.b.gradient(mark, [t.handle for t in targets], [s.handle for s in sens_values],
+                                 [False] * len(sens_values), [s.handle for s in sources])
+    grads = [emitter.wrap(h) for h in handles]
     return out, grads[:len(positions)], grads[len(positions):]
 
 

@@ -32,6 +32,7 @@ class _LR:
         self.fixed = None
         self.table = None
         self.schedule = None
+        self.param = None  # a fixed lr lives in the optimizer's `learning_rate` Parameter
         if isinstance(lr, bool):
             raise TypeError(f"{who}: learning_rate must be a float, list, Tensor or "
                             f"LearningRateSchedule, got bool")
@@ -64,6 +65,9 @@ class _LR:
         return value
 
     def value(self, step, step_tensor):
+        if self.param is not None:
+            # MindSpore code changes the rate with learning_rate.set_data(...) / ops.assign.
+            return float(np.asarray(self.param.asnumpy()).reshape(-1)[0])
         if self.fixed is not None:
             return self.fixed
         if self.table is not None:
@@ -139,6 +143,7 @@ class Optimizer(Cell):
         if default_lr.fixed is not None and not self.is_group_lr:
             self.learning_rate = Parameter(Tensor(np.array(default_lr.fixed, np.float32)),
                                            name="learning_rate", requires_grad=False)
+            default_lr.param = self.learning_rate
         elif default_lr.schedule is not None and isinstance(default_lr.schedule, Cell):
             self.learning_rate = default_lr.schedule
 

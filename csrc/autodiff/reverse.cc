@@ -1,0 +1,155 @@
+// reverse.cc - the backward sweep over IR nodes with a GradBuilder that emits nodes.
+//
+// 1. Seed the targets' gradients (ones unless a sens is given).
+// 2. Walk the forward nodes from last to `begin`; for an op node whose outputs received
+//    gradients, run its registry rule through GraphGradBuilder, which emits the rule's ops as new
+//    nodes of the same function, and add the results into the inputs' gradients.
+// 3. Read off the sources' gradients, emitting zeros where none arrived.
+// Gradients through if/while nodes are the next step (issue: Graph-mode autodiff); until then a
+// gradient that would have to flow through one raises a clear error.
+#include "autodiff/reverse.h"
+
+#include <map>
+
+#include "core/error.h"
+#include "ops/grad.h"
+
+namespace kiln::autodiff {
+namespace {
+
+using Key = std::pair<int, int>;  // (node, output) of a ValueRef; params use node -1
+Key KeyOf(const ir::ValueRef& v) { return {v.node, v.index}; }
+
+bool Differentiable(const TensorMeta& m) { return m.present && IsFloating(m.dtype); }
+
+class GraphGradBuilder final : public GradBuilder {
+ public:
+  GraphGradBuilder(ir::Builder& b, const ir::Node& node, std::vector<ir::ValueRef> out_grads,
+                   std::vector<bool> wants, ir::SourceLoc loc)
+      : b_(b), node_(node), wants_(std::move(wants)), loc_(std::move(loc)) {
+    for (const auto& v : node.inputs) inputs_.push_back(Add(v));
+    for (size_t k = 0; k < node.outputs.size(); ++k) outputs_.push_back(-1);
+    out_grads_ = std::move(out_grads);
+  }
+  void SetOutputRefs(int node_index) {
+    for (size_t k = 0; k < node_.outputs.size(); ++k) outputs_[k] = Add({node_index, static_cast<int>(k)});
+  }
+
+  int num_inputs() const override { return static_cast<int>(inputs_.size()); }
+  int num_outputs() const override { return static_cast<int>(outputs_.size()); }
+  GradVar input(int i) override { return {inputs_[i]}; }
+  GradVar output(int i) override { return {outputs_[i]}; }
+  bool has_out_grad(int i) const override { return !out_grads_[i].is_none(); }
+  bool wants_input_grad(int i) const override { return wants_[i]; }
+  const Attrs& attrs() const override { return node_.attrs; }
+  TensorMeta meta(GradVar v) override { return b_.func().meta(table_.at(v.id)); }
+
+  GradVar out_grad(int i) override {
+    if (out_grads_[i].is_none()) out_grads_[i] = Zeros(node_.outputs[i]);
+    return {Add(out_grads_[i])};
+  }
+
+  std::vector<GradVar> Emit(OpKind kind, const std::vector<GradVar>& inputs, Attrs attrs) override {
+    std::vector<ir::ValueRef> refs;
+    for (GradVar v : inputs) refs.push_back(v.defined() ? table_.at(v.id) : ir::ValueRef::None());
+    std::vector<GradVar> out;
+    for (const auto& r : b_.Op(kind, refs, std::move(attrs), loc_)) out.push_back({Add(r)});
+    return out;
+  }
+
+  GradVar Scalar(double value) override {
+    Tensor t = Tensor::Empty({}, DType::Float64);
+    *t.data<double>() = value;
+    t.impl()->wrapped_number = true;
+    return {Add(b_.Const(t, loc_))};
+  }
+
+  ir::ValueRef ref(GradVar v) const { return table_.at(v.id); }
+
+  ir::ValueRef Zeros(const TensorMeta& m) {
+    return b_.Op1(OpKind::Fill, {}, {m.shape, 0.0, m.dtype}, loc_);
+  }
+
+ private:
+  int Add(const ir::ValueRef& v) {
+    table_.push_back(v);
+    return static_cast<int>(table_.size()) - 1;
+  }
+
+  ir::Builder& b_;
+  const ir::Node& node_;
+  std::vector<bool> wants_;
+  ir::SourceLoc loc_;
+  std::vector<ir::ValueRef> table_, out_grads_;
+  std::vector<int> inputs_, outputs_;
+};
+
+}  // namespace
+
+std::vector<ir::ValueRef> Gradient(ir::Module& module, ir::Func& func, int begin,
+                                   const std::vector<ir::ValueRef>& targets,
+                                   const std::vector<ir::ValueRef>& sens,
+                                   const std::vector<ir::ValueRef>& sources) {
+  ir::Builder b(module, func);
+  const int end = static_cast<int>(func.nodes.size());
+  std::map<Key, ir::ValueRef> grads;
+  auto accumulate = [&](const ir::ValueRef& v, ir::ValueRef g) {
+    TensorMeta want = func.meta(v);
+    if (func.meta(g).dtype != want.dtype) g = b.Op1(OpKind::Cast, {g}, {want.dtype});
+    auto it = grads.find(KeyOf(v));
+    if (it == grads.end()) {
+      grads.emplace(KeyOf(v), g);
+    } else {
+      it->second = b.Op1(OpKind::Add, {it->second, g});
+    }
+  };
+  for (size_t i = 0; i < targets.size(); ++i) {
+    TensorMeta m = func.meta(targets[i]);
+    if (!Differentiable(m)) continue;
+    ir::ValueRef seed = i < sens.size() && !sens[i].is_none()
+                            ? sens[i]
+                            : b.Op1(OpKind::Fill, {}, {m.shape, 1.0, m.dtype});
+    accumulate(targets[i], seed);
+  }
+  for (int n = end - 1; n >= begin; --n) {
+    const ir::Node node = func.nodes[n];  // a copy: emitting appends to func.nodes
+    std::vector<ir::ValueRef> out_grads(node.outputs.size(), ir::ValueRef::None());
+    bool any = false;
+    for (size_t k = 0; k < node.outputs.size(); ++k) {
+      auto it = grads.find({n, static_cast<int>(k)});
+      if (it == grads.end()) continue;
+      out_grads[k] = it->second;
+      grads.erase(it);
+      any = true;
+    }
+    if (!any) continue;
+    KILN_CHECK(node.kind == ir::NodeKind::Op, NotImplemented, "grad in Graph mode: the gradient would have to flow through a ",
+               ir::NodeKindName(node.kind), " node (line ", node.loc.line,
+               "); gradients through tensor-dependent if/while in compiled code are not supported yet — "
+               "compute the gradient in PyNative mode for now");
+    const OpDef& def = GetOpDef(node.op);
+    KILN_CHECK(def.grad != nullptr, NotImplemented, "grad: op '", def.name, "' has no gradient rule");
+    std::vector<bool> wants;
+    for (const auto& v : node.inputs) wants.push_back(!v.is_none() && Differentiable(func.meta(v)));
+    GraphGradBuilder g(b, node, out_grads, wants, node.loc);
+    g.SetOutputRefs(n);
+    std::vector<GradVar> in_grads = def.grad(g);
+    for (size_t k = 0; k < node.inputs.size() && k < in_grads.size(); ++k) {
+      if (!wants[k] || !in_grads[k].defined()) continue;
+      accumulate(node.inputs[k], g.ref(in_grads[k]));
+    }
+  }
+  std::vector<ir::ValueRef> result;
+  for (const auto& s : sources) {
+    auto it = grads.find(KeyOf(s));
+    if (it != grads.end()) {
+      result.push_back(it->second);
+      continue;
+    }
+    TensorMeta m = func.meta(s);
+    result.push_back(b.Op1(OpKind::Fill, {}, {m.shape, 0.0, m.dtype}));
+  }
+  return result;
+}
+
+}  // namespace kiln::autodiff
