@@ -24,6 +24,7 @@ std::vector<Tensor> ToTensors(nb::sequence items, bool allow_none) {
 }  // namespace
 
 void BindAutodiff(nb::module_& m) {
+  m.def("tape_active", &AnyTapeActive);
   nb::class_<Tape>(m, "Tape")
       .def(nb::init<>())
       .def("watch", &Tape::Watch)

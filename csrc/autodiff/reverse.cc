@@ -122,7 +122,7 @@ std::vector<ir::ValueRef> Gradient(ir::Module& module, ir::Func& func, int begin
       grads.erase(it);
       any = true;
     }
-    if (!any) continue;
+    if (!any || node.kind == ir::NodeKind::Const) continue;  // constants depend on nothing
     KILN_CHECK(node.kind == ir::NodeKind::Op, NotImplemented, "grad in Graph mode: the gradient would have to flow through a ",
                ir::NodeKindName(node.kind), " node (line ", node.loc.line,
                "); gradients through tensor-dependent if/while in compiled code are not supported yet — "

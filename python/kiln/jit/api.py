@@ -3,6 +3,7 @@ import functools
 import os
 import time
 
+from kiln import _C
 from kiln.common.tensor import Tensor
 from kiln import _graph_state as _state
 from kiln.jit.convert import Converter
@@ -240,6 +241,11 @@ class JitFunction:
             from kiln.jit.scope import Converted  # noqa: PLC0415
 
             return Converted(_state.converter, self.fn)(*args, **kwargs)
+        if _C.tape_active():
+            # grad(jit(f)) in PyNative: the eager tape must see f's ops, so f runs op by op.
+            if self_obj is not None:
+                args = (self_obj,) + args
+            return self.fn(*args, **kwargs)
         key = (id(self_obj), tuple(_signature(a) for a in args),
                tuple((k, _signature(v)) for k, v in sorted(kwargs.items())), self.config.key())
         entries = self.cache.setdefault(key, [])

@@ -1,0 +1,83 @@
+"""Gradients in Graph mode: grad inside jit, jit(grad(f)), grad(jit(f)), a compiled train step."""
+import numpy as np
+import pytest
+
+import kiln as ms
+from kiln import Tensor, nn, ops
+
+RNG = np.random.default_rng(7)
+
+
+def t(*shape):
+    return Tensor(RNG.standard_normal(shape).astype(np.float32))
+
+
+def smooth(x, w):
+    h = ops.tanh(ops.matmul(x, w))
+    return ops.sum(ops.softmax(h, axis=-1) * h) + ops.mean(x * x)
+
+
+def layer_norm_loss(x, w):
+    y = ops.layer_norm(ops.matmul(x, w), (w.shape[1],))
+    return ops.sum(ops.gelu(y) ** 2)
+
+
+def broadcast_and_reduce(x, w):
+    return ops.sum(ops.maximum(x[:, :1] * w[0], 0.1) / (1.0 + ops.exp(-x.sum(axis=1, keepdims=True))))
+
+
+@pytest.mark.parametrize("fn", [smooth, layer_norm_loss, broadcast_and_reduce],
+                         ids=lambda f: f.__name__)
+def test_grad_inside_jit_matches_pynative(fn):
+    x, w = t(4, 3), t(3, 5)
+    eager = ms.grad(fn, (0, 1))(x, w)
+
+    def compiled(a, b):
+        return ms.grad(fn, (0, 1))(a, b)
+
+    graph = ms.jit(compiled)(x, w)
+    for e, g in zip(eager, graph):
+        np.testing.assert_allclose(g.asnumpy(), e.asnumpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_jit_of_grad_and_value_and_grad():
+    x, w = t(2, 3), t(3, 3)
+    value, grads = ms.jit(ms.value_and_grad(smooth, (0, 1)))(x, w)
+    ev, eg = ms.value_and_grad(smooth, (0, 1))(x, w)
+    np.testing.assert_allclose(value.asnumpy(), ev.asnumpy(), rtol=1e-6)
+    for e, g in zip(eg, grads):
+        np.testing.assert_allclose(g.asnumpy(), e.asnumpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_grad_of_a_jitted_function():
+    x, w = t(2, 3), t(3, 3)
+    jitted = ms.jit(smooth)
+    g = ms.grad(jitted, (0, 1))(x, w)
+    e = ms.grad(smooth, (0, 1))(x, w)
+    for a, b in zip(g, e):
+        np.testing.assert_allclose(a.asnumpy(), b.asnumpy(), rtol=1e-6)
+
+
+def test_weights_gradients_inside_jit():
+    ms.set_seed(0)
+    net = nn.Dense(3, 2)
+    x = t(5, 3)
+
+    def loss(inp):
+        return ops.sum(net(inp) ** 2)
+
+    eager = ms.grad(loss, None, net.trainable_params())(x)
+    graph = ms.jit(lambda inp: ms.grad(loss, None, net.trainable_params())(inp))(x)
+    for e, g in zip(eager, graph):
+        np.testing.assert_allclose(g.asnumpy(), e.asnumpy(), rtol=1e-5, atol=1e-6)
+
+
+def tensor_branch(x):
+    if x.sum() > 0:
+        return ops.sum(x * x)
+    return ops.sum(x)
+
+
+def test_gradient_through_graph_control_flow_is_reported_not_wrong():
+    with pytest.raises(NotImplementedError, match="if/while"):
+        ms.jit(lambda a: ms.grad(tensor_branch)(a))(t(3))
