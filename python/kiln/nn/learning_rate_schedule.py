@@ -5,9 +5,11 @@ import numbers
 
 import numpy as np
 
-from kiln import _C
+from kiln import _C, ops
+from kiln.common import dtype as mstype
 from kiln.common.tensor import Tensor
 from kiln.nn.cell import Cell
+from kiln.ops import _core
 
 __all__ = [
     "LearningRateSchedule", "ExponentialDecayLR", "NaturalExpDecayLR", "InverseDecayLR",
@@ -22,6 +24,22 @@ def _step_value(global_step):
     return float(global_step)
 
 
+def _step_tensor(global_step):
+    """The step as a float64 scalar tensor (a graph value while compiling).
+
+    The schedules compute in float64 (as Python's float math did) and return float32."""
+    if not _core.is_tensor(global_step):
+        if isinstance(global_step, bool) or not isinstance(global_step, numbers.Real):
+            raise TypeError(f"learning-rate schedule: global_step must be a number or a "
+                            f"Tensor, got {global_step!r}")
+        return Tensor(np.array(global_step, np.float64))
+    return ops.cast(ops.reshape(global_step, ()), mstype.float64)
+
+
+def _out(rate):
+    return ops.cast(rate, mstype.float32)
+
+
 def _positive(value, who, name, allow_zero=False):
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise TypeError(f"{who}: {name} must be a number, got {value!r}")
@@ -31,11 +49,22 @@ def _positive(value, who, name, allow_zero=False):
 
 
 class LearningRateSchedule(Cell):
-    """Base class: subclasses compute `self.rate(step)` (a float); calling with the global step
-    (an int or a Tensor) returns a float32 scalar Tensor."""
+    """Base class of learning-rate schedules: calling one with the global step (an int or a
+    Tensor) returns the rate as a float32 scalar Tensor.
+
+    The built-in schedules compute with tensor ops (`construct`), so optimizers use them inside
+    compiled training steps without recompiling. A subclass may instead define
+    ``rate(step) -> float`` with Python math: that needs the step's value, so it works in
+    PyNative mode only (in a compiled graph the step is only known when the graph runs, and
+    it raises a TypeError saying so); override `construct` with ops to use it in Graph mode.
+    """
 
     def rate(self, step):
-        raise NotImplementedError
+        """The rate at `step` (a number) as a Python float."""
+        if type(self).construct is LearningRateSchedule.construct:
+            raise NotImplementedError(f"{type(self).__name__}: define construct (with ops) "
+                                      f"or rate(step)")
+        return float(np.asarray(self.construct(step).asnumpy()).reshape(-1)[0])
 
     def construct(self, global_step):
         return Tensor(np.array(self.rate(_step_value(global_step)), dtype=np.float32))
@@ -46,33 +75,32 @@ class ExponentialDecayLR(LearningRateSchedule):
 
     def __init__(self, learning_rate, decay_rate, decay_steps, is_stair=False):
         super().__init__()
-        who = "ExponentialDecayLR"
+        who = type(self).__name__
         self.learning_rate = _positive(learning_rate, who, "learning_rate")
         self.decay_rate = _positive(decay_rate, who, "decay_rate")
         self.decay_steps = int(_positive(decay_steps, who, "decay_steps"))
         self.is_stair = bool(is_stair)
 
-    def rate(self, step):
-        p = step / self.decay_steps
-        return self.learning_rate * self.decay_rate ** (math.floor(p) if self.is_stair else p)
+    def _progress(self, global_step):
+        p = _step_tensor(global_step) / self.decay_steps
+        return ops.floor(p) if self.is_stair else p
+
+    def construct(self, global_step):
+        return _out(self.learning_rate * ops.pow(self.decay_rate, self._progress(global_step)))
 
 
 class NaturalExpDecayLR(ExponentialDecayLR):
     """lr * exp(-decay_rate * step / decay_steps)."""
 
-    def rate(self, step):
-        p = step / self.decay_steps
-        return self.learning_rate * math.exp(-self.decay_rate * (math.floor(p) if self.is_stair
-                                                                  else p))
+    def construct(self, global_step):
+        return _out(self.learning_rate * ops.exp(self._progress(global_step) * -self.decay_rate))
 
 
 class InverseDecayLR(ExponentialDecayLR):
     """lr / (1 + decay_rate * step / decay_steps)."""
 
-    def rate(self, step):
-        p = step / self.decay_steps
-        return self.learning_rate / (1 + self.decay_rate * (math.floor(p) if self.is_stair
-                                                            else p))
+    def construct(self, global_step):
+        return _out(self.learning_rate / (self._progress(global_step) * self.decay_rate + 1.0))
 
 
 class CosineDecayLR(LearningRateSchedule):
@@ -86,9 +114,10 @@ class CosineDecayLR(LearningRateSchedule):
             raise ValueError(f"CosineDecayLR: min_lr ({min_lr}) must be < max_lr ({max_lr})")
         self.decay_steps = int(_positive(decay_steps, "CosineDecayLR", "decay_steps"))
 
-    def rate(self, step):
-        p = min(step, self.decay_steps) / self.decay_steps
-        return self.min_lr + 0.5 * (self.max_lr - self.min_lr) * (1 + math.cos(math.pi * p))
+    def construct(self, global_step):
+        p = ops.minimum(_step_tensor(global_step), float(self.decay_steps)) / self.decay_steps
+        return _out((ops.cos(p * math.pi) + 1.0) * (0.5 * (self.max_lr - self.min_lr))
+                    + self.min_lr)
 
 
 class PolynomialDecayLR(LearningRateSchedule):
@@ -106,14 +135,18 @@ class PolynomialDecayLR(LearningRateSchedule):
         self.power = _positive(power, who, "power")
         self.update_decay_steps = bool(update_decay_steps)
 
-    def rate(self, step):
-        steps = self.decay_steps
+    def construct(self, global_step):
+        step = _step_tensor(global_step)
         if self.update_decay_steps:
-            steps = steps * max(math.ceil(step / steps), 1)
+            # decay_steps * max(ceil(step / decay_steps), 1); ceil(x) = -floor(-x)
+            multiple = ops.maximum(-ops.floor(-step / self.decay_steps), 1.0)
+            steps = multiple * float(self.decay_steps)
         else:
-            step = min(step, steps)
-        return ((self.learning_rate - self.end_learning_rate) * (1 - step / steps) ** self.power
-                + self.end_learning_rate)
+            step = ops.minimum(step, float(self.decay_steps))
+            steps = float(self.decay_steps)
+        decay = ops.pow(1.0 - step / steps, self.power)
+        return _out(decay * (self.learning_rate - self.end_learning_rate)
+                    + self.end_learning_rate)
 
 
 class WarmUpLR(LearningRateSchedule):
@@ -124,8 +157,9 @@ class WarmUpLR(LearningRateSchedule):
         self.learning_rate = _positive(learning_rate, "WarmUpLR", "learning_rate")
         self.warmup_steps = int(_positive(warmup_steps, "WarmUpLR", "warmup_steps"))
 
-    def rate(self, step):
-        return self.learning_rate * min(step, self.warmup_steps) / self.warmup_steps
+    def construct(self, global_step):
+        step = ops.minimum(_step_tensor(global_step), float(self.warmup_steps))
+        return _out(step * self.learning_rate / self.warmup_steps)
 
 
 # ---- dynamic_lr: lists with one learning rate per step ----

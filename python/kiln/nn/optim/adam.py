@@ -1,12 +1,22 @@
 """Adam (MindSpore's Adam: L2 weight decay), AdamWeightDecay and AdamW (decoupled decay)."""
-import numpy as np
-
 from kiln import ops
+from kiln.common import dtype as mstype
 from kiln.common.parameter import _copy_into
 from kiln.nn.optim.optimizer import Optimizer
 from kiln.nn.optim.sgd import _check_float
 
 __all__ = ["Adam", "AdamW", "AdamWeightDecay"]
+
+
+def _bias_corrections(step, beta1, beta2):
+    """1 - beta1^t and 1 - beta2^t for t = step + 1, as float32 scalar tensors.
+
+    Computed with ops on the step tensor (so a compiled step reads it at run time), in float64
+    so that 1 - beta^t keeps its digits when beta^t is close to 1."""
+    t = ops.cast(step, mstype.float64) + 1.0
+    bc1 = 1.0 - ops.pow(beta1, t)
+    bc2 = 1.0 - ops.pow(beta2, t)
+    return bc1, bc2
 
 
 def _check_betas(who, beta1, beta2, eps):
@@ -57,18 +67,18 @@ class Adam(_AdamBase):
         if use_amsgrad:
             self.vhat = self._state("vhat")
 
-    def _begin_step(self):
-        t = self._step + 1
-        self._lr_scale = np.sqrt(1.0 - self.beta2 ** t) / (1.0 - self.beta1 ** t)
+    def _begin_step(self, step):
+        bc1, bc2 = _bias_corrections(step, self.beta1, self.beta2)
+        return ops.cast(ops.sqrt(bc2) / bc1, mstype.float32)  # lr_t = lr * this
 
-    def _update(self, i, param, grad, lr, weight_decay):
+    def _update(self, i, param, grad, lr, weight_decay, lr_scale):
         m, v = self._moments(i, grad)
         if self.use_amsgrad:
             vhat = self.vhat[i]
             _copy_into(vhat, ops.maximum(vhat, v))
             v = vhat
         num = m * self.beta1 + grad * (1.0 - self.beta1) if self.use_nesterov else m
-        _copy_into(param, param - num / (ops.sqrt(v) + self.eps) * (lr * self._lr_scale))
+        _copy_into(param, param - num / (ops.sqrt(v) + self.eps) * (lr * lr_scale))
 
 
 class AdamW(_AdamBase):
@@ -86,16 +96,16 @@ class AdamW(_AdamBase):
         super().__init__("AdamW", params, learning_rate, beta1, beta2, eps, weight_decay,
                          loss_scale)
 
-    def _begin_step(self):
-        t = self._step + 1
-        self._bc1 = 1.0 - self.beta1 ** t
-        self._bc2 = 1.0 - self.beta2 ** t
+    def _begin_step(self, step):
+        bc1, bc2 = _bias_corrections(step, self.beta1, self.beta2)
+        return ops.cast(1.0 / bc1, mstype.float32), ops.cast(1.0 / bc2, mstype.float32)
 
-    def _update(self, i, param, grad, lr, weight_decay):
+    def _update(self, i, param, grad, lr, weight_decay, state):
+        inv_bc1, inv_bc2 = state
         m, v = self._moments(i, grad)
-        denom = ops.sqrt(v * (1.0 / self._bc2)) + self.eps
+        denom = ops.sqrt(v * inv_bc2) + self.eps
         new = param * (1.0 - lr * weight_decay) if weight_decay else param
-        _copy_into(param, new - (m * (1.0 / self._bc1)) / denom * lr)
+        _copy_into(param, new - (m * inv_bc1) / denom * lr)
 
 
 class AdamWeightDecay(_AdamBase):
@@ -111,7 +121,7 @@ class AdamWeightDecay(_AdamBase):
         super().__init__("AdamWeightDecay", params, learning_rate, beta1, beta2, eps,
                          weight_decay, 1.0)
 
-    def _update(self, i, param, grad, lr, weight_decay):
+    def _update(self, i, param, grad, lr, weight_decay, state):
         m, v = self._moments(i, grad)
         update = m / (ops.sqrt(v) + self.eps)
         if weight_decay:

@@ -3,12 +3,13 @@ import numbers
 
 import numpy as np
 
-from kiln import _C
+from kiln import _C, ops
 from kiln.common import dtype as mstype
 from kiln.common.initializer import initializer
 from kiln.common.parameter import Parameter, ParameterTuple, _copy_into
 from kiln.common.tensor import Tensor
 from kiln.nn.cell import Cell
+from kiln.ops import _core
 
 __all__ = ["Optimizer"]
 
@@ -19,11 +20,18 @@ def _default_decay_filter(param):
 
 
 class _LR:
-    """One learning-rate source; value(step) -> float.
+    """One learning-rate source; value(step) -> a float32 scalar tensor (or a fixed float).
 
     A float (or 0-d Tensor) is fixed; a list/tuple/iterable or 1-D Tensor gives one value per
     step (the last one repeats after the end); a LearningRateSchedule or any callable is called
-    with the global step (a Tensor) and may return a float or a one-element Tensor.
+    with the global step (a 0-d int32 Tensor) and may return a float or a one-element Tensor.
+
+    Everything is computed with tensor ops on the step tensor, so a compiled training step reads
+    the rate at run time instead of baking it in as a constant (which would recompile each step).
+    The one exception is a user-defined callable written with Python numbers (e.g.
+    ``lambda step: 0.1 * int(step.asnumpy())``): it works in PyNative mode only; in a compiled
+    graph the step's value is unknown and such a callable raises, so write it with ops
+    (or as a LearningRateSchedule built from ops).
     """
 
     def __init__(self, lr, who):
@@ -31,6 +39,7 @@ class _LR:
 
         self.fixed = None
         self.table = None
+        self.table_tensor = None  # the table as a constant float32 tensor, indexed by the step
         self.schedule = None
         self.param = None  # a fixed lr lives in the optimizer's `learning_rate` Parameter
         if isinstance(lr, bool):
@@ -57,6 +66,8 @@ class _LR:
         else:
             raise TypeError(f"{who}: learning_rate must be a float, list, Tensor or "
                             f"LearningRateSchedule, got {type(lr).__name__}")
+        if self.table is not None:
+            self.table_tensor = Tensor(np.array(self.table, np.float32))
 
     @staticmethod
     def _check(value, who):
@@ -64,17 +75,21 @@ class _LR:
             raise ValueError(f"{who}: learning_rate must be a finite number >= 0, got {value}")
         return value
 
-    def value(self, step, step_tensor):
+    def value(self, step):
+        """The rate at `step` (a 0-d int32 tensor: eager, or a graph value while compiling)."""
         if self.param is not None:
-            # MindSpore code changes the rate with learning_rate.set_data(...) / ops.assign.
-            return float(np.asarray(self.param.asnumpy()).reshape(-1)[0])
+            # MindSpore code changes the rate with learning_rate.set_data(...) / ops.assign;
+            # as a Parameter it is a graph input, so a compiled step sees the new value.
+            return ops.reshape(self.param, ())
         if self.fixed is not None:
             return self.fixed
         if self.table is not None:
-            return self.table[min(step, len(self.table) - 1)]
-        out = self.schedule(step_tensor)
-        if isinstance(out, _C.TensorBase):
-            out = float(np.asarray(out.asnumpy()).reshape(-1)[0])
+            index = ops.minimum(step, len(self.table) - 1)
+            return ops.gather(self.table_tensor, index, 0)
+        out = self.schedule(step)
+        if _core.is_tensor(out):
+            out = ops.reshape(out, ())
+            return out if out.dtype == mstype.float32 else ops.cast(out, mstype.float32)
         return float(out)
 
 
@@ -162,51 +177,75 @@ class Optimizer(Cell):
     # ---- learning rate ----
     @property
     def _step(self):
-        # global_step (a Parameter, so checkpoints restore it) is the source of truth.
+        """The global step as a Python int (PyNative only: it reads the tensor's value).
+
+        global_step (a Parameter, so checkpoints restore it) is the source of truth; compiled
+        code must use `_step_tensor()` instead."""
         return int(np.asarray(self.global_step.asnumpy()).reshape(-1)[0])
 
-    def _lr_values(self):
-        """The learning rate of every parameter at the current step (floats)."""
-        step = self._step
-        step_tensor = Tensor(np.array(step, dtype=np.int32))
+    def _step_tensor(self):
+        """The global step as a 0-d int32 tensor (a graph value while compiling)."""
+        return ops.reshape(self.global_step, ())
+
+    def _lr_tensors(self, step=None):
+        """The learning rate of every parameter at `step` (default: the current step):
+        float32 scalar tensors computed with ops (a plain float for a fixed group rate)."""
+        if step is None:
+            step = self._step_tensor()
         cache = {}
         out = []
         for source in self._lr_sources:
             if id(source) not in cache:
-                cache[id(source)] = source.value(step, step_tensor)
+                cache[id(source)] = source.value(step)
             out.append(cache[id(source)])
         return out
+
+    def _lr_values(self):
+        """The learning rate of every parameter at the current step, as Python floats
+        (PyNative only)."""
+        return [float(np.asarray(v.asnumpy()).reshape(-1)[0]) if _core.is_tensor(v) else
+                float(v) for v in self._lr_tensors()]
+
+    @staticmethod
+    def _as_lr_tensor(value):
+        if _core.is_tensor(value):
+            return value
+        return Tensor(np.array(value, np.float32))
 
     def get_lr(self):
         """The learning rate for the current step: a float32 scalar Tensor (a tuple of them,
         one per parameter, when groups set their own lr)."""
-        values = self._lr_values()
+        values = self._lr_tensors()
         if self.is_group_lr:
-            return tuple(Tensor(np.array(v, np.float32)) for v in values)
-        return Tensor(np.array(values[0], np.float32))
+            return tuple(self._as_lr_tensor(v) for v in values)
+        return self._as_lr_tensor(values[0])
 
     def get_lr_parameter(self, param):
         """The learning rate(s) of a Parameter (or list of them) at the current step."""
-        values = dict(zip((id(p) for p in self.parameters), self._lr_values()))
+        values = dict(zip((id(p) for p in self.parameters), self._lr_tensors()))
         plist = param if isinstance(param, (list, tuple)) else [param]
         out = []
         for p in plist:
             if id(p) not in values:
                 raise ValueError(f"{type(self).__name__}: parameter '{p.name}' is not "
                                  f"optimized by this optimizer")
-            out.append(Tensor(np.array(values[id(p)], np.float32)))
+            out.append(self._as_lr_tensor(values[id(p)]))
         return out if isinstance(param, (list, tuple)) else out[0]
 
     # ---- the step ----
     def construct(self, gradients):
+        # Written with tensor ops only (no .asnumpy()/float()/int() on tensors), so that a
+        # compiled training step reads the step and the learning rates at run time and
+        # compiles once.
         who = type(self).__name__
         grads = tuple(gradients) if isinstance(gradients, (tuple, list)) else (gradients,)
         if len(grads) != len(self.parameters):
             raise ValueError(f"{who}: got {len(grads)} gradients for {len(self.parameters)} "
                              f"parameters; pass one gradient per parameter, in "
                              f"optimizer.parameters order")
-        lrs = self._lr_values()
-        self._begin_step()
+        step = self._step_tensor()
+        lrs = self._lr_tensors(step)
+        state = self._begin_step(step)
         for i, (param, grad) in enumerate(zip(self.parameters, grads)):
             if grad is None:
                 continue
@@ -220,14 +259,20 @@ class Optimizer(Cell):
             wd = self._weight_decays[i]
             if wd and not self._decoupled_weight_decay:
                 grad = grad + param * wd
-            self._update(i, param, grad, lrs[i], wd)
-        _copy_into(self.global_step, Tensor(np.array([self._step + 1], np.int32)))
+            lr = lrs[i]
+            if _core.is_tensor(lr) and lr.dtype != param.dtype:
+                lr = ops.cast(lr, param.dtype)
+            self._update(i, param, grad, lr, wd, state)
+        ops.assign(self.global_step, self.global_step + 1)
         return True
 
-    def _begin_step(self):
-        """Per-step state shared by all parameters (Adam's beta powers)."""
+    def _begin_step(self, step):
+        """Per-step values shared by all parameters (Adam's bias corrections), computed from
+        the step tensor with ops; passed to every `_update` as `state`."""
+        return None
 
-    def _update(self, index, param, grad, lr, weight_decay):
+    def _update(self, index, param, grad, lr, weight_decay, state):
+        """Updates one parameter in place (with ops: lr and state may be graph values)."""
         raise NotImplementedError
 
     def _state(self, prefix, init="zeros"):

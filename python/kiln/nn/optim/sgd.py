@@ -1,6 +1,7 @@
 """SGD (with momentum, dampening, Nesterov) and Momentum, with MindSpore's update rules."""
 import numbers
 
+from kiln import ops
 from kiln.common.parameter import _copy_into
 from kiln.nn.optim.optimizer import Optimizer
 
@@ -38,14 +39,16 @@ class SGD(Optimizer):
         self.nesterov = nesterov
         self.accum = self._state("accum")
 
-    def _update(self, i, param, grad, lr, weight_decay):
+    def _begin_step(self, step):
+        # The first step starts the buffer at g; decided at run time from global_step (which
+        # checkpoints save), so a compiled step does not depend on it.
+        return step == 0
+
+    def _update(self, i, param, grad, lr, weight_decay, first_step):
         if self.momentum > 0:
             accum = self.accum[i]
-            if self._step == 0:  # the first step starts the buffer at g (global_step is saved)
-                new_accum = grad
-            else:
-                new_accum = accum * self.momentum + grad * (1.0 - self.dampening)
-            _copy_into(accum, new_accum)
+            later = accum * self.momentum + grad * (1.0 - self.dampening)
+            _copy_into(accum, ops.where(first_step, grad, later))
             grad = grad + accum * self.momentum if self.nesterov else accum
         _copy_into(param, param - grad * lr)
 
@@ -67,7 +70,7 @@ class Momentum(Optimizer):
         self.use_nesterov = use_nesterov
         self.moments = self._state("moments")
 
-    def _update(self, i, param, grad, lr, weight_decay):
+    def _update(self, i, param, grad, lr, weight_decay, state):
         accum = self.moments[i]
         _copy_into(accum, accum * self.momentum + grad)
         step = grad + accum * self.momentum if self.use_nesterov else accum

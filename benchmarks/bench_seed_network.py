@@ -1,0 +1,133 @@
+"""The seed network (SPEC §4) end to end: compile time, forward and training step, kiln
+PyNative and Graph mode against PyTorch eager, in one process on the same inputs.
+
+Run: PYTHONPATH=build/rel/python python benchmarks/bench_seed_network.py --threads 1
+"""
+import argparse
+import sys
+import time
+
+import numpy as np
+
+sys.path.insert(0, __file__.rsplit("/", 1)[0])
+from _common import best_time, import_torch, table  # noqa: E402
+
+import kiln as ms  # noqa: E402
+from kiln import Tensor, nn  # noqa: E402
+
+
+class Network(nn.Cell):
+    def __init__(self):
+        super().__init__()
+        self.flatten = nn.Flatten()
+        self.dense_relu_sequential = nn.SequentialCell(
+            nn.Dense(28 * 28, 512), nn.ReLU(),
+            nn.Dense(512, 512), nn.ReLU(),
+            nn.Dense(512, 10))
+
+    def construct(self, x):
+        x = self.flatten(x)
+        return self.dense_relu_sequential(x)
+
+
+def kiln_train_step(net):
+    loss_fn = nn.CrossEntropyLoss()
+    opt = nn.Momentum(net.trainable_params(), learning_rate=0.01, momentum=0.9)
+
+    def forward(x, y):
+        return loss_fn(net(x), y)
+
+    grad_fn = ms.value_and_grad(forward, None, opt.parameters)
+
+    def step(x, y):
+        loss, grads = grad_fn(x, y)
+        opt(grads)
+        return loss
+
+    return step
+
+
+def torch_model(torch):
+    model = torch.nn.Sequential(
+        torch.nn.Flatten(), torch.nn.Linear(784, 512), torch.nn.ReLU(),
+        torch.nn.Linear(512, 512), torch.nn.ReLU(), torch.nn.Linear(512, 10))
+    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    loss_fn = torch.nn.CrossEntropyLoss()
+
+    def step(x, y):
+        opt.zero_grad(set_to_none=True)
+        loss = loss_fn(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+
+    return model, step
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--threads", type=int, default=1)
+    args = parser.parse_args()
+    ms.set_num_threads(args.threads)
+    torch = import_torch(args.threads)
+    rng = np.random.default_rng(0)
+    rows = []
+
+    # Compile time of the seed network's forward.
+    ms.set_seed(0)
+    net = Network()
+    x64 = Tensor(rng.standard_normal((64, 1, 28, 28)).astype(np.float32))
+    before = ms.get_jit_stats()["compile_seconds"]
+    ms.set_context(mode=ms.GRAPH_MODE)
+    start = time.perf_counter()
+    net(x64)
+    first_call = time.perf_counter() - start
+    compile_ms = (ms.get_jit_stats()["compile_seconds"] - before) * 1e3
+    print(f"seed network compile: {compile_ms:.1f} ms (first call incl. run: {first_call*1e3:.1f} ms)")
+
+    for batch in (64, 1):
+        x = Tensor(rng.standard_normal((batch, 1, 28, 28)).astype(np.float32))
+        ms.set_context(mode=ms.PYNATIVE_MODE)
+        pynative = best_time(lambda: net(x), 200 if batch == 1 else 50)
+        ms.set_context(mode=ms.GRAPH_MODE)
+        graph = best_time(lambda: net(x), 200 if batch == 1 else 50)
+        ms.set_context(mode=ms.PYNATIVE_MODE)
+        row = [f"forward, batch {batch}", f"{pynative*1e6:.1f}", f"{graph*1e6:.1f}"]
+        if torch is not None:
+            model, _ = torch_model(torch)
+            xt = torch.from_numpy(x.asnumpy().copy())
+            with torch.no_grad():
+                t = best_time(lambda: model(xt), 200 if batch == 1 else 50)
+            row += [f"{t*1e6:.1f}", f"{graph / t:.2f}"]
+        rows.append(row)
+
+    # Training step at batch 64: softmax cross-entropy + Momentum.
+    x = Tensor(rng.standard_normal((64, 1, 28, 28)).astype(np.float32))
+    y = Tensor(rng.integers(0, 10, size=64))
+    ms.set_seed(0)
+    eager_step = kiln_train_step(Network())
+    pynative = best_time(lambda: eager_step(x, y), 20)
+    ms.set_seed(0)
+    graph_step = ms.jit(kiln_train_step(Network()))
+    compiles = ms.get_jit_stats()["compiles"]
+    graph = best_time(lambda: graph_step(x, y), 20)
+    recompiled = ms.get_jit_stats()["compiles"] - compiles
+    row = ["train step, batch 64", f"{pynative*1e6:.1f}",
+           f"{graph*1e6:.1f}" + (f" ({recompiled} compiles)" if recompiled > 1 else "")]
+    if torch is not None:
+        _, tstep = torch_model(torch)
+        xt = torch.from_numpy(x.asnumpy().copy())
+        yt = torch.from_numpy(y.asnumpy().copy())
+        t = best_time(lambda: tstep(xt, yt), 20)
+        row += [f"{t*1e6:.1f}", f"{graph / t:.2f}"]
+    rows.append(row)
+
+    headers = ["workload", "kiln PyNative µs", "kiln Graph µs"]
+    if torch is not None:
+        headers += ["PyTorch eager µs", "Graph / PyTorch"]
+    print(f"threads: {args.threads}")
+    print(table(headers, rows))
+
+
+if __name__ == "__main__":
+    main()
