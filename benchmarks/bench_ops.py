@@ -14,9 +14,8 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _common import best_time, import_torch, measure_peak_gflops, table  # noqa: E402
-
 import kiln as ms  # noqa: E402
+from _common import best_time, import_torch, measure_peak_gflops, table  # noqa: E402
 from kiln import ops  # noqa: E402
 
 SEED_SHAPES = [(64, 784, 512), (64, 512, 512), (64, 512, 10), (1, 784, 512), (1, 512, 512),
@@ -31,7 +30,8 @@ def dispatch_overhead(torch):
     cases = [
         ("add", lambda: ops.add(k, k), lambda: np.add(one, one), lambda: torch.add(t, t)),
         ("mul", lambda: ops.mul(k, k), lambda: np.multiply(one, one), lambda: torch.mul(t, t)),
-        ("add scalar", lambda: ops.add(k, 1.0), lambda: np.add(one, 1.0), lambda: torch.add(t, 1.0)),
+        ("add scalar", lambda: ops.add(k, 1.0), lambda: np.add(one, 1.0),
+         lambda: torch.add(t, 1.0)),
         ("relu", lambda: ops.relu(k), lambda: np.maximum(one, 0), lambda: torch.relu(t)),
         ("exp", lambda: ops.exp(k), lambda: np.exp(one), lambda: torch.exp(t)),
         ("operator +", lambda: k + k, lambda: one + one, lambda: t + t),
@@ -57,12 +57,13 @@ def matmul_throughput(torch, peak):
         kx, kw = ms.Tensor(x), ms.Tensor(w)
         number = max(20, int(2e8 / (2 * m * k * n)))
         flops = 2.0 * m * k * n
-        gk = flops / best_time(lambda: ops.dense(kx, kw), number) / 1e9
-        gn = flops / best_time(lambda: x @ w.T, number) / 1e9
+        gk = flops / best_time(lambda kx=kx, kw=kw: ops.dense(kx, kw), number) / 1e9
+        gn = flops / best_time(lambda x=x, w=w: x @ w.T, number) / 1e9
         gt = None
         if torch:
             tx, tw = torch.from_numpy(x), torch.from_numpy(w)
-            gt = flops / best_time(lambda: torch.nn.functional.linear(tx, tw), number) / 1e9
+            t_linear = best_time(lambda tx=tx, tw=tw: torch.nn.functional.linear(tx, tw), number)
+            gt = flops / t_linear / 1e9
         pct = "-" if peak is None else f"{100 * gk / peak:.0f}%"
         rows.append([f"{m}x{k}x{n}", f"{gk:.1f}", pct, f"{gn:.1f}",
                      "-" if gt is None else f"{gt:.1f}"])
@@ -74,7 +75,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--threads", type=int, default=ms.get_num_threads())
     parser.add_argument("--peak", type=float, default=None,
-                        help="fp32 peak GFLOP/s (default: measure with benchmarks/cpp/fp32_peak.cc)")
+                        help="fp32 peak GFLOP/s "
+                             "(default: measure with benchmarks/cpp/fp32_peak.cc)")
     args = parser.parse_args()
     ms.set_num_threads(args.threads)
     torch = import_torch(args.threads)

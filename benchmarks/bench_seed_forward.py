@@ -13,9 +13,8 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _common import best_time, import_torch, table  # noqa: E402
-
 import kiln as ms  # noqa: E402
+from _common import best_time, import_torch, table  # noqa: E402
 from kiln import ops  # noqa: E402
 
 LAYERS = [(784, 512), (512, 512), (512, 10)]
@@ -91,8 +90,9 @@ def main():
         expected = fn(x)
         np.testing.assert_allclose(fk(kx).asnumpy(), expected, rtol=1e-4, atol=1e-4)
         number = 200 if batch == 64 else 2000
-        tk, tn = best_time(lambda: fk(kx), number) * 1e6, best_time(lambda: fn(x), number) * 1e6
-        tt = best_time(lambda: ft(tx), number) * 1e6 if torch else None
+        tk = best_time(lambda kx=kx: fk(kx), number) * 1e6
+        tn = best_time(lambda x=x: fn(x), number) * 1e6
+        tt = best_time(lambda tx=tx: ft(tx), number) * 1e6 if torch else None
         rows.append([batch, f"{tk:.1f}", f"{tn:.1f}", "-" if tt is None else f"{tt:.1f}",
                      f"{tk / tn:.2f}", "-" if tt is None else f"{tk / tt:.2f}"])
     print(table(["batch", "kiln us", "NumPy us", "PyTorch us", "kiln/NumPy", "kiln/PyTorch"], rows))

@@ -10,9 +10,8 @@ import time
 import numpy as np
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
-from _common import best_time, import_torch, table  # noqa: E402
-
 import kiln as ms  # noqa: E402
+from _common import best_time, import_torch, table  # noqa: E402
 from kiln import Tensor, nn  # noqa: E402
 
 
@@ -83,21 +82,22 @@ def main():
     net(x64)
     first_call = time.perf_counter() - start
     compile_ms = (ms.get_jit_stats()["compile_seconds"] - before) * 1e3
-    print(f"seed network compile: {compile_ms:.1f} ms (first call incl. run: {first_call*1e3:.1f} ms)")
+    print(f"seed network compile: {compile_ms:.1f} ms "
+          f"(first call incl. run: {first_call*1e3:.1f} ms)")
 
     for batch in (64, 1):
         x = Tensor(rng.standard_normal((batch, 1, 28, 28)).astype(np.float32))
         ms.set_context(mode=ms.PYNATIVE_MODE)
-        pynative = best_time(lambda: net(x), 200 if batch == 1 else 50)
+        pynative = best_time(lambda x=x: net(x), 200 if batch == 1 else 50)
         ms.set_context(mode=ms.GRAPH_MODE)
-        graph = best_time(lambda: net(x), 200 if batch == 1 else 50)
+        graph = best_time(lambda x=x: net(x), 200 if batch == 1 else 50)
         ms.set_context(mode=ms.PYNATIVE_MODE)
         row = [f"forward, batch {batch}", f"{pynative*1e6:.1f}", f"{graph*1e6:.1f}"]
         if torch is not None:
             model, _ = torch_model(torch)
             xt = torch.from_numpy(x.asnumpy().copy())
             with torch.no_grad():
-                t = best_time(lambda: model(xt), 200 if batch == 1 else 50)
+                t = best_time(lambda model=model, xt=xt: model(xt), 200 if batch == 1 else 50)
             row += [f"{t*1e6:.1f}", f"{graph / t:.2f}"]
         rows.append(row)
 

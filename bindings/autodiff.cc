@@ -30,7 +30,13 @@ void BindAutodiff(nb::module_& m) {
       .def("watch", &Tape::Watch)
       .def("is_watched", &Tape::IsWatched)
       .def_prop_ro("num_records", &Tape::num_records)
-      .def("__enter__", [](Tape& t) -> Tape& { PushTape(&t); return t; }, nb::rv_policy::reference)
+      .def(
+          "__enter__",
+          [](Tape& t) -> Tape& {
+            PushTape(&t);
+            return t;
+          },
+          nb::rv_policy::reference)
       .def("__exit__", [](Tape& t, nb::args) { PopTape(&t); })
       .def("gradient", [](Tape& t, nb::sequence targets, nb::sequence sens, nb::sequence sources) {
         std::vector<Tensor> grads =

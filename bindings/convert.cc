@@ -66,8 +66,8 @@ AttrValue ToAttr(nb::handle h) {
   if (nb::isinstance<nb::str>(h)) return nb::cast<std::string>(h);
   if (nb::isinstance<DType>(h)) return nb::cast<DType>(h);
   if (nb::isinstance<nb::tuple>(h) || nb::isinstance<nb::list>(h)) return ToShape(h);
-  throw nb::type_error(("unsupported attribute value of type " +
-                        nb::cast<std::string>(nb::str(h.type()))).c_str());
+  throw nb::type_error(
+      ("unsupported attribute value of type " + nb::cast<std::string>(nb::str(h.type()))).c_str());
 }
 
 Shape ToShape(nb::handle h) {

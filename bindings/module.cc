@@ -21,14 +21,35 @@ namespace {
 void TranslateErrors(const std::exception_ptr& p, void*) {
   try {
     std::rethrow_exception(p);
+  } catch (const RaisedError& e) {
+    // The exception type the user's code named, if it is a builtin exception class.
+    nb::object builtins = nb::module_::import_("builtins");
+    PyObject* type = PyExc_RuntimeError;
+    if (nb::hasattr(builtins, e.type_name().c_str())) {
+      nb::object cls = builtins.attr(e.type_name().c_str());
+      if (PyType_Check(cls.ptr()) && PyType_IsSubtype(reinterpret_cast<PyTypeObject*>(cls.ptr()),
+                                                      reinterpret_cast<PyTypeObject*>(PyExc_Exception)))
+        type = cls.ptr();
+    }
+    PyErr_SetString(type, e.what());
   } catch (const Error& e) {
     PyObject* type = PyExc_RuntimeError;
     switch (e.kind()) {
-      case ErrorKind::Value: type = PyExc_ValueError; break;
-      case ErrorKind::Type: type = PyExc_TypeError; break;
-      case ErrorKind::Index: type = PyExc_IndexError; break;
-      case ErrorKind::NotImplemented: type = PyExc_NotImplementedError; break;
-      case ErrorKind::Runtime: type = PyExc_RuntimeError; break;
+      case ErrorKind::Value:
+        type = PyExc_ValueError;
+        break;
+      case ErrorKind::Type:
+        type = PyExc_TypeError;
+        break;
+      case ErrorKind::Index:
+        type = PyExc_IndexError;
+        break;
+      case ErrorKind::NotImplemented:
+        type = PyExc_NotImplementedError;
+        break;
+      case ErrorKind::Runtime:
+        type = PyExc_RuntimeError;
+        break;
     }
     PyErr_SetString(type, e.what());
   }
@@ -42,7 +63,8 @@ nb::object Call(int kind, nb::sequence inputs, nb::sequence attrs) {
     if (!ToOperand(h, &t)) {
       throw nb::type_error((std::string(OpName(static_cast<OpKind>(kind))) +
                             ": expected a Tensor or a number, got " +
-                            nb::cast<std::string>(nb::str(h.type()))).c_str());
+                            nb::cast<std::string>(nb::str(h.type())))
+                               .c_str());
     }
     tensors.push_back(std::move(t));
   }

@@ -1,7 +1,7 @@
 // tensor.cc - the TensorBase class: metadata, NumPy exchange, views and Python operators.
 #include <nanobind/ndarray.h>
-#include <nanobind/stl/vector.h>
 #include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
 
 #include "convert.h"
 #include "runtime/eager.h"
@@ -16,16 +16,26 @@ nb::dlpack::dtype ToDlpack(DType d) {
     return nb::dlpack::dtype{static_cast<uint8_t>(code), static_cast<uint8_t>(bits), 1};
   };
   switch (d) {
-    case DType::Bool: return make(Code::Bool, 8);
-    case DType::UInt8: return make(Code::UInt, 8);
-    case DType::Int8: return make(Code::Int, 8);
-    case DType::Int16: return make(Code::Int, 16);
-    case DType::Int32: return make(Code::Int, 32);
-    case DType::Int64: return make(Code::Int, 64);
-    case DType::Float16: return make(Code::Float, 16);
-    case DType::BFloat16: return make(Code::Bfloat, 16);
-    case DType::Float32: return make(Code::Float, 32);
-    case DType::Float64: return make(Code::Float, 64);
+    case DType::Bool:
+      return make(Code::Bool, 8);
+    case DType::UInt8:
+      return make(Code::UInt, 8);
+    case DType::Int8:
+      return make(Code::Int, 8);
+    case DType::Int16:
+      return make(Code::Int, 16);
+    case DType::Int32:
+      return make(Code::Int, 32);
+    case DType::Int64:
+      return make(Code::Int, 64);
+    case DType::Float16:
+      return make(Code::Float, 16);
+    case DType::BFloat16:
+      return make(Code::Bfloat, 16);
+    case DType::Float32:
+      return make(Code::Float, 32);
+    case DType::Float64:
+      return make(Code::Float, 64);
   }
   return make(Code::Float, 32);
 }
@@ -74,7 +84,8 @@ nb::object ToNumpy(const Tensor& t) {
   if (t.dtype() == DType::BFloat16)
     throw nb::type_error("asnumpy: NumPy has no bfloat16; cast to float32 first");
   auto* keep = new std::shared_ptr<Storage>(t.storage());
-  nb::capsule owner(keep, [](void* p) noexcept { delete static_cast<std::shared_ptr<Storage>*>(p); });
+  nb::capsule owner(keep,
+                    [](void* p) noexcept { delete static_cast<std::shared_ptr<Storage>*>(p); });
   std::vector<size_t> shape(t.shape().begin(), t.shape().end());
   std::vector<int64_t> strides(t.strides().begin(), t.strides().end());
   nb::ndarray<nb::numpy> array(t.raw_data(), t.ndim(), shape.data(), owner, strides.data(),
@@ -115,14 +126,17 @@ nb::object LogicalOperator(const Tensor& self, nb::handle other) {
 
 // A raw strided view for tests and indexing internals; checked to stay inside the storage.
 Tensor AsStridedChecked(const Tensor& t, const Shape& shape, const Shape& strides, int64_t offset) {
-  if (shape.size() != strides.size()) throw nb::value_error("_as_strided: shape/strides rank differ");
+  if (shape.size() != strides.size())
+    throw nb::value_error("_as_strided: shape/strides rank differ");
   int64_t last = offset;
   for (size_t i = 0; i < shape.size(); ++i) {
-    if (shape[i] < 0 || strides[i] < 0) throw nb::value_error("_as_strided: negative size or stride");
+    if (shape[i] < 0 || strides[i] < 0)
+      throw nb::value_error("_as_strided: negative size or stride");
     if (shape[i] == 0) return t.AsStrided(shape, strides, offset);
     last += (shape[i] - 1) * strides[i];
   }
-  if (offset < 0 || (last + 1) * static_cast<int64_t>(t.itemsize()) > static_cast<int64_t>(t.storage()->nbytes()))
+  if (offset < 0 ||
+      (last + 1) * static_cast<int64_t>(t.itemsize()) > static_cast<int64_t>(t.storage()->nbytes()))
     throw nb::index_error("_as_strided: view reaches outside the tensor's storage");
   return t.AsStrided(shape, strides, offset);
 }
@@ -131,9 +145,10 @@ Tensor AsStridedChecked(const Tensor& t, const Shape& shape, const Shape& stride
 
 void BindTensor(nb::module_& m) {
   nb::class_<Tensor>(m, "TensorBase")
-      .def("__init__", [](Tensor* self, const Tensor& other) {
-        new (self) Tensor(other.AsStrided(other.shape(), other.strides(), other.offset()));
-      })
+      .def("__init__",
+           [](Tensor* self, const Tensor& other) {
+             new (self) Tensor(other.AsStrided(other.shape(), other.strides(), other.offset()));
+           })
       .def("__init__", &InitFromArray, nb::arg("array"))
       .def_prop_ro("_shape", [](const Tensor& t) { return nb::tuple(nb::cast(t.shape())); })
       .def_prop_ro("_strides", [](const Tensor& t) { return t.strides(); })
@@ -142,13 +157,15 @@ void BindTensor(nb::module_& m) {
       .def_prop_ro("ndim", &Tensor::ndim)
       .def_prop_ro("size", &Tensor::numel)
       .def_prop_ro("_version", [](const Tensor& t) { return t.impl()->version; })
-      .def_prop_ro("_data_ptr", [](const Tensor& t) { return reinterpret_cast<uintptr_t>(t.raw_data()); })
+      .def_prop_ro("_data_ptr",
+                   [](const Tensor& t) { return reinterpret_cast<uintptr_t>(t.raw_data()); })
       .def("is_contiguous", &Tensor::is_contiguous)
       .def("_shares_storage", &Tensor::same_storage)
       .def("_numpy", &ToNumpy)
-      .def("_as_strided", [](const Tensor& t, const Shape& shape, const Shape& strides, int64_t offset) {
-        return Wrap(AsStridedChecked(t, shape, strides, offset));
-      })
+      .def("_as_strided",
+           [](const Tensor& t, const Shape& shape, const Shape& strides, int64_t offset) {
+             return Wrap(AsStridedChecked(t, shape, strides, offset));
+           })
       .def("contiguous", [](const Tensor& t) { return Wrap(t.Contiguous()); })
       .def("_clone", [](const Tensor& t) { return Wrap(t.Clone()); })
       .def("__add__", &BinaryOperator<OpKind::Add, false>)

@@ -7,17 +7,16 @@
 //
 // SHAPE is like 2x3 (or "scalar"). Exits non-zero with the error message on bad input.
 #include <cstdio>
+#include <fstream>
 #include <iostream>
 #include <sstream>
 #include <string>
 
-#include <fstream>
-
 #include "core/error.h"
 #include "ir/ir.h"
-#include "runtime/executor.h"
 #include "kernels/cpu/copy.h"
 #include "runtime/eager.h"
+#include "runtime/executor.h"
 
 namespace {
 
@@ -41,7 +40,8 @@ int ListOps() {
     std::string inputs, attrs;
     for (const char* name : def.inputs) inputs += std::string(inputs.empty() ? "" : ", ") + name;
     for (const auto& a : def.attrs)
-      attrs += std::string(attrs.empty() ? "" : ", ") + a.name + "=" + kiln::AttrToString(a.default_value);
+      attrs += std::string(attrs.empty() ? "" : ", ") + a.name + "=" +
+               kiln::AttrToString(a.default_value);
     std::printf("%-16s (%s) {%s}\n", def.name, inputs.c_str(), attrs.c_str());
   }
   return 0;

@@ -34,7 +34,8 @@ int main() {
       _mm512_storeu_ps(sink, sum);
       if (sink[0] == 42.f) std::printf("!");
     }
-    double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     double gflops = 2.0 * 16 * 12 * iters * threads / seconds / 1e9;
     if (gflops > best) best = gflops;
   }

@@ -34,12 +34,18 @@ double MeasurePeakGflops() {
     __m512 a9 = _mm512_set1_ps(9.f), a10 = _mm512_set1_ps(10.f), a11 = _mm512_set1_ps(11.f);
     const __m512 x = _mm512_set1_ps(1.0000001f), y = _mm512_set1_ps(0.9999999f);
     for (long i = 0; i < iters; ++i) {
-      a0 = _mm512_fmadd_ps(a0, x, y); a1 = _mm512_fmadd_ps(a1, x, y);
-      a2 = _mm512_fmadd_ps(a2, x, y); a3 = _mm512_fmadd_ps(a3, x, y);
-      a4 = _mm512_fmadd_ps(a4, x, y); a5 = _mm512_fmadd_ps(a5, x, y);
-      a6 = _mm512_fmadd_ps(a6, x, y); a7 = _mm512_fmadd_ps(a7, x, y);
-      a8 = _mm512_fmadd_ps(a8, x, y); a9 = _mm512_fmadd_ps(a9, x, y);
-      a10 = _mm512_fmadd_ps(a10, x, y); a11 = _mm512_fmadd_ps(a11, x, y);
+      a0 = _mm512_fmadd_ps(a0, x, y);
+      a1 = _mm512_fmadd_ps(a1, x, y);
+      a2 = _mm512_fmadd_ps(a2, x, y);
+      a3 = _mm512_fmadd_ps(a3, x, y);
+      a4 = _mm512_fmadd_ps(a4, x, y);
+      a5 = _mm512_fmadd_ps(a5, x, y);
+      a6 = _mm512_fmadd_ps(a6, x, y);
+      a7 = _mm512_fmadd_ps(a7, x, y);
+      a8 = _mm512_fmadd_ps(a8, x, y);
+      a9 = _mm512_fmadd_ps(a9, x, y);
+      a10 = _mm512_fmadd_ps(a10, x, y);
+      a11 = _mm512_fmadd_ps(a11, x, y);
     }
     __m512 sum = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)),
                                _mm512_add_ps(_mm512_add_ps(a4, a5), _mm512_add_ps(a6, a7)));
@@ -67,7 +73,8 @@ double OnednnGflops(int m, int k, int n, int reps) {
   reorder(b_plain, b_packed).execute(strm, b_plain, b_packed);
   matmul prim(pd);
   auto run = [&] {
-    prim.execute(strm, {{DNNL_ARG_SRC, a_mem}, {DNNL_ARG_WEIGHTS, b_packed}, {DNNL_ARG_DST, c_mem}});
+    prim.execute(strm,
+                 {{DNNL_ARG_SRC, a_mem}, {DNNL_ARG_WEIGHTS, b_packed}, {DNNL_ARG_DST, c_mem}});
   };
   for (int i = 0; i < 10; ++i) run();
   double start = Seconds();
@@ -93,9 +100,11 @@ double OpenblasGflops(int m, int k, int n, int reps) {
 int main() {
   double peak = MeasurePeakGflops();
   std::printf("measured fp32 peak: %.1f GFLOP/s (%d threads)\n", peak, omp_get_max_threads());
-  struct Shape { int m, k, n; } shapes[] = {{64, 784, 512}, {64, 512, 512}, {64, 512, 10},
-                                            {1, 784, 512}, {1024, 256, 256}};
-  std::printf("%-16s %12s %12s %10s %10s\n", "m x k x n", "oneDNN", "OpenBLAS", "dnnl%pk", "blas%pk");
+  struct Shape {
+    int m, k, n;
+  } shapes[] = {{64, 784, 512}, {64, 512, 512}, {64, 512, 10}, {1, 784, 512}, {1024, 256, 256}};
+  std::printf("%-16s %12s %12s %10s %10s\n", "m x k x n", "oneDNN", "OpenBLAS", "dnnl%pk",
+              "blas%pk");
   for (auto s : shapes) {
     int reps = s.m == 1 ? 20000 : 2000;
     double d = OnednnGflops(s.m, s.k, s.n, reps), o = OpenblasGflops(s.m, s.k, s.n, reps);

@@ -9,16 +9,16 @@
 namespace kiln {
 
 // KILN_FORALL_DTYPES(X): X(Enum, c_type, "name"), in promotion-rank order within each category.
-#define KILN_FORALL_DTYPES(X) \
-  X(Bool, bool, "bool")       \
-  X(UInt8, uint8_t, "uint8")  \
-  X(Int8, int8_t, "int8")     \
-  X(Int16, int16_t, "int16")  \
-  X(Int32, int32_t, "int32")  \
-  X(Int64, int64_t, "int64")  \
-  X(Float16, Half, "float16") \
+#define KILN_FORALL_DTYPES(X)       \
+  X(Bool, bool, "bool")             \
+  X(UInt8, uint8_t, "uint8")        \
+  X(Int8, int8_t, "int8")           \
+  X(Int16, int16_t, "int16")        \
+  X(Int32, int32_t, "int32")        \
+  X(Int64, int64_t, "int64")        \
+  X(Float16, Half, "float16")       \
   X(BFloat16, BFloat16, "bfloat16") \
-  X(Float32, float, "float32") \
+  X(Float32, float, "float32")      \
   X(Float64, double, "float64")
 
 enum class DType : uint8_t {
@@ -30,9 +30,9 @@ constexpr int kNumDTypes = 10;
 
 template <typename T>
 struct DTypeOf;
-#define KILN_DTYPE_OF(e, t, n) \
-  template <>                  \
-  struct DTypeOf<t> {          \
+#define KILN_DTYPE_OF(e, t, n)               \
+  template <>                                \
+  struct DTypeOf<t> {                        \
     static constexpr DType value = DType::e; \
   };
 KILN_FORALL_DTYPES(KILN_DTYPE_OF)

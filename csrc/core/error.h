@@ -19,6 +19,18 @@ class Error : public std::runtime_error {
   ErrorKind kind_;
 };
 
+// An exception the user's compiled code raises at run time (`raise ValueError(...)`); the
+// bindings turn it back into the Python exception type it names.
+class RaisedError : public Error {
+ public:
+  RaisedError(std::string type_name, const std::string& message)
+      : Error(ErrorKind::Runtime, message), type_name_(std::move(type_name)) {}
+  const std::string& type_name() const { return type_name_; }
+
+ private:
+  std::string type_name_;
+};
+
 namespace detail {
 inline void AppendAll(std::ostringstream&) {}
 template <typename T, typename... Rest>
@@ -40,7 +52,7 @@ std::string ShapeStr(const std::vector<int64_t>& shape);
 
 }  // namespace kiln
 
-#define KILN_CHECK(cond, kind, ...) \
-  do {                              \
+#define KILN_CHECK(cond, kind, ...)                                   \
+  do {                                                                \
     if (!(cond)) ::kiln::Throw(::kiln::ErrorKind::kind, __VA_ARGS__); \
   } while (0)

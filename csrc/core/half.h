@@ -43,14 +43,14 @@ struct Half {
     uint32_t u = FloatBits(f);
     uint16_t sign = static_cast<uint16_t>((u >> 16) & 0x8000u);
     uint32_t abs = u & 0x7fffffffu;
-    if (abs > 0x7f800000u) return sign | 0x7e00u;       // NaN
-    if (abs >= 0x477ff000u) return sign | 0x7c00u;      // overflow to inf (>= 65520)
-    if (abs < 0x38800000u) {                            // subnormal or zero in half
-      float magnitude = BitsFloat(abs) + 0.5f;          // shifts mantissa into the low bits
+    if (abs > 0x7f800000u) return sign | 0x7e00u;   // NaN
+    if (abs >= 0x477ff000u) return sign | 0x7c00u;  // overflow to inf (>= 65520)
+    if (abs < 0x38800000u) {                        // subnormal or zero in half
+      float magnitude = BitsFloat(abs) + 0.5f;      // shifts mantissa into the low bits
       return sign | static_cast<uint16_t>(FloatBits(magnitude) - FloatBits(0.5f));
     }
     uint32_t mant_odd = (abs >> 13) & 1u;
-    abs += 0xc8000fffu + mant_odd;                      // rebias exponent and round to even
+    abs += 0xc8000fffu + mant_odd;  // rebias exponent and round to even
     return sign | static_cast<uint16_t>(abs >> 13);
   }
   static float ToFloat(uint16_t h) {

@@ -52,7 +52,8 @@ Storage::~Storage() {
 }
 
 Tensor Tensor::Empty(const Shape& shape, DType dtype) {
-  for (int64_t d : shape) KILN_CHECK(d >= 0, Value, "negative dimension in shape ", ShapeStr(shape));
+  for (int64_t d : shape)
+    KILN_CHECK(d >= 0, Value, "negative dimension in shape ", ShapeStr(shape));
   auto storage = Storage::Allocate(NumElements(shape) * ItemSize(dtype));
   return FromStorage(std::move(storage), shape, ContiguousStrides(shape), 0, dtype);
 }
@@ -83,8 +84,9 @@ Tensor Tensor::AsStrided(const Shape& shape, const Shape& strides, int64_t offse
 }
 
 Tensor Tensor::Permute(const std::vector<int64_t>& perm) const {
-  KILN_CHECK(static_cast<int64_t>(perm.size()) == ndim(), Value, "transpose: permutation of length ",
-             perm.size(), " does not match a tensor of rank ", ndim());
+  KILN_CHECK(static_cast<int64_t>(perm.size()) == ndim(), Value,
+             "transpose: permutation of length ", perm.size(), " does not match a tensor of rank ",
+             ndim());
   std::vector<bool> seen(ndim(), false);
   Shape shape(ndim()), strides(ndim());
   for (int64_t i = 0; i < ndim(); ++i) {
@@ -111,8 +113,8 @@ Tensor Tensor::Slice(int64_t axis, int64_t start, int64_t stop, int64_t step) co
 
 Tensor Tensor::Select(int64_t axis, int64_t index) const {
   int64_t size = shape()[axis];
-  KILN_CHECK(index >= -size && index < size, Index, "index ", index,
-             " is out of bounds for axis ", axis, " with size ", size);
+  KILN_CHECK(index >= -size && index < size, Index, "index ", index, " is out of bounds for axis ",
+             axis, " with size ", size);
   if (index < 0) index += size;
   Shape shape = this->shape(), strides = this->strides();
   shape.erase(shape.begin() + axis);
@@ -172,8 +174,14 @@ std::optional<Tensor> Tensor::ViewAs(const Shape& target) const {
   int64_t old_i = 0, new_i = 0, old_n = ndim(), new_n = target.size();
   while (old_i < old_n || new_i < new_n) {
     // Size-1 dimensions carry no layout; skip them on both sides.
-    if (old_i < old_n && shape()[old_i] == 1) { ++old_i; continue; }
-    if (new_i < new_n && target[new_i] == 1) { new_strides[new_i++] = 1; continue; }
+    if (old_i < old_n && shape()[old_i] == 1) {
+      ++old_i;
+      continue;
+    }
+    if (new_i < new_n && target[new_i] == 1) {
+      new_strides[new_i++] = 1;
+      continue;
+    }
     if (old_i >= old_n || new_i >= new_n) return std::nullopt;
     int64_t old_start = old_i, new_start = new_i;
     int64_t old_count = shape()[old_i++], new_count = target[new_i++];
@@ -204,7 +212,8 @@ Shape InferReshape(const Shape& input_shape, Shape shape, const char* op) {
   int64_t known = 1, unknown_at = -1;
   for (size_t i = 0; i < shape.size(); ++i) {
     if (shape[i] == -1) {
-      KILN_CHECK(unknown_at < 0, Value, op, ": only one dimension can be -1, got ", ShapeStr(shape));
+      KILN_CHECK(unknown_at < 0, Value, op, ": only one dimension can be -1, got ",
+                 ShapeStr(shape));
       unknown_at = static_cast<int64_t>(i);
       continue;
     }

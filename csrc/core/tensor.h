@@ -39,8 +39,8 @@ class Storage {
   Storage() = default;
   void* data_ = nullptr;
   size_t nbytes_ = 0;
-  size_t rounded_size_ = 0;          // nonzero when owned by the caching allocator
-  std::function<void()> release_;    // set when borrowed
+  size_t rounded_size_ = 0;        // nonzero when owned by the caching allocator
+  std::function<void()> release_;  // set when borrowed
 };
 
 struct AutogradMeta;  // defined by the autodiff layer; null for tensors outside any tape

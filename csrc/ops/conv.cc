@@ -57,8 +57,8 @@ ConvGeometry PlanConv(const OpDef& def, const std::vector<TensorMeta>& in, const
              ShapeStr(x.shape));
   KILN_CHECK(wt.shape.size() == 4, Value, def.name,
              ": weight must be 4-D (C_out, C_in / groups, kH, kW), got shape ", ShapeStr(wt.shape));
-  KILN_CHECK(IsFloating(x.dtype), Type, def.name, ": expected floating-point input and weight, got ",
-             DTypeName(x.dtype));
+  KILN_CHECK(IsFloating(x.dtype), Type, def.name,
+             ": expected floating-point input and weight, got ", DTypeName(x.dtype));
   ConvGeometry g;
   g.stride = CheckedInts(attrs, 0, 2, 1, def.name, "stride");
   g.pad = CheckedInts(attrs, 1, 4, 0, def.name, "padding");
@@ -70,9 +70,9 @@ ConvGeometry PlanConv(const OpDef& def, const std::vector<TensorMeta>& in, const
   // Graph mode may leave dims unknown (-1): check what is known, infer -1 for what depends on
   // the rest; the kernel sees the real shapes and checks again.
   const bool channels_known = g.c >= 0 && g.o >= 0 && wt.shape[1] >= 0;
-  KILN_CHECK(!channels_known || (g.c % g.groups == 0 && g.o % g.groups == 0), Value, def.name, ": input channels (", g.c,
-             ") and output channels (", g.o, ") must both be divisible by groups (", g.groups,
-             "); shapes ", ShapesStr(in));
+  KILN_CHECK(!channels_known || (g.c % g.groups == 0 && g.o % g.groups == 0), Value, def.name,
+             ": input channels (", g.c, ") and output channels (", g.o,
+             ") must both be divisible by groups (", g.groups, "); shapes ", ShapesStr(in));
   KILN_CHECK(!channels_known || wt.shape[1] * g.groups == g.c, Value, def.name, ": weight expects ",
              wt.shape[1] * g.groups, " input channels (", wt.shape[1], " per group x ", g.groups,
              " groups), input has ", g.c, "; shapes ", ShapesStr(in));
@@ -80,14 +80,14 @@ ConvGeometry PlanConv(const OpDef& def, const std::vector<TensorMeta>& in, const
              ": weight must have positive output channels and kernel size; shapes ", ShapesStr(in));
   if (bias.present)
     KILN_CHECK(bias.shape.size() == 1 && (bias.shape[0] == g.o || bias.shape[0] < 0 || g.o < 0),
-               Value, def.name,
-               ": bias must be 1-D of length ", g.o, "; shapes ", ShapesStr(in));
+               Value, def.name, ": bias must be 1-D of length ", g.o, "; shapes ", ShapesStr(in));
   const int64_t span_h = g.dilation[0] * (g.kh - 1) + 1, span_w = g.dilation[1] * (g.kw - 1) + 1;
   const int64_t padded_h = g.h + g.pad[0] + g.pad[1], padded_w = g.w + g.pad[2] + g.pad[3];
   const bool spatial_known = g.h >= 0 && g.w >= 0 && g.kh >= 0 && g.kw >= 0;
   KILN_CHECK(!spatial_known || (span_h <= padded_h && span_w <= padded_w), Value, def.name,
-             ": kernel (", span_h, ", ", span_w, ") with dilation is larger than the padded input (",
-             padded_h, ", ", padded_w, "); shapes ", ShapesStr(in));
+             ": kernel (", span_h, ", ", span_w,
+             ") with dilation is larger than the padded input (", padded_h, ", ", padded_w,
+             "); shapes ", ShapesStr(in));
   g.oh = g.h < 0 || g.kh < 0 ? -1 : (padded_h - span_h) / g.stride[0] + 1;
   g.ow = g.w < 0 || g.kw < 0 ? -1 : (padded_w - span_w) / g.stride[1] + 1;
   return g;
@@ -111,17 +111,16 @@ ConvDescs MakeConvDescs(const ConvGeometry& g) {
   ConvDescs d;
   d.src = memory::desc({g.n, g.c, g.h, g.w}, f32, memory::format_tag::nchw);
   d.dst = memory::desc({g.n, g.o, g.oh, g.ow}, f32, memory::format_tag::nchw);
-  d.weights = g.groups == 1
-                  ? memory::desc({g.o, g.c, g.kh, g.kw}, f32, memory::format_tag::oihw)
-                  : memory::desc({g.groups, g.o / g.groups, g.c / g.groups, g.kh, g.kw}, f32,
-                                 memory::format_tag::goihw);
+  d.weights = g.groups == 1 ? memory::desc({g.o, g.c, g.kh, g.kw}, f32, memory::format_tag::oihw)
+                            : memory::desc({g.groups, g.o / g.groups, g.c / g.groups, g.kh, g.kw},
+                                           f32, memory::format_tag::goihw);
   return d;
 }
 
 cpu::PrimitiveKey ConvKey(int64_t tag, const ConvGeometry& g, bool has_bias) {
-  return {tag, g.n, g.c, g.h, g.w, g.o, g.kh, g.kw, g.groups, has_bias,
-          g.stride[0], g.stride[1], g.pad[0], g.pad[1], g.pad[2], g.pad[3],
-          g.dilation[0], g.dilation[1]};
+  return {tag,      g.n,      g.c,      g.h,      g.w,           g.o,
+          g.kh,     g.kw,     g.groups, has_bias, g.stride[0],   g.stride[1],
+          g.pad[0], g.pad[1], g.pad[2], g.pad[3], g.dilation[0], g.dilation[1]};
 }
 
 // oneDNN counts dilation from 0 (no gap) where PyTorch and MindSpore count from 1.
@@ -157,8 +156,9 @@ void OnednnConv(const ConvGeometry& g, const Tensor& x, const Tensor& w, const T
   const bool has_bias = bias.defined();
   auto entry = cpu::CachedPrimitive<ConvEntry>(ConvKey(kConvTag, g, has_bias), [&] {
     ConvDescs d = MakeConvDescs(g);
-    memory::desc bias_md =
-        has_bias ? memory::desc({g.o}, memory::data_type::f32, memory::format_tag::a) : memory::desc();
+    memory::desc bias_md = has_bias
+                               ? memory::desc({g.o}, memory::data_type::f32, memory::format_tag::a)
+                               : memory::desc();
     auto pd = ForwardPd(g, d, bias_md, dnnl::prop_kind::forward_inference);
     return ConvEntry{dnnl::convolution_forward(pd), d.src, d.weights, bias_md, d.dst};
   });
@@ -182,13 +182,13 @@ struct ConvBackwardDataEntry {
 void OnednnConvBackwardData(const ConvGeometry& g, const Tensor& dy, const Tensor& w,
                             const Tensor& dx) {
   using dnnl::memory;
-  auto entry = cpu::CachedPrimitive<ConvBackwardDataEntry>(
-      ConvKey(kConvBackwardDataTag, g, false), [&] {
+  auto entry =
+      cpu::CachedPrimitive<ConvBackwardDataEntry>(ConvKey(kConvBackwardDataTag, g, false), [&] {
         ConvDescs d = MakeConvDescs(g);
         auto hint = ForwardPd(g, d, memory::desc(), dnnl::prop_kind::forward_training);
-        dnnl::convolution_backward_data::desc desc(
-            dnnl::algorithm::convolution_direct, d.src, d.weights, d.dst,
-            {g.stride[0], g.stride[1]}, OnednnDilation(g), PadBegin(g), PadEnd(g));
+        dnnl::convolution_backward_data::desc desc(dnnl::algorithm::convolution_direct, d.src,
+                                                   d.weights, d.dst, {g.stride[0], g.stride[1]},
+                                                   OnednnDilation(g), PadBegin(g), PadEnd(g));
         dnnl::convolution_backward_data::primitive_desc pd(desc, cpu::OnednnEngine(), hint);
         return ConvBackwardDataEntry{dnnl::convolution_backward_data(pd), d};
       });
@@ -226,10 +226,13 @@ void OnednnConvBackwardWeights(const ConvGeometry& g, const Tensor& dy, const Te
             dnnl::algorithm::convolution_direct, any.src, any.weights, any.dst,
             {g.stride[0], g.stride[1]}, OnednnDilation(g), PadBegin(g), PadEnd(g));
         dnnl::convolution_backward_weights::primitive_desc pd(desc, engine, hint);
-        ConvBackwardWeightsEntry e{dnnl::convolution_backward_weights(pd), plain,
-                                   ConvDescs{pd.src_desc(), pd.diff_weights_desc(),
-                                             pd.diff_dst_desc()},
-                                   nullptr, nullptr, nullptr};
+        ConvBackwardWeightsEntry e{
+            dnnl::convolution_backward_weights(pd),
+            plain,
+            ConvDescs{pd.src_desc(), pd.diff_weights_desc(), pd.diff_dst_desc()},
+            nullptr,
+            nullptr,
+            nullptr};
         auto reorder = [&](const memory::desc& from, const memory::desc& to) {
           return from == to ? nullptr
                             : std::make_shared<dnnl::reorder>(
@@ -253,8 +256,9 @@ void OnednnConvBackwardWeights(const ConvGeometry& g, const Tensor& dy, const Te
   memory diff_dst = in_layout(entry->dst_in, entry->plain.dst, entry->chosen.dst, dy);
   memory out(entry->plain.weights, engine, dw.raw_data());
   memory diff_weights = entry->weights_out ? memory(entry->chosen.weights, engine) : out;
-  Execute(entry->prim, {{DNNL_ARG_SRC, src}, {DNNL_ARG_DIFF_DST, diff_dst},
-                        {DNNL_ARG_DIFF_WEIGHTS, diff_weights}});
+  Execute(
+      entry->prim,
+      {{DNNL_ARG_SRC, src}, {DNNL_ARG_DIFF_DST, diff_dst}, {DNNL_ARG_DIFF_WEIGHTS, diff_weights}});
   if (entry->weights_out)
     Execute(*entry->weights_out, {{DNNL_ARG_FROM, diff_weights}, {DNNL_ARG_TO, out}});
 }
@@ -318,10 +322,10 @@ Attrs WithShape(const Shape& shape, const Attrs& conv_attrs) {
 ConvGeometry PlanConvBackward(const OpDef& def, const std::vector<TensorMeta>& in,
                               const Attrs& attrs, bool weight_grad) {
   const TensorMeta& dy = in[0];
-  KILN_CHECK(dy.shape.size() == 4, Value, def.name, ": dy must be 4-D (N, C_out, H_out, W_out), got shape ",
-             ShapeStr(dy.shape));
-  const Shape& shape = CheckedInts(attrs, 0, 4, 0, def.name,
-                                   weight_grad ? "weight_shape" : "input_shape");
+  KILN_CHECK(dy.shape.size() == 4, Value, def.name,
+             ": dy must be 4-D (N, C_out, H_out, W_out), got shape ", ShapeStr(dy.shape));
+  const Shape& shape =
+      CheckedInts(attrs, 0, 4, 0, def.name, weight_grad ? "weight_shape" : "input_shape");
   TensorMeta made{dy.dtype, shape};
   std::vector<TensorMeta> forward = weight_grad
                                         ? std::vector<TensorMeta>{in[1], made, TensorMeta{}}
@@ -340,7 +344,8 @@ ConvGeometry PlanConvBackward(const OpDef& def, const std::vector<TensorMeta>& i
   return g;
 }
 
-std::vector<TensorMeta> InferConv2dBackwardInput(const OpDef& def, const std::vector<TensorMeta>& in,
+std::vector<TensorMeta> InferConv2dBackwardInput(const OpDef& def,
+                                                 const std::vector<TensorMeta>& in,
                                                  const Attrs& attrs) {
   PlanConvBackward(def, in, attrs, false);
   return {TensorMeta{in[0].dtype, AttrInts(attrs, 0)}};
@@ -389,11 +394,11 @@ cpu::Pool2dParams PlanPool(const OpDef& def, const TensorMeta& x, const Attrs& a
   const int64_t nd = x.shape.size(), h = x.shape[nd - 2], w = x.shape[nd - 1];
   cpu::Pool2dParams params{k[0], k[1], s[0], s[1], p[0], p[1], d[0], d[1], 0, 0};
   const bool known = h >= 0 && w >= 0;  // Graph mode may not know them yet
-  KILN_CHECK(!known || (h + 2 * p[0] >= d[0] * (k[0] - 1) + 1 && w + 2 * p[1] >= d[1] * (k[1] - 1) + 1),
-             Value,
-             def.name, ": kernel_size ", ShapeStr(k), " (dilation ", ShapeStr(d),
-             ") is larger than the padded input of shape ", ShapeStr(x.shape), " (padding ",
-             ShapeStr(p), ")");
+  KILN_CHECK(
+      !known || (h + 2 * p[0] >= d[0] * (k[0] - 1) + 1 && w + 2 * p[1] >= d[1] * (k[1] - 1) + 1),
+      Value, def.name, ": kernel_size ", ShapeStr(k), " (dilation ", ShapeStr(d),
+      ") is larger than the padded input of shape ", ShapeStr(x.shape), " (padding ", ShapeStr(p),
+      ")");
   params.oh = h < 0 ? -1 : cpu::PoolOutputSize(h, k[0], s[0], p[0], d[0], ceil_mode);
   params.ow = w < 0 ? -1 : cpu::PoolOutputSize(w, k[1], s[1], p[1], d[1], ceil_mode);
   return params;
@@ -439,7 +444,8 @@ void AvgPool2dKernel(KernelContext& ctx) {
 // ---- Pooling gradients: max_pool2d_grad(dy, input, indices) and avg_pool2d_grad(dy, input),
 // with the forward's attributes. `input` gives dx's shape; dy must have the pooled shape.
 
-void CheckPooledGrad(const OpDef& def, const TensorMeta& dy, const Shape& pooled, const char* what) {
+void CheckPooledGrad(const OpDef& def, const TensorMeta& dy, const Shape& pooled,
+                     const char* what) {
   bool match = dy.shape.size() == pooled.size();
   for (size_t i = 0; match && i < pooled.size(); ++i)
     match = dy.shape[i] == pooled[i] || dy.shape[i] < 0 || pooled[i] < 0;
@@ -459,11 +465,12 @@ std::vector<TensorMeta> InferMaxPool2dGrad(const OpDef& def, const std::vector<T
 }
 
 void MaxPool2dGradKernel(KernelContext& ctx) {
-  KILN_CHECK(cpu::MaxPool2dBackward(ctx.inputs[0].Contiguous(), ctx.inputs[2].Contiguous(),
-                                    ctx.outputs[0]),
-             Index, ctx.def.name, ": indices must lie within their input plane of ",
-             ctx.inputs[1].dim(ctx.inputs[1].ndim() - 2) * ctx.inputs[1].dim(ctx.inputs[1].ndim() - 1),
-             " elements");
+  KILN_CHECK(
+      cpu::MaxPool2dBackward(ctx.inputs[0].Contiguous(), ctx.inputs[2].Contiguous(),
+                             ctx.outputs[0]),
+      Index, ctx.def.name, ": indices must lie within their input plane of ",
+      ctx.inputs[1].dim(ctx.inputs[1].ndim() - 2) * ctx.inputs[1].dim(ctx.inputs[1].ndim() - 1),
+      " elements");
 }
 
 std::vector<TensorMeta> InferAvgPool2dGrad(const OpDef& def, const std::vector<TensorMeta>& in,
@@ -498,7 +505,8 @@ std::vector<GradVar> Conv2dGrad(GradBuilder& g) {
         g, g.Emit1(OpKind::Conv2dBackwardInput, {dy, w}, WithShape(g.meta(x).shape, g.attrs())), 0);
   if (g.wants_input_grad(1))
     grads[1] = InputGrad(
-        g, g.Emit1(OpKind::Conv2dBackwardWeight, {dy, x}, WithShape(g.meta(w).shape, g.attrs())), 1);
+        g, g.Emit1(OpKind::Conv2dBackwardWeight, {dy, x}, WithShape(g.meta(w).shape, g.attrs())),
+        1);
   if (g.wants_input_grad(2))
     grads[2] = InputGrad(
         g, g.Emit1(OpKind::ReduceSum, {dy}, {Shape{0, 2, 3}, false, std::monostate{}}), 2);
@@ -535,7 +543,8 @@ std::vector<GradVar> Conv2dBackwardWeightGrad(GradBuilder& g) {
 // gradient.
 std::vector<GradVar> MaxPool2dGradRule(GradBuilder& g) {
   GradVar x = g.input(0);
-  return {InputGrad(g, g.Emit1(OpKind::MaxPool2dGrad, {g.out_grad(0), x, g.output(1)}, g.attrs()), 0)};
+  return {
+      InputGrad(g, g.Emit1(OpKind::MaxPool2dGrad, {g.out_grad(0), x, g.output(1)}, g.attrs()), 0)};
 }
 
 // max_pool2d_grad is linear in dy; its adjoint gathers ddx at the indices, plane by plane.
@@ -571,7 +580,9 @@ void RegisterConvOps(OpRegistry& r) {
   OpDef conv;
   conv.kind = OpKind::Conv2d;
   conv.inputs = {"input", "weight", "bias?"};
-  conv.attrs = {{"stride", Shape{1, 1}}, {"padding", Shape{0, 0, 0, 0}}, {"dilation", Shape{1, 1}},
+  conv.attrs = {{"stride", Shape{1, 1}},
+                {"padding", Shape{0, 0, 0, 0}},
+                {"dilation", Shape{1, 1}},
                 {"groups", int64_t{1}}};
   conv.infer = InferConv2d;
   conv.kernel = Conv2dKernel;
@@ -581,8 +592,11 @@ void RegisterConvOps(OpRegistry& r) {
   OpDef max_pool;
   max_pool.kind = OpKind::MaxPool2d;
   max_pool.inputs = {"input"};
-  max_pool.attrs = {{"kernel_size", Shape{1, 1}}, {"stride", Shape{1, 1}}, {"padding", Shape{0, 0}},
-                    {"dilation", Shape{1, 1}}, {"ceil_mode", false}};
+  max_pool.attrs = {{"kernel_size", Shape{1, 1}},
+                    {"stride", Shape{1, 1}},
+                    {"padding", Shape{0, 0}},
+                    {"dilation", Shape{1, 1}},
+                    {"ceil_mode", false}};
   max_pool.infer = InferMaxPool2d;
   max_pool.kernel = MaxPool2dKernel;
   max_pool.grad = MaxPool2dGradRule;
@@ -590,9 +604,9 @@ void RegisterConvOps(OpRegistry& r) {
   OpDef avg_pool;
   avg_pool.kind = OpKind::AvgPool2d;
   avg_pool.inputs = {"input"};
-  avg_pool.attrs = {{"kernel_size", Shape{1, 1}}, {"stride", Shape{1, 1}}, {"padding", Shape{0, 0}},
-                    {"ceil_mode", false}, {"count_include_pad", true},
-                    {"divisor_override", std::monostate{}}};
+  avg_pool.attrs = {{"kernel_size", Shape{1, 1}}, {"stride", Shape{1, 1}},
+                    {"padding", Shape{0, 0}},     {"ceil_mode", false},
+                    {"count_include_pad", true},  {"divisor_override", std::monostate{}}};
   avg_pool.infer = InferAvgPool2d;
   avg_pool.kernel = AvgPool2dKernel;
   avg_pool.grad = AvgPool2dGradRule;

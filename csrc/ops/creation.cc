@@ -171,20 +171,20 @@ void RegisterCreationOps(OpRegistry& r) {
   const AttrValue none = std::monostate{};
   r.Add(MakeOp(OpKind::Fill, {{"shape", Shape{}}, {"value", 0.0}, {"dtype", DType::Float32}},
                InferFill, FillKernel));
-  r.Add(MakeOp(OpKind::Arange,
-               {{"start", int64_t{0}}, {"end", int64_t{0}}, {"step", int64_t{1}},
-                {"dtype", DType::Int64}},
-               InferArange, ArangeKernel));
-  OpDef uniform = MakeOp(OpKind::UniformReal,
-                         {{"shape", Shape{}}, {"dtype", DType::Float32}, {"low", 0.0},
-                          {"high", 1.0}, {"seed", none}},
-                         InferRandom, UniformRealKernel);
+  r.Add(MakeOp(
+      OpKind::Arange,
+      {{"start", int64_t{0}}, {"end", int64_t{0}}, {"step", int64_t{1}}, {"dtype", DType::Int64}},
+      InferArange, ArangeKernel));
+  OpDef uniform = MakeOp(
+      OpKind::UniformReal,
+      {{"shape", Shape{}}, {"dtype", DType::Float32}, {"low", 0.0}, {"high", 1.0}, {"seed", none}},
+      InferRandom, UniformRealKernel);
   uniform.is_random = true;
   r.Add(std::move(uniform));
-  OpDef normal = MakeOp(OpKind::StandardNormal,
-                        {{"shape", Shape{}}, {"dtype", DType::Float32}, {"mean", 0.0},
-                         {"std", 1.0}, {"seed", none}},
-                        InferRandom, StandardNormalKernel);
+  OpDef normal = MakeOp(
+      OpKind::StandardNormal,
+      {{"shape", Shape{}}, {"dtype", DType::Float32}, {"mean", 0.0}, {"std", 1.0}, {"seed", none}},
+      InferRandom, StandardNormalKernel);
   normal.is_random = true;
   r.Add(std::move(normal));
 }

@@ -15,10 +15,30 @@ constexpr bool kIsFloat = std::is_floating_point_v<C>;
 
 // ---- Functors on compute types. Integer division by zero gives 0 (as NumPy) instead of a trap.
 
-struct AddFn { template <typename C> auto operator()(C a, C b) const { return a + b; } };
-struct SubFn { template <typename C> auto operator()(C a, C b) const { return a - b; } };
-struct MulFn { template <typename C> auto operator()(C a, C b) const { return a * b; } };
-struct DivFn { template <typename C> auto operator()(C a, C b) const { return a / b; } };
+struct AddFn {
+  template <typename C>
+  auto operator()(C a, C b) const {
+    return a + b;
+  }
+};
+struct SubFn {
+  template <typename C>
+  auto operator()(C a, C b) const {
+    return a - b;
+  }
+};
+struct MulFn {
+  template <typename C>
+  auto operator()(C a, C b) const {
+    return a * b;
+  }
+};
+struct DivFn {
+  template <typename C>
+  auto operator()(C a, C b) const {
+    return a / b;
+  }
+};
 
 struct FloorDivFn {
   template <typename C>
@@ -87,17 +107,72 @@ struct PowFn {
 };
 
 // NaN propagates through maximum and minimum, as in NumPy.
-struct MaximumFn { template <typename C> C operator()(C a, C b) const { return (a > b || a != a) ? a : b; } };
-struct MinimumFn { template <typename C> C operator()(C a, C b) const { return (a < b || a != a) ? a : b; } };
-struct EqualFn { template <typename C> bool operator()(C a, C b) const { return a == b; } };
-struct NotEqualFn { template <typename C> bool operator()(C a, C b) const { return a != b; } };
-struct LessFn { template <typename C> bool operator()(C a, C b) const { return a < b; } };
-struct LessEqualFn { template <typename C> bool operator()(C a, C b) const { return a <= b; } };
-struct GreaterFn { template <typename C> bool operator()(C a, C b) const { return a > b; } };
-struct GreaterEqualFn { template <typename C> bool operator()(C a, C b) const { return a >= b; } };
-struct AndFn { template <typename C> bool operator()(C a, C b) const { return a != C(0) && b != C(0); } };
-struct OrFn { template <typename C> bool operator()(C a, C b) const { return a != C(0) || b != C(0); } };
-struct XorFn { template <typename C> bool operator()(C a, C b) const { return (a != C(0)) != (b != C(0)); } };
+struct MaximumFn {
+  template <typename C>
+  C operator()(C a, C b) const {
+    return (a > b || a != a) ? a : b;
+  }
+};
+struct MinimumFn {
+  template <typename C>
+  C operator()(C a, C b) const {
+    return (a < b || a != a) ? a : b;
+  }
+};
+struct EqualFn {
+  template <typename C>
+  bool operator()(C a, C b) const {
+    return a == b;
+  }
+};
+struct NotEqualFn {
+  template <typename C>
+  bool operator()(C a, C b) const {
+    return a != b;
+  }
+};
+struct LessFn {
+  template <typename C>
+  bool operator()(C a, C b) const {
+    return a < b;
+  }
+};
+struct LessEqualFn {
+  template <typename C>
+  bool operator()(C a, C b) const {
+    return a <= b;
+  }
+};
+struct GreaterFn {
+  template <typename C>
+  bool operator()(C a, C b) const {
+    return a > b;
+  }
+};
+struct GreaterEqualFn {
+  template <typename C>
+  bool operator()(C a, C b) const {
+    return a >= b;
+  }
+};
+struct AndFn {
+  template <typename C>
+  bool operator()(C a, C b) const {
+    return a != C(0) && b != C(0);
+  }
+};
+struct OrFn {
+  template <typename C>
+  bool operator()(C a, C b) const {
+    return a != C(0) || b != C(0);
+  }
+};
+struct XorFn {
+  template <typename C>
+  bool operator()(C a, C b) const {
+    return (a != C(0)) != (b != C(0));
+  }
+};
 
 // ---- Kernels: one dtype switch each; R is the input type (arithmetic) or bool (predicates).
 
@@ -221,17 +296,24 @@ void RegisterElementwiseOps(OpRegistry& r) {
   r.Add(Binary(OpKind::Mul, InferBinarySameType, BinaryOpKernel<MulFn, false>, MulGrad));
   r.Add(Binary(OpKind::Div, InferBinarySameType, BinaryOpKernel<DivFn, false>, DivGrad,
                Promotion::CommonFloat));
-  r.Add(Binary(OpKind::FloorDiv, InferArithNoBool, BinaryOpKernel<FloorDivFn, false>, NotDifferentiable));
+  r.Add(Binary(OpKind::FloorDiv, InferArithNoBool, BinaryOpKernel<FloorDivFn, false>,
+               NotDifferentiable));
   r.Add(Binary(OpKind::Mod, InferArithNoBool, BinaryOpKernel<ModFn, false>, ModGrad));
   r.Add(Binary(OpKind::Pow, InferArithNoBool, BinaryOpKernel<PowFn, false>, PowGrad));
-  r.Add(Binary(OpKind::Maximum, InferBinarySameType, BinaryOpKernel<MaximumFn, false>, ExtremumGrad<OpKind::Greater>));
-  r.Add(Binary(OpKind::Minimum, InferBinarySameType, BinaryOpKernel<MinimumFn, false>, ExtremumGrad<OpKind::Less>));
+  r.Add(Binary(OpKind::Maximum, InferBinarySameType, BinaryOpKernel<MaximumFn, false>,
+               ExtremumGrad<OpKind::Greater>));
+  r.Add(Binary(OpKind::Minimum, InferBinarySameType, BinaryOpKernel<MinimumFn, false>,
+               ExtremumGrad<OpKind::Less>));
   r.Add(Binary(OpKind::Equal, InferPredicate, BinaryOpKernel<EqualFn, true>, NotDifferentiable));
-  r.Add(Binary(OpKind::NotEqual, InferPredicate, BinaryOpKernel<NotEqualFn, true>, NotDifferentiable));
+  r.Add(Binary(OpKind::NotEqual, InferPredicate, BinaryOpKernel<NotEqualFn, true>,
+               NotDifferentiable));
   r.Add(Binary(OpKind::Less, InferPredicate, BinaryOpKernel<LessFn, true>, NotDifferentiable));
-  r.Add(Binary(OpKind::LessEqual, InferPredicate, BinaryOpKernel<LessEqualFn, true>, NotDifferentiable));
-  r.Add(Binary(OpKind::Greater, InferPredicate, BinaryOpKernel<GreaterFn, true>, NotDifferentiable));
-  r.Add(Binary(OpKind::GreaterEqual, InferPredicate, BinaryOpKernel<GreaterEqualFn, true>, NotDifferentiable));
+  r.Add(Binary(OpKind::LessEqual, InferPredicate, BinaryOpKernel<LessEqualFn, true>,
+               NotDifferentiable));
+  r.Add(
+      Binary(OpKind::Greater, InferPredicate, BinaryOpKernel<GreaterFn, true>, NotDifferentiable));
+  r.Add(Binary(OpKind::GreaterEqual, InferPredicate, BinaryOpKernel<GreaterEqualFn, true>,
+               NotDifferentiable));
   r.Add(Binary(OpKind::LogicalAnd, InferPredicate, BinaryOpKernel<AndFn, true>, NotDifferentiable));
   r.Add(Binary(OpKind::LogicalOr, InferPredicate, BinaryOpKernel<OrFn, true>, NotDifferentiable));
   r.Add(Binary(OpKind::LogicalXor, InferPredicate, BinaryOpKernel<XorFn, true>, NotDifferentiable));

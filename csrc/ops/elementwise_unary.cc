@@ -18,37 +18,95 @@ constexpr bool kIsFloat = std::is_floating_point_v<C>;
 struct NegFn {
   template <typename C>
   C operator()(C a) const {
-    if constexpr (std::is_same_v<C, bool>) return a;
-    else return static_cast<C>(-a);
+    if constexpr (std::is_same_v<C, bool>)
+      return a;
+    else
+      return static_cast<C>(-a);
   }
 };
 struct AbsFn {
   template <typename C>
   C operator()(C a) const {
-    if constexpr (std::is_unsigned_v<C> || std::is_same_v<C, bool>) return a;
-    else return a < 0 ? static_cast<C>(-a) : a;
+    if constexpr (std::is_unsigned_v<C> || std::is_same_v<C, bool>)
+      return a;
+    else
+      return a < 0 ? static_cast<C>(-a) : a;
   }
 };
 // exp in float (float32 and the 16-bit floats) uses cpu::ExpF: branch-free, so the loop
 // vectorizes (about 10x std::exp), within 2 ulp; results below FLT_MIN flush to zero.
 template <typename C>
 C FastExp(C a) {
-  if constexpr (std::is_same_v<C, float>) return cpu::ExpF(a);
-  else return std::exp(a);
+  if constexpr (std::is_same_v<C, float>)
+    return cpu::ExpF(a);
+  else
+    return std::exp(a);
 }
-struct ExpFn { template <typename C> C operator()(C a) const { return FastExp(a); } };
-struct LogFn { template <typename C> C operator()(C a) const { return std::log(a); } };
-struct SqrtFn { template <typename C> C operator()(C a) const { return std::sqrt(a); } };
-struct RsqrtFn { template <typename C> C operator()(C a) const { return C(1) / std::sqrt(a); } };
-struct SinFn { template <typename C> C operator()(C a) const { return std::sin(a); } };
-struct CosFn { template <typename C> C operator()(C a) const { return std::cos(a); } };
-struct TanhFn { template <typename C> C operator()(C a) const { return std::tanh(a); } };
-struct SigmoidFn { template <typename C> C operator()(C a) const { return C(1) / (C(1) + FastExp(-a)); } };
-struct SiluFn { template <typename C> C operator()(C a) const { return a / (C(1) + FastExp(-a)); } };
-struct ReluFn { template <typename C> C operator()(C a) const { return a > C(0) ? a : C(0); } };
+struct ExpFn {
+  template <typename C>
+  C operator()(C a) const {
+    return FastExp(a);
+  }
+};
+struct LogFn {
+  template <typename C>
+  C operator()(C a) const {
+    return std::log(a);
+  }
+};
+struct SqrtFn {
+  template <typename C>
+  C operator()(C a) const {
+    return std::sqrt(a);
+  }
+};
+struct RsqrtFn {
+  template <typename C>
+  C operator()(C a) const {
+    return C(1) / std::sqrt(a);
+  }
+};
+struct SinFn {
+  template <typename C>
+  C operator()(C a) const {
+    return std::sin(a);
+  }
+};
+struct CosFn {
+  template <typename C>
+  C operator()(C a) const {
+    return std::cos(a);
+  }
+};
+struct TanhFn {
+  template <typename C>
+  C operator()(C a) const {
+    return std::tanh(a);
+  }
+};
+struct SigmoidFn {
+  template <typename C>
+  C operator()(C a) const {
+    return C(1) / (C(1) + FastExp(-a));
+  }
+};
+struct SiluFn {
+  template <typename C>
+  C operator()(C a) const {
+    return a / (C(1) + FastExp(-a));
+  }
+};
+struct ReluFn {
+  template <typename C>
+  C operator()(C a) const {
+    return a > C(0) ? a : C(0);
+  }
+};
 struct GeluErfFn {
   template <typename C>
-  C operator()(C a) const { return C(0.5) * a * (C(1) + std::erf(a * C(M_SQRT1_2))); }
+  C operator()(C a) const {
+    return C(0.5) * a * (C(1) + std::erf(a * C(M_SQRT1_2)));
+  }
 };
 struct GeluTanhFn {
   template <typename C>
@@ -57,7 +115,12 @@ struct GeluTanhFn {
     return C(0.5) * a * (C(1) + std::tanh(k * (a + C(0.044715) * a * a * a)));
   }
 };
-struct LogicalNotFn { template <typename C> bool operator()(C a) const { return a == C(0); } };
+struct LogicalNotFn {
+  template <typename C>
+  bool operator()(C a) const {
+    return a == C(0);
+  }
+};
 struct SignFn {
   template <typename C>
   C operator()(C a) const {
@@ -67,12 +130,19 @@ struct SignFn {
     return static_cast<C>((C(0) < a) - (a < C(0)));
   }
 };
-struct SquareFn { template <typename C> C operator()(C a) const { return static_cast<C>(a * a); } };
+struct SquareFn {
+  template <typename C>
+  C operator()(C a) const {
+    return static_cast<C>(a * a);
+  }
+};
 struct FloorFn {
   template <typename C>
   C operator()(C a) const {
-    if constexpr (kIsFloat<C>) return std::floor(a);
-    else return a;
+    if constexpr (kIsFloat<C>)
+      return std::floor(a);
+    else
+      return a;
   }
 };
 
@@ -224,11 +294,14 @@ std::vector<GradVar> GeluGradRule(GradBuilder& g) {
 std::vector<GradVar> SquareGrad(GradBuilder& g) {
   return {Mul(g, Dy(g), Mul(g, g.input(0), g.Scalar(2.0)))};
 }
-std::vector<GradVar> CastGrad(GradBuilder& g) { return {CastTo(g, Dy(g), g.meta(g.input(0)).dtype)}; }
+std::vector<GradVar> CastGrad(GradBuilder& g) {
+  return {CastTo(g, Dy(g), g.meta(g.input(0)).dtype)};
+}
 // clamp passes the gradient where the input was inside [min, max].
 std::vector<GradVar> ClampGrad(GradBuilder& g) {
   GradVar x = g.input(0), y = g.output(0);
-  GradVar same = CastTo(g, g.Emit1(OpKind::Equal, {CastTo(g, x, g.meta(y).dtype), y}), g.meta(y).dtype);
+  GradVar same =
+      CastTo(g, g.Emit1(OpKind::Equal, {CastTo(g, x, g.meta(y).dtype), y}), g.meta(y).dtype);
   return {ToInput(g, Mul(g, Dy(g), same), 0)};
 }
 std::vector<GradVar> WhereGrad(GradBuilder& g) {
@@ -291,8 +364,8 @@ void ClampKernel(KernelContext& ctx) {
 
 std::vector<TensorMeta> InferWhere(const OpDef& def, const std::vector<TensorMeta>& in,
                                    const Attrs&) {
-  Shape shape = BroadcastShapes(BroadcastShapes(in[0].shape, in[1].shape, def.name), in[2].shape,
-                                def.name);
+  Shape shape =
+      BroadcastShapes(BroadcastShapes(in[0].shape, in[1].shape, def.name), in[2].shape, def.name);
   return {TensorMeta{in[1].dtype, shape}};
 }
 

@@ -17,8 +17,8 @@ GradVar SumToShape(GradBuilder& g, GradVar grad, const Shape& shape) {
     bool stretched = !added && shape[i - extra] == 1 && have[i] != 1;
     if (added || stretched) axes.push_back(i);
   }
-  GradVar summed = axes.empty() ? grad
-                                : g.Emit1(OpKind::ReduceSum, {grad}, {axes, true, std::monostate{}});
+  GradVar summed =
+      axes.empty() ? grad : g.Emit1(OpKind::ReduceSum, {grad}, {axes, true, std::monostate{}});
   if (g.meta(summed).shape == shape) return summed;
   return g.Emit1(OpKind::Reshape, {summed}, {shape});
 }

@@ -37,10 +37,10 @@ std::vector<int64_t> Offsets(const Shape& shape, const Shape& strides) {
 
 // Where the index result's dimensions come from.
 struct IndexLayout {
-  std::vector<int64_t> axes;   // indexed input axes, normalized, in index-tensor order
-  Shape index_shape;           // B: the index tensors broadcast together
-  bool in_place = true;        // adjacent axes: B replaces them; otherwise B goes first
-  std::vector<int64_t> rest;   // the input axes not indexed, in order
+  std::vector<int64_t> axes;  // indexed input axes, normalized, in index-tensor order
+  Shape index_shape;          // B: the index tensors broadcast together
+  bool in_place = true;       // adjacent axes: B replaces them; otherwise B goes first
+  std::vector<int64_t> rest;  // the input axes not indexed, in order
   Shape out_shape;
   std::vector<int64_t> b_pos, rest_pos;  // result dimensions holding B and the rest axes
 };
@@ -164,8 +164,8 @@ std::vector<TensorMeta> InferAdvancedIndex(const OpDef& def, const std::vector<T
 void AdvancedIndexKernel(KernelContext& ctx) {
   const Tensor& in = ctx.inputs[0];
   std::vector<Tensor> indices(ctx.inputs.begin() + 1, ctx.inputs.end());
-  IndexLayout p = PlanIndex(in.shape(), ShapesFrom(ctx.inputs, 1), AttrInts(ctx.attrs, 0),
-                            ctx.def.name);
+  IndexLayout p =
+      PlanIndex(in.shape(), ShapesFrom(ctx.inputs, 1), AttrInts(ctx.attrs, 0), ctx.def.name);
   GatherByPlan(p, in, indices, ctx.outputs[0], ctx.def.name);
 }
 
@@ -184,8 +184,8 @@ std::vector<TensorMeta> InferIndexPut(const OpDef& def, const std::vector<Tensor
 void IndexPutKernel(KernelContext& ctx) {
   const Tensor& in = ctx.inputs[0];
   std::vector<Tensor> indices(ctx.inputs.begin() + 2, ctx.inputs.end());
-  IndexLayout p = PlanIndex(in.shape(), ShapesFrom(ctx.inputs, 2), AttrInts(ctx.attrs, 0),
-                            ctx.def.name);
+  IndexLayout p =
+      PlanIndex(in.shape(), ShapesFrom(ctx.inputs, 2), AttrInts(ctx.attrs, 0), ctx.def.name);
   bool accumulate = AttrBool(ctx.attrs, 1);
   Tensor values = ctx.inputs[1].To(in.dtype());
   if (values.same_storage(in)) values = values.Clone();  // x[i] = x[j] reads before writing
@@ -266,8 +266,8 @@ GatherPlan PlanGather(const Shape& params, const Shape& indices, const Attrs& at
   if (g.axis < 0) g.axis += n;
   g.batch_dims = AttrInt(attrs, 1);
   if (g.batch_dims < 0) g.batch_dims += ni;
-  KILN_CHECK(g.batch_dims >= 0 && g.batch_dims <= ni, Value, op, ": batch_dims ",
-             AttrInt(attrs, 1), " is out of range for indices of rank ", ni);
+  KILN_CHECK(g.batch_dims >= 0 && g.batch_dims <= ni, Value, op, ": batch_dims ", AttrInt(attrs, 1),
+             " is out of range for indices of rank ", ni);
   if (g.batch_dims == 0) {
     g.layout = PlanIndex(params, {indices}, {g.axis}, op);
     return g;
@@ -440,8 +440,8 @@ std::vector<GradVar> GatherGrad(GradBuilder& g) {
   std::vector<GradVar> index_vars;
   std::vector<int64_t> axes;
   for (int64_t i = 0; i < bd; ++i) {
-    GradVar r = g.Emit1(OpKind::Arange, {},
-                        {int64_t{0}, params.shape[i], int64_t{1}, DType::Int64});
+    GradVar r =
+        g.Emit1(OpKind::Arange, {}, {int64_t{0}, params.shape[i], int64_t{1}, DType::Int64});
     Shape s(ni, 1);
     s[i] = params.shape[i];
     index_vars.push_back(g.Emit1(OpKind::Reshape, {r}, {s}));
@@ -487,15 +487,19 @@ void RegisterIndexingOps(OpRegistry& r) {
   put.is_view = true;
   put.mutated_inputs = {0};
   r.Add(std::move(put));
-  OpDef nonzero = MakeOp(OpKind::NonZero, {"input"}, {}, InferNonZero, NonZeroKernel,
-                         NotDifferentiable);
+  OpDef nonzero =
+      MakeOp(OpKind::NonZero, {"input"}, {}, InferNonZero, NonZeroKernel, NotDifferentiable);
   nonzero.allocates_outputs = true;  // the row count depends on the values
   r.Add(std::move(nonzero));
   r.Add(MakeOp(OpKind::Gather, {"input_params", "input_indices"},
-               {{"axis", int64_t{0}}, {"batch_dims", int64_t{0}}}, InferGather, GatherKernel, GatherGrad));
+               {{"axis", int64_t{0}}, {"batch_dims", int64_t{0}}}, InferGather, GatherKernel,
+               GatherGrad));
   r.Add(MakeOp(OpKind::OneHot, {"indices"},
-               {{"depth", int64_t{0}}, {"axis", int64_t{-1}}, {"on_value", 1.0},
-                {"off_value", 0.0}, {"dtype", DType::Float32}},
+               {{"depth", int64_t{0}},
+                {"axis", int64_t{-1}},
+                {"on_value", 1.0},
+                {"off_value", 0.0},
+                {"dtype", DType::Float32}},
                InferOneHot, OneHotKernel, NotDifferentiable));
 }
 

@@ -26,8 +26,9 @@ struct MatMulDims {
 
 // Shapes of both operands after promotion; throws ValueError naming the op and both shapes.
 MatMulDims PlanMatMul(const Shape& a, const Shape& b, bool ta, bool tb, const char* op) {
-  KILN_CHECK(!a.empty() && !b.empty(), Value, op, ": both operands must be at least 1-D, got shapes ",
-             ShapeStr(a), " and ", ShapeStr(b));
+  KILN_CHECK(!a.empty() && !b.empty(), Value, op,
+             ": both operands must be at least 1-D, got shapes ", ShapeStr(a), " and ",
+             ShapeStr(b));
   const size_t na = a.size(), nb = b.size();
   // NumPy: a 1-D left operand is a row vector, a 1-D right operand a column vector; the
   // transpose flags only apply to operands that are matrices.
@@ -54,8 +55,8 @@ MatMulDims PlanMatMul(const Shape& a, const Shape& b, bool ta, bool tb, const ch
 
 std::vector<TensorMeta> InferMatMul(const OpDef& def, const std::vector<TensorMeta>& in,
                                     const Attrs& attrs) {
-  MatMulDims dims = PlanMatMul(in[0].shape, in[1].shape, AttrBool(attrs, 0), AttrBool(attrs, 1),
-                               def.name);
+  MatMulDims dims =
+      PlanMatMul(in[0].shape, in[1].shape, AttrBool(attrs, 0), AttrBool(attrs, 1), def.name);
   return {TensorMeta{in[0].dtype, dims.out_shape}};
 }
 
@@ -85,7 +86,8 @@ bool HasUnitInnerStride(const Tensor& t) {
 // since its stride is never used but oneDNN's layout checks still look at it.
 dnnl::memory::desc StridedDesc(const Tensor& t, dnnl::memory::data_type type) {
   const int64_t nd = t.ndim();
-  dnnl::memory::dims dims(t.shape().begin(), t.shape().end()), strides(t.strides().begin(), t.strides().end());
+  dnnl::memory::dims dims(t.shape().begin(), t.shape().end()),
+      strides(t.strides().begin(), t.strides().end());
   for (int64_t d = nd - 1; d >= 0; --d) {
     if (dims[d] != 1) continue;
     strides[d] = d == nd - 1 ? 1 : strides[d + 1] * dims[d + 1];
@@ -183,8 +185,8 @@ void MatMulKernel(KernelContext& ctx) {
   }
 
   DType dtype = c.dtype();
-  const bool onednn_type = dtype == DType::Float32 || dtype == DType::Float16 ||
-                           dtype == DType::BFloat16;
+  const bool onednn_type =
+      dtype == DType::Float32 || dtype == DType::Float16 || dtype == DType::BFloat16;
   if (!onednn_type || static_cast<int>(rank) > kOnednnMaxDims) {
     Shape a_shape = dims.batch, b_shape = dims.batch;
     a_shape.insert(a_shape.end(), {dims.m, dims.k});
@@ -207,12 +209,14 @@ void MatMulKernel(KernelContext& ctx) {
 
 // Gradients in the promoted (matrix) forms a_p, b_p and g_p, written so that each is one more
 // MatMul with transpose flags: with A = op(a_p), B = op(b_p), C = A @ B,
-//   dA = g @ B^T, so d(a_p) = ta ? B @ g^T : g @ B^T;   dB = A^T @ g, so d(b_p) = tb ? g^T @ A : A^T @ g.
+//   dA = g @ B^T, so d(a_p) = ta ? B @ g^T : g @ B^T;
+//   dB = A^T @ g, so d(b_p) = tb ? g^T @ A : A^T @ g.
 // ToInput then sums broadcast batch dims away and drops the unit dim of a 1-D operand.
 std::vector<GradVar> MatMulGrad(GradBuilder& g) {
   GradVar a = g.input(0), b = g.input(1), grad = g.out_grad(0);
   const Shape sa = g.meta(a).shape, sb = g.meta(b).shape;
-  const bool ta = sa.size() > 1 && AttrBool(g.attrs(), 0), tb = sb.size() > 1 && AttrBool(g.attrs(), 1);
+  const bool ta = sa.size() > 1 && AttrBool(g.attrs(), 0),
+             tb = sb.size() > 1 && AttrBool(g.attrs(), 1);
   MatMulDims dims = PlanMatMul(sa, sb, ta, tb, "matmul");
   auto reshape = [&](GradVar v, Shape shape) { return g.Emit1(OpKind::Reshape, {v}, {shape}); };
   GradVar ap = sa.size() == 1 ? reshape(a, {1, sa[0]}) : a;
@@ -224,7 +228,8 @@ std::vector<GradVar> MatMulGrad(GradBuilder& g) {
     return g.Emit1(OpKind::MatMul, {x, y}, {tx, ty});
   };
   std::vector<GradVar> grads(2);
-  if (g.wants_input_grad(0)) grads[0] = ToInput(g, ta ? mm(bp, gp, tb, true) : mm(gp, bp, false, !tb), 0);
+  if (g.wants_input_grad(0))
+    grads[0] = ToInput(g, ta ? mm(bp, gp, tb, true) : mm(gp, bp, false, !tb), 0);
   if (g.wants_input_grad(1)) {
     GradVar db = tb ? mm(gp, ap, true, ta) : mm(ap, gp, !ta, false);
     if (sb.size() == 1) {  // drop the trailing unit column first: ToInput aligns dims from the end

@@ -4,6 +4,8 @@
 // so results are stable for long rows and large offsets. The statistics the gradients need
 // (layer norm's mean/rstd, batch norm's saved mean/invstd) come out in the compute type:
 // float32 for float16/bfloat16 inputs, the input dtype otherwise.
+#include "kernels/cpu/normalization.h"
+
 #include <cmath>
 #include <limits>
 #include <type_traits>
@@ -11,7 +13,6 @@
 #include "core/error.h"
 #include "core/random.h"
 #include "kernels/cpu/copy.h"
-#include "kernels/cpu/normalization.h"
 #include "kernels/cpu/reduce.h"
 #include "ops/grad.h"
 #include "ops/registry.h"
@@ -225,10 +226,12 @@ void LayerNormKernel(KernelContext& ctx) {
           T* out = yp + row * n;
           // Two passes (mean, then squared deviations): no cancellation for large offsets.
           const double mu = RowSum(in, n, [](T v) { return static_cast<double>(v); }) / n;
-          const double var = RowSum(in, n, [mu](T v) {
-                               double d = static_cast<double>(v) - mu;
-                               return d * d;
-                             }) / n;
+          const double var = RowSum(in, n,
+                                    [mu](T v) {
+                                      double d = static_cast<double>(v) - mu;
+                                      return d * d;
+                                    }) /
+                             n;
           const double rs = 1.0 / std::sqrt(var + eps);
           mean_p[row] = static_cast<C>(mu);
           rstd_p[row] = static_cast<C>(rs);
@@ -397,8 +400,8 @@ std::vector<TensorMeta> InferDropout(const OpDef& def, const std::vector<TensorM
                                      const Attrs& attrs) {
   RequireFloating(in[0], def.name);
   const double p = AttrFloat(attrs, 0);
-  KILN_CHECK(p >= 0 && p <= 1, Value, def.name, ": p must be in [0, 1], got ", p,
-             " (input shape ", ShapeStr(in[0].shape), ")");
+  KILN_CHECK(p >= 0 && p <= 1, Value, def.name, ": p must be in [0, 1], got ", p, " (input shape ",
+             ShapeStr(in[0].shape), ")");
   return {TensorMeta{in[0].dtype, in[0].shape}, TensorMeta{in[0].dtype, in[0].shape}};
 }
 
@@ -469,8 +472,8 @@ std::vector<TensorMeta> InferLayerNormGrad(const OpDef& def, const std::vector<T
   const int64_t ndim = static_cast<int64_t>(shape.size());
   RequireFloating(in[1], def.name);
   const int64_t raw = AttrInt(attrs, 0);
-  KILN_CHECK(ndim >= 1 && raw >= -ndim && raw < ndim, Index, def.name, ": begin_norm_axis ",
-             raw, " is out of range for input of shape ", ShapeStr(shape));
+  KILN_CHECK(ndim >= 1 && raw >= -ndim && raw < ndim, Index, def.name, ": begin_norm_axis ", raw,
+             " is out of range for input of shape ", ShapeStr(shape));
   const int64_t axis = NormAxis(shape, attrs);
   KILN_CHECK(ShapesMatch(in[0].shape, shape) && in[0].dtype == in[1].dtype, Value, def.name,
              ": dy (", DTypeName(in[0].dtype), ShapeStr(in[0].shape), ") must match x (",
@@ -480,13 +483,13 @@ std::vector<TensorMeta> InferLayerNormGrad(const OpDef& def, const std::vector<T
   const DType sd = StatDType(in[1].dtype);
   for (size_t i = 2; i < 4; ++i)
     KILN_CHECK(ShapesMatch(in[i].shape, stat) && in[i].dtype == sd, Value, def.name, ": ",
-               InputName(def, i), " (", DTypeName(in[i].dtype), ShapeStr(in[i].shape),
-               ") must be ", DTypeName(sd), ShapeStr(stat));
+               InputName(def, i), " (", DTypeName(in[i].dtype), ShapeStr(in[i].shape), ") must be ",
+               DTypeName(sd), ShapeStr(stat));
   Shape normalized(shape.begin() + axis, shape.end());
   if (in[4].present)
-    KILN_CHECK(ShapesMatch(in[4].shape, normalized) && in[4].dtype == in[1].dtype, Value,
-               def.name, ": weight (", DTypeName(in[4].dtype), ShapeStr(in[4].shape),
-               ") must be ", DTypeName(in[1].dtype), ShapeStr(normalized));
+    KILN_CHECK(ShapesMatch(in[4].shape, normalized) && in[4].dtype == in[1].dtype, Value, def.name,
+               ": weight (", DTypeName(in[4].dtype), ShapeStr(in[4].shape), ") must be ",
+               DTypeName(in[1].dtype), ShapeStr(normalized));
   return {TensorMeta{in[1].dtype, shape}, TensorMeta{sd, normalized}, TensorMeta{sd, normalized}};
 }
 
@@ -605,8 +608,8 @@ std::vector<TensorMeta> InferBatchNormGrad(const OpDef& def, const std::vector<T
   const Shape channels{shape[1]};
   for (size_t i = 2; i < 5; ++i) {
     if (!in[i].present) continue;
-    KILN_CHECK(IsFloating(in[i].dtype) && ShapesMatch(in[i].shape, channels), Value, def.name,
-               ": ", InputName(def, i), " (", DTypeName(in[i].dtype), ShapeStr(in[i].shape),
+    KILN_CHECK(IsFloating(in[i].dtype) && ShapesMatch(in[i].shape, channels), Value, def.name, ": ",
+               InputName(def, i), " (", DTypeName(in[i].dtype), ShapeStr(in[i].shape),
                ") must be a floating-point tensor of shape ", ShapeStr(channels));
   }
   KILN_CHECK(in[2].present && in[3].present, Value, def.name,
@@ -635,8 +638,7 @@ void BatchNormGradKernel(KernelContext& ctx) {
     } else {
       const T* dyp = dy.data<T>();
       const T* xp = x.data<T>();
-      const int64_t grain =
-          std::max<int64_t>(1, cpu::kParallelGrain / std::max<int64_t>(count, 1));
+      const int64_t grain = std::max<int64_t>(1, cpu::kParallelGrain / std::max<int64_t>(count, 1));
       // Per channel: sum(dy) and sum(dy * (x - mean)) (times invstd after).
       ParallelFor(channels, grain, [&](int64_t begin, int64_t end) {
         for (int64_t c = begin; c < end; ++c) {
@@ -742,9 +744,9 @@ std::vector<GradVar> LayerNormGradRule(GradBuilder& g) {
   const bool has_w = g.meta(w).present, has_b = g.meta(g.input(2)).present;
   const bool affine = (has_w && g.wants_input_grad(1)) || (has_b && g.wants_input_grad(2));
   const AttrValue axis = g.attrs()[0];
-  std::vector<GradVar> outs = g.Emit(
-      OpKind::LayerNormGrad,
-      {g.out_grad(0), x, g.output(1), g.output(2), has_w ? w : GradVar{}}, {axis, affine});
+  std::vector<GradVar> outs =
+      g.Emit(OpKind::LayerNormGrad,
+             {g.out_grad(0), x, g.output(1), g.output(2), has_w ? w : GradVar{}}, {axis, affine});
   std::vector<GradVar> grads(3);
   if (g.wants_input_grad(0)) {
     GradVar dx = outs[0];
@@ -772,8 +774,8 @@ std::vector<GradVar> BatchNormGradRule(GradBuilder& g) {
   const bool has_w = g.meta(w).present, has_b = g.meta(g.input(4)).present;
   const bool affine = (has_w && g.wants_input_grad(3)) || (has_b && g.wants_input_grad(4));
   std::vector<GradVar> outs = g.Emit(
-      OpKind::BatchNormGrad,
-      {g.out_grad(0), x, g.output(1), g.output(2), has_w ? w : GradVar{}}, {training, affine});
+      OpKind::BatchNormGrad, {g.out_grad(0), x, g.output(1), g.output(2), has_w ? w : GradVar{}},
+      {training, affine});
   std::vector<GradVar> grads(5);
   if (g.wants_input_grad(0)) {
     GradVar dx = outs[0];
@@ -836,9 +838,9 @@ void RegisterNormalizationOps(OpRegistry& r) {
 
   // Only the input is promoted: the running statistics are written in place, so they must be
   // the caller's tensors, never promoted copies; the per-channel tensors are read as doubles.
-  OpDef batch_norm = Norm(OpKind::BatchNorm,
-                          {"input", "running_mean?", "running_var?", "weight?", "bias?"},
-                          InferBatchNorm, BatchNormKernel, kFloat);
+  OpDef batch_norm =
+      Norm(OpKind::BatchNorm, {"input", "running_mean?", "running_var?", "weight?", "bias?"},
+           InferBatchNorm, BatchNormKernel, kFloat);
   batch_norm.promoted_inputs = {0};
   batch_norm.attrs = {{"training", false}, {"momentum", 0.1}, {"eps", 1e-5}};
   batch_norm.mutated_inputs = {1, 2};

@@ -4,12 +4,13 @@
 // float32 (kiln's default float), extrema keep the input dtype, arg-reductions give int64.
 // Float sums accumulate in double (16-bit floats included), so results do not depend on the
 // summation order beyond the final rounding.
+#include "kernels/cpu/reduce.h"
+
 #include <limits>
 #include <type_traits>
 
 #include "core/error.h"
 #include "kernels/cpu/copy.h"
-#include "kernels/cpu/reduce.h"
 #include "ops/grad.h"
 #include "ops/registry.h"
 
@@ -23,8 +24,10 @@ std::vector<bool> ReducedAxes(const OpDef& def, const Shape& shape, const AttrVa
   const int64_t ndim = static_cast<int64_t>(shape.size());
   std::vector<bool> mask(ndim, false);
   std::vector<int64_t> list;
-  if (auto* v = std::get_if<std::vector<int64_t>>(&axes)) list = *v;
-  else if (auto* i = std::get_if<int64_t>(&axes)) list = {*i};
+  if (auto* v = std::get_if<std::vector<int64_t>>(&axes))
+    list = *v;
+  else if (auto* i = std::get_if<int64_t>(&axes))
+    list = {*i};
   else if (!std::holds_alternative<std::monostate>(axes))
     Throw(ErrorKind::Type, def.name, ": axis must be None, an int or a tuple of ints, got ",
           AttrToString(axes));
@@ -46,8 +49,10 @@ std::vector<bool> ReducedAxes(const OpDef& def, const Shape& shape, const AttrVa
 Shape ReducedShape(const Shape& shape, const std::vector<bool>& mask, bool keepdims) {
   Shape out;
   for (size_t d = 0; d < shape.size(); ++d) {
-    if (!mask[d]) out.push_back(shape[d]);
-    else if (keepdims) out.push_back(1);
+    if (!mask[d])
+      out.push_back(shape[d]);
+    else if (keepdims)
+      out.push_back(1);
   }
   return out;
 }
@@ -147,7 +152,8 @@ struct ExtremumOp {
   Acc Init() const {
     if constexpr (std::is_floating_point_v<C>)
       return kMax ? -std::numeric_limits<C>::infinity() : std::numeric_limits<C>::infinity();
-    else return kMax ? std::numeric_limits<C>::lowest() : std::numeric_limits<C>::max();
+    else
+      return kMax ? std::numeric_limits<C>::lowest() : std::numeric_limits<C>::max();
   }
   void Step(Acc& a, C v, int64_t) const {
     const bool better = kMax ? v > a : v < a;
@@ -314,7 +320,8 @@ std::vector<GradVar> ReduceMeanGrad(GradBuilder& g) {
   if (!g.wants_input_grad(0)) return {GradVar{}};
   ReduceGradCtx c = ReduceGradInfo(g, OpKind::ReduceMean, g.attrs()[0]);
   GradVar dy = CastTo(g, g.out_grad(0), c.in.dtype);
-  if (c.count != 1) dy = Mul(g, dy, g.Scalar(1.0 / static_cast<double>(std::max<int64_t>(c.count, 1))));
+  if (c.count != 1)
+    dy = Mul(g, dy, g.Scalar(1.0 / static_cast<double>(std::max<int64_t>(c.count, 1))));
   return {BroadcastToInput(g, c, Kept(g, c, dy))};
 }
 
@@ -328,8 +335,8 @@ std::vector<GradVar> ReduceProdGrad(GradBuilder& g) {
   GradVar dy = Kept(g, c, CastTo(g, g.out_grad(0), c.in.dtype));
   GradVar is_zero = g.Emit1(OpKind::Equal, {x, zero});
   GradVar x_safe = g.Emit1(OpKind::Where, {is_zero, one, x});
-  GradVar prod_nonzero = c.axes.empty() ? x_safe
-                         : g.Emit1(OpKind::ReduceProd, {x_safe}, {c.axes, true});
+  GradVar prod_nonzero =
+      c.axes.empty() ? x_safe : g.Emit1(OpKind::ReduceProd, {x_safe}, {c.axes, true});
   GradVar zeros = SumKept(g, c, CastTo(g, is_zero, c.in.dtype));
   GradVar none_zero = g.Emit1(OpKind::Equal, {zeros, zero});
   GradVar one_zero = g.Emit1(OpKind::Equal, {zeros, one});
@@ -370,18 +377,16 @@ OpDef Reduce(OpKind kind, InferFn infer, KernelFn kernel, GradRuleFn grad) {
 }  // namespace
 
 void RegisterReduceOps(OpRegistry& r) {
-  OpDef sum = Reduce(OpKind::ReduceSum, InferReduce<Kind::Sum>, ReduceKernel<Kind::Sum>,
-                     ReduceSumGrad);
+  OpDef sum =
+      Reduce(OpKind::ReduceSum, InferReduce<Kind::Sum>, ReduceKernel<Kind::Sum>, ReduceSumGrad);
   sum.attrs.push_back({"dtype", std::monostate{}});
   r.Add(std::move(sum));
   r.Add(Reduce(OpKind::ReduceMean, InferReduce<Kind::Mean>, ReduceKernel<Kind::Mean>,
                ReduceMeanGrad));
   r.Add(Reduce(OpKind::ReduceProd, InferReduce<Kind::Prod>, ReduceKernel<Kind::Prod>,
                ReduceProdGrad));
-  r.Add(Reduce(OpKind::ReduceMax, InferReduce<Kind::Max>, ReduceKernel<Kind::Max>,
-               ReduceMaxGrad));
-  r.Add(Reduce(OpKind::ReduceMin, InferReduce<Kind::Min>, ReduceKernel<Kind::Min>,
-               ReduceMinGrad));
+  r.Add(Reduce(OpKind::ReduceMax, InferReduce<Kind::Max>, ReduceKernel<Kind::Max>, ReduceMaxGrad));
+  r.Add(Reduce(OpKind::ReduceMin, InferReduce<Kind::Min>, ReduceKernel<Kind::Min>, ReduceMinGrad));
   for (auto [kind, kernel] : {std::pair{OpKind::Argmax, &ArgKernel<true>},
                               std::pair{OpKind::Argmin, &ArgKernel<false>}}) {
     // Integer indices: no gradient.

@@ -66,7 +66,8 @@ const OpDef* OpRegistry::Find(OpKind kind) const {
 const OpDef& GetOpDef(OpKind kind) {
   CheckKind(kind);
   const OpDef* def = Registry().Find(kind);
-  KILN_CHECK(def != nullptr, NotImplemented, "op '", OpName(kind), "' has no registered definition");
+  KILN_CHECK(def != nullptr, NotImplemented, "op '", OpName(kind),
+             "' has no registered definition");
   return *def;
 }
 
@@ -168,9 +169,11 @@ Shape BroadcastShapes(const Shape& a, const Shape& b, const char* op) {
 DType PromotedType(const std::vector<TensorMeta>& metas, const std::vector<int>& which) {
   auto visit = [&](auto&& fn) {
     if (which.empty()) {
-      for (const auto& m : metas) if (m.present) fn(m);
+      for (const auto& m : metas)
+        if (m.present) fn(m);
     } else {
-      for (int i : which) if (metas[i].present) fn(metas[i]);
+      for (int i : which)
+        if (metas[i].present) fn(metas[i]);
     }
   };
   bool have_strong = false;

@@ -29,8 +29,8 @@ const char* OpName(OpKind kind);
 OpKind OpKindFromName(const std::string& name);
 
 // An attribute value. std::monostate is Python's None.
-using AttrValue = std::variant<std::monostate, bool, int64_t, double, std::string,
-                               std::vector<int64_t>, DType>;
+using AttrValue =
+    std::variant<std::monostate, bool, int64_t, double, std::string, std::vector<int64_t>, DType>;
 using Attrs = std::vector<AttrValue>;
 
 struct AttrSpec {
@@ -49,9 +49,9 @@ struct TensorMeta {
 
 // Which inputs the dispatcher casts to one dtype before inference and the kernel run.
 enum class Promotion : uint8_t {
-  None,          // inputs are used as given; inference checks them
-  Common,        // the listed inputs take their promoted type
-  CommonFloat,   // ... and integer/bool results become float32 (true division, exp, ...)
+  None,         // inputs are used as given; inference checks them
+  Common,       // the listed inputs take their promoted type
+  CommonFloat,  // ... and integer/bool results become float32 (true division, exp, ...)
 };
 
 struct OpDef;
@@ -117,7 +117,9 @@ void RegisterLinalgOps(OpRegistry& registry);
 void RegisterConvOps(OpRegistry& registry);
 
 // ---- Attribute access by schema position (ops check types at the edge, in the dispatcher) ----
-inline bool AttrIsNone(const Attrs& a, size_t i) { return std::holds_alternative<std::monostate>(a[i]); }
+inline bool AttrIsNone(const Attrs& a, size_t i) {
+  return std::holds_alternative<std::monostate>(a[i]);
+}
 int64_t AttrInt(const Attrs& a, size_t i);
 double AttrFloat(const Attrs& a, size_t i);  // accepts ints too
 bool AttrBool(const Attrs& a, size_t i);

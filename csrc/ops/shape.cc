@@ -160,9 +160,9 @@ SliceSpec ClampSlice(int64_t begin, int64_t end, int64_t step, int64_t size) {
 
 std::vector<SliceSpec> SliceSpecs(const Shape& shape, const Attrs& attrs, const char* op) {
   const auto &begin = AttrInts(attrs, 0), &end = AttrInts(attrs, 1), &strides = AttrInts(attrs, 2);
-  KILN_CHECK(begin.size() == end.size() && begin.size() == strides.size(), Value, op,
-             ": begin ", ShapeStr(begin), ", end ", ShapeStr(end), " and strides ",
-             ShapeStr(strides), " must have the same length");
+  KILN_CHECK(begin.size() == end.size() && begin.size() == strides.size(), Value, op, ": begin ",
+             ShapeStr(begin), ", end ", ShapeStr(end), " and strides ", ShapeStr(strides),
+             " must have the same length");
   KILN_CHECK(begin.size() <= shape.size(), Index, op, ": ", begin.size(),
              " slices for a tensor of rank ", shape.size());
   std::vector<SliceSpec> specs;
@@ -310,8 +310,7 @@ std::vector<TensorMeta> InferConcat(const OpDef& def, const std::vector<TensorMe
     for (size_t i = 0; ok && i < s.size(); ++i)
       ok = static_cast<int64_t>(i) == axis || s[i] == first[i] || s[i] == -1 || first[i] == -1;
     KILN_CHECK(ok, Value, def.name, ": tensor ", k, " has shape ", ShapeStr(s),
-               ", which does not match tensor 0's shape ", ShapeStr(first),
-               " outside axis ", axis);
+               ", which does not match tensor 0's shape ", ShapeStr(first), " outside axis ", axis);
     shape[axis] = (shape[axis] == -1 || s[axis] == -1) ? -1 : shape[axis] + s[axis];
   }
   return {TensorMeta{PromotedType(in, {}), shape}};
@@ -426,8 +425,8 @@ std::vector<GradVar> AssignGrad(GradBuilder& g) {
 
 void RegisterShapeOps(OpRegistry& r) {
   const AttrValue none = std::monostate{};
-  r.Add(ViewOp(OpKind::Transpose, {"input"}, {{"perm", Shape{}}}, InferTranspose,
-               TransposeKernel, TransposeGrad));
+  r.Add(ViewOp(OpKind::Transpose, {"input"}, {{"perm", Shape{}}}, InferTranspose, TransposeKernel,
+               TransposeGrad));
   r.Add(ViewOp(OpKind::BroadcastTo, {"input"}, {{"shape", Shape{}}}, InferBroadcastTo,
                BroadcastToKernel, BroadcastToGrad));
   r.Add(ViewOp(OpKind::Squeeze, {"input"}, {{"axis", none}}, InferSqueeze, SqueezeKernel,
@@ -439,27 +438,26 @@ void RegisterShapeOps(OpRegistry& r) {
                StridedSliceKernel, StridedSliceGradRule));
   r.Add(ViewOp(OpKind::Split, {"input"}, {{"axis", int64_t{0}}, {"sizes", Shape{}}}, InferSplit,
                SplitKernel, SplitGrad));
-  r.Add(ViewOp(OpKind::Depend, {"value", "expr"}, {}, InferDepend, DependKernel,
-               DependGrad));
+  r.Add(ViewOp(OpKind::Depend, {"value", "expr"}, {}, InferDepend, DependKernel, DependGrad));
   // Reshape may copy; is_view says the output may alias the input.
   r.Add(ViewOp(OpKind::Reshape, {"input"}, {{"shape", Shape{}}}, InferReshapeOp, ReshapeKernel,
                ReshapeGrad));
 
-  OpDef concat = MakeOp(OpKind::Concat, {"tensors*"}, {{"axis", int64_t{0}}}, InferConcat,
-                        ConcatKernel);
+  OpDef concat =
+      MakeOp(OpKind::Concat, {"tensors*"}, {{"axis", int64_t{0}}}, InferConcat, ConcatKernel);
   concat.promotion = Promotion::Common;
   concat.grad = ConcatGrad;
   r.Add(std::move(concat));
 
-  OpDef assign = ViewOp(OpKind::Assign, {"variable", "value"}, {}, InferAssign, AssignKernel,
-                        AssignGrad);
+  OpDef assign =
+      ViewOp(OpKind::Assign, {"variable", "value"}, {}, InferAssign, AssignKernel, AssignGrad);
   assign.mutated_inputs = {0};
   r.Add(std::move(assign));
 
-  OpDef slice_grad = MakeOp(OpKind::StridedSliceGrad, {"dy"},
-                            {{"shape", Shape{}}, {"begin", Shape{}}, {"end", Shape{}},
-                             {"strides", Shape{}}},
-                            InferStridedSliceGrad, StridedSliceGradKernel);
+  OpDef slice_grad =
+      MakeOp(OpKind::StridedSliceGrad, {"dy"},
+             {{"shape", Shape{}}, {"begin", Shape{}}, {"end", Shape{}}, {"strides", Shape{}}},
+             InferStridedSliceGrad, StridedSliceGradKernel);
   slice_grad.grad = StridedSliceGradGrad;
   r.Add(std::move(slice_grad));
 }

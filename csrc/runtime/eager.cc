@@ -72,7 +72,8 @@ std::vector<Tensor> CallOp(OpKind kind, std::vector<Tensor> inputs, Attrs attrs)
     inputs.emplace_back();
   KILN_CHECK(attrs.size() <= def.attrs.size(), Type, def.name, ": expected at most ",
              def.attrs.size(), " attributes, got ", attrs.size());
-  for (size_t i = attrs.size(); i < def.attrs.size(); ++i) attrs.push_back(def.attrs[i].default_value);
+  for (size_t i = attrs.size(); i < def.attrs.size(); ++i)
+    attrs.push_back(def.attrs[i].default_value);
 
   PromoteInputs(def, inputs);
   std::vector<TensorMeta> metas;

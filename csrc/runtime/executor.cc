@@ -27,13 +27,6 @@ bool Truth(const Tensor& t, const ir::Node& node) {
   return *t.To(DType::Bool).Contiguous().data<bool>();
 }
 
-ErrorKind KindFromName(const std::string& name) {
-  if (name == "ValueError") return ErrorKind::Value;
-  if (name == "TypeError") return ErrorKind::Type;
-  if (name == "IndexError") return ErrorKind::Index;
-  return ErrorKind::Runtime;
-}
-
 class Interpreter {
  public:
   Interpreter(const ir::Module& module, const ir::Func& func) : m_(module), f_(func) {}
@@ -42,8 +35,8 @@ class Interpreter {
     KILN_CHECK(args.size() == f_.params.size(), Type, "@", f_.name, " takes ", f_.params.size(),
                " inputs, got ", args.size());
     for (size_t i = 0; i < args.size(); ++i)
-      KILN_CHECK(TypeMatches(f_.params[i], args[i]), Type, "@", f_.name, ": input ", i, " should be ",
-                 ir::TypeString(f_.params[i]), ", got ", DTypeName(args[i].dtype()),
+      KILN_CHECK(TypeMatches(f_.params[i], args[i]), Type, "@", f_.name, ": input ", i,
+                 " should be ", ir::TypeString(f_.params[i]), ", got ", DTypeName(args[i].dtype()),
                  ShapeStr(args[i].shape()));
     params_ = args;
     outputs_.assign(f_.nodes.size(), {});
@@ -71,9 +64,12 @@ class Interpreter {
 
   std::vector<Tensor> RunNode(const ir::Node& node) {
     switch (node.kind) {
-      case ir::NodeKind::Op: return CallOp(node.op, Gather(node.inputs), node.attrs);
-      case ir::NodeKind::Const: return {node.value};
-      case ir::NodeKind::Call: return RunFunc(m_, Callee(node.callees[0]), Gather(node.inputs));
+      case ir::NodeKind::Op:
+        return CallOp(node.op, Gather(node.inputs), node.attrs);
+      case ir::NodeKind::Const:
+        return {node.value};
+      case ir::NodeKind::Call:
+        return RunFunc(m_, Callee(node.callees[0]), Gather(node.inputs));
       case ir::NodeKind::If: {
         bool taken = Truth(Get(node.inputs[0]), node);
         return RunFunc(m_, Callee(node.callees[taken ? 0 : 1]), Gather(node.inputs, 1));
@@ -94,7 +90,7 @@ class Interpreter {
       }
       case ir::NodeKind::Raise: {
         std::string type = node.callees.empty() ? "RuntimeError" : node.callees[0];
-        Throw(KindFromName(type), FormatWithTensors(node.text, Gather(node.inputs)));
+        throw RaisedError(type, FormatWithTensors(node.text, Gather(node.inputs)));
       }
     }
     return {};

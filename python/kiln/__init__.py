@@ -2,19 +2,37 @@
 
 ``import kiln as ms`` is the one line a MindSpore program changes.
 """
-from kiln import _C
-from kiln.common import dtype
+from kiln import _C, ops  # noqa: F401
+from kiln.common import dtype  # noqa: F401 - public as ms.dtype
 from kiln.common.dtype import (  # noqa: F401
-    bfloat16, bool_, double, float16, float32, float64, float_, half, int8, int16, int32, int64,
-    int_, uint8,
+    bfloat16,
+    bool_,
+    double,
+    float16,
+    float32,
+    float64,
+    float_,
+    half,
+    int8,
+    int16,
+    int32,
+    int64,
+    int_,
+    uint8,
 )
 from kiln.common.tensor import Tensor, tensor  # noqa: F401
-from kiln import ops  # noqa: F401
-from kiln.ops.composite import grad, value_and_grad  # noqa: F401
-from kiln.jit import GraphSyntaxError, JitConfig, get_jit_stats, jit, mutable  # noqa: F401
 from kiln.context import (  # noqa: F401
-    COMPATIBLE, GRAPH_MODE, LAX, PYNATIVE_MODE, STRICT, get_context, reset_context, set_context,
+    COMPATIBLE,
+    GRAPH_MODE,
+    LAX,
+    PYNATIVE_MODE,
+    STRICT,
+    get_context,
+    reset_context,
+    set_context,
 )
+from kiln.jit import GraphSyntaxError, JitConfig, get_jit_stats, jit, mutable  # noqa: F401
+from kiln.ops.composite import grad, value_and_grad  # noqa: F401
 
 __version__ = "0.1.0"
 
@@ -43,9 +61,10 @@ def get_seed():
 _seed_state = {"seed": None}
 
 # nn, parameters and checkpoints (added by the nn engineer).
+from kiln import nn, train  # noqa: E402,F401
 from kiln.common.parameter import Parameter, ParameterTuple  # noqa: E402,F401
-from kiln import nn  # noqa: E402,F401
-from kiln import train  # noqa: E402,F401
 from kiln.train.serialization import (  # noqa: E402,F401
-    load_checkpoint, load_param_into_net, save_checkpoint,
+    load_checkpoint,
+    load_param_into_net,
+    save_checkpoint,
 )

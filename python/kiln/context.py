@@ -91,7 +91,8 @@ _settings = {key: default for key, (default, _) in _SCHEMA.items()}
 
 
 def set_context(**kwargs):
-    """Sets execution options; an unknown key raises ValueError, a bad value TypeError/ValueError."""
+    """Sets execution options; an unknown key raises ValueError, a bad value TypeError or
+    ValueError."""
     checked = {}
     for key, value in kwargs.items():
         if key not in _SCHEMA:

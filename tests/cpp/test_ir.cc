@@ -79,7 +79,8 @@ TEST(IR, VerifierRejectsUseBeforeDefinition) {
 
 TEST(IR, ParserReportsLineNumbers) {
   try {
-    ir::Parse("func @main(%0: f32[2]) -> (f32[2]) {\n  %1 = add(%0, %7) : f32[2]\n  return %1\n}\n");
+    ir::Parse(
+        "func @main(%0: f32[2]) -> (f32[2]) {\n  %1 = add(%0, %7) : f32[2]\n  return %1\n}\n");
     FAIL() << "expected a parse error";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("line 2"), std::string::npos) << e.what();

@@ -123,18 +123,22 @@ TEST(Conv, PoolGradOps) {
 }
 
 TEST(Conv, Conv2dRejectsIntegersAndBadGroups) {
-  Tensor xi = Tensor::Empty({1, 4, 5, 5}, DType::Int32), wi = Tensor::Empty({2, 4, 3, 3}, DType::Int32);
+  Tensor xi = Tensor::Empty({1, 4, 5, 5}, DType::Int32),
+         wi = Tensor::Empty({2, 4, 3, 3}, DType::Int32);
   EXPECT_THROW(CallOp(OpKind::Conv2d, {xi, wi}, {}), Error);
-  Tensor x = Tensor::Empty({1, 4, 5, 5}, DType::Float32), w = Tensor::Empty({3, 2, 3, 3}, DType::Float32);
+  Tensor x = Tensor::Empty({1, 4, 5, 5}, DType::Float32),
+         w = Tensor::Empty({3, 2, 3, 3}, DType::Float32);
   Attrs attrs{Shape{1, 1}, Shape{0, 0, 0, 0}, Shape{1, 1}, int64_t{2}};
   EXPECT_THROW(CallOp(OpKind::Conv2d, {x, w}, attrs), Error);  // 3 outputs not divisible by 2
-  Tensor big = Tensor::Empty({1, 4, 5, 5}, DType::Float32), wbig = Tensor::Empty({1, 4, 7, 7}, DType::Float32);
+  Tensor big = Tensor::Empty({1, 4, 5, 5}, DType::Float32),
+         wbig = Tensor::Empty({1, 4, 7, 7}, DType::Float32);
   EXPECT_THROW(CallOp(OpKind::Conv2d, {big, wbig}, {}), Error);  // kernel larger than input
 }
 
 TEST(Conv, MaxPoolIndicesAndAvgPool) {
   Tensor x = FromValues({1, 1, 2, 4}, {1, 5, 2, 0, 3, 4, 8, 7});
-  auto outs = CallOp(OpKind::MaxPool2d, {x}, {Shape{2, 2}, Shape{2, 2}, Shape{0, 0}, Shape{1, 1}, false});
+  auto outs =
+      CallOp(OpKind::MaxPool2d, {x}, {Shape{2, 2}, Shape{2, 2}, Shape{0, 0}, Shape{1, 1}, false});
   EXPECT_EQ(Values(outs[0]), (std::vector<float>{5, 8}));
   EXPECT_EQ(outs[1].dtype(), DType::Int64);
   EXPECT_EQ(outs[1].data<int64_t>()[0], 1);

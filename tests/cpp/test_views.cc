@@ -44,9 +44,13 @@ ErrorKind KindOf(const std::function<void()>& fn) {
 // ---- storage and allocator
 
 TEST(Storage, FreedBlocksAreReused) {
-  { Tensor warm = Tensor::Empty({1000}, DType::Float32); }
+  {
+    Tensor warm = Tensor::Empty({1000}, DType::Float32);
+  }
   AllocatorStats before = GetAllocatorStats();
-  { Tensor t = Tensor::Empty({1000}, DType::Float32); }  // same bucket as the freed block
+  {
+    Tensor t = Tensor::Empty({1000}, DType::Float32);
+  }  // same bucket as the freed block
   AllocatorStats after = GetAllocatorStats();
   EXPECT_EQ(after.system_allocations, before.system_allocations);
   EXPECT_EQ(after.allocated_bytes, before.allocated_bytes);
@@ -233,7 +237,8 @@ TEST(Loop, RunLoopVisitsEveryElementOnce) {
   std::vector<float> expected;
   for (int64_t i = 0; i < 3; ++i)
     for (int64_t j = 0; j < 4; ++j)
-      for (int64_t k = 0; k < 5; ++k) expected.push_back(static_cast<float>(j * 30 + k * 6 + i * 2));
+      for (int64_t k = 0; k < 5; ++k)
+        expected.push_back(static_cast<float>(j * 30 + k * 6 + i * 2));
   EXPECT_EQ(Values(out), expected);
   Tensor as_int = t.To(DType::Int32);
   EXPECT_EQ(as_int.dtype(), DType::Int32);
@@ -287,8 +292,7 @@ TEST(IndexingOps, AdvancedIndexPlacement) {
   EXPECT_EQ(Values(sep), (std::vector<float>{13, 17, 21, 15, 19, 23}));
   Tensor bad = Tensor::Empty({1}, DType::Int64);
   bad.data<int64_t>()[0] = 3;
-  EXPECT_EQ(KindOf([&] { CallOp(OpKind::AdvancedIndex, {t, bad}, {Shape{1}}); }),
-            ErrorKind::Index);
+  EXPECT_EQ(KindOf([&] { CallOp(OpKind::AdvancedIndex, {t, bad}, {Shape{1}}); }), ErrorKind::Index);
 }
 
 TEST(IndexingOps, IndexPutAccumulatesDuplicates) {

@@ -7,7 +7,7 @@ import kiln as ms
 def numeric_grads(fn, arrays, weight, eps=1e-6):
     """d/d(arrays) of sum(fn(*arrays) * weight) by central differences."""
     grads = []
-    for i, a in enumerate(arrays):
+    for a in arrays:
         g = np.zeros_like(a)
         flat = a.reshape(-1)
         for j in range(flat.size):

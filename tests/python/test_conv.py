@@ -3,11 +3,10 @@ import itertools
 
 import numpy as np
 import pytest
+from helpers import FLOAT_DTYPES, INT_DTYPES, assert_close, non_contiguous, to_kiln
 
 import kiln as ms
 from kiln import ops
-
-from helpers import FLOAT_DTYPES, INT_DTYPES, assert_close, non_contiguous, to_kiln
 
 RNG = np.random.default_rng(1)
 
@@ -45,7 +44,8 @@ def pool_out(size, k, s, p, d, ceil_mode):
 
 def max_pool_ref(x, k, s, p, d, ceil_mode):
     h, w = x.shape[-2:]
-    oh, ow = pool_out(h, k[0], s[0], p[0], d[0], ceil_mode), pool_out(w, k[1], s[1], p[1], d[1], ceil_mode)
+    oh = pool_out(h, k[0], s[0], p[0], d[0], ceil_mode)
+    ow = pool_out(w, k[1], s[1], p[1], d[1], ceil_mode)
     planes = x.reshape(-1, h, w)
     y = np.zeros((planes.shape[0], oh, ow), x.dtype)
     idx = np.zeros((planes.shape[0], oh, ow), np.int64)
@@ -53,7 +53,8 @@ def max_pool_ref(x, k, s, p, d, ceil_mode):
         best, at = None, 0
         for a, b in itertools.product(range(k[0]), range(k[1])):
             r, c = i * s[0] - p[0] + a * d[0], j * s[1] - p[1] + b * d[1]
-            if 0 <= r < h and 0 <= c < w and (best is None or planes[n, r, c] > best or np.isnan(planes[n, r, c])):
+            if 0 <= r < h and 0 <= c < w and (best is None or planes[n, r, c] > best
+                                               or np.isnan(planes[n, r, c])):
                 best, at = planes[n, r, c], r * w + c
         y[n, i, j], idx[n, i, j] = best, at
     shape = x.shape[:-2] + (oh, ow)
@@ -62,7 +63,8 @@ def max_pool_ref(x, k, s, p, d, ceil_mode):
 
 def avg_pool_ref(x, k, s, p, ceil_mode, count_include_pad, divisor_override):
     h, w = x.shape[-2:]
-    oh, ow = pool_out(h, k[0], s[0], p[0], 1, ceil_mode), pool_out(w, k[1], s[1], p[1], 1, ceil_mode)
+    oh = pool_out(h, k[0], s[0], p[0], 1, ceil_mode)
+    ow = pool_out(w, k[1], s[1], p[1], 1, ceil_mode)
     planes = x.reshape(-1, h, w).astype(np.float64)
     y = np.zeros((planes.shape[0], oh, ow))
     for i, j in itertools.product(range(oh), range(ow)):
@@ -112,18 +114,20 @@ def test_conv2d_pad_mode_same(size, kernel, stride, dilation):
         need = max(0, (want - 1) * stride + (kernel - 1) * dilation + 1 - n)
         pads += [need // 2, need - need // 2]
     assert out.shape[2:] == (-(-size // stride), -(-(size + 1) // stride))
-    assert_close(out, conv2d_ref(x, w, None, (stride,) * 2, pads, (dilation,) * 2).astype(np.float32),
-                 ms.float32, rtol=1e-4, atol=1e-4)
+    ref = conv2d_ref(x, w, None, (stride,) * 2, pads, (dilation,) * 2)
+    assert_close(out, ref.astype(np.float32), ms.float32, rtol=1e-4, atol=1e-4)
 
 
 def test_conv2d_pad_mode_valid_and_padding_forms():
     x = RNG.standard_normal((1, 2, 7, 6)).astype(np.float32)
     w = RNG.standard_normal((3, 2, 3, 3)).astype(np.float32)
     kx, kw = ms.Tensor(x), ms.Tensor(w)
-    assert_close(ops.conv2d(kx, kw), conv2d_ref(x, w).astype(np.float32), ms.float32, rtol=1e-4, atol=1e-4)
+    assert_close(ops.conv2d(kx, kw), conv2d_ref(x, w).astype(np.float32), ms.float32,
+                 rtol=1e-4, atol=1e-4)
     for padding, pads in [(1, (1, 1, 1, 1)), ((2, 1), (2, 2, 1, 1)), ([0, 1, 2, 0], (0, 1, 2, 0))]:
         out = ops.conv2d(kx, kw, pad_mode="pad", padding=padding)
-        assert_close(out, conv2d_ref(x, w, pads=pads).astype(np.float32), ms.float32, rtol=1e-4, atol=1e-4)
+        assert_close(out, conv2d_ref(x, w, pads=pads).astype(np.float32), ms.float32,
+                     rtol=1e-4, atol=1e-4)
 
 
 @pytest.mark.parametrize("dtype,np_dtype", FLOAT_DTYPES, ids=str)
@@ -131,7 +135,8 @@ def test_conv2d_float_dtypes(dtype, np_dtype):
     x = RNG.integers(-2, 3, (2, 2, 5, 5)).astype(np_dtype)
     w = RNG.integers(-2, 3, (3, 2, 2, 2)).astype(np_dtype)
     b = RNG.integers(-2, 3, (3,)).astype(np_dtype)
-    out = ops.conv2d(to_kiln(x, dtype), to_kiln(w, dtype), to_kiln(b, dtype), pad_mode="pad", padding=1)
+    out = ops.conv2d(to_kiln(x, dtype), to_kiln(w, dtype), to_kiln(b, dtype), pad_mode="pad",
+                     padding=1)
     assert out.dtype == dtype
     assert_close(out, conv2d_ref(x, w, b, pads=(1, 1, 1, 1)).astype(np_dtype), dtype)
 
@@ -145,7 +150,8 @@ def test_conv2d_non_contiguous_input():
 
 @pytest.mark.parametrize("dtype,np_dtype", INT_DTYPES, ids=str)
 def test_conv2d_rejects_integers(dtype, np_dtype):
-    x, w = to_kiln(np.ones((1, 1, 3, 3), np_dtype), dtype), to_kiln(np.ones((1, 1, 2, 2), np_dtype), dtype)
+    x = to_kiln(np.ones((1, 1, 3, 3), np_dtype), dtype)
+    w = to_kiln(np.ones((1, 1, 2, 2), np_dtype), dtype)
     with pytest.raises(TypeError, match="conv2d"):
         ops.conv2d(x, w)
 
@@ -246,7 +252,8 @@ def test_avg_pool2d_float_dtypes(dtype, np_dtype):
     x = RNG.integers(-4, 5, (1, 2, 4, 6)).astype(np_dtype)
     y = ops.avg_pool2d(to_kiln(x, dtype), 2, 2)
     assert y.dtype == dtype
-    assert_close(y, avg_pool_ref(x, (2, 2), (2, 2), (0, 0), False, True, None).astype(np_dtype), dtype)
+    ref = avg_pool_ref(x, (2, 2), (2, 2), (0, 0), False, True, None)
+    assert_close(y, ref.astype(np_dtype), dtype)
 
 
 def test_adaptive_avg_pool2d_divisible():

@@ -1,12 +1,11 @@
 """Creation ops vs NumPy: fill (zeros/ones/full and *_like), arange, and the random ops."""
 import numpy as np
 import pytest
+from helpers import ALL_DTYPES, FLOAT_DTYPES, assert_close
 
 import kiln as ms
 from kiln import ops
 from kiln.ops._core import call
-
-from helpers import ALL_DTYPES, FLOAT_DTYPES, assert_close
 
 SIZES = [(), (0,), (1,), (3,), (2, 3), (2, 0, 4), 5]
 

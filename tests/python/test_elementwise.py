@@ -35,7 +35,8 @@ BINARY = {
     "sub": (ops.sub, np.subtract, NUMERIC_DTYPES),
     "mul": (ops.mul, np.multiply, ALL_DTYPES),
     "div": (ops.div, lambda a, b: np.true_divide(a, _nonzero(b)), NUMERIC_DTYPES),
-    "floor_divide": (ops.floor_divide, lambda a, b: np.floor_divide(a, _nonzero(b)), NUMERIC_DTYPES),
+    "floor_divide": (ops.floor_divide, lambda a, b: np.floor_divide(a, _nonzero(b)),
+                     NUMERIC_DTYPES),
     "remainder": (ops.remainder, lambda a, b: np.remainder(a, _nonzero(b)), NUMERIC_DTYPES),
     "maximum": (ops.maximum, np.maximum, ALL_DTYPES),
     "minimum": (ops.minimum, np.minimum, ALL_DTYPES),
@@ -263,7 +264,7 @@ def test_operators_on_bools():
     with pytest.raises(TypeError):
         ~ms.Tensor([1, 2])
     with pytest.raises(TypeError, match="neg"):
-        -a
+        _ = -a
 
 
 def test_nan_propagates_through_maximum_and_minimum():

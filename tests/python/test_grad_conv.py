@@ -11,13 +11,12 @@ import itertools
 import numpy as np
 import pytest
 from gradcheck import check_grad, numeric_grads
+from helpers import assert_close
+from test_conv import avg_pool_ref, conv2d_ref, max_pool_ref
 
 import kiln as ms
 from kiln import Tensor, ops
 from kiln.ops._core import call
-
-from helpers import assert_close
-from test_conv import avg_pool_ref, conv2d_ref, max_pool_ref
 
 RNG = np.random.default_rng(7)
 F32_TOL = dict(rtol=1e-4, atol=1e-4)
@@ -91,8 +90,8 @@ def test_references_are_adjoints():
     xp = RNG.standard_normal((2, 7, 8))
     yp = avg_pool_ref(xp, *pool_args)
     dyp = RNG.standard_normal(yp.shape)
-    np.testing.assert_allclose(np.sum(yp * dyp), np.sum(xp * avg_pool_grad_ref(xp, dyp, *pool_args)),
-                               rtol=1e-10)
+    np.testing.assert_allclose(np.sum(yp * dyp),
+                               np.sum(xp * avg_pool_grad_ref(xp, dyp, *pool_args)), rtol=1e-10)
 
 
 # ---- conv2d: every option against the reference gradients
@@ -101,7 +100,8 @@ CONV_CASES = [
     # (N, C, H, W), (O, C/g, kh, kw), stride, pads(t, b, l, r), dilation, groups, bias
     ((2, 3, 8, 8), (4, 3, 3, 3), (1, 1), (0, 0, 0, 0), (1, 1), 1, True),
     ((1, 3, 9, 7), (5, 3, 3, 2), (2, 1), (0, 0, 0, 0), (1, 1), 1, False),
-    ((2, 3, 8, 9), (4, 3, 3, 3), (2, 2), (0, 0, 0, 0), (1, 1), 1, True),  # rows/cols no window reads
+    # rows/cols no window reads
+    ((2, 3, 8, 9), (4, 3, 3, 3), (2, 2), (0, 0, 0, 0), (1, 1), 1, True),
     ((2, 4, 10, 10), (6, 2, 3, 3), (1, 2), (1, 1, 2, 2), (1, 1), 2, True),
     ((1, 2, 11, 9), (3, 2, 3, 3), (2, 2), (1, 0, 0, 2), (2, 1), 1, True),  # asymmetric pads
     ((2, 4, 6, 6), (4, 1, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 4, False),  # depthwise
@@ -164,7 +164,8 @@ def test_conv2d_grad_finite_differences(case):
     """Independent of the reference: conv2d is linear in each operand, so a central difference
     with a large step is exact up to float32 rounding."""
     xs, ws, stride, pads, dilation, groups, _ = CONV_CASES[case]
-    x, w, b = rand(*xs, dtype=np.float64), rand(*ws, dtype=np.float64), rand(ws[0], dtype=np.float64)
+    x, w = rand(*xs, dtype=np.float64), rand(*ws, dtype=np.float64)
+    b = rand(ws[0], dtype=np.float64)
 
     def fn(xx, ww, bb):
         return ops.conv2d(xx, ww, bb, stride=stride, pad_mode="pad", padding=pads,
@@ -287,11 +288,14 @@ MAX_CASES = [
 @pytest.mark.parametrize("kernel,stride,padding,dilation,ceil_mode", MAX_CASES)
 def test_max_pool2d_grad(kernel, stride, padding, dilation, ceil_mode):
     x = RNG.permutation(2 * 3 * 7 * 8).reshape(2, 3, 7, 8) / 10.0  # distinct: no ties
-    fn = lambda a: ops.max_pool2d(a, kernel, stride, padding, dilation, ceil_mode=ceil_mode)
+    def fn(a):
+        return ops.max_pool2d(a, kernel, stride, padding, dilation, ceil_mode=ceil_mode)
+
     check_grad(fn, x)
     dy = rand(*fn(Tensor(x)).shape)
     for dtype in (np.float32, np.float64):
-        got = ms.grad(lambda a: ops.mul(fn(a), Tensor(dy.astype(dtype))))(Tensor(x.astype(dtype)))
+        got = ms.grad(lambda a, dtype=dtype: ops.mul(fn(a), Tensor(dy.astype(dtype))))(
+            Tensor(x.astype(dtype)))
         ref = max_pool_grad_ref(x, dy, kernel, stride, padding, dilation, ceil_mode)
         assert got.dtype == Tensor(x.astype(dtype)).dtype
         np.testing.assert_allclose(got.asnumpy(), ref, rtol=1e-6, atol=1e-6)
@@ -303,8 +307,8 @@ def test_max_pool2d_grad_half_and_3d_input(dtype, np_dtype):
     x = RNG.permutation(3 * 6 * 6).reshape(3, 6, 6).astype(np_dtype)
     got = ms.grad(lambda a: ops.max_pool2d(a, 3, 2, 1))(Tensor(x, dtype))
     assert got.dtype == dtype and got.shape == (3, 6, 6)
-    ref = max_pool_grad_ref(x.astype(np.float64), np.ones((3, 3, 3)), (3, 3), (2, 2), (1, 1), (1, 1),
-                            False)
+    ref = max_pool_grad_ref(x.astype(np.float64), np.ones((3, 3, 3)), (3, 3), (2, 2), (1, 1),
+                            (1, 1), False)
     np.testing.assert_array_equal(got.asnumpy().astype(np.float64), ref)
 
 
@@ -354,7 +358,9 @@ AVG_CASES = [
 @pytest.mark.parametrize("kernel,stride,padding,ceil_mode,count_include_pad,divisor", AVG_CASES)
 def test_avg_pool2d_grad(kernel, stride, padding, ceil_mode, count_include_pad, divisor):
     x = RNG.standard_normal((2, 3, 7, 8))
-    fn = lambda a: ops.avg_pool2d(a, kernel, stride, padding, ceil_mode, count_include_pad, divisor)
+    def fn(a):
+        return ops.avg_pool2d(a, kernel, stride, padding, ceil_mode, count_include_pad, divisor)
+
     check_grad(fn, x)
     dy = rand(*fn(Tensor(x)).shape)
     ref = avg_pool_grad_ref(x, dy, kernel, stride, padding, ceil_mode, count_include_pad, divisor)

@@ -147,8 +147,8 @@ def test_softmax_gradient_in_float32_matches_float64():
     x = rand(4, 33)
     w = RNG.uniform(0.5, 1.5, size=(4, 33))
     for fn in (ops.softmax, ops.log_softmax):
-        want = ms.grad(lambda t: fn(t) * Tensor(w))(Tensor(x)).asnumpy()
-        got = ms.grad(lambda t: fn(t) * Tensor(w.astype(np.float32)))(
+        want = ms.grad(lambda t, fn=fn: fn(t) * Tensor(w))(Tensor(x)).asnumpy()
+        got = ms.grad(lambda t, fn=fn: fn(t) * Tensor(w.astype(np.float32)))(
             Tensor(x.astype(np.float32)))
         assert got.dtype == ms.float32
         np.testing.assert_allclose(got.asnumpy(), want, rtol=1e-4, atol=1e-5)

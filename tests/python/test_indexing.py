@@ -2,13 +2,12 @@
 gather, one_hot, masked_select) vs NumPy."""
 import numpy as np
 import pytest
+from helpers import ALL_DTYPES, INT_DTYPES, assert_close, non_contiguous, random_array, to_kiln
 
 import kiln as ms
 from kiln import ops
 from kiln.common import _indexing
 from kiln.ops._core import call
-
-from helpers import ALL_DTYPES, INT_DTYPES, assert_close, non_contiguous, random_array, to_kiln
 
 RNG = np.random.default_rng(1)
 SHAPE = (4, 5, 6)

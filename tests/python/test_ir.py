@@ -76,7 +76,8 @@ def test_print_and_raise_act_at_run_time(capfd):
 
 def test_wrong_input_types_are_rejected():
     with pytest.raises(TypeError, match="input 1"):
-        _C.ir_run(SIMPLE, [ms.Tensor(np.zeros((2, 3), np.float32)), ms.Tensor(np.zeros(4, np.float32))])
+        _C.ir_run(SIMPLE, [ms.Tensor(np.zeros((2, 3), np.float32)),
+                           ms.Tensor(np.zeros(4, np.float32))])
 
 
 @pytest.mark.parametrize("path", sorted((IR_DIR / "passes").glob("*.ir")), ids=lambda p: p.name)

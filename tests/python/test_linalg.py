@@ -1,12 +1,11 @@
 """matmul / bmm / mm / dense against NumPy: shapes, broadcasting, transposes, views, dtypes."""
 import numpy as np
 import pytest
+from helpers import ALL_DTYPES, NUMERIC_DTYPES, assert_close, non_contiguous, to_kiln
 
 import kiln as ms
 from kiln import ops
 from kiln.ops._core import call
-
-from helpers import ALL_DTYPES, NUMERIC_DTYPES, assert_close, non_contiguous, to_kiln
 
 RNG = np.random.default_rng(0)
 
@@ -41,7 +40,8 @@ def reference(a, b, np_dtype):
 @pytest.mark.parametrize("shape_a,shape_b", SHAPES)
 def test_matmul_shapes_float32(shape_a, shape_b):
     a, b = ints(shape_a), ints(shape_b)
-    out = ops.matmul(to_kiln(a.astype(np.float32), ms.float32), to_kiln(b.astype(np.float32), ms.float32))
+    out = ops.matmul(to_kiln(a.astype(np.float32), ms.float32),
+                     to_kiln(b.astype(np.float32), ms.float32))
     assert_close(out, reference(a, b, np.float32), ms.float32)
 
 
@@ -80,7 +80,8 @@ def test_matmul_promotes_mixed_dtypes(dtype, np_dtype):
 @pytest.mark.parametrize("ta", [False, True])
 @pytest.mark.parametrize("tb", [False, True])
 @pytest.mark.parametrize("dtype,np_dtype", [(ms.float32, np.float32), (ms.float64, np.float64),
-                                            (ms.bfloat16, np.float32), (ms.int64, np.int64)], ids=str)
+                                            (ms.bfloat16, np.float32), (ms.int64, np.int64)],
+                         ids=str)
 @pytest.mark.parametrize("shape_a,shape_b", [((3, 4, 5), (3, 5, 6)), ((40, 7), (7, 3)),
                                              ((2, 7), (7, 33)), ((1, 40, 7), (7, 33))])
 def test_matmul_transpose_flags(ta, tb, dtype, np_dtype, shape_a, shape_b):
@@ -94,15 +95,17 @@ def test_matmul_transpose_flags(ta, tb, dtype, np_dtype, shape_a, shape_b):
 
 
 @pytest.mark.parametrize("dtype,np_dtype", [(ms.float32, np.float32), (ms.float16, np.float16),
-                                            (ms.int32, np.int32), (ms.float64, np.float64)], ids=str)
-@pytest.mark.parametrize("shape_a,shape_b", [((4, 6), (6, 8)), ((2, 3, 4), (2, 4, 6)), ((5,), (5, 4)),
-                                             ((3, 7), (7,))])
+                                            (ms.int32, np.int32), (ms.float64, np.float64)],
+                         ids=str)
+@pytest.mark.parametrize("shape_a,shape_b", [((4, 6), (6, 8)), ((2, 3, 4), (2, 4, 6)),
+                                             ((5,), (5, 4)), ((3, 7), (7,))])
 def test_matmul_non_contiguous(dtype, np_dtype, shape_a, shape_b):
     a, b = ints(shape_a), ints(shape_b)
     ka = non_contiguous(a.astype(np_dtype), dtype)
     kb = non_contiguous(b.astype(np_dtype), dtype)
     assert_close(ops.matmul(ka, kb), reference(a, b, np_dtype), dtype)
-    assert_close(ops.matmul(ka, to_kiln(b.astype(np_dtype), dtype)), reference(a, b, np_dtype), dtype)
+    assert_close(ops.matmul(ka, to_kiln(b.astype(np_dtype), dtype)), reference(a, b, np_dtype),
+                 dtype)
 
 
 def test_matmul_transposed_views_use_strides():
@@ -181,7 +184,8 @@ def test_dense_shape_error():
 
 @pytest.mark.parametrize("dtype,np_dtype", ALL_DTYPES, ids=str)
 def test_matmul_empty_contraction_gives_zeros(dtype, np_dtype):
-    out = ops.matmul(to_kiln(np.zeros((2, 0), np_dtype), dtype), to_kiln(np.zeros((0, 3), np_dtype), dtype))
+    out = ops.matmul(to_kiln(np.zeros((2, 0), np_dtype), dtype),
+                     to_kiln(np.zeros((0, 3), np_dtype), dtype))
     assert out.shape == (2, 3)
     assert not out.asnumpy().any()
 
@@ -210,4 +214,5 @@ def test_matmul_gradient_with_transpose_flags(ta, tb):
 def test_dense_gradient():
     from gradcheck import check_grad  # noqa: PLC0415
 
-    check_grad(ops.dense, RNG.uniform(-2, 2, (4, 3)), RNG.uniform(-2, 2, (5, 3)), RNG.uniform(-2, 2, 5))
+    check_grad(ops.dense, RNG.uniform(-2, 2, (4, 3)), RNG.uniform(-2, 2, (5, 3)),
+               RNG.uniform(-2, 2, 5))

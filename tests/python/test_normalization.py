@@ -1,7 +1,6 @@
 """Softmax, log_softmax, layer_norm, batch_norm, dropout and the losses, against NumPy."""
 import numpy as np
 import pytest
-
 from helpers import FLOAT_DTYPES, INT_DTYPES, assert_close, non_contiguous, random_array, to_kiln
 
 import kiln as ms

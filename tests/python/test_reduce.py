@@ -2,7 +2,6 @@
 logsumexp; every dtype, 0-d/size-1/empty shapes, negative axes, keepdims, strided inputs."""
 import numpy as np
 import pytest
-
 from helpers import ALL_DTYPES, FLOAT_DTYPES, assert_close, non_contiguous, random_array, to_kiln
 
 import kiln as ms

@@ -1,12 +1,11 @@
 """Shape ops vs NumPy: views (sharing storage), reshape, concat/stack/split, assign, errors."""
 import numpy as np
 import pytest
+from helpers import ALL_DTYPES, assert_close, non_contiguous, random_array, to_kiln
 
 import kiln as ms
 from kiln import ops
 from kiln.ops._core import call
-
-from helpers import ALL_DTYPES, assert_close, non_contiguous, random_array, to_kiln
 
 RNG = np.random.default_rng(0)
 LAYOUTS = ["contiguous", "strided"]

@@ -51,9 +51,8 @@ void CopyTyped(const Tensor& src, const Tensor& dst) {
 
 void CopyInto(const Tensor& src, const Tensor& dst) {
   DispatchDType(dst.dtype(), [&](auto dst_tag) {
-    DispatchDType(src.dtype(), [&](auto src_tag) {
-      CopyTyped<decltype(dst_tag), decltype(src_tag)>(src, dst);
-    });
+    DispatchDType(src.dtype(),
+                  [&](auto src_tag) { CopyTyped<decltype(dst_tag), decltype(src_tag)>(src, dst); });
   });
 }
 

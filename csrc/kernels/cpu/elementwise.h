@@ -43,7 +43,8 @@ void BinaryKernel(const Tensor& a, const Tensor& b, const Tensor& out, Fn fn) {
     using C = compute_t<In>;
     if (s[0] == sizeof(R)) {
       if (s[1] == sizeof(In) && s[2] == sizeof(In)) {
-        for (int64_t i = 0; i < n; ++i) o[i] = Convert<R>(fn(static_cast<C>(x[i]), static_cast<C>(y[i])));
+        for (int64_t i = 0; i < n; ++i)
+          o[i] = Convert<R>(fn(static_cast<C>(x[i]), static_cast<C>(y[i])));
         return;
       }
       if (s[1] == sizeof(In) && s[2] == 0) {
@@ -65,13 +66,12 @@ void BinaryKernel(const Tensor& a, const Tensor& b, const Tensor& out, Fn fn) {
 // out = fn(a, b, c) with broadcasting; element types A, B, C may differ (where's bool mask).
 template <typename A, typename B, typename C, typename R, typename Fn>
 void TernaryKernel(const Tensor& a, const Tensor& b, const Tensor& c, const Tensor& out, Fn fn) {
-  ForEachElement<4>(out, {a, b, c},
-                    [&](std::array<char*, 4> p, std::array<int64_t, 4> s, int64_t n) {
-                      for (int64_t i = 0; i < n; ++i)
-                        Store<R>(p[0] + i * s[0], fn(Load<A>(p[1] + i * s[1]),
-                                                     Load<B>(p[2] + i * s[2]),
-                                                     Load<C>(p[3] + i * s[3])));
-                    });
+  ForEachElement<4>(
+      out, {a, b, c}, [&](std::array<char*, 4> p, std::array<int64_t, 4> s, int64_t n) {
+        for (int64_t i = 0; i < n; ++i)
+          Store<R>(p[0] + i * s[0], fn(Load<A>(p[1] + i * s[1]), Load<B>(p[2] + i * s[2]),
+                                       Load<C>(p[3] + i * s[3])));
+      });
 }
 
 }  // namespace kiln::cpu

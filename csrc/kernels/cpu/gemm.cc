@@ -21,9 +21,9 @@ namespace {
 template <typename T>
 using acc_t = std::conditional_t<std::is_integral_v<T>, uint64_t, compute_t<T>>;
 
-constexpr int64_t kRows = 4;        // output rows updated together
-constexpr int64_t kCols = 256;      // columns per block: the accumulators stay in L1
-constexpr int64_t kRowBlock = 64;   // rows per work item: amortizes packing the B panel
+constexpr int64_t kRows = 4;       // output rows updated together
+constexpr int64_t kCols = 256;     // columns per block: the accumulators stay in L1
+constexpr int64_t kRowBlock = 64;  // rows per work item: amortizes packing the B panel
 
 template <typename T>
 void GemmTyped(const Tensor& a, const Tensor& b, const Tensor& c) {
@@ -37,13 +37,15 @@ void GemmTyped(const Tensor& a, const Tensor& b, const Tensor& c) {
   // Element offsets of every batch matrix, walked once like an odometer.
   int64_t batch = 1;
   for (int64_t d = 0; d < nd - 2; ++d) batch *= c.dim(d);
-  std::vector<int64_t> off_a(batch), off_b(batch), off_c(batch), index(std::max<int64_t>(nd - 2, 0));
+  std::vector<int64_t> off_a(batch), off_b(batch), off_c(batch),
+      index(std::max<int64_t>(nd - 2, 0));
   for (int64_t i = 0, oa = 0, ob = 0, oc = 0; i < batch; ++i) {
     off_a[i] = oa, off_b[i] = ob, off_c[i] = oc;
     for (int64_t d = nd - 3; d >= 0; --d) {
       oa += a.strides()[d], ob += b.strides()[d], oc += c.strides()[d];
       if (++index[d] < c.dim(d)) break;
-      oa -= a.strides()[d] * c.dim(d), ob -= b.strides()[d] * c.dim(d), oc -= c.strides()[d] * c.dim(d);
+      oa -= a.strides()[d] * c.dim(d), ob -= b.strides()[d] * c.dim(d),
+          oc -= c.strides()[d] * c.dim(d);
       index[d] = 0;
     }
   }
@@ -67,7 +69,8 @@ void GemmTyped(const Tensor& a, const Tensor& b, const Tensor& c) {
       if (packed_b != off_b[bi] || packed_block != cb) {  // broadcast B is packed once
         const T* src = B + off_b[bi] + j0 * sbn;
         for (int64_t k = 0; k < K; ++k)
-          for (int64_t j = 0; j < jn; ++j) panel[k * kCols + j] = Convert<Acc>(src[k * sbk + j * sbn]);
+          for (int64_t j = 0; j < jn; ++j)
+            panel[k * kCols + j] = Convert<Acc>(src[k * sbk + j * sbn]);
         packed_b = off_b[bi], packed_block = cb;
       }
       const int64_t i_end = std::min(M, (rb + 1) * kRowBlock);
@@ -75,7 +78,8 @@ void GemmTyped(const Tensor& a, const Tensor& b, const Tensor& c) {
         const int64_t rn = std::min(kRows, i_end - i0);
         for (int64_t r = 0; r < kRows; ++r)
           for (int64_t k = 0; k < K; ++k)
-            rows[r * K + k] = r < rn ? Convert<Acc>(A[off_a[bi] + (i0 + r) * sam + k * sak]) : Acc(0);
+            rows[r * K + k] =
+                r < rn ? Convert<Acc>(A[off_a[bi] + (i0 + r) * sam + k * sak]) : Acc(0);
         for (int64_t r = 0; r < kRows; ++r) std::fill(acc[r], acc[r] + jn, Acc(0));
         for (int64_t k = 0; k < K; ++k) {
           const Acc* brow = panel.data() + k * kCols;

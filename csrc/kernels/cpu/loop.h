@@ -25,8 +25,8 @@ Shape BroadcastStrides(const Tensor& t, const Shape& shape);
 
 template <int N>
 struct LoopPlan {
-  Shape shape;                          // merged dimensions, outermost first
-  std::array<Shape, N> byte_strides;    // per operand, per merged dimension
+  Shape shape;                        // merged dimensions, outermost first
+  std::array<Shape, N> byte_strides;  // per operand, per merged dimension
   std::array<char*, N> base;
 };
 

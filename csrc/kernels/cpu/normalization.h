@@ -24,7 +24,7 @@ inline float ExpF(float x) {
   const float n = shifted - kRound;
   int32_t n_int;
   std::memcpy(&n_int, &shifted, sizeof n_int);
-  n_int -= 0x4B400000;  // the bits of kRound: what is left is n
+  n_int -= 0x4B400000;              // the bits of kRound: what is left is n
   float r = xc - n * 0.693359375f;  // ln 2 in two parts, so r is exact
   r = r - n * -2.12194440e-4f;
   float p = 1.9875691500e-4f;

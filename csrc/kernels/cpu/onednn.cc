@@ -21,13 +21,20 @@ dnnl::stream& OnednnStream() {
 dnnl::memory::data_type OnednnType(DType dtype) {
   using dt = dnnl::memory::data_type;
   switch (dtype) {
-    case DType::Float32: return dt::f32;
-    case DType::BFloat16: return dt::bf16;
-    case DType::Float16: return dt::f16;
-    case DType::Int32: return dt::s32;
-    case DType::Int8: return dt::s8;
-    case DType::UInt8: return dt::u8;
-    default: return dt::undef;
+    case DType::Float32:
+      return dt::f32;
+    case DType::BFloat16:
+      return dt::bf16;
+    case DType::Float16:
+      return dt::f16;
+    case DType::Int32:
+      return dt::s32;
+    case DType::Int8:
+      return dt::s8;
+    case DType::UInt8:
+      return dt::u8;
+    default:
+      return dt::undef;
   }
 }
 

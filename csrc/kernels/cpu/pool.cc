@@ -25,7 +25,8 @@ int64_t PlaneGrain(const Pool2dParams& p) {
 }
 
 template <typename T>
-void MaxPoolTyped(const Tensor& in, const Tensor& out, const Tensor& indices, const Pool2dParams& p) {
+void MaxPoolTyped(const Tensor& in, const Tensor& out, const Tensor& indices,
+                  const Pool2dParams& p) {
   using C = compute_t<T>;
   const int64_t H = in.dim(in.ndim() - 2), W = in.dim(in.ndim() - 1);
   const T* src = in.data<T>();
@@ -206,7 +207,8 @@ bool MaxPool2dBackward(const Tensor& dy, const Tensor& indices, const Tensor& dx
   bool ok = true;
   DispatchDType(dx.dtype(), [&](auto tag) {
     using T = decltype(tag);
-    if constexpr (std::is_floating_point_v<compute_t<T>>) ok = MaxPoolBackwardTyped<T>(dy, indices, dx);
+    if constexpr (std::is_floating_point_v<compute_t<T>>)
+      ok = MaxPoolBackwardTyped<T>(dy, indices, dx);
   });
   return ok;
 }

@@ -21,9 +21,12 @@ Tensor PrepareReduce(const Tensor& in, const std::vector<bool>& reduced, ReduceS
   *shape = ReduceShape{};
   if (adjacent) {
     for (int64_t d = 0; d < ndim; ++d) {
-      if (lo >= 0 && d >= lo && d <= hi) shape->reduce *= dims[d];
-      else if (lo >= 0 && d > hi) shape->inner *= dims[d];
-      else shape->outer *= dims[d];
+      if (lo >= 0 && d >= lo && d <= hi)
+        shape->reduce *= dims[d];
+      else if (lo >= 0 && d > hi)
+        shape->inner *= dims[d];
+      else
+        shape->outer *= dims[d];
     }
     return in.Contiguous();
   }

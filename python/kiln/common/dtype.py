@@ -71,7 +71,9 @@ _TO_NUMPY = {
 }
 _FROM_NUMPY = {np.dtype(v): k for k, v in _TO_NUMPY.items()}
 _BY_NAME = {t._name: t for t in _BY_ENUM.values()}
-_BY_NAME.update({"bool_": bool_, "float": float32, "double": float64, "half": float16, "int": int64})
+_BY_NAME.update(
+    {"bool_": bool_, "float": float32, "double": float64, "half": float16, "int": int64}
+)
 
 
 def from_enum(enum):

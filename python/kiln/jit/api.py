@@ -4,8 +4,8 @@ import os
 import time
 
 from kiln import _C
-from kiln.common.tensor import Tensor
 from kiln import _graph_state as _state
+from kiln.common.tensor import Tensor
 from kiln.jit.convert import Converter
 from kiln.jit.emitter import GraphEmitter
 from kiln.jit.graph_tensor import GraphTensor

@@ -14,7 +14,13 @@ from kiln.common.tensor import Tensor
 from kiln.jit import builtins_graph
 from kiln.jit.graph_tensor import CompileTimeValueError, GraphTensor
 from kiln.jit.scope import CellProxy, Converted, Guards, Scope, is_library
-from kiln.jit.source import FunctionSource, GraphSyntaxError, always_returns, assigned_names, check_strict
+from kiln.jit.source import (
+    FunctionSource,
+    GraphSyntaxError,
+    always_returns,
+    assigned_names,
+    check_strict,
+)
 from kiln.jit.trees import flatten, unflatten
 
 MAX_UNROLLED_ITERATIONS = 100_000
@@ -103,6 +109,9 @@ class Converter:
                 except ValueError:
                     pass
         frame = Frame(source, fn.__globals__, closure, bound.arguments)
+        if "__class__" in closure and fn.__code__.co_varnames:
+            first = frame.locals.get(fn.__code__.co_varnames[0])
+            frame.locals.setdefault("super", _ZeroArgSuper(self, closure["__class__"], first))
         if isinstance(source.node, ast.Lambda):
             return self.eval(source.node.body, frame)
         return self.run_body(source.node.body, frame)
@@ -314,7 +323,7 @@ class Converter:
         from kiln.ops._core import call  # noqa: PLC0415
 
         if negate:
-            cond = call("logical_not", (call("cast", (cond, _bool_enum())),))
+            cond = call("logical_not", (call("cast", (cond,), (_bool_enum(),)),))
         b = self.emitter.b
         group = b.new_group()
         b.begin_region(group, "raise", [])
@@ -624,6 +633,37 @@ class Converter:
         frame.locals.pop(_BRK, None)
 
 
+class _ZeroArgSuper:
+    """`super()` in a compiled method: looks past `cls` in the MRO of `self` (which may be a
+    CellProxy), and compiles what it finds like any other method."""
+
+    def __init__(self, converter, cls, self_obj):
+        self.converter, self.cls, self.self_obj = converter, cls, self_obj
+
+    def __call__(self, *args):
+        if args:
+            return super(*args)  # noqa: UP008 - explicit two-argument form passes through
+        real = getattr(self.self_obj, "_cell", self.self_obj)
+        mro = type(real).__mro__
+        return _SuperView(self.converter, mro[mro.index(self.cls) + 1:], self.self_obj)
+
+
+class _SuperView:
+    def __init__(self, converter, mro, self_obj):
+        self._converter, self._mro, self._self = converter, mro, self_obj
+
+    def __getattr__(self, name):
+        for klass in self._mro:
+            if name in vars(klass):
+                value = vars(klass)[name]
+                if isinstance(value, types.FunctionType):
+                    if is_library(value):
+                        return types.MethodType(value, self._self)
+                    return Converted(self._converter, value, self._self)
+                return value
+        raise AttributeError(f"super() has no attribute {name!r}")
+
+
 class _BuildAtCompileTime:
     """Constructing a Cell inside compiled code builds it once, eagerly, at compile time (its
     initializers run as ordinary ops, not as graph nodes)."""
@@ -723,6 +763,16 @@ class _ConditionalExpressions(ast.NodeTransformer):
             result = ast.Call(func=lam, args=[value], keywords=[])
             ast.copy_location(result, node)
         return result
+
+    def visit_Compare(self, node):
+        """a < b < c -> (a < b) and (b < c), so chained comparisons of tensors become graph ops."""
+        self.generic_visit(node)
+        if len(node.ops) == 1:
+            return node
+        operands = [node.left] + node.comparators
+        parts = [ast.copy_location(ast.Compare(left=operands[i], ops=[op], comparators=[operands[i + 1]]), node)
+                 for i, op in enumerate(node.ops)]
+        return self.visit_BoolOp(ast.copy_location(ast.BoolOp(op=ast.And(), values=parts), node))
 
     def visit_UnaryOp(self, node):
         self.generic_visit(node)

@@ -1,7 +1,7 @@
 """Calls into the C++ op registry: op kinds by name, dtype and shape argument handling."""
 from kiln import _C
-from kiln.common import dtype as mstype
 from kiln import _graph_state as _state
+from kiln.common import dtype as mstype
 
 KIND = {name: i for i, name in enumerate(_C.op_names())}
 

@@ -3,7 +3,6 @@ GradOperation. PyNative mode records ops on a C++ tape (runtime/tape.h) and swee
 with the registry's gradient rules.
 """
 from kiln import _C, _graph_state
-from kiln.common.tensor import Tensor
 from kiln.ops._core import call, is_tensor
 
 __all__ = ["grad", "value_and_grad", "GradOperation", "stop_gradient"]
@@ -137,7 +136,8 @@ def grad(fn, grad_position=0, weights=None, has_aux=False, return_ids=False):
         positions = _positions(grad_position, len(args), "grad")
         if not positions and not weight_list:
             raise ValueError("grad: grad_position is None and no weights were given")
-        out, pg, wg = _differentiate(fn, args, kwargs, positions, weight_list, has_aux, None, "grad")
+        out, pg, wg = _differentiate(fn, args, kwargs, positions, weight_list, has_aux, None,
+                                     "grad")
         grads = _pack(pg, wg, grad_position, weights)
         if has_aux:
             return grads, out[1] if len(out) == 2 else tuple(out[1:])

@@ -1,2 +1,2 @@
-"""kiln.ops.functional (imported as ``F``) -- every functional op, as in mindspore.ops.functional."""
+"""kiln.ops.functional (imported as ``F``): every functional op, as in mindspore.ops.functional."""
 from kiln.ops import *  # noqa: F401,F403

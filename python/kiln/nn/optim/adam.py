@@ -2,7 +2,7 @@
 from kiln import ops
 from kiln.common import dtype as mstype
 from kiln.common.parameter import _copy_into
-from kiln.nn.optim.optimizer import Optimizer
+from kiln.nn.optim.optimizer import Optimizer, _graph_value
 from kiln.nn.optim.sgd import _check_float
 
 __all__ = ["Adam", "AdamW", "AdamWeightDecay"]
@@ -38,7 +38,7 @@ class _AdamBase(Optimizer):
         self.moment2 = self._state("moment2")
 
     def _moments(self, i, grad):
-        m, v = self.moment1[i], self.moment2[i]
+        m, v = _graph_value(self.moment1[i]), _graph_value(self.moment2[i])
         _copy_into(m, m * self.beta1 + grad * (1.0 - self.beta1))
         _copy_into(v, v * self.beta2 + grad * grad * (1.0 - self.beta2))
         return m, v
@@ -74,7 +74,7 @@ class Adam(_AdamBase):
     def _update(self, i, param, grad, lr, weight_decay, lr_scale):
         m, v = self._moments(i, grad)
         if self.use_amsgrad:
-            vhat = self.vhat[i]
+            vhat = _graph_value(self.vhat[i])
             _copy_into(vhat, ops.maximum(vhat, v))
             v = vhat
         num = m * self.beta1 + grad * (1.0 - self.beta1) if self.use_nesterov else m

@@ -3,10 +3,10 @@ import numbers
 
 import numpy as np
 
-from kiln import _C, ops
+from kiln import _C, _graph_state, ops
 from kiln.common import dtype as mstype
 from kiln.common.initializer import initializer
-from kiln.common.parameter import Parameter, ParameterTuple, _copy_into
+from kiln.common.parameter import Parameter, ParameterTuple
 from kiln.common.tensor import Tensor
 from kiln.nn.cell import Cell
 from kiln.ops import _core
@@ -17,6 +17,21 @@ __all__ = ["Optimizer"]
 def _default_decay_filter(param):
     # MindSpore's default: no weight decay on normalisation scales/shifts (gamma/beta).
     return "beta" not in param.name and "gamma" not in param.name
+
+
+def _graph_value(tensor):
+    """A Parameter as a value to compute with: the Parameter itself in PyNative; while a graph
+    is being compiled, its graph input (what the graph reads at run time).
+
+    Parameters reached through tuples (``optimizer.parameters``, the state ParameterTuples) are
+    the eager objects even while compiling, and operators between an eager Tensor and a Python
+    number (``param * weight_decay``) run eagerly: without this the parameter's current value
+    would be baked into the graph as a constant. ops.assign accepts either form as its target.
+    """
+    builder = _graph_state.builder
+    if builder is None or not isinstance(tensor, _C.TensorBase):
+        return tensor
+    return builder.to_graph(tensor, "optimizer")
 
 
 class _LR:
@@ -102,6 +117,13 @@ class Optimizer(Cell):
     ``optimizer.parameters`` order; None skips a parameter) updates the parameters in place
     and advances ``global_step``. Weight decay adds ``weight_decay * param`` to the gradient
     (L2), except for parameters whose name contains 'beta' or 'gamma'.
+
+    `construct` computes with tensor ops only: the step is the ``global_step`` Parameter,
+    learning rates are tensors computed from it (a fixed rate is the ``learning_rate``
+    Parameter), and per-step choices use ops.where. A compiled training step (``kiln.jit`` or
+    GRAPH_MODE) therefore compiles once and reads them at run time. Subclasses implement
+    ``_update(index, param, grad, lr, weight_decay, state)`` (and ``_begin_step(step)`` for
+    ``state``) the same way, reading their state Parameters through ``_graph_value``.
     """
 
     _decoupled_weight_decay = False  # AdamW-style optimizers apply decay themselves
@@ -256,6 +278,7 @@ class Optimizer(Cell):
                 grad = grad.astype(param.dtype)
             if self.loss_scale != 1.0:
                 grad = grad * (1.0 / self.loss_scale)
+            param = _graph_value(param)
             wd = self._weight_decays[i]
             if wd and not self._decoupled_weight_decay:
                 grad = grad + param * wd
@@ -276,7 +299,9 @@ class Optimizer(Cell):
         raise NotImplementedError
 
     def _state(self, prefix, init="zeros"):
-        """One zero-initialised Parameter per optimized parameter, named prefix.<name>."""
+        """One zero-initialised Parameter per optimized parameter, named prefix.<name>.
+
+        Read them in `_update` through `_graph_value` (they are in a tuple, see there)."""
         state = self.parameters.clone(prefix=prefix, init=init)
         for p in state:
             p.requires_grad = False  # optimizer state is never trained

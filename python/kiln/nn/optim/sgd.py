@@ -3,7 +3,7 @@ import numbers
 
 from kiln import ops
 from kiln.common.parameter import _copy_into
-from kiln.nn.optim.optimizer import Optimizer
+from kiln.nn.optim.optimizer import Optimizer, _graph_value
 
 __all__ = ["SGD", "Momentum"]
 
@@ -46,7 +46,7 @@ class SGD(Optimizer):
 
     def _update(self, i, param, grad, lr, weight_decay, first_step):
         if self.momentum > 0:
-            accum = self.accum[i]
+            accum = _graph_value(self.accum[i])
             later = accum * self.momentum + grad * (1.0 - self.dampening)
             _copy_into(accum, ops.where(first_step, grad, later))
             grad = grad + accum * self.momentum if self.nesterov else accum
@@ -71,7 +71,7 @@ class Momentum(Optimizer):
         self.moments = self._state("moments")
 
     def _update(self, i, param, grad, lr, weight_decay, state):
-        accum = self.moments[i]
+        accum = _graph_value(self.moments[i])
         _copy_into(accum, accum * self.momentum + grad)
         step = grad + accum * self.momentum if self.use_nesterov else accum
         _copy_into(param, param - step * lr)

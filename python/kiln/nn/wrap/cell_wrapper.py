@@ -65,7 +65,13 @@ class TrainOneStepCell(Cell):
         self.optimizer = optimizer
         self.weights = optimizer.parameters
         self.sens = float(sens)
-        self._grad_fn = None
+        import kiln  # noqa: PLC0415 - kiln imports kiln.nn
+
+        # Built here, not in construct: construct must stay compilable (Graph mode compiles it
+        # from source, where `import` and assigning plain attributes on self are not allowed).
+        grad_transform = getattr(kiln, "value_and_grad", None)
+        self._grad_fn = (None if grad_transform is None else
+                         grad_transform(self.network, None, self.weights))
 
     def grad_reducer(self, grads):
         """Identity on one device (MindSpore averages gradients across devices here)."""
@@ -73,14 +79,10 @@ class TrainOneStepCell(Cell):
 
     def construct(self, *inputs):
         if self._grad_fn is None:
-            import kiln  # noqa: PLC0415
-
-            if not hasattr(kiln, "value_and_grad"):
-                raise RuntimeError("TrainOneStepCell needs kiln.value_and_grad (autodiff), "
-                                   "which this build does not have")
-            self._grad_fn = kiln.value_and_grad(self.network, None, self.weights)
+            raise RuntimeError("TrainOneStepCell needs kiln.value_and_grad (autodiff), "
+                               "which this build does not have")
         loss, grads = self._grad_fn(*inputs)
         if self.sens != 1.0:
-            grads = tuple(None if g is None else g * self.sens for g in grads)
+            grads = tuple([None if g is None else g * self.sens for g in grads])
         self.optimizer(self.grad_reducer(grads))
         return loss

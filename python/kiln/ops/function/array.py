@@ -3,7 +3,7 @@ import builtins
 import numbers
 
 from kiln.common import dtype as mstype
-from kiln.ops._core import axes_attr, call, dtype_attr, shape_attr, is_tensor
+from kiln.ops._core import axes_attr, call, dtype_attr, is_tensor, shape_attr
 
 __all__ = [
     "assign",
@@ -188,7 +188,6 @@ def gather(input_params, input_indices, axis, batch_dims=0):
 def one_hot(indices, depth, on_value=1, off_value=0, axis=-1):
     """One-hot vectors along a new axis; the dtype is on_value's (int64 for ints, float32 for
     floats). Indices outside [0, depth) give all off_value."""
-    Tensor = _tensor_class()
     if is_tensor(on_value):
         dtype = on_value.dtype
     elif isinstance(on_value, float) or isinstance(off_value, float):
@@ -346,5 +345,6 @@ def assign(variable, value):
     """Writes value (broadcast and converted to variable's dtype) into variable in place and
     returns it; in a compiled graph it is an ordered side effect on the Parameter."""
     if not is_tensor(variable):
-        raise TypeError(f"assign: variable must be a Tensor or Parameter, got {type(variable).__name__}")
+        raise TypeError("assign: variable must be a Tensor or Parameter, got "
+                        f"{type(variable).__name__}")
     return call("assign", (variable, value))

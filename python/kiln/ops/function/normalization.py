@@ -5,7 +5,9 @@ import numbers
 from kiln.common import dtype as mstype
 from kiln.ops._core import call
 from kiln.ops.function import elementwise as _ew
-from kiln.ops.function.reduce import _check_tensor, _is_int, mean as _mean, sum as _sum
+from kiln.ops.function.reduce import _check_tensor, _is_int
+from kiln.ops.function.reduce import mean as _mean
+from kiln.ops.function.reduce import sum as _sum
 
 __all__ = [
     "layer_norm", "batch_norm", "dropout", "cross_entropy", "nll_loss", "mse_loss", "l1_loss",

@@ -1,6 +1,5 @@
 """Reduction functional ops: sum, mean, prod, max/min (with indices), amax/amin, argmax/argmin,
 softmax, log_softmax and logsumexp (MindSpore 2.x signatures)."""
-from kiln import _C
 from kiln.common import dtype as mstype
 from kiln.ops._core import call, dtype_attr, is_tensor
 
