@@ -93,9 +93,20 @@ nb::object ToNumpy(const Tensor& t) {
   return nb::cast(array, nb::rv_policy::reference);
 }
 
+// While a graph is being compiled, operators on eager tensors (Parameters, constants) must add
+// graph nodes instead of computing now; the Python compiler installs this hook for that time.
+nb::object g_graph_hook;
+
+bool Building() { return g_graph_hook.is_valid() && !g_graph_hook.is_none(); }
+
+nb::object ToGraph(const char* op, const Tensor& self, nb::handle other, bool swap) {
+  return g_graph_hook(op, nb::find(&self), other, swap);
+}
+
 // Binary operator: Tensor op (Tensor | scalar), reflected when `swap`; NotImplemented otherwise.
 template <OpKind kKind, bool kSwap>
 nb::object BinaryOperator(const Tensor& self, nb::handle other) {
+  if (Building()) return ToGraph(OpName(kKind), self, other, kSwap);
   Tensor rhs;
   if (!ToOperand(other, &rhs) || !rhs.defined()) return nb::borrow(Py_NotImplemented);
   if constexpr (kSwap) return Wrap(CallOp1(kKind, {rhs, self}));
@@ -104,10 +115,12 @@ nb::object BinaryOperator(const Tensor& self, nb::handle other) {
 
 template <OpKind kKind>
 nb::object UnaryOperator(const Tensor& self) {
+  if (Building()) return ToGraph(OpName(kKind), self, nb::none(), false);
   return Wrap(CallOp1(kKind, {self}));
 }
 
 nb::object Invert(const Tensor& self) {
+  if (Building()) return ToGraph("invert", self, nb::none(), false);
   if (self.dtype() != DType::Bool)
     throw nb::type_error("~ is defined for bool tensors only; use ops.logical_not or -x");
   return Wrap(CallOp1(OpKind::LogicalNot, {self}));
@@ -116,6 +129,7 @@ nb::object Invert(const Tensor& self) {
 // &, |, ^ on bool tensors (logical); other dtypes are not supported.
 template <OpKind kKind, bool kSwap>
 nb::object LogicalOperator(const Tensor& self, nb::handle other) {
+  if (Building()) return ToGraph(OpName(kKind), self, other, kSwap);
   Tensor rhs;
   if (!ToOperand(other, &rhs) || !rhs.defined()) return nb::borrow(Py_NotImplemented);
   if (self.dtype() != DType::Bool || rhs.dtype() != DType::Bool)
@@ -144,6 +158,8 @@ Tensor AsStridedChecked(const Tensor& t, const Shape& shape, const Shape& stride
 }  // namespace
 
 void BindTensor(nb::module_& m) {
+  m.def("_set_graph_hook", [](nb::object hook) { g_graph_hook = std::move(hook); },
+        nb::arg("hook").none());
   nb::class_<Tensor>(m, "TensorBase")
       .def("__init__",
            [](Tensor* self, const Tensor& other) {

@@ -16,6 +16,11 @@ namespace kiln::passes {
 // no longer called.
 void DeadCodeElimination(ir::Module& module);
 
+// Runs op nodes whose inputs are all constants at compile time (not random or mutating ones).
+void FoldConstants(ir::Module& module);
+// Redirects duplicate computations (same op, attributes, inputs; equal constants) to the first.
+void CommonSubexpressionElimination(ir::Module& module);
+
 struct PassInfo {
   const char* name;
   void (*run)(ir::Module&);

@@ -9,6 +9,8 @@ namespace {
 const std::vector<PassInfo>& AllPasses() {
   static const std::vector<PassInfo> kPasses = {
       {"dce", DeadCodeElimination},
+      {"fold", FoldConstants},
+      {"cse", CommonSubexpressionElimination},
   };
   return kPasses;
 }
@@ -18,9 +20,10 @@ const std::vector<PassInfo>& AllPasses() {
 std::vector<PassInfo> PipelineFor(const std::string& level) {
   KILN_CHECK(level == "O0" || level == "O1" || level == "O2", Value,
              "jit_level must be O0, O1 or O2, got '", level, "'");
-  // O0: only what correctness needs. O1 and O2 add optimizations as they are written
-  // (CSE, folding, fusion, memory planning: the optimizer issue).
-  return {{"dce", DeadCodeElimination}};
+  // O0: only what correctness needs. O1 (the default) and O2 add the optimizations written so
+  // far; fusion and memory planning join them with the optimizer issue.
+  if (level == "O0") return {{"dce", DeadCodeElimination}};
+  return {{"fold", FoldConstants}, {"cse", CommonSubexpressionElimination}, {"dce", DeadCodeElimination}};
 }
 
 void RunPass(ir::Module& module, const std::string& name) {
