@@ -27,8 +27,9 @@ void TranslateErrors(const std::exception_ptr& p, void*) {
     PyObject* type = PyExc_RuntimeError;
     if (nb::hasattr(builtins, e.type_name().c_str())) {
       nb::object cls = builtins.attr(e.type_name().c_str());
-      if (PyType_Check(cls.ptr()) && PyType_IsSubtype(reinterpret_cast<PyTypeObject*>(cls.ptr()),
-                                                      reinterpret_cast<PyTypeObject*>(PyExc_Exception)))
+      if (PyType_Check(cls.ptr()) &&
+          PyType_IsSubtype(reinterpret_cast<PyTypeObject*>(cls.ptr()),
+                           reinterpret_cast<PyTypeObject*>(PyExc_Exception)))
         type = cls.ptr();
     }
     PyErr_SetString(type, e.what());

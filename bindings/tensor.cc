@@ -158,8 +158,9 @@ Tensor AsStridedChecked(const Tensor& t, const Shape& shape, const Shape& stride
 }  // namespace
 
 void BindTensor(nb::module_& m) {
-  m.def("_set_graph_hook", [](nb::object hook) { g_graph_hook = std::move(hook); },
-        nb::arg("hook").none());
+  m.def(
+      "_set_graph_hook", [](nb::object hook) { g_graph_hook = std::move(hook); },
+      nb::arg("hook").none());
   nb::class_<Tensor>(m, "TensorBase")
       .def("__init__",
            [](Tensor* self, const Tensor& other) {

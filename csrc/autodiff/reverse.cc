@@ -5,8 +5,9 @@
 //    gradients, run its registry rule through GraphGradBuilder, which emits the rule's ops as new
 //    nodes of the same function, and add the results into the inputs' gradients.
 // 3. Read off the sources' gradients, emitting zeros where none arrived.
-// Gradients through if/while nodes are the next step (issue: Graph-mode autodiff); until then a
-// gradient that would have to flow through one raises a clear error.
+// An `if` node's backward is another `if` over per-branch gradient functions (BranchGradient).
+// Gradients through `while` nodes are the next step; until then one that would have to flow
+// through a loop raises a clear error.
 #include "autodiff/reverse.h"
 
 #include <map>
@@ -84,6 +85,30 @@ class GraphGradBuilder final : public GradBuilder {
   std::vector<int> inputs_, outputs_;
 };
 
+// The backward of one branch of an `if`: a function taking the branch's params and the gradients
+// of its results, which recomputes the branch (no forward values are kept) and returns the
+// gradients of its params. Recomputing trades time for memory and keeps regions self-contained.
+std::string BranchGradient(ir::Module& module, const std::string& branch_name) {
+  const ir::Func branch = *module.Find(branch_name);  // a copy: adding functions moves storage
+  std::string name = module.FreshName(branch_name + "_grad");
+  ir::Func& f = module.AddFunc(name);
+  f.params = branch.params;
+  f.param_names.assign(branch.params.size(), "");
+  f.nodes = branch.nodes;  // params keep their indices, so the copied nodes stay valid
+  std::vector<ir::ValueRef> sens;
+  for (const auto& m : branch.result_metas()) {
+    f.params.push_back(m);
+    f.param_names.push_back("");
+    sens.push_back({-1, static_cast<int>(f.params.size()) - 1});
+  }
+  std::vector<ir::ValueRef> sources;
+  for (size_t i = 0; i < branch.params.size(); ++i) sources.push_back({-1, static_cast<int>(i)});
+  std::vector<ir::ValueRef> grads =
+      Gradient(module, *module.Find(name), 0, branch.results, sens, sources);
+  module.Find(name)->results = grads;
+  return name;
+}
+
 }  // namespace
 
 std::vector<ir::ValueRef> Gradient(ir::Module& module, ir::Func& func, int begin,
@@ -123,10 +148,27 @@ std::vector<ir::ValueRef> Gradient(ir::Module& module, ir::Func& func, int begin
       any = true;
     }
     if (!any || node.kind == ir::NodeKind::Const) continue;  // constants depend on nothing
-    KILN_CHECK(node.kind == ir::NodeKind::Op, NotImplemented, "grad in Graph mode: the gradient would have to flow through a ",
+    if (node.kind == ir::NodeKind::If) {
+      // if c(args) then @t else @e  =>  if c(args, dys) then @t_grad else @e_grad -> d(args)
+      std::vector<ir::ValueRef> args(node.inputs.begin() + 1, node.inputs.end());
+      std::vector<ir::ValueRef> bwd_inputs = args;
+      for (size_t k = 0; k < node.outputs.size(); ++k) {
+        const TensorMeta& m = node.outputs[k];
+        bwd_inputs.push_back(out_grads[k].is_none() ? b.Op1(OpKind::Fill, {}, {m.shape, 0.0, m.dtype})
+                                                    : out_grads[k]);
+      }
+      std::string then_grad = BranchGradient(module, node.callees[0]);
+      std::string else_grad = BranchGradient(module, node.callees[1]);
+      std::vector<ir::ValueRef> in_grads = b.If(node.inputs[0], bwd_inputs, then_grad, else_grad, node.loc);
+      for (size_t k = 0; k < args.size(); ++k)
+        if (Differentiable(func.meta(args[k]))) accumulate(args[k], in_grads[k]);
+      continue;
+    }
+    KILN_CHECK(node.kind == ir::NodeKind::Op, NotImplemented,
+               "grad in Graph mode: the gradient would have to flow through a ",
                ir::NodeKindName(node.kind), " node (line ", node.loc.line,
-               "); gradients through tensor-dependent if/while in compiled code are not supported yet — "
-               "compute the gradient in PyNative mode for now");
+               "); gradients through tensor-dependent while loops in compiled code are not "
+               "supported yet — compute this gradient in PyNative mode for now");
     const OpDef& def = GetOpDef(node.op);
     KILN_CHECK(def.grad != nullptr, NotImplemented, "grad: op '", def.name, "' has no gradient rule");
     std::vector<bool> wants;

@@ -78,6 +78,49 @@ def tensor_branch(x):
     return ops.sum(x)
 
 
-def test_gradient_through_graph_control_flow_is_reported_not_wrong():
-    with pytest.raises(NotImplementedError, match="if/while"):
-        ms.jit(lambda a: ms.grad(tensor_branch)(a))(t(3))
+def nested_branches(x, w):
+    y = x * w
+    if y.sum() > 0:
+        if x.mean() > 0.5:
+            z = ops.exp(y) * w
+        else:
+            z = ops.sin(y) + x
+    else:
+        z = y * y * 3.0
+    return ops.sum(z * w)
+
+
+def branch_on_value(x, w):
+    s = ops.sum(x * w)
+    return ops.sum(ops.tanh(x) * w) if s > 0 else ops.sum(w * w * x)
+
+
+@pytest.mark.parametrize("fn", [tensor_branch], ids=["tensor_branch"])
+@pytest.mark.parametrize("sign", [1.0, -1.0])
+def test_gradient_through_tensor_if_matches_pynative(fn, sign):
+    x = Tensor(np.abs(RNG.standard_normal(3)).astype(np.float32) * sign)
+    eager = ms.grad(fn)(x)
+    graph = ms.jit(lambda a: ms.grad(fn)(a))(x)
+    np.testing.assert_allclose(graph.asnumpy(), eager.asnumpy(), rtol=1e-6)
+
+
+@pytest.mark.parametrize("fn", [nested_branches, branch_on_value], ids=lambda f: f.__name__)
+@pytest.mark.parametrize("scale", [0.2, 1.0, -1.0])
+def test_gradients_through_nested_branches(fn, scale):
+    x = Tensor((np.abs(RNG.standard_normal(4)) * scale).astype(np.float32))
+    w = Tensor(np.abs(RNG.standard_normal(4)).astype(np.float32))
+    eager = ms.grad(fn, (0, 1))(x, w)
+    graph = ms.jit(lambda a, b: ms.grad(fn, (0, 1))(a, b))(x, w)
+    for e, g in zip(eager, graph):
+        np.testing.assert_allclose(g.asnumpy(), e.asnumpy(), rtol=1e-5, atol=1e-6)
+
+
+def tensor_loop(x):
+    while x.sum() < 10.0:
+        x = x * 2.0
+    return ops.sum(x)
+
+
+def test_gradient_through_a_tensor_loop_is_reported_not_wrong():
+    with pytest.raises(NotImplementedError, match="while"):
+        ms.jit(lambda a: ms.grad(tensor_loop)(a))(Tensor(np.ones(3, np.float32)))
