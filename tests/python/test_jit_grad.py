@@ -121,6 +121,47 @@ def tensor_loop(x):
     return ops.sum(x)
 
 
-def test_gradient_through_a_tensor_loop_is_reported_not_wrong():
-    with pytest.raises(NotImplementedError, match="while"):
-        ms.jit(lambda a: ms.grad(tensor_loop)(a))(Tensor(np.ones(3, np.float32)))
+def loop_with_weights(x, w, n):
+    i = 0
+    h = x
+    while i < n:
+        h = ops.tanh(h * w + x)
+        i = i + 1
+    return ops.sum(h * h)
+
+
+def loop_with_break(x, w):
+    h = x
+    for i in range(6):
+        h = h * w + 0.1
+        if h.sum() > 4.0:
+            break
+    return ops.sum(h)
+
+
+@pytest.mark.parametrize("start", [0.1, 1.0, 20.0])
+def test_gradient_through_a_data_dependent_while_loop(start):
+    x = Tensor(np.full(3, start, np.float32))
+    eager = ms.grad(tensor_loop)(x)
+    graph = ms.jit(lambda a: ms.grad(tensor_loop)(a))(x)
+    np.testing.assert_allclose(graph.asnumpy(), eager.asnumpy(), rtol=1e-6)
+
+
+@pytest.mark.parametrize("trips", [0, 1, 4])
+def test_gradient_through_a_counted_loop_with_captured_weights(trips):
+    x, w = t(3), t(3)
+    n = Tensor(np.array(trips))
+    eager = ms.grad(loop_with_weights, (0, 1))(x, w, n)
+    graph = ms.jit(lambda a, b, k: ms.grad(loop_with_weights, (0, 1))(a, b, k))(x, w, n)
+    for e, g in zip(eager, graph):
+        np.testing.assert_allclose(g.asnumpy(), e.asnumpy(), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("scale", [0.5, 2.0])
+def test_gradient_through_break_under_a_tensor_condition(scale):
+    x = Tensor(np.full(2, 0.5, np.float32))
+    w = Tensor(np.full(2, scale, np.float32))
+    eager = ms.grad(loop_with_break, (0, 1))(x, w)
+    graph = ms.jit(lambda a, b: ms.grad(loop_with_break, (0, 1))(a, b))(x, w)
+    for e, g in zip(eager, graph):
+        np.testing.assert_allclose(g.asnumpy(), e.asnumpy(), rtol=1e-5, atol=1e-6)
