@@ -96,6 +96,7 @@ void BindJit(nb::module_& m) {
       })
       .def_prop_ro("current_func", &GraphBuilder::current_func)
       .def("mark", &GraphBuilder::Mark)
+      .def("truncate", &GraphBuilder::Truncate)
       .def("gradient", [](GraphBuilder& b, int mark, const std::vector<Handle>& targets,
                           const std::vector<Handle>& sens, const std::vector<bool>& sens_absent,
                           const std::vector<Handle>& sources) {

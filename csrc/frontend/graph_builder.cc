@@ -75,6 +75,13 @@ std::vector<GValue> GraphBuilder::Gradient(int mark, const std::vector<GValue>& 
   return Wrap(autodiff::Gradient(module_, FuncAt(current_func()), mark, t, s, src));
 }
 
+void GraphBuilder::Truncate(int mark) {
+  ir::Func& f = FuncAt(current_func());
+  KILN_CHECK(mark >= 0 && mark <= static_cast<int>(f.nodes.size()), Runtime,
+             "graph builder: bad truncation mark");
+  f.nodes.resize(mark);
+}
+
 int GraphBuilder::NewGroup() {
   groups_.push_back({current_func(), {}, {}, {}});
   return static_cast<int>(groups_.size()) - 1;

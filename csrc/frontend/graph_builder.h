@@ -43,6 +43,8 @@ class GraphBuilder {
   // ---- autodiff ----
   // How many nodes the current function has: the start of a forward fragment to differentiate.
   int Mark() { return static_cast<int>(FuncAt(current_func()).nodes.size()); }
+  // Drops the current function's nodes after `mark` (a compile-time attempt that was abandoned).
+  void Truncate(int mark);
   // Gradients of targets w.r.t. sources over the current function's nodes since `mark`.
   std::vector<GValue> Gradient(int mark, const std::vector<GValue>& targets,
                                const std::vector<GValue>& sens, const std::vector<bool>& sens_absent,

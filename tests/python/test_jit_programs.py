@@ -310,3 +310,44 @@ EXIT_PROGRAMS = [
                          ids=[f"{p[0].__name__}-{i}" for i, p in enumerate(EXIT_PROGRAMS)])
 def test_loop_exits_match_pynative(fn, make_args):
     both(fn, *make_args())
+
+
+# ---- return inside loops ----
+def first_index_over(x, limit):
+    i = 0
+    while i < x.shape[0]:
+        if x[i] > limit:
+            return x[i] * 10.0, i
+        i = i + 1
+    return x[0] * 0.0, i
+
+
+def search_unrolled(x):
+    for k in range(4):
+        if x.sum() > k:
+            return x * k
+    return -x
+
+
+def countdown_return(x, n):
+    for i in range(n):
+        x = x - 1.0
+        if x.sum() < 0:
+            return x * 100.0
+    return x
+
+
+RETURN_PROGRAMS = [
+    (first_index_over, lambda: (Tensor(np.array([0.5, 2.0, 3.0], np.float32)), 1.0)),
+    (first_index_over, lambda: (Tensor(np.array([0.5, 0.2, 0.3], np.float32)), 1.0)),
+    (search_unrolled, lambda: (Tensor(np.array([0.5, 0.7], np.float32)),)),
+    (search_unrolled, lambda: (Tensor(np.array([-3.0, 0.7], np.float32)),)),
+    (countdown_return, lambda: (Tensor(np.array([2.5], np.float32)), Tensor(np.array(5)))),
+    (countdown_return, lambda: (Tensor(np.array([9.5], np.float32)), Tensor(np.array(3)))),
+]
+
+
+@pytest.mark.parametrize("fn,make_args", RETURN_PROGRAMS,
+                         ids=[f"{p[0].__name__}-{i}" for i, p in enumerate(RETURN_PROGRAMS)])
+def test_return_inside_loops_matches_pynative(fn, make_args):
+    both(fn, *make_args())

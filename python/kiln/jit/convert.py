@@ -39,6 +39,10 @@ class _Continue(Exception):
     pass
 
 
+class _TensorExit(Exception):
+    """break/continue reached under a tensor condition inside a compile-time loop."""
+
+
 class _Raised(Exception):
     """A raise statement was emitted; the rest of the block is unreachable."""
 
@@ -50,6 +54,7 @@ class Frame:
         self.fn_globals = fn_globals
         self.closure = closure
         self.region_depth = 0  # > 0 inside a tensor-dependent region
+        self.loop_depth = 0    # region_depth where the innermost compile-time loop started
 
 
 class NestedFunction:
@@ -178,6 +183,7 @@ class Converter:
         scope = Scope(self, frame.locals, frame.fn_globals, frame.closure)
         scope.locals.setdefault("__kiln_select__", self.select)
         scope.locals.setdefault("__kiln_not__", _logical_not)
+        scope.locals.setdefault("__kiln_note_return__", self._note_return)
         try:
             return eval(code, scope)  # noqa: S307 - compiled user code, as Python would run it
         except (_Return, _Break, _Continue, _Raised):
@@ -197,11 +203,64 @@ class Converter:
             self.set_loc(stmt, frame)
             if isinstance(stmt, ast.If) and self._early_return_if(stmt, stmts[i + 1:], frame):
                 return
+            if isinstance(stmt, (ast.While, ast.For)) and _has_return(stmt.body):
+                self._loop_with_return(stmt, stmts[i + 1:], frame)
+                return
             handler = getattr(self, "exec_" + type(stmt).__name__, None)
             if handler is None:
                 raise GraphSyntaxError(_where(frame.source, stmt.lineno) +
                                        f"{type(stmt).__name__} statements are not supported")
             handler(stmt, frame)
+
+    # ---- return inside a loop ----
+    def _loop_with_return(self, loop, rest, frame):
+        """`return v` in a loop becomes: remember v, set a flag, break; after the loop,
+        `if flag: return v` with the rest of the block as its else branch. The remembered value
+        is carried by the loop, so its type is found first by building one iteration on the side
+        (a function nothing calls, which dead-code elimination drops)."""
+        body = _rewrite_returns(loop.body)
+        new_loop = ast.copy_location(type(loop)(**{**{f: getattr(loop, f) for f in loop._fields},
+                                                  "body": body}), loop)
+        template = self._probe_return(new_loop, frame)
+        if template is None:
+            raise GraphSyntaxError(_where(frame.source, loop.lineno) + "could not work out the type "
+                                   "of the value this loop returns; return after the loop instead")
+        leaves, tree = flatten(template)
+        frame.locals[_RET] = unflatten(tree, [self._placeholder(v) for v in leaves])
+        frame.locals[_RETURNED] = False
+        after = ast.If(test=ast.Name(id=_RETURNED, ctx=ast.Load()),
+                       body=[ast.Return(value=ast.Name(id=_RET, ctx=ast.Load()))], orelse=[])
+        ast.fix_missing_locations(ast.copy_location(after, loop))
+        self.exec_block([new_loop, after] + rest, frame)
+
+    def _note_return(self, value):
+        if self._return_slot is not None and not self._return_slot:
+            self._return_slot.append(value)
+        return value
+
+    _return_slot = None
+
+    def _probe_return(self, loop, frame):
+        b = self.emitter.b
+        group = b.new_group()
+        b.begin_region(group, "probe", [])
+        self._return_slot = slot = []
+        inner = _region_frame(frame)
+        inner.locals.update({_RETURNED: False, _RET: None, _BRK: False})
+        try:
+            if isinstance(loop, ast.For):
+                iterable = self.eval(loop.iter, inner)
+                first = iterable.start if isinstance(iterable, builtins_graph.TensorRange) else \
+                    next(iter(iterable))
+                self.assign(loop.target, first, inner)
+            self.exec_block(_loop_body_with_exits(loop.body, loop), inner)
+        except Exception:  # noqa: BLE001 - the probe only looks for the returned value's type
+            pass
+        finally:
+            self._return_slot = None
+            self.emitter.truncate(0)  # the probe leaves no nodes behind
+            b.end_region([])
+        return slot[0] if slot else None
 
     def exec_Expr(self, stmt, frame):
         self.eval(stmt.value, frame)
@@ -276,17 +335,13 @@ class Converter:
         raise _Return(None if stmt.value is None else self.eval(stmt.value, frame))
 
     def exec_Break(self, stmt, frame):
-        if frame.region_depth:
-            raise GraphSyntaxError(_where(frame.source, stmt.lineno) +
-                                   "break inside a loop whose condition is a tensor is not "
-                                   "supported yet; fold the exit into the loop condition")
+        if frame.region_depth > frame.loop_depth:  # under a tensor condition
+            raise _TensorExit()
         raise _Break()
 
     def exec_Continue(self, stmt, frame):
-        if frame.region_depth:
-            raise GraphSyntaxError(_where(frame.source, stmt.lineno) +
-                                   "continue inside a loop whose condition is a tensor is not "
-                                   "supported yet; guard the rest of the body with if")
+        if frame.region_depth > frame.loop_depth:
+            raise _TensorExit()
         raise _Continue()
 
     def exec_FunctionDef(self, stmt, frame):
@@ -342,10 +397,15 @@ class Converter:
         branches = []
         for label, thunk in (("then", if_true), ("else", if_false)):
             b.begin_region(group, f"select_{label}", [])
-            leaves, tree = flatten(thunk())
+            try:
+                leaves, tree = flatten(thunk())
+            except BaseException:
+                self._abandon_region()
+                raise
             handles, consts = self._region_outputs(leaves)
             b.end_region(handles)
             branches.append((leaves, tree, consts))
+        self._join_values(branches, None, "this conditional expression")  # check before emitting
         outs = b.if_(_scalar_bool(cond).handle, group, *self.emitter.loc)
         return self._join_values(branches, outs, "this conditional expression")
 
@@ -386,7 +446,11 @@ class Converter:
         for label, block in (("then", body), ("else", orelse)):
             b.begin_region(group, f"if_{label}", [])
             inner = _region_frame(frame)
-            value = self._run_region(block, inner, returns)
+            try:
+                value = self._run_region(block, inner, returns)
+            except BaseException:
+                self._abandon_region()
+                raise
             if value is _RAISED and branches:
                 leaves, tree = branches[0][0], branches[0][1]
                 leaves = [self._placeholder(v) for v in leaves]
@@ -398,8 +462,6 @@ class Converter:
             handles, consts = self._region_outputs(leaves)
             b.end_region(handles)
             branches.append((leaves, tree, consts))
-        self.set_loc(stmt, frame)
-        outs = b.if_(cond.handle, group, *self.emitter.loc)
         internal = set()
         if not returns and branches:
             k = 0
@@ -408,6 +470,9 @@ class Converter:
                 if n.startswith("__kiln_"):
                     internal.update(range(k, k + count))
                 k += count
+        self._join(branches, None, frame, stmt, names or ["the returned value"], internal)  # check
+        self.set_loc(stmt, frame)
+        outs = b.if_(cond.handle, group, *self.emitter.loc)
         result = self._join(branches, outs, frame, stmt, names or ["the returned value"], internal)
         if returns:
             raise _Return(result)
@@ -422,6 +487,11 @@ class Converter:
 
             return zeros(value.shape, value.dtype)
         return value
+
+    def _abandon_region(self):
+        """Closes a region whose building failed: it keeps no nodes and nothing calls it."""
+        self.emitter.truncate(0)
+        self.emitter.b.end_region([])
 
     def _run_region(self, block, frame, returns):
         try:
@@ -472,7 +542,7 @@ class Converter:
                                     f"cannot be merged")
                 joined.append(a)
                 continue
-            out = self.emitter.wrap(outs[k])
+            out = self.emitter.wrap(outs[k]) if outs is not None else None
             k += 1
             if pos in internal:
                 joined.append(a if not a_graph and not b_graph and a == b else out)
@@ -490,7 +560,39 @@ class Converter:
         if stmt.orelse:
             raise GraphSyntaxError(_where(frame.source, stmt.lineno) + "while/else is not supported")
         test = self.eval(stmt.test, frame)
+        if not isinstance(test, GraphTensor) and _has_loop_exit(stmt.body):
+            # Try it as a compile-time loop; if an exit turns out to depend on a tensor, the trip
+            # count is data dependent: forget the attempt and build a graph loop instead.
+            mark, saved = self.emitter.b.mark(), dict(frame.locals)
+            try:
+                self._unrolled_while(stmt, frame, test)
+                return
+            except _TensorExit:
+                self.emitter.truncate(mark)
+                frame.locals.clear()
+                frame.locals.update(saved)
+                test = self.emitter.to_graph(test, "while")
         if not isinstance(test, GraphTensor):
+            self._unrolled_while(stmt, frame, test)
+            return
+        if _has_loop_exit(stmt.body):
+            frame.locals[_BRK] = False
+            body = _loop_body_with_exits(stmt.body, stmt)
+            self._tensor_loop(stmt, frame, lambda inner: _and_not(
+                self.emitter.to_graph(self.eval(stmt.test, inner), "while"), inner.locals[_BRK]), body)
+            del frame.locals[_BRK]
+            return
+        self._tensor_loop(stmt, frame, lambda inner: self.eval(stmt.test, inner), stmt.body)
+
+    def _unrolled_while(self, stmt, frame, test):
+        saved_depth, frame.loop_depth = frame.loop_depth, frame.region_depth
+        try:
+            self._unrolled_while_body(stmt, frame, test)
+        finally:
+            frame.loop_depth = saved_depth
+
+    def _unrolled_while_body(self, stmt, frame, test):
+        if True:
             count = 0
             while test:
                 try:
@@ -506,18 +608,7 @@ class Converter:
                                    frame.source, stmt.lineno)
                 test = self.eval(stmt.test, frame)
                 if isinstance(test, GraphTensor):
-                    raise _at_line(TypeError("this loop's condition turned from a Python value "
-                                             "into a tensor; make it a tensor from the start"),
-                                   frame.source, stmt.lineno)
-            return
-        if _has_loop_exit(stmt.body):
-            frame.locals[_BRK] = False
-            body = _loop_body_with_exits(stmt.body, stmt)
-            self._tensor_loop(stmt, frame, lambda inner: _and_not(self.eval(stmt.test, inner),
-                                                                  inner.locals[_BRK]), body)
-            del frame.locals[_BRK]
-            return
-        self._tensor_loop(stmt, frame, lambda inner: self.eval(stmt.test, inner), stmt.body)
+                    raise _TensorExit()
 
     def _tensor_loop(self, stmt, frame, make_cond, body, extra=None):
         """A loop in the graph; names the body assigns that exist before it are carried."""
@@ -544,12 +635,20 @@ class Converter:
             return inner
 
         inner = enter("while_cond")
-        cond = make_cond(inner)
+        try:
+            cond = make_cond(inner)
+        except BaseException:
+            self._abandon_region()
+            raise
         if not isinstance(cond, GraphTensor):
             cond = self.emitter.to_graph(bool(cond), "while")
         b.end_region([_scalar_bool(cond).handle])
         inner = enter("while_body")
-        self._run_region(body, inner, returns=False)
+        try:
+            self._run_region(body, inner, returns=False)
+        except BaseException:
+            self._abandon_region()
+            raise
         new_leaves, new_tree = flatten(tuple(inner.locals[n] for n in carried_names))
         if new_tree != tree:
             raise _at_line(TypeError("a loop-carried value changes structure in the loop body"),
@@ -581,6 +680,13 @@ class Converter:
         body = _loop_body_with_exits(stmt.body, stmt) if exits else stmt.body
         if exits:
             frame.locals[_BRK] = False
+        saved_depth, frame.loop_depth = frame.loop_depth, frame.region_depth
+        try:
+            self._unrolled_for(stmt, frame, iterable, body, exits)
+        finally:
+            frame.loop_depth = saved_depth
+
+    def _unrolled_for(self, stmt, frame, iterable, body, exits):
         for count, item in enumerate(iterable):
             if count > MAX_UNROLLED_ITERATIONS:
                 raise _at_line(RuntimeError("this for loop unrolls more than 100000 times"),
@@ -680,6 +786,36 @@ class _BuildAtCompileTime:
 
 _RAISED = object()
 _BRK, _SKIP = "__kiln_brk", "__kiln_skip"
+_RET, _RETURNED = "__kiln_ret", "__kiln_returned"
+
+
+def _has_return(stmts):
+    for s in stmts:
+        if isinstance(s, ast.Return):
+            return True
+        if isinstance(s, ast.If) and (_has_return(s.body) or _has_return(s.orelse)):
+            return True
+    return False
+
+
+def _rewrite_returns(stmts):
+    """return v -> __kiln_ret = v; __kiln_returned = True; break (through nested ifs)."""
+    out = []
+    for s in stmts:
+        if isinstance(s, ast.Return):
+            value = s.value if s.value is not None else ast.Constant(value=None)
+            note = ast.Call(func=ast.Name(id="__kiln_note_return__", ctx=ast.Load()), args=[value],
+                            keywords=[])
+            out += [ast.fix_missing_locations(ast.copy_location(
+                        ast.Assign(targets=[ast.Name(id=_RET, ctx=ast.Store())], value=note), s)),
+                    _flag(_RETURNED, True, s),
+                    ast.fix_missing_locations(ast.copy_location(ast.Break(), s))]
+        elif isinstance(s, ast.If) and (_has_return(s.body) or _has_return(s.orelse)):
+            node = ast.If(test=s.test, body=_rewrite_returns(s.body), orelse=_rewrite_returns(s.orelse))
+            out.append(ast.fix_missing_locations(ast.copy_location(node, s)))
+        else:
+            out.append(s)
+    return out
 
 
 def _has_loop_exit(stmts):
@@ -818,6 +954,7 @@ def _logical_not(value):
 def _region_frame(frame):
     inner = Frame(frame.source, frame.fn_globals, frame.closure, frame.locals)
     inner.region_depth = frame.region_depth + 1
+    inner.loop_depth = frame.loop_depth
     return inner
 
 

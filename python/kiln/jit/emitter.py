@@ -59,6 +59,12 @@ class GraphEmitter:
             return self.constant(value)
         raise TypeError(f"{op_name}: expected a Tensor or a number, got {type(value).__name__}")
 
+    def truncate(self, mark):
+        """Forgets the current function's nodes after `mark` (an abandoned attempt)."""
+        func = self.b.current_func
+        self.b.truncate(mark)
+        self._consts = {k: v for k, v in self._consts.items() if k[0] != func}
+
     # ---- nodes ----
     def emit(self, name, inputs, attrs):
         handles, absent = [], []
