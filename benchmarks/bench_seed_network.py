@@ -4,6 +4,7 @@ PyNative and Graph mode against PyTorch eager, in one process on the same inputs
 Run: PYTHONPATH=build/rel/python python benchmarks/bench_seed_network.py --threads 1
 """
 import argparse
+import os
 import sys
 import time
 
@@ -63,6 +64,43 @@ def torch_model(torch):
     return model, step
 
 
+def jax_model(rng, threads):
+    """The same MLP in JAX: jitted forward and a jitted SGD-with-momentum training step."""
+    if threads == 1:  # XLA's CPU client otherwise uses every core whatever the others do
+        os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false "
+                                           "intra_op_parallelism_threads=1")
+    try:
+        import jax  # noqa: PLC0415
+        import jax.numpy as jnp  # noqa: PLC0415
+    except ImportError:
+        return None
+    sizes = [(784, 512), (512, 512), (512, 10)]
+    params = [(jnp.asarray(rng.standard_normal((i, o)).astype(np.float32) * 0.05),
+               jnp.zeros(o, jnp.float32)) for i, o in sizes]
+
+    def forward(params, x):
+        h = x.reshape(x.shape[0], -1)
+        for k, (w, b) in enumerate(params):
+            h = h @ w + b
+            if k < len(params) - 1:
+                h = jax.nn.relu(h)
+        return h
+
+    def loss(params, x, y):
+        logp = jax.nn.log_softmax(forward(params, x))
+        return -jnp.mean(jnp.take_along_axis(logp, y[:, None], axis=1))
+
+    @jax.jit
+    def step(params, velocity, x, y):
+        value, grads = jax.value_and_grad(loss)(params, x, y)
+        velocity = jax.tree_util.tree_map(lambda v, g: 0.9 * v + g, velocity, grads)
+        params = jax.tree_util.tree_map(lambda p, v: p - 0.01 * v, params, velocity)
+        return params, velocity, value
+
+    velocity = jax.tree_util.tree_map(jnp.zeros_like, params)
+    return jax, jax.jit(forward), step, params, velocity
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--threads", type=int, default=1)
@@ -71,6 +109,7 @@ def main():
     torch = import_torch(args.threads)
     rng = np.random.default_rng(0)
     rows = []
+    jx = jax_model(rng, args.threads)
 
     # Compile time of the seed network's forward.
     ms.set_seed(0)
@@ -99,6 +138,11 @@ def main():
             with torch.no_grad():
                 t = best_time(lambda model=model, xt=xt: model(xt), 200 if batch == 1 else 50)
             row += [f"{t*1e6:.1f}", f"{graph / t:.2f}"]
+        if jx is not None:
+            jax_mod, jforward, _, jparams, _ = jx
+            xj = jax_mod.numpy.asarray(x.asnumpy())
+            j = best_time(lambda: jforward(jparams, xj).block_until_ready(), 200 if batch == 1 else 50)
+            row += [f"{j*1e6:.1f}", f"{graph / j:.2f}"]
         rows.append(row)
 
     # Training step at batch 64: softmax cross-entropy + Momentum.
@@ -120,11 +164,24 @@ def main():
         yt = torch.from_numpy(y.asnumpy().copy())
         t = best_time(lambda: tstep(xt, yt), 20)
         row += [f"{t*1e6:.1f}", f"{graph / t:.2f}"]
+    if jx is not None:
+        jax_mod, _, jstep, jparams, jvel = jx
+        xj, yj = jax_mod.numpy.asarray(x.asnumpy()), jax_mod.numpy.asarray(y.asnumpy())
+        state = [jparams, jvel]
+
+        def run_jax():
+            state[0], state[1], value = jstep(state[0], state[1], xj, yj)
+            value.block_until_ready()
+
+        j = best_time(run_jax, 20)
+        row += [f"{j*1e6:.1f}", f"{graph / j:.2f}"]
     rows.append(row)
 
     headers = ["workload", "kiln PyNative µs", "kiln Graph µs"]
     if torch is not None:
         headers += ["PyTorch eager µs", "Graph / PyTorch"]
+    if jx is not None:
+        headers += ["JAX jit µs", "Graph / JAX"]
     print(f"threads: {args.threads}")
     print(table(headers, rows))
 
