@@ -25,6 +25,7 @@ OpRegistry BuildRegistry() {
   RegisterCreationOps(registry);
   RegisterLinalgOps(registry);
   RegisterConvOps(registry);
+  RegisterOptimOps(registry);
   return registry;
 }
 

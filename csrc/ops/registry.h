@@ -115,6 +115,7 @@ void RegisterIndexingOps(OpRegistry& registry);
 void RegisterCreationOps(OpRegistry& registry);
 void RegisterLinalgOps(OpRegistry& registry);
 void RegisterConvOps(OpRegistry& registry);
+void RegisterOptimOps(OpRegistry& registry);
 
 // ---- Attribute access by schema position (ops check types at the edge, in the dispatcher) ----
 inline bool AttrIsNone(const Attrs& a, size_t i) {

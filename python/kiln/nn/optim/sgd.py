@@ -72,6 +72,10 @@ class Momentum(Optimizer):
 
     def _update(self, i, param, grad, lr, weight_decay, state):
         accum = _graph_value(self.moments[i])
+        if param.dtype.is_floating_point and grad.dtype == param.dtype:
+            # One fused in-place pass over param and accum (MindSpore's ApplyMomentum).
+            ops.apply_momentum(param, accum, lr, grad, self.momentum, self.use_nesterov)
+            return
         _copy_into(accum, accum * self.momentum + grad)
         step = grad + accum * self.momentum if self.use_nesterov else accum
         _copy_into(param, param - step * lr)

@@ -2,7 +2,8 @@
 
 from kiln.ops._core import call
 
-__all__ = ["conv2d", "max_pool2d", "avg_pool2d", "adaptive_avg_pool2d"]
+__all__ = [
+    "apply_momentum","conv2d", "max_pool2d", "avg_pool2d", "adaptive_avg_pool2d"]
 
 
 def _pair(value, name, op, allow_zero=False):
@@ -134,3 +135,11 @@ def adaptive_avg_pool2d(input, output_size):  # noqa: A002
     return avg_pool2d(input, kernel, kernel)
 
 
+
+
+def apply_momentum(variable, accumulation, learning_rate, gradient, momentum, use_nesterov=False):
+    """In place: accumulation = momentum * accumulation + gradient, then variable -= learning_rate
+    * (gradient + momentum * accumulation if use_nesterov else accumulation), in one pass
+    (MindSpore's ApplyMomentum). Returns variable."""
+    return call("apply_momentum", (variable, accumulation, learning_rate, gradient, momentum),
+                (bool(use_nesterov),))
