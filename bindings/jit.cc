@@ -13,8 +13,8 @@ namespace kiln::bind {
 
 namespace {
 
-using frontend::GValue;
 using frontend::GraphBuilder;
+using frontend::GValue;
 using Handle = std::tuple<int, int, int>;  // (function, node, output) as Python sees a value
 
 Handle ToHandle(const GValue& v) { return {v.func, v.ref.node, v.ref.index}; }
@@ -52,60 +52,65 @@ struct Executable {
 void BindJit(nb::module_& m) {
   nb::class_<GraphBuilder>(m, "GraphBuilder")
       .def(nb::init<>())
-      .def("input", [](GraphBuilder& b, DType dtype, const Shape& shape, const std::string& name) {
-        return ToHandle(b.Input(MetaFrom(dtype, shape), name));
-      })
-      .def("meta", [](GraphBuilder& b, const Handle& h) {
-        TensorMeta m = b.Meta(FromHandle(h));
-        return std::make_tuple(m.dtype, m.shape, m.weak);
-      })
-      .def("const", [](GraphBuilder& b, const Tensor& value, const std::string& file, int line, int col) {
-        return ToHandle(b.Const(value, Loc(file, line, col)));
-      })
-      .def("op", [](GraphBuilder& b, int kind, const std::vector<Handle>& inputs,
-                    const std::vector<bool>& absent, nb::sequence attrs, const std::string& file,
-                    int line, int col) {
-        Attrs values;
-        for (nb::handle h : attrs) values.push_back(ToAttr(h));
-        return ToHandles(b.Op(static_cast<OpKind>(kind), FromHandles(inputs), absent,
-                              std::move(values), Loc(file, line, col)));
-      })
-      .def("print_", [](GraphBuilder& b, const std::string& format, const std::vector<Handle>& inputs,
-                        const std::string& file, int line, int col) {
-        b.Print(format, FromHandles(inputs), Loc(file, line, col));
-      })
-      .def("raise_", [](GraphBuilder& b, const std::string& type, const std::string& format,
-                        const std::vector<Handle>& inputs, const std::string& file, int line, int col) {
-        b.Raise(type, format, FromHandles(inputs), Loc(file, line, col));
-      })
+      .def("input",
+           [](GraphBuilder& b, DType dtype, const Shape& shape, const std::string& name) {
+             return ToHandle(b.Input(MetaFrom(dtype, shape), name));
+           })
+      .def("meta",
+           [](GraphBuilder& b, const Handle& h) {
+             TensorMeta m = b.Meta(FromHandle(h));
+             return std::make_tuple(m.dtype, m.shape, m.weak);
+           })
+      .def("const", [](GraphBuilder& b, const Tensor& value, const std::string& file, int line,
+                       int col) { return ToHandle(b.Const(value, Loc(file, line, col))); })
+      .def("op",
+           [](GraphBuilder& b, int kind, const std::vector<Handle>& inputs,
+              const std::vector<bool>& absent, nb::sequence attrs, const std::string& file,
+              int line, int col) {
+             Attrs values;
+             for (nb::handle h : attrs) values.push_back(ToAttr(h));
+             return ToHandles(b.Op(static_cast<OpKind>(kind), FromHandles(inputs), absent,
+                                   std::move(values), Loc(file, line, col)));
+           })
+      .def("print_", [](GraphBuilder& b, const std::string& format,
+                        const std::vector<Handle>& inputs, const std::string& file, int line,
+                        int col) { b.Print(format, FromHandles(inputs), Loc(file, line, col)); })
+      .def("raise_",
+           [](GraphBuilder& b, const std::string& type, const std::string& format,
+              const std::vector<Handle>& inputs, const std::string& file, int line,
+              int col) { b.Raise(type, format, FromHandles(inputs), Loc(file, line, col)); })
       .def("new_group", &GraphBuilder::NewGroup)
-      .def("begin_region", [](GraphBuilder& b, int group, const std::string& prefix,
-                              const std::vector<std::pair<DType, Shape>>& leading) {
-        std::vector<TensorMeta> metas;
-        for (const auto& [d, s] : leading) metas.push_back(MetaFrom(d, s));
-        return ToHandles(b.BeginRegion(group, prefix, metas));
-      })
-      .def("end_region", [](GraphBuilder& b, const std::vector<Handle>& results) {
-        b.EndRegion(FromHandles(results));
-      })
-      .def("if_", [](GraphBuilder& b, const Handle& cond, int group, const std::string& file, int line,
-                     int col) { return ToHandles(b.If(FromHandle(cond), group, Loc(file, line, col))); })
-      .def("while_", [](GraphBuilder& b, const std::vector<Handle>& carried, int group,
-                        const std::string& file, int line, int col) {
-        return ToHandles(b.While(FromHandles(carried), group, Loc(file, line, col)));
-      })
+      .def("begin_region",
+           [](GraphBuilder& b, int group, const std::string& prefix,
+              const std::vector<std::pair<DType, Shape>>& leading) {
+             std::vector<TensorMeta> metas;
+             for (const auto& [d, s] : leading) metas.push_back(MetaFrom(d, s));
+             return ToHandles(b.BeginRegion(group, prefix, metas));
+           })
+      .def("end_region",
+           [](GraphBuilder& b, const std::vector<Handle>& results) {
+             b.EndRegion(FromHandles(results));
+           })
+      .def("if_",
+           [](GraphBuilder& b, const Handle& cond, int group, const std::string& file, int line,
+              int col) { return ToHandles(b.If(FromHandle(cond), group, Loc(file, line, col))); })
+      .def("while_",
+           [](GraphBuilder& b, const std::vector<Handle>& carried, int group,
+              const std::string& file, int line, int col) {
+             return ToHandles(b.While(FromHandles(carried), group, Loc(file, line, col)));
+           })
       .def_prop_ro("current_func", &GraphBuilder::current_func)
       .def("mark", &GraphBuilder::Mark)
       .def("truncate", &GraphBuilder::Truncate)
-      .def("gradient", [](GraphBuilder& b, int mark, const std::vector<Handle>& targets,
-                          const std::vector<Handle>& sens, const std::vector<bool>& sens_absent,
-                          const std::vector<Handle>& sources) {
-        return ToHandles(b.Gradient(mark, FromHandles(targets), FromHandles(sens), sens_absent,
-                                    FromHandles(sources)));
-      })
-      .def("set_outputs", [](GraphBuilder& b, const std::vector<Handle>& outs) {
-        b.SetOutputs(FromHandles(outs));
-      })
+      .def("gradient",
+           [](GraphBuilder& b, int mark, const std::vector<Handle>& targets,
+              const std::vector<Handle>& sens, const std::vector<bool>& sens_absent,
+              const std::vector<Handle>& sources) {
+             return ToHandles(b.Gradient(mark, FromHandles(targets), FromHandles(sens), sens_absent,
+                                         FromHandles(sources)));
+           })
+      .def("set_outputs", [](GraphBuilder& b,
+                             const std::vector<Handle>& outs) { b.SetOutputs(FromHandles(outs)); })
       .def("text", [](GraphBuilder& b) { return ir::Print(b.module()); })
       .def("finish", [](GraphBuilder& b, const std::string& level) {
         ir::Verify(b.module());

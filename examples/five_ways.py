@@ -2,6 +2,7 @@
 
 Run: .venv/bin/python examples/five_ways.py
 """
+
 import numpy as np
 
 import kiln as ms
@@ -13,9 +14,8 @@ class Network(nn.Cell):
         super().__init__()
         self.flatten = nn.Flatten()
         self.dense_relu_sequential = nn.SequentialCell(
-            nn.Dense(28 * 28, 512), nn.ReLU(),
-            nn.Dense(512, 512), nn.ReLU(),
-            nn.Dense(512, 10))
+            nn.Dense(28 * 28, 512), nn.ReLU(), nn.Dense(512, 512), nn.ReLU(), nn.Dense(512, 10)
+        )
 
     def construct(self, x):
         x = self.flatten(x)

@@ -32,7 +32,8 @@ class GraphGradBuilder final : public GradBuilder {
     out_grads_ = std::move(out_grads);
   }
   void SetOutputRefs(int node_index) {
-    for (size_t k = 0; k < node_.outputs.size(); ++k) outputs_[k] = Add({node_index, static_cast<int>(k)});
+    for (size_t k = 0; k < node_.outputs.size(); ++k)
+      outputs_[k] = Add({node_index, static_cast<int>(k)});
   }
 
   int num_inputs() const override { return static_cast<int>(inputs_.size()); }
@@ -270,12 +271,14 @@ std::vector<ir::ValueRef> Gradient(ir::Module& module, ir::Func& func, int begin
       std::vector<ir::ValueRef> bwd_inputs = args;
       for (size_t k = 0; k < node.outputs.size(); ++k) {
         const TensorMeta& m = node.outputs[k];
-        bwd_inputs.push_back(out_grads[k].is_none() ? b.Op1(OpKind::Fill, {}, {m.shape, 0.0, m.dtype})
-                                                    : out_grads[k]);
+        bwd_inputs.push_back(out_grads[k].is_none()
+                                 ? b.Op1(OpKind::Fill, {}, {m.shape, 0.0, m.dtype})
+                                 : out_grads[k]);
       }
       std::string then_grad = BranchGradient(module, node.callees[0]);
       std::string else_grad = BranchGradient(module, node.callees[1]);
-      std::vector<ir::ValueRef> in_grads = b.If(node.inputs[0], bwd_inputs, then_grad, else_grad, node.loc);
+      std::vector<ir::ValueRef> in_grads =
+          b.If(node.inputs[0], bwd_inputs, then_grad, else_grad, node.loc);
       for (size_t k = 0; k < args.size(); ++k)
         if (Differentiable(func.meta(args[k]))) accumulate(args[k], in_grads[k]);
       continue;
@@ -292,7 +295,8 @@ std::vector<ir::ValueRef> Gradient(ir::Module& module, ir::Func& func, int begin
                "); gradients through tensor-dependent while loops in compiled code are not "
                "supported yet — compute this gradient in PyNative mode for now");
     const OpDef& def = GetOpDef(node.op);
-    KILN_CHECK(def.grad != nullptr, NotImplemented, "grad: op '", def.name, "' has no gradient rule");
+    KILN_CHECK(def.grad != nullptr, NotImplemented, "grad: op '", def.name,
+               "' has no gradient rule");
     std::vector<bool> wants;
     for (const auto& v : node.inputs) wants.push_back(!v.is_none() && Differentiable(func.meta(v)));
     GraphGradBuilder g(b, node, out_grads, wants, node.loc);

@@ -90,7 +90,8 @@ int GraphBuilder::NewGroup() {
 std::vector<GValue> GraphBuilder::BeginRegion(int group, const std::string& prefix,
                                               const std::vector<TensorMeta>& leading) {
   Group& g = groups_.at(group);
-  KILN_CHECK(g.parent_func == current_func(), Runtime, "graph builder: region opened outside its parent");
+  KILN_CHECK(g.parent_func == current_func(), Runtime,
+             "graph builder: region opened outside its parent");
   ir::Func& f = module_.AddFunc(module_.FreshName(prefix));
   int index = static_cast<int>(module_.funcs().size()) - 1;
   ir::Builder b(module_, f);

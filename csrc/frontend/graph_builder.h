@@ -34,9 +34,10 @@ class GraphBuilder {
 
   // ---- nodes in the current function ----
   GValue Const(const Tensor& value, const ir::SourceLoc& loc);
-  std::vector<GValue> Op(OpKind op, const std::vector<GValue>& inputs, const std::vector<bool>& absent,
-                         Attrs attrs, const ir::SourceLoc& loc);
-  void Print(const std::string& format, const std::vector<GValue>& inputs, const ir::SourceLoc& loc);
+  std::vector<GValue> Op(OpKind op, const std::vector<GValue>& inputs,
+                         const std::vector<bool>& absent, Attrs attrs, const ir::SourceLoc& loc);
+  void Print(const std::string& format, const std::vector<GValue>& inputs,
+             const ir::SourceLoc& loc);
   void Raise(const std::string& type, const std::string& format, const std::vector<GValue>& inputs,
              const ir::SourceLoc& loc);
 
@@ -47,7 +48,8 @@ class GraphBuilder {
   void Truncate(int mark);
   // Gradients of targets w.r.t. sources over the current function's nodes since `mark`.
   std::vector<GValue> Gradient(int mark, const std::vector<GValue>& targets,
-                               const std::vector<GValue>& sens, const std::vector<bool>& sens_absent,
+                               const std::vector<GValue>& sens,
+                               const std::vector<bool>& sens_absent,
                                const std::vector<GValue>& sources);
 
   // ---- regions ----
@@ -59,14 +61,15 @@ class GraphBuilder {
                                   const std::vector<TensorMeta>& leading);
   void EndRegion(const std::vector<GValue>& results);
   std::vector<GValue> If(const GValue& cond, int group, const ir::SourceLoc& loc);
-  std::vector<GValue> While(const std::vector<GValue>& carried, int group, const ir::SourceLoc& loc);
+  std::vector<GValue> While(const std::vector<GValue>& carried, int group,
+                            const ir::SourceLoc& loc);
 
  private:
   struct Group {
-    int parent_func;                  // the function the region's node goes into
-    std::vector<GValue> captures;     // values of the parent (or further out), in order
-    std::vector<int> funcs;           // region functions, in creation order
-    std::vector<size_t> leading;      // leading param count of each function
+    int parent_func;               // the function the region's node goes into
+    std::vector<GValue> captures;  // values of the parent (or further out), in order
+    std::vector<int> funcs;        // region functions, in creation order
+    std::vector<size_t> leading;   // leading param count of each function
   };
   struct Frame {
     int func;

@@ -10,13 +10,20 @@ namespace kiln::ir {
 
 const char* NodeKindName(NodeKind kind) {
   switch (kind) {
-    case NodeKind::Op: return "op";
-    case NodeKind::Const: return "const";
-    case NodeKind::If: return "if";
-    case NodeKind::While: return "while";
-    case NodeKind::Call: return "call";
-    case NodeKind::Print: return "print";
-    case NodeKind::Raise: return "raise";
+    case NodeKind::Op:
+      return "op";
+    case NodeKind::Const:
+      return "const";
+    case NodeKind::If:
+      return "if";
+    case NodeKind::While:
+      return "while";
+    case NodeKind::Call:
+      return "call";
+    case NodeKind::Print:
+      return "print";
+    case NodeKind::Raise:
+      return "raise";
   }
   return "?";
 }
@@ -56,7 +63,8 @@ std::string Module::FreshName(const std::string& prefix) const {
 Attrs CompleteAttrs(const OpDef& def, Attrs attrs) {
   KILN_CHECK(attrs.size() <= def.attrs.size(), Type, def.name, ": expected at most ",
              def.attrs.size(), " attributes, got ", attrs.size());
-  for (size_t i = attrs.size(); i < def.attrs.size(); ++i) attrs.push_back(def.attrs[i].default_value);
+  for (size_t i = attrs.size(); i < def.attrs.size(); ++i)
+    attrs.push_back(def.attrs[i].default_value);
   return attrs;
 }
 
@@ -77,7 +85,8 @@ std::vector<ValueRef> Builder::Append(Node node) {
 }
 
 // The casts eager dispatch makes before a promoted op (runtime/eager.cc), as explicit nodes.
-void Builder::PromoteOperands(const OpDef& def, std::vector<ValueRef>& inputs, const SourceLoc& loc) {
+void Builder::PromoteOperands(const OpDef& def, std::vector<ValueRef>& inputs,
+                              const SourceLoc& loc) {
   if (def.promotion == Promotion::None) return;
   std::vector<TensorMeta> metas;
   for (ValueRef v : inputs) metas.push_back(func_.meta(v));

@@ -44,8 +44,8 @@ const char* NodeKindName(NodeKind kind);
 
 struct Node {
   NodeKind kind = NodeKind::Op;
-  OpKind op = OpKind::Add;           // for Op nodes
-  Attrs attrs;                       // op attributes, in the op's schema order
+  OpKind op = OpKind::Add;  // for Op nodes
+  Attrs attrs;              // op attributes, in the op's schema order
   std::vector<ValueRef> inputs;
   std::vector<TensorMeta> outputs;   // one per result of the node
   std::vector<std::string> callees;  // If: {then, else}; While: {cond, body}; Call: {callee};
@@ -59,7 +59,7 @@ struct Func {
   std::string name;
   std::vector<std::string> param_names;  // for printing only; may be empty
   std::vector<TensorMeta> params;
-  std::vector<Node> nodes;               // in execution order
+  std::vector<Node> nodes;  // in execution order
   std::vector<ValueRef> results;
 
   const TensorMeta& meta(ValueRef v) const {
@@ -107,8 +107,9 @@ class Builder {
     return Op(op, std::move(inputs), std::move(attrs), std::move(loc))[0];
   }
   // Runs then_func or else_func (same signature, params = inputs) on `inputs`.
-  std::vector<ValueRef> If(ValueRef cond, std::vector<ValueRef> inputs, const std::string& then_func,
-                           const std::string& else_func, SourceLoc loc = {});
+  std::vector<ValueRef> If(ValueRef cond, std::vector<ValueRef> inputs,
+                           const std::string& then_func, const std::string& else_func,
+                           SourceLoc loc = {});
   // Loop-carried values: cond(carried) -> bool scalar; body(carried) -> carried.
   std::vector<ValueRef> While(std::vector<ValueRef> carried, const std::string& cond_func,
                               const std::string& body_func, SourceLoc loc = {});
@@ -117,8 +118,8 @@ class Builder {
   void Print(const std::string& format, std::vector<ValueRef> inputs, SourceLoc loc = {});
   // Raises at run time when reached (the front end puts it in an `if` branch); `format` may
   // show the values of `inputs` with {} placeholders.
-  void Raise(const std::string& error_type, const std::string& format,
-             std::vector<ValueRef> inputs, SourceLoc loc = {});
+  void Raise(const std::string& error_type, const std::string& format, std::vector<ValueRef> inputs,
+             SourceLoc loc = {});
   void Return(std::vector<ValueRef> results);
 
   Func& func() { return func_; }

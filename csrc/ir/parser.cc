@@ -31,8 +31,15 @@ std::vector<Token> Tokenize(const std::string& src) {
   };
   while (i < src.size()) {
     char c = src[i];
-    if (c == '\n') { ++line; ++i; continue; }
-    if (std::isspace(static_cast<unsigned char>(c))) { ++i; continue; }
+    if (c == '\n') {
+      ++line;
+      ++i;
+      continue;
+    }
+    if (std::isspace(static_cast<unsigned char>(c))) {
+      ++i;
+      continue;
+    }
     if (c == '/' && i + 1 < src.size() && src[i + 1] == '/') {  // comment to end of line
       while (i < src.size() && src[i] != '\n') ++i;
       continue;
@@ -40,8 +47,11 @@ std::vector<Token> Tokenize(const std::string& src) {
     size_t start = i;
     if (c == '%' || c == '@') {
       ++i;
-      while (i < src.size() && (std::isalnum(static_cast<unsigned char>(src[i])) || src[i] == '_' || src[i] == '.')) ++i;
-      out.push_back({c == '%' ? Tok::Value : Tok::Global, src.substr(start + 1, i - start - 1), line});
+      while (i < src.size() &&
+             (std::isalnum(static_cast<unsigned char>(src[i])) || src[i] == '_' || src[i] == '.'))
+        ++i;
+      out.push_back(
+          {c == '%' ? Tok::Value : Tok::Global, src.substr(start + 1, i - start - 1), line});
       continue;
     }
     if (c == '"') {
@@ -60,17 +70,20 @@ std::vector<Token> Tokenize(const std::string& src) {
       continue;
     }
     bool sign = (c == '-' || c == '+') && i + 1 < src.size() &&
-                (std::isdigit(static_cast<unsigned char>(src[i + 1])) || src[i + 1] == 'i' || src[i + 1] == 'n');
+                (std::isdigit(static_cast<unsigned char>(src[i + 1])) || src[i + 1] == 'i' ||
+                 src[i + 1] == 'n');
     if (std::isdigit(static_cast<unsigned char>(c)) || sign) {
       ++i;
-      while (i < src.size() && (std::isalnum(static_cast<unsigned char>(src[i])) || src[i] == '.' ||
-                                ((src[i] == '-' || src[i] == '+') && (src[i - 1] == 'e' || src[i - 1] == 'E'))))
+      while (i < src.size() &&
+             (std::isalnum(static_cast<unsigned char>(src[i])) || src[i] == '.' ||
+              ((src[i] == '-' || src[i] == '+') && (src[i - 1] == 'e' || src[i - 1] == 'E'))))
         ++i;
       out.push_back({Tok::Number, src.substr(start, i - start), line});
       continue;
     }
     if (std::isalpha(static_cast<unsigned char>(c)) || c == '_') {
-      while (i < src.size() && (std::isalnum(static_cast<unsigned char>(src[i])) || src[i] == '_')) ++i;
+      while (i < src.size() && (std::isalnum(static_cast<unsigned char>(src[i])) || src[i] == '_'))
+        ++i;
       out.push_back({Tok::Ident, src.substr(start, i - start), line});
       continue;
     }
@@ -79,7 +92,8 @@ std::vector<Token> Tokenize(const std::string& src) {
       i += 2;
       continue;
     }
-    if (std::string("()[]{},:=?").find(c) == std::string::npos) error(std::string("unexpected '") + c + "'");
+    if (std::string("()[]{},:=?").find(c) == std::string::npos)
+      error(std::string("unexpected '") + c + "'");
     out.push_back({Tok::Punct, std::string(1, c), line});
     ++i;
   }
@@ -89,12 +103,13 @@ std::vector<Token> Tokenize(const std::string& src) {
 
 DType DTypeFromShort(const std::string& s, int line) {
   static const std::unordered_map<std::string, DType> kTable = {
-      {"b", DType::Bool},     {"u8", DType::UInt8},      {"i8", DType::Int8},
-      {"i16", DType::Int16},  {"i32", DType::Int32},     {"i64", DType::Int64},
+      {"b", DType::Bool},      {"u8", DType::UInt8},      {"i8", DType::Int8},
+      {"i16", DType::Int16},   {"i32", DType::Int32},     {"i64", DType::Int64},
       {"f16", DType::Float16}, {"bf16", DType::BFloat16}, {"f32", DType::Float32},
       {"f64", DType::Float64}};
   auto it = kTable.find(s);
-  if (it == kTable.end()) Throw(ErrorKind::Value, "ir parse error at line ", line, ": unknown type '", s, "'");
+  if (it == kTable.end())
+    Throw(ErrorKind::Value, "ir parse error at line ", line, ": unknown type '", s, "'");
   return it->second;
 }
 
@@ -113,7 +128,8 @@ class Parser {
   const Token& Peek() const { return toks_[pos_]; }
   Token Next() { return toks_[pos_++]; }
   [[noreturn]] void Fail(const std::string& what) {
-    Throw(ErrorKind::Value, "ir parse error at line ", Peek().line, ": ", what, ", found '", Peek().text, "'");
+    Throw(ErrorKind::Value, "ir parse error at line ", Peek().line, ": ", what, ", found '",
+          Peek().text, "'");
   }
   bool IsPunct(const char* p) const { return Peek().kind == Tok::Punct && Peek().text == p; }
   bool IsIdent(const char* w) const { return Peek().kind == Tok::Ident && Peek().text == w; }
@@ -234,7 +250,8 @@ class Parser {
   }
 
   void Define(const std::string& name, ValueRef v) {
-    if (name != std::to_string(next_)) Fail("values must be numbered in order: expected %" + std::to_string(next_));
+    if (name != std::to_string(next_))
+      Fail("values must be numbered in order: expected %" + std::to_string(next_));
     values_[name] = v;
     ++next_;
   }
@@ -336,8 +353,10 @@ class Parser {
 
   Tensor MakeConst(const TensorMeta& meta) {
     Shape shape = meta.shape;
-    for (int64_t d : shape) if (d < 0) Fail("a constant needs a known shape");
-    if (static_cast<int64_t>(const_values_.size()) != NumElements(shape)) Fail("constant has the wrong number of values");
+    for (int64_t d : shape)
+      if (d < 0) Fail("a constant needs a known shape");
+    if (static_cast<int64_t>(const_values_.size()) != NumElements(shape))
+      Fail("constant has the wrong number of values");
     Tensor src = Tensor::Empty(shape, DType::Float64);
     for (size_t i = 0; i < const_values_.size(); ++i) src.data<double>()[i] = const_values_[i];
     Tensor out = src.To(meta.dtype);

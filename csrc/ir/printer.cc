@@ -19,16 +19,26 @@ namespace {
 
 const char* ShortDType(DType d) {
   switch (d) {
-    case DType::Bool: return "b";
-    case DType::UInt8: return "u8";
-    case DType::Int8: return "i8";
-    case DType::Int16: return "i16";
-    case DType::Int32: return "i32";
-    case DType::Int64: return "i64";
-    case DType::Float16: return "f16";
-    case DType::BFloat16: return "bf16";
-    case DType::Float32: return "f32";
-    case DType::Float64: return "f64";
+    case DType::Bool:
+      return "b";
+    case DType::UInt8:
+      return "u8";
+    case DType::Int8:
+      return "i8";
+    case DType::Int16:
+      return "i16";
+    case DType::Int32:
+      return "i32";
+    case DType::Int64:
+      return "i64";
+    case DType::Float16:
+      return "f16";
+    case DType::BFloat16:
+      return "bf16";
+    case DType::Float32:
+      return "f32";
+    case DType::Float64:
+      return "f64";
   }
   return "?";
 }
@@ -70,8 +80,8 @@ std::string ConstText(const Tensor& value) {
   std::string out = "[";
   for (int64_t i = 0; i < values.numel(); ++i) {
     double v = values.data<double>()[i];
-    out += (i ? ", " : "") + (IsFloating(value.dtype()) ? FormatDouble(v)
-                                                         : std::to_string(static_cast<int64_t>(v)));
+    out += (i ? ", " : "") +
+           (IsFloating(value.dtype()) ? FormatDouble(v) : std::to_string(static_cast<int64_t>(v)));
   }
   return out + "]";
 }
@@ -83,7 +93,8 @@ class FuncPrinter {
   void Run() {
     out_ << "func @" << f_.name << "(";
     for (size_t i = 0; i < f_.params.size(); ++i) {
-      out_ << (i ? ", " : "") << Name({-1, static_cast<int>(i)}) << ": " << TypeString(f_.params[i]);
+      out_ << (i ? ", " : "") << Name({-1, static_cast<int>(i)}) << ": "
+           << TypeString(f_.params[i]);
     }
     out_ << ") -> (";
     auto results = f_.result_metas();
@@ -100,7 +111,8 @@ class FuncPrinter {
     if (v.is_none()) return "none";
     if (v.is_param()) return "%" + std::to_string(v.index);
     auto it = numbers_.find(Key(v));
-    KILN_CHECK(it != numbers_.end(), Value, "ir printer: @", f_.name, " uses a value before it is defined");
+    KILN_CHECK(it != numbers_.end(), Value, "ir printer: @", f_.name,
+               " uses a value before it is defined");
     return "%" + std::to_string(it->second);
   }
   static int64_t Key(ValueRef v) { return (static_cast<int64_t>(v.node) << 20) + v.index; }
@@ -120,8 +132,12 @@ class FuncPrinter {
     }
     if (!node.outputs.empty()) out_ << " = ";
     switch (node.kind) {
-      case NodeKind::Op: PrintOp(node); break;
-      case NodeKind::Const: out_ << "const " << ConstText(node.value); break;
+      case NodeKind::Op:
+        PrintOp(node);
+        break;
+      case NodeKind::Const:
+        out_ << "const " << ConstText(node.value);
+        break;
       case NodeKind::If:
         out_ << "if " << Name(node.inputs[0]) << Operands(node.inputs, 1) << " then @"
              << node.callees[0] << " else @" << node.callees[1];
@@ -130,8 +146,12 @@ class FuncPrinter {
         out_ << "while" << Operands(node.inputs) << " cond @" << node.callees[0] << " body @"
              << node.callees[1];
         break;
-      case NodeKind::Call: out_ << "call @" << node.callees[0] << Operands(node.inputs); break;
-      case NodeKind::Print: out_ << "print " << Quote(node.text) << Operands(node.inputs); break;
+      case NodeKind::Call:
+        out_ << "call @" << node.callees[0] << Operands(node.inputs);
+        break;
+      case NodeKind::Print:
+        out_ << "print " << Quote(node.text) << Operands(node.inputs);
+        break;
       case NodeKind::Raise:
         out_ << "raise " << (node.callees.empty() ? "RuntimeError" : node.callees[0]) << " "
              << Quote(node.text) << Operands(node.inputs);
@@ -143,7 +163,8 @@ class FuncPrinter {
         out_ << (k ? ", " : "") << TypeString(node.outputs[k]);
     }
     if (node.loc.known())
-      out_ << " loc(" << Quote(node.loc.file) << ":" << node.loc.line << ":" << node.loc.column << ")";
+      out_ << " loc(" << Quote(node.loc.file) << ":" << node.loc.line << ":" << node.loc.column
+           << ")";
     out_ << "\n";
   }
 

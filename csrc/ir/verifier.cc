@@ -25,16 +25,27 @@ class FuncVerifier {
       const Node& node = f_.nodes[n];
       for (ValueRef v : node.inputs) CheckDefined(v);
       switch (node.kind) {
-        case NodeKind::Op: CheckOp(node); break;
-        case NodeKind::Const: CheckConst(node); break;
-        case NodeKind::If: CheckIf(node); break;
-        case NodeKind::While: CheckWhile(node); break;
-        case NodeKind::Call: CheckSignature(node, Callee(node, 0), node.inputs, 0); break;
+        case NodeKind::Op:
+          CheckOp(node);
+          break;
+        case NodeKind::Const:
+          CheckConst(node);
+          break;
+        case NodeKind::If:
+          CheckIf(node);
+          break;
+        case NodeKind::While:
+          CheckWhile(node);
+          break;
+        case NodeKind::Call:
+          CheckSignature(node, Callee(node, 0), node.inputs, 0);
+          break;
         case NodeKind::Print:
           Require(node.outputs.empty(), "has results");
           break;
         case NodeKind::Raise:
-          Require(node.outputs.empty() && node.callees.size() == 1, "needs an exception type and no results");
+          Require(node.outputs.empty() && node.callees.size() == 1,
+                  "needs an exception type and no results");
           break;
       }
     }
@@ -63,7 +74,8 @@ class FuncVerifier {
       return;
     }
     int limit = node_ >= 0 ? node_ : static_cast<int>(f_.nodes.size());
-    Require(v.node >= 0 && v.node < limit, "uses a value of node ", v.node, " before it is defined");
+    Require(v.node >= 0 && v.node < limit, "uses a value of node ", v.node,
+            " before it is defined");
     Require(v.index >= 0 && v.index < static_cast<int>(f_.nodes[v.node].outputs.size()),
             "uses output ", v.index, " of node ", v.node, " which has no such output");
   }
@@ -90,7 +102,8 @@ class FuncVerifier {
 
   void CheckConst(const Node& node) {
     Require(node.value.defined(), "has no value");
-    Require(node.outputs.size() == 1 && SameType(node.outputs[0], {node.value.dtype(), node.value.shape()}),
+    Require(node.outputs.size() == 1 &&
+                SameType(node.outputs[0], {node.value.dtype(), node.value.shape()}),
             "type does not match its value");
   }
 
@@ -101,7 +114,8 @@ class FuncVerifier {
   }
 
   // callee(params) must accept `args` (from index `from`) and return the node's outputs.
-  void CheckSignature(const Node& node, const Func& callee, const std::vector<ValueRef>& args, size_t from) {
+  void CheckSignature(const Node& node, const Func& callee, const std::vector<ValueRef>& args,
+                      size_t from) {
     Require(callee.params.size() == args.size() - from, "@", callee.name, " takes ",
             callee.params.size(), " values, given ", args.size() - from);
     for (size_t i = from; i < args.size(); ++i)
@@ -119,8 +133,8 @@ class FuncVerifier {
   void CheckIf(const Node& node) {
     Require(!node.inputs.empty(), "has no condition");
     const TensorMeta& cond = f_.meta(node.inputs[0]);
-    Require(cond.dtype == DType::Bool && NumElements(cond.shape) == 1, "condition must be a bool scalar, got ",
-            TypeString(cond));
+    Require(cond.dtype == DType::Bool && NumElements(cond.shape) == 1,
+            "condition must be a bool scalar, got ", TypeString(cond));
     CheckSignature(node, Callee(node, 0), node.inputs, 1);
     CheckSignature(node, Callee(node, 1), node.inputs, 1);
   }

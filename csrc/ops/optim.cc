@@ -18,12 +18,12 @@ std::vector<TensorMeta> InferApplyMomentum(const OpDef& def, const std::vector<T
   for (const TensorMeta* m : {&var, &accum, &lr, &grad, &mom})
     KILN_CHECK(IsFloating(m->dtype), Type, def.name, ": expected floating-point tensors, got ",
                DTypeName(m->dtype));
-  KILN_CHECK(var.shape == accum.shape && var.shape == grad.shape, Value, def.name,
-             ": variable ", ShapeStr(var.shape), ", accumulation ", ShapeStr(accum.shape),
-             " and gradient ", ShapeStr(grad.shape), " must have one shape");
+  KILN_CHECK(var.shape == accum.shape && var.shape == grad.shape, Value, def.name, ": variable ",
+             ShapeStr(var.shape), ", accumulation ", ShapeStr(accum.shape), " and gradient ",
+             ShapeStr(grad.shape), " must have one shape");
   KILN_CHECK(var.dtype == accum.dtype && var.dtype == grad.dtype, Type, def.name,
-             ": variable, accumulation and gradient must share a dtype, got ",
-             DTypeName(var.dtype), ", ", DTypeName(accum.dtype), ", ", DTypeName(grad.dtype));
+             ": variable, accumulation and gradient must share a dtype, got ", DTypeName(var.dtype),
+             ", ", DTypeName(accum.dtype), ", ", DTypeName(grad.dtype));
   KILN_CHECK(NumElements(lr.shape) == 1 && NumElements(mom.shape) == 1, Value, def.name,
              ": learning_rate and momentum must be scalars, got ", ShapeStr(lr.shape), " and ",
              ShapeStr(mom.shape));

@@ -1,4 +1,5 @@
 """Runs a function in PyNative mode and compiled, and compares the results."""
+
 import numpy as np
 
 import kiln as ms

@@ -1,4 +1,5 @@
 """The seed network runs unchanged in all five ways (SPEC §4) and agrees with PyNative."""
+
 import pathlib
 import sys
 

@@ -1,4 +1,5 @@
 """The IR's text form (round trip, golden files), verifier and interpreter."""
+
 import pathlib
 
 import numpy as np
@@ -45,18 +46,28 @@ def test_ops_with_attributes_run_like_eager():
     assert _C.ir_reprint(SIMPLE) == SIMPLE
 
 
-@pytest.mark.parametrize("bad,word", [
-    (SIMPLE.replace("%2 = add(%0, %1) : f32[2,3]", "%2 = add(%0, %1) : f32[2,4]"), "recorded"),
-    (SIMPLE.replace("add(%0, %1)", "add(%0, %9)"), "undefined value"),
-    (SIMPLE.replace("reduce_sum", "no_such_op"), "unknown op"),
-    (SIMPLE.replace("keepdims=True", "keepdim=True"), "no attribute"),
-    (SIMPLE.replace("%4 = mul", "%5 = mul"), "numbered in order"),
-    (SIMPLE.replace("f32[3]) ->", "q32[3]) ->"), "unknown type"),
-    ("func @main(%0: b[]) -> (b[]) {\n  %1 = if %0(%0) then @a else @b : b[]\n"
-     "  return %1\n}\n", "does not exist"),
-    ("func @main(%0: f32[2]) -> (f32[2]) {\n  %1 = if %0(%0) then @main else @main : f32[2]\n"
-     "  return %1\n}\n", "bool scalar"),
-])
+@pytest.mark.parametrize(
+    "bad,word",
+    [
+        (SIMPLE.replace("%2 = add(%0, %1) : f32[2,3]", "%2 = add(%0, %1) : f32[2,4]"), "recorded"),
+        (SIMPLE.replace("add(%0, %1)", "add(%0, %9)"), "undefined value"),
+        (SIMPLE.replace("reduce_sum", "no_such_op"), "unknown op"),
+        (SIMPLE.replace("keepdims=True", "keepdim=True"), "no attribute"),
+        (SIMPLE.replace("%4 = mul", "%5 = mul"), "numbered in order"),
+        (SIMPLE.replace("f32[3]) ->", "q32[3]) ->"), "unknown type"),
+        (
+            "func @main(%0: b[]) -> (b[]) {\n  %1 = if %0(%0) then @a else @b : b[]\n"
+            "  return %1\n}\n",
+            "does not exist",
+        ),
+        (
+            "func @main(%0: f32[2]) -> (f32[2]) {\n"
+            "  %1 = if %0(%0) then @main else @main : f32[2]\n"
+            "  return %1\n}\n",
+            "bool scalar",
+        ),
+    ],
+)
 def test_bad_ir_is_reported_not_crashed(bad, word):
     with pytest.raises(ValueError, match=word):
         _C.ir_verify(bad)
@@ -76,8 +87,9 @@ def test_print_and_raise_act_at_run_time(capfd):
 
 def test_wrong_input_types_are_rejected():
     with pytest.raises(TypeError, match="input 1"):
-        _C.ir_run(SIMPLE, [ms.Tensor(np.zeros((2, 3), np.float32)),
-                           ms.Tensor(np.zeros(4, np.float32))])
+        _C.ir_run(
+            SIMPLE, [ms.Tensor(np.zeros((2, 3), np.float32)), ms.Tensor(np.zeros(4, np.float32))]
+        )
 
 
 @pytest.mark.parametrize("path", sorted((IR_DIR / "passes").glob("*.ir")), ids=lambda p: p.name)
@@ -86,7 +98,7 @@ def test_pass_golden_files(path):
     text = path.read_text()
     header = text.splitlines()[0]
     assert header.startswith("// RUN:"), "the first line must name the passes"
-    names = [n.strip() for n in header[len("// RUN:"):].split(",")]
+    names = [n.strip() for n in header[len("// RUN:") :].split(",")]
     source, expected = text.split("// ---- expected")
     source = "\n".join(line for line in source.splitlines() if not line.startswith("//"))
     assert _C.ir_run_passes(source, names).strip() == expected.strip()

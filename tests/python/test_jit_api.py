@@ -1,4 +1,5 @@
 """jit in all its forms, the compile cache and its guards, mutable, save_graphs, errors."""
+
 import numpy as np
 import pytest
 
@@ -119,8 +120,8 @@ def test_cache_hits_on_same_signature_and_recompiles_on_new_shapes_or_constants(
     mid = stats()
     assert mid["compiles"] - start["compiles"] == 1
     assert mid["cache_hits"] - start["cache_hits"] == 2
-    f(ones(4), 3)   # new shape
-    f(ones(2), 4)   # new constant
+    f(ones(4), 3)  # new shape
+    f(ones(2), 4)  # new constant
     assert stats()["compiles"] - mid["compiles"] == 2
 
 

@@ -1,4 +1,5 @@
 """Graph-mode programs with Cells, Parameters, keyword arguments and library ops, in both modes."""
+
 import numpy as np
 import pytest
 from graph_check import assert_same_in_both_modes as both
@@ -95,8 +96,11 @@ def attention(q, k, v):
 
 
 def losses(logits, labels, target):
-    return (ops.cross_entropy(logits, labels), ops.mse_loss(logits, target),
-            ops.log_softmax(logits, axis=1).sum())
+    return (
+        ops.cross_entropy(logits, labels),
+        ops.mse_loss(logits, target),
+        ops.log_softmax(logits, axis=1).sum(),
+    )
 
 
 def kwargs_and_defaults(x, scale=2.0, *, shift=1.0, **more):

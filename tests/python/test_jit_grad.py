@@ -1,4 +1,5 @@
 """Gradients in Graph mode: grad inside jit, jit(grad(f)), grad(jit(f)), a compiled train step."""
+
 import numpy as np
 import pytest
 
@@ -23,11 +24,14 @@ def layer_norm_loss(x, w):
 
 
 def broadcast_and_reduce(x, w):
-    return ops.sum(ops.maximum(x[:, :1] * w[0], 0.1) / (1.0 + ops.exp(-x.sum(axis=1, keepdims=True))))
+    return ops.sum(
+        ops.maximum(x[:, :1] * w[0], 0.1) / (1.0 + ops.exp(-x.sum(axis=1, keepdims=True)))
+    )
 
 
-@pytest.mark.parametrize("fn", [smooth, layer_norm_loss, broadcast_and_reduce],
-                         ids=lambda f: f.__name__)
+@pytest.mark.parametrize(
+    "fn", [smooth, layer_norm_loss, broadcast_and_reduce], ids=lambda f: f.__name__
+)
 def test_grad_inside_jit_matches_pynative(fn):
     x, w = t(4, 3), t(3, 5)
     eager = ms.grad(fn, (0, 1))(x, w)
@@ -132,7 +136,7 @@ def loop_with_weights(x, w, n):
 
 def loop_with_break(x, w):
     h = x
-    for i in range(6):
+    for _i in range(6):
         h = h * w + 0.1
         if h.sum() > 4.0:
             break

@@ -1,4 +1,5 @@
 """Graph-mode programs, each run in both modes and compared (STRICT syntax, SPEC §2)."""
+
 import numpy as np
 import pytest
 from graph_check import assert_same_in_both_modes as both
@@ -16,13 +17,13 @@ def t(*shape, dtype=np.float32):
 # ---- straight-line code, numbers and Python semantics ----
 def arith(x, y):
     a = x * y + 2.0
-    b = a / (y * y + 1.0) - x ** 2
+    b = a / (y * y + 1.0) - x**2
     return -b, abs(b), b // 1.0, b % 2.0
 
 
 def python_numbers(x):
-    k = 16 / 4          # a float, as in Python
-    j = 7 // 2 + 2 ** 3
+    k = 16 / 4  # a float, as in Python
+    j = 7 // 2 + 2**3
     return x * k + j, k, j
 
 
@@ -68,8 +69,23 @@ def builtins_in_code(x):
     pieces = [x * i for i in range(3)]
     total = sum(pieces[1:], pieces[0])
     sizes = {k: v.shape for k, v in zip("abc", pieces)}
-    flags = (isinstance(x, Tensor), isinstance(3, int), hasattr(x, "shape"), float is float)
-    return total, sizes["b"], flags, max(3, 7), min([4, 2]), round(2.6), abs(-3), any([0, 1]), all([])
+    flags = (
+        isinstance(x, Tensor),
+        isinstance(3, int),
+        hasattr(x, "shape"),
+        type(len(pieces)).__name__ == "int",
+    )
+    return (
+        total,
+        sizes["b"],
+        flags,
+        max(3, 7),
+        min([4, 2]),
+        round(2.6),
+        abs(-3),
+        any([0, 1]),
+        all([]),
+    )
 
 
 def closures_and_lambdas(x):
@@ -232,8 +248,9 @@ PROGRAMS = [
 ]
 
 
-@pytest.mark.parametrize("fn,make_args", PROGRAMS,
-                         ids=[f"{p[0].__name__}-{i}" for i, p in enumerate(PROGRAMS)])
+@pytest.mark.parametrize(
+    "fn,make_args", PROGRAMS, ids=[f"{p[0].__name__}-{i}" for i, p in enumerate(PROGRAMS)]
+)
 def test_program_matches_pynative(fn, make_args):
     both(fn, *make_args())
 
@@ -289,7 +306,7 @@ def continue_on_tensor_condition(x, n):
 
 def break_in_unrolled_loop(x):
     acc = x
-    for i in range(6):
+    for _i in range(6):
         acc = acc + 1.0
         if acc.sum() > 12.0:
             break
@@ -299,15 +316,22 @@ def break_in_unrolled_loop(x):
 
 EXIT_PROGRAMS = [
     (break_on_tensor_condition, lambda: (Tensor(np.ones(3, np.float32)), Tensor(np.array(10)))),
-    (break_on_tensor_condition, lambda: (Tensor(np.ones(3, np.float32) * 0.01), Tensor(np.array(3)))),
-    (continue_on_tensor_condition, lambda: (Tensor(np.array([0.5, 0.25], np.float32)), Tensor(np.array(6)))),
+    (
+        break_on_tensor_condition,
+        lambda: (Tensor(np.ones(3, np.float32) * 0.01), Tensor(np.array(3))),
+    ),
+    (
+        continue_on_tensor_condition,
+        lambda: (Tensor(np.array([0.5, 0.25], np.float32)), Tensor(np.array(6))),
+    ),
     (break_in_unrolled_loop, lambda: (Tensor(np.ones(2, np.float32)),)),
     (break_in_unrolled_loop, lambda: (Tensor(np.full(2, 10.0, np.float32)),)),
 ]
 
 
-@pytest.mark.parametrize("fn,make_args", EXIT_PROGRAMS,
-                         ids=[f"{p[0].__name__}-{i}" for i, p in enumerate(EXIT_PROGRAMS)])
+@pytest.mark.parametrize(
+    "fn,make_args", EXIT_PROGRAMS, ids=[f"{p[0].__name__}-{i}" for i, p in enumerate(EXIT_PROGRAMS)]
+)
 def test_loop_exits_match_pynative(fn, make_args):
     both(fn, *make_args())
 
@@ -330,7 +354,7 @@ def search_unrolled(x):
 
 
 def countdown_return(x, n):
-    for i in range(n):
+    for _i in range(n):
         x = x - 1.0
         if x.sum() < 0:
             return x * 100.0
@@ -347,7 +371,10 @@ RETURN_PROGRAMS = [
 ]
 
 
-@pytest.mark.parametrize("fn,make_args", RETURN_PROGRAMS,
-                         ids=[f"{p[0].__name__}-{i}" for i, p in enumerate(RETURN_PROGRAMS)])
+@pytest.mark.parametrize(
+    "fn,make_args",
+    RETURN_PROGRAMS,
+    ids=[f"{p[0].__name__}-{i}" for i, p in enumerate(RETURN_PROGRAMS)],
+)
 def test_return_inside_loops_matches_pynative(fn, make_args):
     both(fn, *make_args())

@@ -1,4 +1,5 @@
 """More STRICT-syntax programs, each compiled and compared with PyNative (SPEC §2)."""
+
 import numpy as np
 import pytest
 from graph_check import assert_same_in_both_modes as both
@@ -48,8 +49,21 @@ def enumerate_zip_map_filter(x):
 
 
 def builtin_conversions(x):
-    return (x * int(3.7), x + float("2.5"), str(5), tuple([1, 2]), list(range(3)), dict(a=1),
-            pow(2, 5), round(3.14159, 2), bool(0), abs(-2.5), max(1, 4, 2), min((5, 3)), sum([1, 2]))
+    return (
+        x * int(3.7),
+        x + float("2.5"),
+        str(5),
+        tuple([1, 2]),
+        list(range(3)),
+        dict(a=1),
+        pow(2, 5),
+        round(3.14159, 2),
+        bool(0),
+        abs(-2.5),
+        max(1, 4, 2),
+        min((5, 3)),
+        sum([1, 2]),
+    )
 
 
 def slicing_python_sequences(x):
@@ -91,6 +105,7 @@ def closure_factory(x):
     def make_scaler(k):
         def scale(v):
             return v * k
+
         return scale
 
     double, triple = make_scaler(2.0), make_scaler(3.0)
@@ -115,7 +130,7 @@ def nested_tuple_unpack(x):
 
 
 def getattr_and_type(x):
-    shape = getattr(x, "shape")
+    shape = x.shape
     kind = type(x.shape[0]).__name__
     return x * shape[0], kind, hasattr(x, "no_such_attribute")
 
@@ -147,7 +162,7 @@ def tensor_not_and_or(x, y):
 
 
 def numeric_edge_cases(x):
-    return x / 4, 16 / 4, 7 // 2, -7 // 2, -7 % 3, 2 ** -1, x ** 0.5 if False else x * 1.0
+    return x / 4, 16 / 4, 7 // 2, -7 // 2, -7 % 3, 2**-1, x**0.5 if False else x * 1.0
 
 
 def augmented_on_containers(x):
@@ -192,30 +207,44 @@ def int_tensor_math(x):
 
 
 CASES = [
-    (is_and_in, lambda: (t(2), None)), (is_and_in, lambda: (t(2), 4.0)),
+    (is_and_in, lambda: (t(2), None)),
+    (is_and_in, lambda: (t(2), 4.0)),
     (strings_and_fstrings, lambda: (t(3), "ab")),
-    (dict_iteration, lambda: (t(2),)), (nested_comprehension, lambda: (t(2),)),
-    (enumerate_zip_map_filter, lambda: (t(2),)), (builtin_conversions, lambda: (t(2),)),
+    (dict_iteration, lambda: (t(2),)),
+    (nested_comprehension, lambda: (t(2),)),
+    (enumerate_zip_map_filter, lambda: (t(2),)),
+    (builtin_conversions, lambda: (t(2),)),
     (slicing_python_sequences, lambda: (t(2),)),
     (chained_comparisons, lambda: (Tensor(np.array([0.1, 0.2], np.float32)),)),
     (chained_comparisons, lambda: (Tensor(np.array([3.0, 0.2], np.float32)),)),
-    (constant_chained, lambda: (t(2), 3)), (constant_chained, lambda: (t(2), 7)),
+    (constant_chained, lambda: (t(2), 3)),
+    (constant_chained, lambda: (t(2), 7)),
     (while_with_inner_unrolled_for, lambda: (t(3), Tensor(np.array(3)))),
-    (if_inside_for_inside_if, lambda: (t(4), True)), (if_inside_for_inside_if, lambda: (t(4), False)),
-    (closure_factory, lambda: (t(3),)), (lambda_defaults, lambda: (t(3),)),
-    (starred_call, lambda: (t(2), t(2))), (nested_tuple_unpack, lambda: (t(2),)),
-    (getattr_and_type, lambda: (t(3),)), (assert_on_tensor, lambda: (t(3),)),
-    (elif_chain_constants, lambda: (t(2), 0)), (elif_chain_constants, lambda: (t(2), 2)),
+    (if_inside_for_inside_if, lambda: (t(4), True)),
+    (if_inside_for_inside_if, lambda: (t(4), False)),
+    (closure_factory, lambda: (t(3),)),
+    (lambda_defaults, lambda: (t(3),)),
+    (starred_call, lambda: (t(2), t(2))),
+    (nested_tuple_unpack, lambda: (t(2),)),
+    (getattr_and_type, lambda: (t(3),)),
+    (assert_on_tensor, lambda: (t(3),)),
+    (elif_chain_constants, lambda: (t(2), 0)),
+    (elif_chain_constants, lambda: (t(2), 2)),
     (elif_chain_constants, lambda: (t(2), 9)),
     (tensor_not_and_or, lambda: (t(3), t(3))),
     (tensor_not_and_or, lambda: (Tensor(np.ones(2, np.float32)), Tensor(-np.ones(2, np.float32)))),
-    (numeric_edge_cases, lambda: (t(2),)), (augmented_on_containers, lambda: (t(2),)),
-    (tensor_methods_chain, lambda: (t(6),)), (walrus, lambda: (t(3),)),
-    (uses_super, lambda: (t(2),)), (int_tensor_math, lambda: (t(5),)),
+    (numeric_edge_cases, lambda: (t(2),)),
+    (augmented_on_containers, lambda: (t(2),)),
+    (tensor_methods_chain, lambda: (t(6),)),
+    (walrus, lambda: (t(3),)),
+    (uses_super, lambda: (t(2),)),
+    (int_tensor_math, lambda: (t(5),)),
 ]
 
 
-@pytest.mark.parametrize("fn,make_args", CASES, ids=[f"{c[0].__name__}-{i}" for i, c in enumerate(CASES)])
+@pytest.mark.parametrize(
+    "fn,make_args", CASES, ids=[f"{c[0].__name__}-{i}" for i, c in enumerate(CASES)]
+)
 def test_syntax_matches_pynative(fn, make_args):
     both(fn, *make_args(), rtol=1e-5, atol=1e-6)
 

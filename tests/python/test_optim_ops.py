@@ -1,4 +1,5 @@
 """The fused optimizer update ops against NumPy."""
+
 import numpy as np
 import pytest
 
@@ -23,23 +24,33 @@ def test_apply_momentum_matches_numpy_and_updates_in_place(nesterov, dtype):
 def test_apply_momentum_takes_tensor_hyperparameters_and_strided_gradients():
     var, acc = Tensor(np.ones(4, np.float32)), Tensor(np.zeros(4, np.float32))
     grad = Tensor(np.arange(8, dtype=np.float32))[::2]
-    ops.apply_momentum(var, acc, Tensor(np.array(0.5, np.float32)), grad, Tensor(np.array(0.0, np.float32)))
+    ops.apply_momentum(
+        var, acc, Tensor(np.array(0.5, np.float32)), grad, Tensor(np.array(0.0, np.float32))
+    )
     np.testing.assert_allclose(var.asnumpy(), 1.0 - 0.5 * np.array([0, 2, 4, 6]))
 
 
-@pytest.mark.parametrize("bad,exc", [
-    (dict(grad=np.ones(3, np.float32)), ValueError),
-    (dict(lr=np.ones(2, np.float32)), ValueError),
-    (dict(grad=np.ones(4, np.float64)), TypeError),
-    (dict(var=np.ones(4, np.int32)), TypeError),
-])
+@pytest.mark.parametrize(
+    "bad,exc",
+    [
+        (dict(grad=np.ones(3, np.float32)), ValueError),
+        (dict(lr=np.ones(2, np.float32)), ValueError),
+        (dict(grad=np.ones(4, np.float64)), TypeError),
+        (dict(var=np.ones(4, np.int32)), TypeError),
+    ],
+)
 def test_apply_momentum_rejects_bad_input(bad, exc):
-    args = dict(var=np.ones(4, np.float32), acc=np.zeros(4, np.float32),
-                lr=np.array(0.1, np.float32), grad=np.ones(4, np.float32))
+    args = dict(
+        var=np.ones(4, np.float32),
+        acc=np.zeros(4, np.float32),
+        lr=np.array(0.1, np.float32),
+        grad=np.ones(4, np.float32),
+    )
     args.update(bad)
     with pytest.raises(exc, match="apply_momentum"):
-        ops.apply_momentum(Tensor(args["var"]), Tensor(args["acc"]), Tensor(args["lr"]),
-                           Tensor(args["grad"]), 0.9)
+        ops.apply_momentum(
+            Tensor(args["var"]), Tensor(args["acc"]), Tensor(args["lr"]), Tensor(args["grad"]), 0.9
+        )
 
 
 def test_apply_momentum_in_a_compiled_step_matches_eager():
