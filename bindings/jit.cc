@@ -5,6 +5,7 @@
 #include <nanobind/stl/vector.h>
 
 #include "convert.h"
+#include "core/allocator.h"
 #include "frontend/graph_builder.h"
 #include "passes/passes.h"
 #include "runtime/executor.h"
@@ -38,11 +39,19 @@ TensorMeta MetaFrom(DType dtype, const Shape& shape) { return TensorMeta{dtype, 
 // A compiled graph: the verified module and its executor entry point.
 struct Executable {
   ir::Module module;
-  nb::tuple Run(nb::sequence args) const {
+  int64_t last_peak_bytes = 0;  // memory the last run held at its peak, above what it started with
+
+  nb::tuple Run(nb::sequence args, bool free_dead_values) {
     std::vector<Tensor> inputs;
     for (nb::handle h : args) inputs.push_back(nb::cast<const Tensor&>(h));
+    int64_t before = GetAllocatorStats().allocated_bytes;
+    ResetPeakAllocated();
+    RunOptions options;
+    options.free_dead_values = free_dead_values;
+    std::vector<Tensor> outputs = kiln::Run(module, inputs, options);
+    last_peak_bytes = GetAllocatorStats().peak_allocated_bytes - before;
     nb::list out;
-    for (auto& t : kiln::Run(module, inputs)) out.append(Wrap(std::move(t)));
+    for (auto& t : outputs) out.append(Wrap(std::move(t)));
     return nb::tuple(out);
   }
 };
@@ -119,7 +128,8 @@ void BindJit(nb::module_& m) {
       });
 
   nb::class_<Executable>(m, "Executable")
-      .def("run", &Executable::Run)
+      .def("run", &Executable::Run, nb::arg("args"), nb::arg("free_dead_values") = true)
+      .def_prop_ro("last_peak_bytes", [](const Executable& e) { return e.last_peak_bytes; })
       .def("text", [](const Executable& e) { return ir::Print(e.module); })
       .def_prop_ro("num_nodes", [](const Executable& e) {
         size_t n = 0;

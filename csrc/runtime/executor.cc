@@ -1,8 +1,11 @@
 // executor.cc - a direct interpreter of the IR: each node runs its registry kernel in order.
 //
-// Values live in a per-call table indexed like the IR (params, then node outputs). `if` and
-// `while` call the interpreter on their region functions; tensor conditions are read as bools.
-// Speed work (a planned schedule, memory reuse, fused kernels) belongs to the optimizer issue.
+// Values live in a per-call table indexed like the IR (params, then node outputs). Before a call
+// it computes each value's last use; a value is released right after it, so its buffer returns
+// to the caching allocator and the next node reuses it (peak memory ~ the live set, and no
+// system allocation in steady state). Op nodes go straight to the kernel: their attributes are
+// complete, casts are explicit in the IR and static output types were inferred at compile time.
+// `if` and `while` call the interpreter on their region functions.
 #include "runtime/executor.h"
 
 #include <cstdio>
@@ -27,9 +30,34 @@ bool Truth(const Tensor& t, const ir::Node& node) {
   return *t.To(DType::Bool).Contiguous().data<bool>();
 }
 
+// Runs an op node's kernel: outputs from the compile-time types when they are all known.
+std::vector<Tensor> RunOpNode(const ir::Node& node, std::vector<Tensor> inputs) {
+  const OpDef& def = GetOpDef(node.op);
+  std::vector<Tensor> outputs;
+  if (!def.allocates_outputs) {
+    bool known = true;
+    for (const auto& m : node.outputs)
+      for (int64_t d : m.shape) known = known && d >= 0;
+    std::vector<TensorMeta> metas = node.outputs;
+    if (!known) {
+      std::vector<TensorMeta> in;
+      for (const auto& t : inputs) in.push_back(MetaOf(t));
+      metas = def.infer(def, in, node.attrs);
+    }
+    outputs.reserve(metas.size());
+    for (const auto& m : metas) outputs.push_back(Tensor::Empty(m.shape, m.dtype));
+  }
+  KernelContext ctx{def, inputs, outputs, node.attrs};
+  def.kernel(ctx);
+  for (int i : def.mutated_inputs)
+    if (inputs[i].defined()) inputs[i].impl()->version++;
+  return outputs;
+}
+
 class Interpreter {
  public:
-  Interpreter(const ir::Module& module, const ir::Func& func) : m_(module), f_(func) {}
+  Interpreter(const ir::Module& module, const ir::Func& func, const RunOptions& options)
+      : m_(module), f_(func), options_(options) {}
 
   std::vector<Tensor> Run(const std::vector<Tensor>& args) {
     KILN_CHECK(args.size() == f_.params.size(), Type, "@", f_.name, " takes ", f_.params.size(),
@@ -40,7 +68,13 @@ class Interpreter {
                  ShapeStr(args[i].shape()));
     params_ = args;
     outputs_.assign(f_.nodes.size(), {});
-    for (size_t n = 0; n < f_.nodes.size(); ++n) outputs_[n] = RunNode(f_.nodes[n]);
+    std::vector<std::vector<int>> dies_after =
+        options_.free_dead_values ? LastUses() : std::vector<std::vector<int>>();
+    for (size_t n = 0; n < f_.nodes.size(); ++n) {
+      outputs_[n] = RunNode(f_.nodes[n]);
+      if (n < dies_after.size())
+        for (int dead : dies_after[n]) outputs_[dead].clear();
+    }
     std::vector<Tensor> results;
     for (ir::ValueRef r : f_.results) results.push_back(Get(r));
     return results;
@@ -56,6 +90,23 @@ class Interpreter {
     for (size_t i = from; i < refs.size(); ++i) out.push_back(Get(refs[i]));
     return out;
   }
+  // For each node, the earlier nodes whose outputs it is the last to use (results never die).
+  std::vector<std::vector<int>> LastUses() const {
+    std::vector<int> last(f_.nodes.size(), -1);
+    for (size_t n = 0; n < f_.nodes.size(); ++n)
+      for (const auto& v : f_.nodes[n].inputs)
+        if (!v.is_param() && !v.is_none()) last[v.node] = static_cast<int>(n);
+    for (const auto& r : f_.results)
+      if (!r.is_param() && !r.is_none()) last[r.node] = static_cast<int>(f_.nodes.size());
+    std::vector<std::vector<int>> dies_after(f_.nodes.size());
+    for (size_t n = 0; n < f_.nodes.size(); ++n) {
+      // A value nobody uses dies right after it is made; one used later, after its last user.
+      int at = last[n] < 0 ? static_cast<int>(n) : last[n];
+      if (at < static_cast<int>(f_.nodes.size())) dies_after[at].push_back(static_cast<int>(n));
+    }
+    return dies_after;
+  }
+
   const ir::Func& Callee(const std::string& name) const {
     const ir::Func* f = m_.Find(name);
     KILN_CHECK(f != nullptr, Value, "executor: no function @", name);
@@ -72,13 +123,14 @@ class Interpreter {
         return RunFunc(m_, Callee(node.callees[0]), Gather(node.inputs));
       case ir::NodeKind::If: {
         bool taken = Truth(Get(node.inputs[0]), node);
-        return RunFunc(m_, Callee(node.callees[taken ? 0 : 1]), Gather(node.inputs, 1));
+        return RunFunc(m_, Callee(node.callees[taken ? 0 : 1]), Gather(node.inputs, 1), options_);
       }
       case ir::NodeKind::While: {
         const ir::Func& cond = Callee(node.callees[0]);
         const ir::Func& body = Callee(node.callees[1]);
         std::vector<Tensor> carried = Gather(node.inputs);
-        while (Truth(RunFunc(m_, cond, carried).at(0), node)) carried = RunFunc(m_, body, carried);
+        while (Truth(RunFunc(m_, cond, carried, options_).at(0), node))
+          carried = RunFunc(m_, body, carried, options_);
         return carried;
       }
       case ir::NodeKind::Print: {
@@ -98,6 +150,7 @@ class Interpreter {
 
   const ir::Module& m_;
   const ir::Func& f_;
+  const RunOptions& options_;
   std::vector<Tensor> params_;
   std::vector<std::vector<Tensor>> outputs_;
 };
@@ -142,8 +195,8 @@ std::string TensorText(const Tensor& t) {
 }  // namespace
 
 std::vector<Tensor> RunFunc(const ir::Module& module, const ir::Func& func,
-                            const std::vector<Tensor>& args) {
-  return Interpreter(module, func).Run(args);
+                            const std::vector<Tensor>& args, const RunOptions& options) {
+  return Interpreter(module, func, options).Run(args);
 }
 
 std::string FormatWithTensors(const std::string& format, const std::vector<Tensor>& args) {
