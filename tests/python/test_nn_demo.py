@@ -31,10 +31,11 @@ def test_demo_models_learn(capsys):
     threads = ms.get_num_threads()
     ms.set_num_threads(1)  # as the demo runs: the models are too small to split across threads
     try:
-        for model in (demo.MLP(), demo.LeNet()):
-            acc = demo.train(type(model).__name__, model, data, epochs=3, batch_size=32,
-                             learning_rate=3e-3, seed=0)
-            assert acc > 0.9
+        for graph in (False, True):
+            for model in (demo.MLP(), demo.LeNet()):
+                acc, _ = demo.train(type(model).__name__, model, data, epochs=3, batch_size=32,
+                                    learning_rate=3e-3, seed=0, graph=graph)
+                assert acc > 0.9
     finally:
         ms.set_num_threads(threads)
     out = capsys.readouterr().out
