@@ -20,6 +20,12 @@ void DeadCodeElimination(ir::Module& module);
 void FoldConstants(ir::Module& module);
 // Redirects duplicate computations (same op, attributes, inputs; equal constants) to the first.
 void CommonSubexpressionElimination(ir::Module& module);
+// Algebraic identities (x * 1, double transposes/reshapes/casts/negations, ...) whose result keeps
+// its type; uses are redirected and dead nodes are left for DCE.
+void Simplify(ir::Module& module);
+// Folds a float32 matmul's epilogue (bias add, relu/sigmoid/tanh/tanh-gelu, or a residual add)
+// into one fused_matmul node when each intermediate value has a single user.
+void FuseEpilogue(ir::Module& module);
 
 struct PassInfo {
   const char* name;

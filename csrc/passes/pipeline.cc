@@ -11,6 +11,8 @@ const std::vector<PassInfo>& AllPasses() {
       {"dce", DeadCodeElimination},
       {"fold", FoldConstants},
       {"cse", CommonSubexpressionElimination},
+      {"simplify", Simplify},
+      {"fuse_epilogue", FuseEpilogue},
   };
   return kPasses;
 }
@@ -23,7 +25,11 @@ std::vector<PassInfo> PipelineFor(const std::string& level) {
   // O0: only what correctness needs. O1 (the default) and O2 add the optimizations written so
   // far; fusion and memory planning join them with the optimizer issue.
   if (level == "O0") return {{"dce", DeadCodeElimination}};
-  return {{"fold", FoldConstants}, {"cse", CommonSubexpressionElimination}, {"dce", DeadCodeElimination}};
+  return {{"fold", FoldConstants},
+          {"simplify", Simplify},
+          {"cse", CommonSubexpressionElimination},
+          {"fuse_epilogue", FuseEpilogue},
+          {"dce", DeadCodeElimination}};
 }
 
 void RunPass(ir::Module& module, const std::string& name) {

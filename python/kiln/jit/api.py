@@ -111,12 +111,15 @@ def _signature(value):
         return ("O", id(value))
 
 
+_FROM_GRAPH = object()  # an output leaf the graph computes (None is a valid constant result)
+
+
 class _Compiled:
     def __init__(self, executable, parameters, out_tree, out_leaves, guards, text):
         self.executable = executable
         self.parameters = parameters
         self.out_tree = out_tree
-        self.out_leaves = out_leaves  # None where the graph produces the leaf
+        self.out_leaves = out_leaves  # _FROM_GRAPH where the graph produces the leaf
         self.guards = guards
         self.text = text
 
@@ -189,7 +192,7 @@ def compile_function(fn, args, kwargs, self_obj=None, name="graph", level="O1"):
     finally:
         _state.builder, _state.converter = previous
         _C._set_graph_hook(_eager_operator_in_graph if previous[0] is not None else None)
-    out_leaves = [None if isinstance(leaf, GraphTensor) else leaf for leaf in leaves]
+    out_leaves = [_FROM_GRAPH if isinstance(leaf, GraphTensor) else leaf for leaf in leaves]
     _STATS["compiles"] += 1
     _STATS["compile_seconds"] += time.perf_counter() - start
     return _Compiled(executable, list(emitter.parameters), tree, out_leaves, converter.guards, text)
@@ -253,7 +256,7 @@ def run_compiled(compiled, args, kwargs):
     for v in kwargs.values():
         _run_inputs(v, inputs)
     outs = iter(compiled.executable.run(inputs + compiled.parameters))
-    leaves = [next(outs) if leaf is None else leaf for leaf in compiled.out_leaves]
+    leaves = [next(outs) if leaf is _FROM_GRAPH else leaf for leaf in compiled.out_leaves]
     return unflatten(compiled.out_tree, leaves)
 
 

@@ -6,16 +6,29 @@ from kiln.jit.graph_tensor import GraphTensor, is_tensor
 
 
 def _print(*args, sep=" ", end="\n", file=None, flush=False):
-    """print at run time: tensors are formatted with their values when the graph runs."""
-    parts, values = [], []
-    for a in args:
-        if is_tensor(a):
-            parts.append("{}")
-            values.append(a)
-        else:
-            parts.append(str(a).replace("{", "{{").replace("}", "}}"))
-    text = sep.join(parts) + ("" if end == "\n" else end)
+    """print at run time: tensors are formatted with their values when the graph runs, also
+    inside tuples, lists and dicts (there, like Python, with the tensor's repr)."""
+    values = []
+    text = sep.join(_format(a, values, str) for a in args) + ("" if end == "\n" else end)
     _state.builder.print_(text, values)
+
+
+def _format(value, values, outer):
+    """Text for print with `{}` where a tensor's run-time value goes. (The run-time formatter
+    has no escapes: literal braces are passed through as they are.)"""
+    if is_tensor(value):
+        values.append(value)
+        if outer is str:
+            return "{}"
+        return f"Tensor(shape={list(value.shape)}, dtype={value.dtype}, value=\n{{}})"
+    if type(value) in (tuple, list):
+        items = [_format(v, values, repr) for v in value]
+        if isinstance(value, tuple):
+            return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
+        return "[" + ", ".join(items) + "]"
+    if type(value) is dict:
+        return "{" + ", ".join(f"{k!r}: {_format(v, values, repr)}" for k, v in value.items()) + "}"
+    return outer(value)
 
 
 def _isinstance(obj, classinfo):
@@ -43,14 +56,5 @@ def _range(*args):
 
 def _len(obj):
     return len(obj)
-
-
-
-
-
-
-
-
-
 
 SPECIAL = {"print": _print, "isinstance": _isinstance, "range": _range, "len": _len}

@@ -11,7 +11,7 @@ import inspect
 import types
 
 from kiln.common.tensor import Tensor
-from kiln.jit import builtins_graph
+from kiln.jit import builtins_graph, mutation
 from kiln.jit.graph_tensor import CompileTimeValueError, GraphTensor
 from kiln.jit.scope import CellProxy, Converted, Guards, Scope, is_library
 from kiln.jit.source import (
@@ -19,7 +19,9 @@ from kiln.jit.source import (
     GraphSyntaxError,
     always_returns,
     assigned_names,
+    bind_arguments,
     check_strict,
+    contains_return,
 )
 from kiln.jit.trees import flatten, unflatten
 
@@ -55,6 +57,7 @@ class Frame:
         self.closure = closure
         self.region_depth = 0  # > 0 inside a tensor-dependent region
         self.loop_depth = 0    # region_depth where the innermost compile-time loop started
+        self.one_branch = {}   # name -> line of the tensor-dependent if that set it in one branch
 
 
 class NestedFunction:
@@ -73,27 +76,27 @@ class Converter:
         self.emitter = emitter
         self.guards = Guards()
         self.depth = 0
+        self.frames = []  # (frame, graph function it runs in), innermost last
 
     # ---- values entering compiled code ----
     def wrap(self, value, description, getter, path=None):
         from kiln.nn import Cell  # noqa: PLC0415
 
+        if getter is not None:
+            self.guards.record(description, getter, value)
         if isinstance(value, Cell):
             return CellProxy(self, value, path or description)
         if isinstance(value, Tensor):
-            # Tensors entering compiled code become graph values: Parameters are graph inputs
-            # (read fresh on every run), other tensors constants. Never computed with eagerly.
-            if _is_parameter(value):
-                return self.emitter.parameter(value)
-            return self.emitter.constant(value)
+            # Tensors entering compiled code (Parameters, and tensors of globals, closures and
+            # `self`) are graph inputs, read fresh on every run, so changing one in place between
+            # calls is seen, as in PyNative. Never computed with eagerly.
+            return self.emitter.parameter(value)
         if isinstance(value, type) and issubclass(value, Cell):
             return _BuildAtCompileTime(value)
         if isinstance(value, types.FunctionType) and not is_library(value):
             return Converted(self, value)
         if isinstance(value, types.MethodType) and not is_library(value.__func__):
             return Converted(self, value.__func__, value.__self__)
-        if getter is not None:
-            self.guards.record(description, getter, value)
         return value
 
     # ---- calls ----
@@ -123,14 +126,9 @@ class Converter:
 
     def call_nested(self, nested, args, kwargs):
         node, outer = nested.node, nested.frame
-        params = [a.arg for a in node.args.args]
-        defaults = [self.eval(d, outer) for d in node.args.defaults]
-        values = dict(zip(params[len(params) - len(defaults):], defaults))
-        values.update(zip(params, args))
-        values.update(kwargs)
-        missing = [p for p in params if p not in values]
-        if missing:
-            raise TypeError(f"{node.name}() missing arguments: {', '.join(missing)}")
+        values = bind_arguments(node, [self.eval(d, outer) for d in node.args.defaults],
+                                 [None if d is None else self.eval(d, outer)
+                                  for d in node.args.kw_defaults], args, kwargs)
         closure = dict(outer.closure)
         closure.update(outer.locals)  # closures see the defining frame's values
         frame = Frame(outer.source, outer.fn_globals, closure, values)
@@ -160,6 +158,7 @@ class Converter:
 
     def run_body(self, stmts, frame):
         self.depth += 1
+        self.frames.append((frame, self.emitter.b.current_func))
         if self.depth > 200:
             raise RecursionError("Graph mode: calls nest more than 200 deep (recursion is unrolled "
                                  "at compile time, so it needs a constant stopping condition)")
@@ -171,6 +170,7 @@ class Converter:
             return None
         finally:
             self.depth -= 1
+            self.frames.pop()
         return None
 
     # ---- expressions ----
@@ -188,9 +188,15 @@ class Converter:
             return eval(code, scope)  # noqa: S307 - compiled user code, as Python would run it
         except (_Return, _Break, _Continue, _Raised):
             raise
-        except (GraphSyntaxError, CompileTimeValueError):
+        except GraphSyntaxError:
             raise
         except Exception as e:
+            name = getattr(e, "name", None) if type(e) is NameError else None
+            if name in frame.one_branch:
+                e = NameError(f"name {name!r} is assigned in only one branch of the tensor-"
+                              f"dependent if at line {frame.one_branch[name]}, so it may be "
+                              f"undefined here; "
+                              f"assign it before the if or in both branches")
             raise _at_line(e, frame.source, node.lineno) from None
 
     def set_loc(self, node, frame):
@@ -316,18 +322,13 @@ class Converter:
             self.assign(t, v, frame)
 
     def _assign_subscript(self, target, value, frame):
-        from kiln.common import _indexing  # noqa: PLC0415
-        from kiln.ops._core import call  # noqa: PLC0415
-
         container = self.eval(target.value, frame)
         index = self.eval(target.slice, frame)
         if isinstance(container, (GraphTensor, Tensor)):
-            if not isinstance(target.value, ast.Name):
-                raise GraphSyntaxError(_where(frame.source, target.lineno) +
-                                       "index assignment in Graph mode needs a plain variable")
-            updated = call("mul", (container, 1))  # a copy: graph values are never shared-mutated
-            _indexing.setitem(updated, index, value)
-            frame.locals[target.value.id] = updated
+            try:
+                mutation.set_item(self, container, index, value)
+            except (TypeError, ValueError, IndexError) as e:
+                raise _at_line(e, frame.source, target.lineno) from None
             return
         container[index] = value
 
@@ -418,22 +419,27 @@ class Converter:
         self._tensor_if(stmt, test, stmt.body, stmt.orelse, frame, returns=False)
 
     def _early_return_if(self, stmt, rest, frame):
-        """`if t: ...return a` followed by more code: the rest becomes the else branch."""
-        if not (always_returns(stmt.body) or always_returns(stmt.orelse)):
+        """`if t: ...return a` followed by more code: the rest becomes the else branch. A return
+        nested deeper in either branch (`if t: if u: return a`) makes the rest part of both."""
+        if not (always_returns(stmt.body) or always_returns(stmt.orelse) or
+                contains_return(stmt.body) or contains_return(stmt.orelse)):
             return False
         test = self.eval(stmt.test, frame)
         if not isinstance(test, GraphTensor):
             self.exec_block((stmt.body if test else stmt.orelse) + rest, frame)
             return True
         body = stmt.body if always_returns(stmt.body) else stmt.body + rest
-        orelse = stmt.orelse + rest if always_returns(stmt.body) else stmt.orelse
+        orelse = stmt.orelse if always_returns(stmt.orelse) else stmt.orelse + rest
         if not (always_returns(body) and always_returns(orelse)):
             body, orelse = body + [ast.Return(value=None)], orelse + [ast.Return(value=None)]
         self._tensor_if(stmt, test, body, orelse, frame, returns=True)
         return True
 
     def _tensor_if(self, stmt, test, body, orelse, frame, returns):
-        cond = _scalar_bool(test)
+        try:
+            cond = _scalar_bool(test)
+        except CompileTimeValueError as e:
+            raise _at_line(e, frame.source, stmt.lineno) from None
         if _ends_in_raise(body) and not _ends_in_raise(orelse):
             # Build the branch that raises second, so it can mirror the other branch's results.
             cond, body, orelse = _logical_not(cond), orelse, body
@@ -479,6 +485,9 @@ class Converter:
         for n, v in zip(names, result):
             if v is not _Undefined:
                 frame.locals[n] = v
+        for n in assigned_names(body + orelse):
+            if n not in frame.locals:
+                frame.one_branch[n] = stmt.lineno
 
     def _placeholder(self, value):
         """A value of the same type for a branch that raised (never used at run time)."""
@@ -494,6 +503,7 @@ class Converter:
         self.emitter.b.end_region([])
 
     def _run_region(self, block, frame, returns):
+        self.frames.append((frame, self.emitter.b.current_func))
         try:
             self.exec_block(block, frame)
         except _Return as r:
@@ -504,6 +514,8 @@ class Converter:
             return r.value
         except _Raised:
             return _RAISED
+        finally:
+            self.frames.pop()
         return None
 
     def _region_outputs(self, leaves):
@@ -642,7 +654,11 @@ class Converter:
             raise
         if not isinstance(cond, GraphTensor):
             cond = self.emitter.to_graph(bool(cond), "while")
-        b.end_region([_scalar_bool(cond).handle])
+        try:
+            cond = _scalar_bool(cond)
+        except CompileTimeValueError as e:
+            raise _at_line(e, frame.source, stmt.lineno) from None
+        b.end_region([cond.handle])
         inner = enter("while_body")
         try:
             self._run_region(body, inner, returns=False)
@@ -955,6 +971,7 @@ def _region_frame(frame):
     inner = Frame(frame.source, frame.fn_globals, frame.closure, frame.locals)
     inner.region_depth = frame.region_depth + 1
     inner.loop_depth = frame.loop_depth
+    inner.one_branch = dict(frame.one_branch)
     return inner
 
 

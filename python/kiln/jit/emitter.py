@@ -11,6 +11,15 @@ def _is_parameter(value):
     return isinstance(value, Parameter)
 
 
+def _view_ops():
+    from kiln.ops._core import KIND  # noqa: PLC0415
+
+    return frozenset(n for n, k in KIND.items() if _C.op_schema(k)["is_view"])
+
+
+_VIEW_OPS = _view_ops()  # ops whose outputs share their first input's storage in PyNative
+
+
 class GraphEmitter:
     """Owns one _C.GraphBuilder while a function compiles; ops._core.call forwards ops here."""
 
@@ -20,6 +29,8 @@ class GraphEmitter:
         self.parameters = []      # Parameters that became graph inputs, in input order
         self._param_values = {}   # id(Parameter) -> GraphTensor
         self._consts = {}         # (function, id(tensor)) -> (tensor, GraphTensor)
+        self.entries = {}         # id -> graph inputs (arguments, Parameters, outside tensors)
+        self.views = {}           # id -> (view, op name, base): outputs of view ops
 
     # ---- values ----
     def wrap(self, handle):
@@ -27,7 +38,9 @@ class GraphEmitter:
         return GraphTensor(handle, dtype, shape)
 
     def input(self, dtype_enum, shape, name):
-        return self.wrap(self.b.input(dtype_enum, list(shape), name))
+        value = self.wrap(self.b.input(dtype_enum, list(shape), name))
+        self.entries[id(value)] = value
+        return value
 
     def parameter(self, param):
         """A Parameter is an input of the graph: updates to it are seen without recompiling."""
@@ -77,6 +90,10 @@ class GraphEmitter:
                 absent.append(False)
         outs = self.b.op(KIND[name], handles, absent, list(attrs), *self.loc)
         values = [self.wrap(h) for h in outs]
+        if name in _VIEW_OPS and inputs and inputs[0] is not None:
+            base = self.to_graph(inputs[0], name)
+            for v in values:
+                self.views[id(v)] = (v, name, base)
         return values[0] if len(values) == 1 else tuple(values)
 
     def print_(self, format_string, values):

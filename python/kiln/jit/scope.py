@@ -18,11 +18,38 @@ def is_library(obj):
 
 
 def _guardable(value):
-    if isinstance(value, (bool, int, float, str, type(None))):
+    """Values a guard can check: Python constants by value (containers too), and tensors, Cells
+    and functions by identity (rebinding `self.mask` or a global to another tensor recompiles
+    instead of silently running with the old one)."""
+    if isinstance(value, (bool, int, float, str, type(None))) or _by_identity(value):
         return True
     if isinstance(value, (tuple, list)):
         return all(_guardable(v) for v in value)
+    if type(value) is dict:
+        return all(_guardable(k) and _guardable(v) for k, v in value.items())
     return False
+
+
+def _by_identity(value):
+    from kiln.common.tensor import Tensor  # noqa: PLC0415
+    from kiln.nn import Cell  # noqa: PLC0415
+
+    return isinstance(value, (Tensor, Cell, types.FunctionType))
+
+
+class _Same:
+    """Compares equal only to a guard value holding the very same object."""
+
+    __slots__ = ("obj",)
+
+    def __init__(self, obj):
+        self.obj = obj
+
+    def __eq__(self, other):
+        return isinstance(other, _Same) and other.obj is self.obj
+
+    def __repr__(self):
+        return f"<{type(self.obj).__name__} object at {id(self.obj):#x}>"
 
 
 class Guards:
@@ -38,7 +65,8 @@ class Guards:
     def first_failure(self):
         for description, getter, value in self.items:
             try:
-                now = _freeze(getter())
+                now = getter()
+                now = _freeze(now) if _guardable(now) else _Same(now)
             except Exception:  # noqa: BLE001 - a vanished attribute fails the guard
                 return f"{description} can no longer be read"
             if now != value:
@@ -47,10 +75,14 @@ class Guards:
 
 
 def _freeze(value):
+    if _by_identity(value):
+        return _Same(value)
     if isinstance(value, list):
         return ("__list__",) + tuple(_freeze(v) for v in value)
     if isinstance(value, tuple):
         return tuple(_freeze(v) for v in value)
+    if isinstance(value, dict):
+        return ("__dict__",) + tuple((_freeze(k), _freeze(v)) for k, v in value.items())
     return value
 
 
@@ -80,7 +112,7 @@ class Scope(dict):
             return special
         if hasattr(builtins, name):
             return getattr(builtins, name)
-        raise NameError(f"name {name!r} is not defined")
+        raise NameError(f"name {name!r} is not defined", name=name)
 
     def __contains__(self, name):
         try:

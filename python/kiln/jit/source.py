@@ -112,6 +112,12 @@ def assigned_names(stmts):
                 targets(e)
         elif isinstance(t, ast.Starred):
             targets(t.value)
+        elif isinstance(t, ast.Subscript):  # y[i] = v rebinds y to the updated tensor
+            base = t.value
+            while isinstance(base, ast.Subscript):
+                base = base.value
+            if isinstance(base, ast.Name):
+                add(base.id)
 
     def visit(node):
         if isinstance(node, (ast.Assign,)):
@@ -145,3 +151,37 @@ def always_returns(stmts):
     if isinstance(last, ast.If):
         return always_returns(last.body) and always_returns(last.orelse)
     return False
+
+
+def contains_return(stmts):
+    """Whether a return appears anywhere in the block (not counting nested functions)."""
+    return any(isinstance(n, ast.Return) for s in stmts for n in _walk_no_defs(s))
+
+
+def _walk_no_defs(node):
+    yield node
+    for child in ast.iter_child_nodes(node):
+        if not isinstance(child, (ast.FunctionDef, ast.Lambda)):
+            yield from _walk_no_defs(child)
+
+
+def bind_arguments(node, defaults, kw_defaults, args, kwargs):
+    """Python's argument binding for a nested `def` (positional-only, keyword-only, *args,
+    **kwargs and defaults), as a dict of the local names."""
+    a, P, empty = node.args, inspect.Parameter, inspect.Parameter.empty
+    positional = [(x, P.POSITIONAL_ONLY) for x in a.posonlyargs] + \
+                 [(x, P.POSITIONAL_OR_KEYWORD) for x in a.args]
+    pos_defaults = [empty] * (len(positional) - len(defaults)) + list(defaults)
+    params = [P(x.arg, kind, default=d) for (x, kind), d in zip(positional, pos_defaults)]
+    if a.vararg:
+        params.append(P(a.vararg.arg, P.VAR_POSITIONAL))
+    params += [P(x.arg, P.KEYWORD_ONLY, default=empty if d is None and nd is None else d)
+               for x, d, nd in zip(a.kwonlyargs, kw_defaults, a.kw_defaults)]
+    if a.kwarg:
+        params.append(P(a.kwarg.arg, P.VAR_KEYWORD))
+    try:
+        bound = inspect.Signature(params).bind(*args, **kwargs)
+    except TypeError as e:
+        raise TypeError(f"{node.name}(): {e}") from None
+    bound.apply_defaults()
+    return dict(bound.arguments)
