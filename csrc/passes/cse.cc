@@ -23,7 +23,8 @@ std::string KeyOf(const ir::Func& f, const ir::Node& node) {
     return key;
   }
   key = "o" + std::to_string(static_cast<int>(node.op)) + "(";
-  for (const auto& v : node.inputs) key += std::to_string(v.node) + ":" + std::to_string(v.index) + ",";
+  for (const auto& v : node.inputs)
+    key += std::to_string(v.node) + ":" + std::to_string(v.index) + ",";
   key += ")";
   for (const auto& a : node.attrs) key += AttrToString(a) + ";";
   return key;

@@ -35,7 +35,8 @@ void FoldConstants(ir::Module& module) {
     for (auto& node : f.nodes) {
       if (!Foldable(f, node) || node.outputs.size() != 1) continue;
       std::vector<Tensor> inputs;
-      for (const auto& v : node.inputs) inputs.push_back(v.is_none() ? Tensor() : f.nodes[v.node].value);
+      for (const auto& v : node.inputs)
+        inputs.push_back(v.is_none() ? Tensor() : f.nodes[v.node].value);
       Tensor value = CallOp(node.op, inputs, node.attrs)[0].Contiguous();
       // A view of an input constant (reshape, transpose) gets its own copy: constants own data.
       for (const auto& in : inputs)

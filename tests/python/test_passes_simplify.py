@@ -15,7 +15,7 @@ def identities(x, n):
     y = ops.transpose(ops.transpose(y, (1, 2, 0)), (2, 0, 1))  # identity composition
     y = y.reshape(6, 4).reshape(2, 3, 4)          # reshape to x's shape through another
     y = ops.cast(ops.cast(y, ms.float64), ms.float32)  # widening round trip
-    y = -(-y)
+    y = -(-y)  # noqa: B002 - a double negation on purpose: the pass removes it
     k = ops.cast(ops.cast(n, ms.int64), ms.float32)  # int32 -> int64 -> float32: one cast
     return y.tanh() + k.sum(), ((n + 0) * 1).abs()
 

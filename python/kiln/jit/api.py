@@ -1,4 +1,5 @@
 """jit, JitConfig, mutable and the compile cache: the user-facing entry to Graph mode."""
+
 import functools
 import os
 import time
@@ -17,16 +18,26 @@ _STATS = {"compiles": 0, "cache_hits": 0, "compile_seconds": 0.0, "recompile_rea
 def get_jit_stats():
     """Counters for this process: graphs compiled, cache hits, seconds spent compiling, and why
     each recompilation of an already-compiled function happened."""
-    return {"compiles": _STATS["compiles"], "cache_hits": _STATS["cache_hits"],
-            "compile_seconds": _STATS["compile_seconds"],
-            "recompile_reasons": list(_STATS["recompile_reasons"])}
+    return {
+        "compiles": _STATS["compiles"],
+        "cache_hits": _STATS["cache_hits"],
+        "compile_seconds": _STATS["compile_seconds"],
+        "recompile_reasons": list(_STATS["recompile_reasons"]),
+    }
 
 
 class JitConfig:
     """Compile options: jit_level "O0" (only what correctness needs), "O1" (default), "O2"."""
 
-    def __init__(self, jit_level="O1", exec_mode="auto", jit_syntax_level="", debug_level="RELEASE",
-                 infer_boost="off", **kwargs):
+    def __init__(
+        self,
+        jit_level="O1",
+        exec_mode="auto",
+        jit_syntax_level="",
+        debug_level="RELEASE",
+        infer_boost="off",
+        **kwargs,
+    ):
         if "exc_mode" in kwargs:
             exec_mode = kwargs.pop("exc_mode")
         if kwargs:
@@ -34,14 +45,24 @@ class JitConfig:
         if jit_level not in ("O0", "O1", "O2"):
             raise ValueError(f"JitConfig: jit_level must be 'O0', 'O1' or 'O2', got {jit_level!r}")
         if exec_mode not in ("auto", "kernel_by_kernel"):
-            raise ValueError(f"JitConfig: exec_mode must be 'auto' or 'kernel_by_kernel', got "
-                             f"{exec_mode!r}")
+            raise ValueError(
+                f"JitConfig: exec_mode must be 'auto' or 'kernel_by_kernel', got {exec_mode!r}"
+            )
         if jit_syntax_level not in ("", "STRICT", "LAX"):
-            raise ValueError(f"JitConfig: jit_syntax_level must be '', 'STRICT' or 'LAX', got "
-                             f"{jit_syntax_level!r}")
-        self.jit_level, self.exec_mode, self.jit_syntax_level = jit_level, exec_mode, jit_syntax_level
-        self.jit_config_dict = {"jit_level": jit_level, "exec_mode": exec_mode,
-                                "jit_syntax_level": jit_syntax_level}
+            raise ValueError(
+                f"JitConfig: jit_syntax_level must be '', 'STRICT' or 'LAX', got "
+                f"{jit_syntax_level!r}"
+            )
+        self.jit_level, self.exec_mode, self.jit_syntax_level = (
+            jit_level,
+            exec_mode,
+            jit_syntax_level,
+        )
+        self.jit_config_dict = {
+            "jit_level": jit_level,
+            "exec_mode": exec_mode,
+            "jit_syntax_level": jit_syntax_level,
+        }
 
     def key(self):
         return (self.jit_level, self.exec_mode, self.jit_syntax_level)
@@ -89,15 +110,19 @@ def mutable(input_data, dynamic_len=False):
         return _MutableTuple(mutable(v) for v in input_data)
     if isinstance(input_data, list):
         return _MutableList(mutable(v) for v in input_data)
-    raise TypeError(f"mutable: expected a number, tuple, list or Tensor, got "
-                    f"{type(input_data).__name__}")
+    raise TypeError(
+        f"mutable: expected a number, tuple, list or Tensor, got {type(input_data).__name__}"
+    )
 
 
 def _signature(value):
     """The part of an argument the compiled graph depends on (the cache key)."""
     if isinstance(value, Tensor):
-        return ("T", int(value._dtype.value) if hasattr(value._dtype, "value") else str(value._dtype),
-                value.shape)
+        return (
+            "T",
+            int(value._dtype.value) if hasattr(value._dtype, "value") else str(value._dtype),
+            value.shape,
+        )
     if isinstance(value, (_MutableInt, _MutableFloat, _MutableBool)):
         return ("M", type(value).__name__)
     if isinstance(value, (tuple, list)):
@@ -130,8 +155,13 @@ def _graph_inputs(emitter, value, inputs, name):
         inputs.append(value)
         return emitter.input(value._dtype, value.shape, name)
     if isinstance(value, (_MutableInt, _MutableFloat, _MutableBool)):
-        t = Tensor(bool(value) if isinstance(value, _MutableBool) else
-                   int(value) if isinstance(value, _MutableInt) else float(value))
+        t = Tensor(
+            bool(value)
+            if isinstance(value, _MutableBool)
+            else int(value)
+            if isinstance(value, _MutableInt)
+            else float(value)
+        )
         inputs.append(t)
         return emitter.input(t._dtype, t.shape, name)
     if isinstance(value, (tuple, list)):
@@ -155,8 +185,15 @@ def _run_inputs(value, inputs):
     if isinstance(value, Tensor):
         inputs.append(value)
     elif isinstance(value, (_MutableInt, _MutableFloat, _MutableBool)):
-        inputs.append(Tensor(bool(value) if isinstance(value, _MutableBool) else
-                             int(value) if isinstance(value, _MutableInt) else float(value)))
+        inputs.append(
+            Tensor(
+                bool(value)
+                if isinstance(value, _MutableBool)
+                else int(value)
+                if isinstance(value, _MutableInt)
+                else float(value)
+            )
+        )
     elif isinstance(value, (tuple, list)):
         for v in value:
             _run_inputs(v, inputs)
@@ -222,12 +259,25 @@ def _eager_operator_in_graph(op, tensor, other, swap):
 def _apply_eagerly(op, tensor, other, swap):
     import operator  # noqa: PLC0415
 
-    names = {"add": operator.add, "sub": operator.sub, "mul": operator.mul, "div": operator.truediv,
-             "floor_div": operator.floordiv, "mod": operator.mod, "pow": operator.pow,
-             "matmul": operator.matmul, "equal": operator.eq, "not_equal": operator.ne,
-             "less": operator.lt, "less_equal": operator.le, "greater": operator.gt,
-             "greater_equal": operator.ge, "logical_and": operator.and_,
-             "logical_or": operator.or_, "logical_xor": operator.xor}
+    names = {
+        "add": operator.add,
+        "sub": operator.sub,
+        "mul": operator.mul,
+        "div": operator.truediv,
+        "floor_div": operator.floordiv,
+        "mod": operator.mod,
+        "pow": operator.pow,
+        "matmul": operator.matmul,
+        "equal": operator.eq,
+        "not_equal": operator.ne,
+        "less": operator.lt,
+        "less_equal": operator.le,
+        "greater": operator.gt,
+        "greater_equal": operator.ge,
+        "logical_and": operator.and_,
+        "logical_or": operator.or_,
+        "logical_xor": operator.xor,
+    }
     if op == "invert":
         return ~tensor
     if other is None:
@@ -289,8 +339,12 @@ class JitFunction:
             if self_obj is not None:
                 args = (self_obj,) + args
             return self.fn(*args, **kwargs)
-        key = (id(self_obj), tuple(_signature(a) for a in args),
-               tuple((k, _signature(v)) for k, v in sorted(kwargs.items())), self.config.key())
+        key = (
+            id(self_obj),
+            tuple(_signature(a) for a in args),
+            tuple((k, _signature(v)) for k, v in sorted(kwargs.items())),
+            self.config.key(),
+        )
         entries = self.cache.setdefault(key, [])
         for compiled in entries:
             if compiled.guards.first_failure() is None:
@@ -301,8 +355,9 @@ class JitFunction:
             _STATS["recompile_reasons"].append(f"{self.fn.__qualname__}: {reason}")
         elif any(k[0] == key[0] for k in self.cache if k is not key) and len(self.cache) > 1:
             _STATS["recompile_reasons"].append(f"{self.fn.__qualname__}: new input signature")
-        compiled = compile_function(self.fn, args, kwargs, self_obj, self.fn.__name__,
-                                    self.config.jit_level)
+        compiled = compile_function(
+            self.fn, args, kwargs, self_obj, self.fn.__name__, self.config.jit_level
+        )
         entries.append(compiled)
         return run_compiled(compiled, args, kwargs)
 
@@ -311,19 +366,32 @@ class JitFunction:
         return "\n".join(c.text for entries in self.cache.values() for c in entries)
 
 
-def jit(function=None, *, jit_config=None, jit_level=None, fullgraph=False, input_signature=None,
-        capture_mode="ast", dynamic=0, backend="", **options):
+def jit(
+    function=None,
+    *,
+    jit_config=None,
+    jit_level=None,
+    fullgraph=False,
+    input_signature=None,
+    capture_mode="ast",
+    dynamic=0,
+    backend="",
+    **options,
+):
     """Compiles a function or method to a graph (decorator, or ``jit(fn)`` as a transform)."""
     if options:
         raise ValueError(f"jit: unknown options {sorted(options)}")
     if jit_config is None:
-        jit_config = JitConfig(jit_level=jit_level or "O1",
-                               jit_syntax_level="STRICT" if fullgraph else "")
+        jit_config = JitConfig(
+            jit_level=jit_level or "O1", jit_syntax_level="STRICT" if fullgraph else ""
+        )
     elif not isinstance(jit_config, JitConfig):
         raise TypeError(f"jit: jit_config must be a JitConfig, got {type(jit_config).__name__}")
     if capture_mode not in ("ast",):
-        raise ValueError(f"jit: capture_mode {capture_mode!r} is not supported; kiln compiles "
-                         f"from source ('ast')")
+        raise ValueError(
+            f"jit: capture_mode {capture_mode!r} is not supported; kiln compiles "
+            f"from source ('ast')"
+        )
 
     def wrap(fn):
         if not callable(fn):
@@ -339,8 +407,9 @@ def cell_graph_call(cell, args, kwargs):
     if _state.builder is not None:
         from kiln.jit.scope import CellProxy  # noqa: PLC0415
 
-        return _state.converter.call_cell(cell, CellProxy(_state.converter, cell, type(cell).__name__),
-                                          args, kwargs)
+        return _state.converter.call_cell(
+            cell, CellProxy(_state.converter, cell, type(cell).__name__), args, kwargs
+        )
     jitted = cell.__dict__.get("_kiln_graph_fn")
     if jitted is None:
         construct = type(cell).construct

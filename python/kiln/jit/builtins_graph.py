@@ -1,4 +1,5 @@
 """Builtins that need to know about graph values: print, isinstance, range and friends."""
+
 import builtins
 
 from kiln import _graph_state as _state
@@ -56,5 +57,6 @@ def _range(*args):
 
 def _len(obj):
     return len(obj)
+
 
 SPECIAL = {"print": _print, "isinstance": _isinstance, "range": _range, "len": _len}

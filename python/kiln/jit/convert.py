@@ -6,6 +6,7 @@ are interpreted here: an `if` or `while` whose condition is a tensor becomes an 
 with region functions; one whose condition is a Python value is decided at compile time, and a
 `for` over a Python sequence is unrolled.
 """
+
 import ast
 import inspect
 import types
@@ -56,8 +57,8 @@ class Frame:
         self.fn_globals = fn_globals
         self.closure = closure
         self.region_depth = 0  # > 0 inside a tensor-dependent region
-        self.loop_depth = 0    # region_depth where the innermost compile-time loop started
-        self.one_branch = {}   # name -> line of the tensor-dependent if that set it in one branch
+        self.loop_depth = 0  # region_depth where the innermost compile-time loop started
+        self.one_branch = {}  # name -> line of the tensor-dependent if that set it in one branch
 
 
 class NestedFunction:
@@ -126,9 +127,13 @@ class Converter:
 
     def call_nested(self, nested, args, kwargs):
         node, outer = nested.node, nested.frame
-        values = bind_arguments(node, [self.eval(d, outer) for d in node.args.defaults],
-                                 [None if d is None else self.eval(d, outer)
-                                  for d in node.args.kw_defaults], args, kwargs)
+        values = bind_arguments(
+            node,
+            [self.eval(d, outer) for d in node.args.defaults],
+            [None if d is None else self.eval(d, outer) for d in node.args.kw_defaults],
+            args,
+            kwargs,
+        )
         closure = dict(outer.closure)
         closure.update(outer.locals)  # closures see the defining frame's values
         frame = Frame(outer.source, outer.fn_globals, closure, values)
@@ -154,14 +159,17 @@ class Converter:
             return
         raise GraphSyntaxError(
             f"assigning {path}.{name} in Graph mode: only Parameters can be assigned on self "
-            f"(STRICT syntax); keep other state outside the compiled function")
+            f"(STRICT syntax); keep other state outside the compiled function"
+        )
 
     def run_body(self, stmts, frame):
         self.depth += 1
         self.frames.append((frame, self.emitter.b.current_func))
         if self.depth > 200:
-            raise RecursionError("Graph mode: calls nest more than 200 deep (recursion is unrolled "
-                                 "at compile time, so it needs a constant stopping condition)")
+            raise RecursionError(
+                "Graph mode: calls nest more than 200 deep (recursion is unrolled "
+                "at compile time, so it needs a constant stopping condition)"
+            )
         try:
             self.exec_block(stmts, frame)
         except _Return as r:
@@ -193,29 +201,36 @@ class Converter:
         except Exception as e:
             name = getattr(e, "name", None) if type(e) is NameError else None
             if name in frame.one_branch:
-                e = NameError(f"name {name!r} is assigned in only one branch of the tensor-"
-                              f"dependent if at line {frame.one_branch[name]}, so it may be "
-                              f"undefined here; "
-                              f"assign it before the if or in both branches")
+                e = NameError(
+                    f"name {name!r} is assigned in only one branch of the tensor-"
+                    f"dependent if at line {frame.one_branch[name]}, so it may be "
+                    f"undefined here; "
+                    f"assign it before the if or in both branches"
+                )
             raise _at_line(e, frame.source, node.lineno) from None
 
     def set_loc(self, node, frame):
-        self.emitter.loc = (frame.source.filename, getattr(node, "lineno", 0),
-                            getattr(node, "col_offset", 0))
+        self.emitter.loc = (
+            frame.source.filename,
+            getattr(node, "lineno", 0),
+            getattr(node, "col_offset", 0),
+        )
 
     # ---- statements ----
     def exec_block(self, stmts, frame):
         for i, stmt in enumerate(stmts):
             self.set_loc(stmt, frame)
-            if isinstance(stmt, ast.If) and self._early_return_if(stmt, stmts[i + 1:], frame):
+            if isinstance(stmt, ast.If) and self._early_return_if(stmt, stmts[i + 1 :], frame):
                 return
             if isinstance(stmt, (ast.While, ast.For)) and _has_return(stmt.body):
-                self._loop_with_return(stmt, stmts[i + 1:], frame)
+                self._loop_with_return(stmt, stmts[i + 1 :], frame)
                 return
             handler = getattr(self, "exec_" + type(stmt).__name__, None)
             if handler is None:
-                raise GraphSyntaxError(_where(frame.source, stmt.lineno) +
-                                       f"{type(stmt).__name__} statements are not supported")
+                raise GraphSyntaxError(
+                    _where(frame.source, stmt.lineno)
+                    + f"{type(stmt).__name__} statements are not supported"
+                )
             handler(stmt, frame)
 
     # ---- return inside a loop ----
@@ -225,17 +240,23 @@ class Converter:
         is carried by the loop, so its type is found first by building one iteration on the side
         (a function nothing calls, which dead-code elimination drops)."""
         body = _rewrite_returns(loop.body)
-        new_loop = ast.copy_location(type(loop)(**{**{f: getattr(loop, f) for f in loop._fields},
-                                                  "body": body}), loop)
+        new_loop = ast.copy_location(
+            type(loop)(**{**{f: getattr(loop, f) for f in loop._fields}, "body": body}), loop
+        )
         template = self._probe_return(new_loop, frame)
         if template is None:
-            raise GraphSyntaxError(_where(frame.source, loop.lineno) + "could not work out the type "
-                                   "of the value this loop returns; return after the loop instead")
+            raise GraphSyntaxError(
+                _where(frame.source, loop.lineno) + "could not work out the type "
+                "of the value this loop returns; return after the loop instead"
+            )
         leaves, tree = flatten(template)
         frame.locals[_RET] = unflatten(tree, [self._placeholder(v) for v in leaves])
         frame.locals[_RETURNED] = False
-        after = ast.If(test=ast.Name(id=_RETURNED, ctx=ast.Load()),
-                       body=[ast.Return(value=ast.Name(id=_RET, ctx=ast.Load()))], orelse=[])
+        after = ast.If(
+            test=ast.Name(id=_RETURNED, ctx=ast.Load()),
+            body=[ast.Return(value=ast.Name(id=_RET, ctx=ast.Load()))],
+            orelse=[],
+        )
         ast.fix_missing_locations(ast.copy_location(after, loop))
         self.exec_block([new_loop, after] + rest, frame)
 
@@ -256,8 +277,11 @@ class Converter:
         try:
             if isinstance(loop, ast.For):
                 iterable = self.eval(loop.iter, inner)
-                first = iterable.start if isinstance(iterable, builtins_graph.TensorRange) else \
-                    next(iter(iterable))
+                first = (
+                    iterable.start
+                    if isinstance(iterable, builtins_graph.TensorRange)
+                    else next(iter(iterable))
+                )
                 self.assign(loop.target, first, inner)
             self.exec_block(_loop_body_with_exits(loop.body, loop), inner)
         except Exception:  # noqa: BLE001 - the probe only looks for the returned value's type
@@ -301,15 +325,20 @@ class Converter:
         elif isinstance(target, ast.Subscript):
             self._assign_subscript(target, value, frame)
         else:
-            raise GraphSyntaxError(_where(frame.source, target.lineno) + "unsupported assignment target")
+            raise GraphSyntaxError(
+                _where(frame.source, target.lineno) + "unsupported assignment target"
+            )
 
     def _unpack(self, target, value, frame):
         items = list(value)
         stars = [i for i, e in enumerate(target.elts) if isinstance(e, ast.Starred)]
         if not stars:
             if len(items) != len(target.elts):
-                raise _at_line(ValueError(f"cannot unpack {len(items)} values into "
-                                          f"{len(target.elts)} names"), frame.source, target.lineno)
+                raise _at_line(
+                    ValueError(f"cannot unpack {len(items)} values into {len(target.elts)} names"),
+                    frame.source,
+                    target.lineno,
+                )
             for t, v in zip(target.elts, items):
                 self.assign(t, v, frame)
             return
@@ -317,8 +346,8 @@ class Converter:
         after = len(target.elts) - s - 1
         for t, v in zip(target.elts[:s], items[:s]):
             self.assign(t, v, frame)
-        self.assign(target.elts[s].value, list(items[s:len(items) - after]), frame)
-        for t, v in zip(target.elts[s + 1:], items[len(items) - after:]):
+        self.assign(target.elts[s].value, list(items[s : len(items) - after]), frame)
+        for t, v in zip(target.elts[s + 1 :], items[len(items) - after :]):
             self.assign(t, v, frame)
 
     def _assign_subscript(self, target, value, frame):
@@ -347,8 +376,10 @@ class Converter:
 
     def exec_FunctionDef(self, stmt, frame):
         if stmt.decorator_list:
-            raise GraphSyntaxError(_where(frame.source, stmt.lineno) + "decorated nested functions "
-                                   "are not supported; define the function at module level")
+            raise GraphSyntaxError(
+                _where(frame.source, stmt.lineno) + "decorated nested functions "
+                "are not supported; define the function at module level"
+            )
         frame.locals[stmt.name] = NestedFunction(self, stmt, frame)
 
     def exec_Assert(self, stmt, frame):
@@ -361,7 +392,9 @@ class Converter:
 
     def exec_Raise(self, stmt, frame):
         if stmt.exc is None:
-            raise GraphSyntaxError(_where(frame.source, stmt.lineno) + "bare raise is not supported")
+            raise GraphSyntaxError(
+                _where(frame.source, stmt.lineno) + "bare raise is not supported"
+            )
         exc = self.eval(stmt.exc, frame)
         exc_type = exc if isinstance(exc, type) else type(exc)
         args = () if isinstance(exc, type) else exc.args
@@ -421,8 +454,12 @@ class Converter:
     def _early_return_if(self, stmt, rest, frame):
         """`if t: ...return a` followed by more code: the rest becomes the else branch. A return
         nested deeper in either branch (`if t: if u: return a`) makes the rest part of both."""
-        if not (always_returns(stmt.body) or always_returns(stmt.orelse) or
-                contains_return(stmt.body) or contains_return(stmt.orelse)):
+        if not (
+            always_returns(stmt.body)
+            or always_returns(stmt.orelse)
+            or contains_return(stmt.body)
+            or contains_return(stmt.orelse)
+        ):
             return False
         test = self.eval(stmt.test, frame)
         if not isinstance(test, GraphTensor):
@@ -443,9 +480,15 @@ class Converter:
         if _ends_in_raise(body) and not _ends_in_raise(orelse):
             # Build the branch that raises second, so it can mirror the other branch's results.
             cond, body, orelse = _logical_not(cond), orelse, body
-        names = [] if returns else [n for n in assigned_names(body + orelse)
-                                    if n in frame.locals or (n in assigned_names(body) and
-                                                             n in assigned_names(orelse))]
+        names = (
+            []
+            if returns
+            else [
+                n
+                for n in assigned_names(body + orelse)
+                if n in frame.locals or (n in assigned_names(body) and n in assigned_names(orelse))
+            ]
+        )
         b = self.emitter.b
         group = b.new_group()
         branches = []
@@ -508,9 +551,11 @@ class Converter:
             self.exec_block(block, frame)
         except _Return as r:
             if not returns:
-                raise GraphSyntaxError(_where(frame.source, block[-1].lineno) +
-                                       "return inside a tensor-dependent branch of a loop is not "
-                                       "supported yet") from None
+                raise GraphSyntaxError(
+                    _where(frame.source, block[-1].lineno)
+                    + "return inside a tensor-dependent branch of a loop is not "
+                    "supported yet"
+                ) from None
             return r.value
         except _Raised:
             return _RAISED
@@ -531,9 +576,9 @@ class Converter:
 
     def _join(self, branches, outs, frame, stmt, names, internal=()):
         try:
-            return self._join_values(branches, outs, ", ".join(n for n in names
-                                                                  if not n.startswith("__kiln_")),
-                                     internal)
+            return self._join_values(
+                branches, outs, ", ".join(n for n in names if not n.startswith("__kiln_")), internal
+            )
         except TypeError as e:
             raise _at_line(e, frame.source, stmt.lineno) from None
 
@@ -542,16 +587,19 @@ class Converter:
         flags) may mix Python bools and bool tensors."""
         (la, ta, ca), (lb, tb, cb) = branches
         if ta != tb or len(la) != len(lb):
-            raise TypeError(f"the two branches give different structures for {what}: "
-                            f"{unflatten(ta, la)!r} vs {unflatten(tb, lb)!r}")
+            raise TypeError(
+                f"the two branches give different structures for {what}: "
+                f"{unflatten(ta, la)!r} vs {unflatten(tb, lb)!r}"
+            )
         joined, k = [], 0
         for pos, (a, b, x, y) in enumerate(zip(la, lb, ca, cb)):
             a_graph, b_graph = x is None, y is None
             numeric = isinstance(a, (GraphTensor, Tensor, bool, int, float))
             if not numeric:
                 if a != b:
-                    raise TypeError(f"the two branches give {a!r} and {b!r} for {what}, which "
-                                    f"cannot be merged")
+                    raise TypeError(
+                        f"the two branches give {a!r} and {b!r} for {what}, which cannot be merged"
+                    )
                 joined.append(a)
                 continue
             out = self.emitter.wrap(outs[k]) if outs is not None else None
@@ -560,17 +608,25 @@ class Converter:
                 joined.append(a if not a_graph and not b_graph and a == b else out)
                 continue
             if a_graph != b_graph or (not a_graph and type(a) is not type(b)):
-                raise TypeError(f"the two branches give a {_kind(a)} and a {_kind(b)} for {what}; "
-                                f"both sides must agree in kind and dtype")
-            if a_graph and (a.dtype != b.dtype if hasattr(a, "dtype") and hasattr(b, "dtype") else False):
-                raise TypeError(f"the two branches give {_kind(a)} and {_kind(b)} for {what}; "
-                                f"both sides must agree in dtype")
+                raise TypeError(
+                    f"the two branches give a {_kind(a)} and a {_kind(b)} for {what}; "
+                    f"both sides must agree in kind and dtype"
+                )
+            if a_graph and (
+                a.dtype != b.dtype if hasattr(a, "dtype") and hasattr(b, "dtype") else False
+            ):
+                raise TypeError(
+                    f"the two branches give {_kind(a)} and {_kind(b)} for {what}; "
+                    f"both sides must agree in dtype"
+                )
             joined.append(a if not a_graph and a == b else out)
         return unflatten(ta, joined)
 
     def exec_While(self, stmt, frame):
         if stmt.orelse:
-            raise GraphSyntaxError(_where(frame.source, stmt.lineno) + "while/else is not supported")
+            raise GraphSyntaxError(
+                _where(frame.source, stmt.lineno) + "while/else is not supported"
+            )
         test = self.eval(stmt.test, frame)
         if not isinstance(test, GraphTensor) and _has_loop_exit(stmt.body):
             # Try it as a compile-time loop; if an exit turns out to depend on a tensor, the trip
@@ -590,8 +646,14 @@ class Converter:
         if _has_loop_exit(stmt.body):
             frame.locals[_BRK] = False
             body = _loop_body_with_exits(stmt.body, stmt)
-            self._tensor_loop(stmt, frame, lambda inner: _and_not(
-                self.emitter.to_graph(self.eval(stmt.test, inner), "while"), inner.locals[_BRK]), body)
+            self._tensor_loop(
+                stmt,
+                frame,
+                lambda inner: _and_not(
+                    self.emitter.to_graph(self.eval(stmt.test, inner), "while"), inner.locals[_BRK]
+                ),
+                body,
+            )
             del frame.locals[_BRK]
             return
         self._tensor_loop(stmt, frame, lambda inner: self.eval(stmt.test, inner), stmt.body)
@@ -615,9 +677,14 @@ class Converter:
                     pass
                 count += 1
                 if count > MAX_UNROLLED_ITERATIONS:
-                    raise _at_line(RuntimeError("this while loop ran more than 100000 times at "
-                                                "compile time; make its condition a tensor"),
-                                   frame.source, stmt.lineno)
+                    raise _at_line(
+                        RuntimeError(
+                            "this while loop ran more than 100000 times at "
+                            "compile time; make its condition a tensor"
+                        ),
+                        frame.source,
+                        stmt.lineno,
+                    )
                 test = self.eval(stmt.test, frame)
                 if isinstance(test, GraphTensor):
                     raise _TensorExit()
@@ -631,9 +698,14 @@ class Converter:
         leaves, tree = flatten(tuple(values))
         for leaf in leaves:
             if not isinstance(leaf, (GraphTensor, Tensor, bool, int, float)):
-                raise _at_line(TypeError(f"a loop whose condition is a tensor can only carry "
-                                         f"tensors and numbers, not {leaf!r}"), frame.source,
-                               stmt.lineno)
+                raise _at_line(
+                    TypeError(
+                        f"a loop whose condition is a tensor can only carry "
+                        f"tensors and numbers, not {leaf!r}"
+                    ),
+                    frame.source,
+                    stmt.lineno,
+                )
         init = [self.emitter.to_graph(v, "while") for v in leaves]
         metas = [(v._dtype, list(v.shape)) for v in init]
         b = self.emitter.b
@@ -667,21 +739,30 @@ class Converter:
             raise
         new_leaves, new_tree = flatten(tuple(inner.locals[n] for n in carried_names))
         if new_tree != tree:
-            raise _at_line(TypeError("a loop-carried value changes structure in the loop body"),
-                           frame.source, stmt.lineno)
+            raise _at_line(
+                TypeError("a loop-carried value changes structure in the loop body"),
+                frame.source,
+                stmt.lineno,
+            )
         results = []
         for n, before, after in zip(_leaf_names(carried_names, values), init, new_leaves):
             g = self.emitter.to_graph(after, "while")
             if g._dtype != before._dtype or g.shape != before.shape:
-                raise _at_line(TypeError(
-                    f"loop-carried {n} is {before.dtype}{list(before.shape)} before the loop and "
-                    f"{g.dtype}{list(g.shape)} after an iteration; both must agree"),
-                    frame.source, stmt.lineno)
+                raise _at_line(
+                    TypeError(
+                        f"loop-carried {n} is {before.dtype}{list(before.shape)} before the "
+                        f"loop and {g.dtype}{list(g.shape)} after an iteration; both must agree"
+                    ),
+                    frame.source,
+                    stmt.lineno,
+                )
             results.append(g.handle)
         b.end_region(results)
         self.set_loc(stmt, frame)
-        outs = [self.emitter.wrap(h) for h in b.while_([v.handle for v in init], group,
-                                                        *self.emitter.loc)]
+        outs = [
+            self.emitter.wrap(h)
+            for h in b.while_([v.handle for v in init], group, *self.emitter.loc)
+        ]
         for n, v in zip(carried_names, unflatten(tree, outs)):
             frame.locals[n] = v
 
@@ -705,15 +786,21 @@ class Converter:
     def _unrolled_for(self, stmt, frame, iterable, body, exits):
         for count, item in enumerate(iterable):
             if count > MAX_UNROLLED_ITERATIONS:
-                raise _at_line(RuntimeError("this for loop unrolls more than 100000 times"),
-                               frame.source, stmt.lineno)
+                raise _at_line(
+                    RuntimeError("this for loop unrolls more than 100000 times"),
+                    frame.source,
+                    stmt.lineno,
+                )
             broke = frame.locals.get(_BRK, False) if exits else False
             if broke is True:
                 break
             self.assign(stmt.target, item, frame)
             if isinstance(broke, GraphTensor):  # an earlier iteration may have broken at run time
-                guard = ast.If(test=ast.UnaryOp(op=ast.Not(), operand=ast.Name(id=_BRK, ctx=ast.Load())),
-                               body=body, orelse=[])
+                guard = ast.If(
+                    test=ast.UnaryOp(op=ast.Not(), operand=ast.Name(id=_BRK, ctx=ast.Load())),
+                    body=body,
+                    orelse=[],
+                )
                 self.exec_block([ast.fix_missing_locations(ast.copy_location(guard, stmt))], frame)
             else:
                 self.exec_block(body, frame)
@@ -726,15 +813,24 @@ class Converter:
         from kiln.ops._core import call  # noqa: PLC0415
 
         if not isinstance(stmt.target, ast.Name):
-            raise GraphSyntaxError(_where(frame.source, stmt.lineno) +
-                                   "a loop over range(tensor) needs a single loop variable")
+            raise GraphSyntaxError(
+                _where(frame.source, stmt.lineno)
+                + "a loop over range(tensor) needs a single loop variable"
+            )
         counter = "__kiln_for_counter"
-        frame.locals[counter] = call("cast", (self.emitter.to_graph(rng.start, "range"),), (_int64(),))
+        frame.locals[counter] = call(
+            "cast", (self.emitter.to_graph(rng.start, "range"),), (_int64(),)
+        )
         frame.locals[stmt.target.id] = frame.locals[counter]
         stop, step = rng.stop, rng.step
-        assign_target = ast.Assign(targets=[stmt.target], value=ast.Name(id=counter, ctx=ast.Load()))
-        bump = ast.AugAssign(target=ast.Name(id=counter, ctx=ast.Store()), op=ast.Add(),
-                             value=ast.Constant(value=step))
+        assign_target = ast.Assign(
+            targets=[stmt.target], value=ast.Name(id=counter, ctx=ast.Load())
+        )
+        bump = ast.AugAssign(
+            target=ast.Name(id=counter, ctx=ast.Store()),
+            op=ast.Add(),
+            value=ast.Constant(value=step),
+        )
         for node in (assign_target, bump):
             ast.copy_location(node, stmt)
             ast.fix_missing_locations(node)
@@ -767,7 +863,7 @@ class _ZeroArgSuper:
             return super(*args)  # noqa: UP008 - explicit two-argument form passes through
         real = getattr(self.self_obj, "_cell", self.self_obj)
         mro = type(real).__mro__
-        return _SuperView(self.converter, mro[mro.index(self.cls) + 1:], self.self_obj)
+        return _SuperView(self.converter, mro[mro.index(self.cls) + 1 :], self.self_obj)
 
 
 class _SuperView:
@@ -820,14 +916,22 @@ def _rewrite_returns(stmts):
     for s in stmts:
         if isinstance(s, ast.Return):
             value = s.value if s.value is not None else ast.Constant(value=None)
-            note = ast.Call(func=ast.Name(id="__kiln_note_return__", ctx=ast.Load()), args=[value],
-                            keywords=[])
-            out += [ast.fix_missing_locations(ast.copy_location(
-                        ast.Assign(targets=[ast.Name(id=_RET, ctx=ast.Store())], value=note), s)),
-                    _flag(_RETURNED, True, s),
-                    ast.fix_missing_locations(ast.copy_location(ast.Break(), s))]
+            note = ast.Call(
+                func=ast.Name(id="__kiln_note_return__", ctx=ast.Load()), args=[value], keywords=[]
+            )
+            out += [
+                ast.fix_missing_locations(
+                    ast.copy_location(
+                        ast.Assign(targets=[ast.Name(id=_RET, ctx=ast.Store())], value=note), s
+                    )
+                ),
+                _flag(_RETURNED, True, s),
+                ast.fix_missing_locations(ast.copy_location(ast.Break(), s)),
+            ]
         elif isinstance(s, ast.If) and (_has_return(s.body) or _has_return(s.orelse)):
-            node = ast.If(test=s.test, body=_rewrite_returns(s.body), orelse=_rewrite_returns(s.orelse))
+            node = ast.If(
+                test=s.test, body=_rewrite_returns(s.body), orelse=_rewrite_returns(s.orelse)
+            )
             out.append(ast.fix_missing_locations(ast.copy_location(node, s)))
         else:
             out.append(s)
@@ -862,13 +966,19 @@ def _rewrite_exits(stmts):
             out.append(_flag(_SKIP, True, s))
             return out
         if isinstance(s, ast.If) and (_has_loop_exit(s.body) or _has_loop_exit(s.orelse)):
-            node = ast.If(test=s.test, body=_rewrite_exits(s.body) or [ast.Pass()],
-                          orelse=_rewrite_exits(s.orelse))
+            node = ast.If(
+                test=s.test,
+                body=_rewrite_exits(s.body) or [ast.Pass()],
+                orelse=_rewrite_exits(s.orelse),
+            )
             out.append(ast.fix_missing_locations(ast.copy_location(node, s)))
-            rest = stmts[i + 1:]
+            rest = stmts[i + 1 :]
             if rest:
-                guard = ast.If(test=ast.UnaryOp(op=ast.Not(), operand=ast.Name(id=_SKIP, ctx=ast.Load())),
-                               body=_rewrite_exits(rest), orelse=[])
+                guard = ast.If(
+                    test=ast.UnaryOp(op=ast.Not(), operand=ast.Name(id=_SKIP, ctx=ast.Load())),
+                    body=_rewrite_exits(rest),
+                    orelse=[],
+                )
                 out.append(ast.fix_missing_locations(ast.copy_location(guard, rest[0])))
             return out
         out.append(s)
@@ -910,8 +1020,16 @@ class _ConditionalExpressions(ast.NodeTransformer):
                 body = _call("__kiln_select__", [left, _thunk(result), _thunk(left)], node)
             else:
                 body = _call("__kiln_select__", [left, _thunk(left), _thunk(result)], node)
-            lam = ast.Lambda(args=ast.arguments(posonlyargs=[], args=[ast.arg(arg=name)], kwonlyargs=[],
-                                                kw_defaults=[], defaults=[]), body=body)
+            lam = ast.Lambda(
+                args=ast.arguments(
+                    posonlyargs=[],
+                    args=[ast.arg(arg=name)],
+                    kwonlyargs=[],
+                    kw_defaults=[],
+                    defaults=[],
+                ),
+                body=body,
+            )
             result = ast.Call(func=lam, args=[value], keywords=[])
             ast.copy_location(result, node)
         return result
@@ -922,8 +1040,12 @@ class _ConditionalExpressions(ast.NodeTransformer):
         if len(node.ops) == 1:
             return node
         operands = [node.left] + node.comparators
-        parts = [ast.copy_location(ast.Compare(left=operands[i], ops=[op], comparators=[operands[i + 1]]), node)
-                 for i, op in enumerate(node.ops)]
+        parts = [
+            ast.copy_location(
+                ast.Compare(left=operands[i], ops=[op], comparators=[operands[i + 1]]), node
+            )
+            for i, op in enumerate(node.ops)
+        ]
         return self.visit_BoolOp(ast.copy_location(ast.BoolOp(op=ast.And(), values=parts), node))
 
     def visit_UnaryOp(self, node):
@@ -939,8 +1061,10 @@ def _call(name, args, like):
 
 
 def _thunk(expr):
-    return ast.Lambda(args=ast.arguments(posonlyargs=[], args=[], kwonlyargs=[], kw_defaults=[],
-                                         defaults=[]), body=expr)
+    return ast.Lambda(
+        args=ast.arguments(posonlyargs=[], args=[], kwonlyargs=[], kw_defaults=[], defaults=[]),
+        body=expr,
+    )
 
 
 def _copy(node):
@@ -955,8 +1079,10 @@ def _and_not(cond, flag):
         return cond
     from kiln.ops._core import call  # noqa: PLC0415
 
-    return call("logical_and", (_scalar_bool(cond) if isinstance(cond, GraphTensor) else cond,
-                                _logical_not(flag)))
+    return call(
+        "logical_and",
+        (_scalar_bool(cond) if isinstance(cond, GraphTensor) else cond, _logical_not(flag)),
+    )
 
 
 def _logical_not(value):
@@ -979,8 +1105,10 @@ def _scalar_bool(value):
     from kiln.ops._core import call  # noqa: PLC0415
 
     if value.size != 1:
-        raise CompileTimeValueError(f"a condition must be a single value, got a tensor of shape "
-                                    f"{value.shape}; use .any() or .all()")
+        raise CompileTimeValueError(
+            f"a condition must be a single value, got a tensor of shape "
+            f"{value.shape}; use .any() or .all()"
+        )
     if value.shape != ():
         value = call("reshape", (value,), ((),))
     if value._dtype != _bool_enum():
@@ -1037,4 +1165,3 @@ def _is_parameter(value):
     from kiln.common.parameter import Parameter  # noqa: PLC0415
 
     return isinstance(value, Parameter)
-

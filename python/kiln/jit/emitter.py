@@ -1,4 +1,5 @@
 """GraphEmitter: turns op calls on graph values into nodes of the C++ graph builder."""
+
 from kiln import _C
 from kiln.common.tensor import Tensor
 from kiln.jit.graph_tensor import GraphTensor
@@ -26,11 +27,11 @@ class GraphEmitter:
     def __init__(self):
         self.b = _C.GraphBuilder()
         self.loc = ("", 0, 0)
-        self.parameters = []      # Parameters that became graph inputs, in input order
-        self._param_values = {}   # id(Parameter) -> GraphTensor
-        self._consts = {}         # (function, id(tensor)) -> (tensor, GraphTensor)
-        self.entries = {}         # id -> graph inputs (arguments, Parameters, outside tensors)
-        self.views = {}           # id -> (view, op name, base): outputs of view ops
+        self.parameters = []  # Parameters that became graph inputs, in input order
+        self._param_values = {}  # id(Parameter) -> GraphTensor
+        self._consts = {}  # (function, id(tensor)) -> (tensor, GraphTensor)
+        self.entries = {}  # id -> graph inputs (arguments, Parameters, outside tensors)
+        self.views = {}  # id -> (view, op name, base): outputs of view ops
 
     # ---- values ----
     def wrap(self, handle):
@@ -100,5 +101,6 @@ class GraphEmitter:
         self.b.print_(format_string, [self.to_graph(v, "print").handle for v in values], *self.loc)
 
     def raise_(self, error_type, format_string, values):
-        self.b.raise_(error_type, format_string, [self.to_graph(v, "raise").handle for v in values],
-                      *self.loc)
+        self.b.raise_(
+            error_type, format_string, [self.to_graph(v, "raise").handle for v in values], *self.loc
+        )

@@ -1,4 +1,5 @@
 """GraphTensor: a tensor-valued node of the graph being compiled, with kiln.Tensor's API."""
+
 from kiln import _graph_state
 from kiln.common import dtype as mstype
 from kiln.common.tensor import Tensor
@@ -52,7 +53,8 @@ class GraphTensor:
         raise CompileTimeValueError(
             f"{what} needs the value of a tensor of shape {self._shape}, which is only known when "
             f"the compiled graph runs. Use tensor operations instead (ops.where for a choice, "
-            f"a tensor condition in if/while), or run this code in PyNative mode.")
+            f"a tensor condition in if/while), or run this code in PyNative mode."
+        )
 
     def __bool__(self):
         self._no_value("using a tensor as a Python bool")
@@ -104,13 +106,27 @@ def _binary(name, swap=False):
 
 
 def _install_operators():
-    pairs = {"add": "add", "sub": "sub", "mul": "mul", "truediv": "div", "floordiv": "floor_div",
-             "mod": "mod", "pow": "pow", "matmul": "matmul"}
+    pairs = {
+        "add": "add",
+        "sub": "sub",
+        "mul": "mul",
+        "truediv": "div",
+        "floordiv": "floor_div",
+        "mod": "mod",
+        "pow": "pow",
+        "matmul": "matmul",
+    }
     for dunder, op in pairs.items():
         setattr(GraphTensor, f"__{dunder}__", _binary(op))
         setattr(GraphTensor, f"__r{dunder}__", _binary(op, swap=True))
-    for dunder, op in {"eq": "equal", "ne": "not_equal", "lt": "less", "le": "less_equal",
-                       "gt": "greater", "ge": "greater_equal"}.items():
+    for dunder, op in {
+        "eq": "equal",
+        "ne": "not_equal",
+        "lt": "less",
+        "le": "less_equal",
+        "gt": "greater",
+        "ge": "greater_equal",
+    }.items():
         setattr(GraphTensor, f"__{dunder}__", _binary(op))
 
     from kiln.ops._core import call
@@ -118,6 +134,7 @@ def _install_operators():
     def logical(op):
         def method(self, other):
             return call(op, (self, other))
+
         return method
 
     GraphTensor.__and__ = GraphTensor.__rand__ = logical("logical_and")
@@ -141,12 +158,32 @@ def _install_operators():
     GraphTensor.__getitem__ = getitem
 
     # Tensor's Python-level methods are written with ops, so they work on graph values as is.
-    skip = set(vars(GraphTensor)) | {"__init__", "__new__", "__setitem__", "__repr__", "__str__",
-                                     "__format__", "__reduce__", "__copy__", "__deepcopy__",
-                                     "__dict__", "__module__", "__doc__", "__weakref__",
-                                     "__slots__", "tolist", "numpy", "copy", "clone"}
+    skip = set(vars(GraphTensor)) | {
+        "__init__",
+        "__new__",
+        "__setitem__",
+        "__repr__",
+        "__str__",
+        "__format__",
+        "__reduce__",
+        "__copy__",
+        "__deepcopy__",
+        "__dict__",
+        "__module__",
+        "__doc__",
+        "__weakref__",
+        "__slots__",
+        "tolist",
+        "numpy",
+        "copy",
+        "clone",
+    }
     for name, value in vars(Tensor).items():
-        if name not in skip and callable(value) and not isinstance(value, (staticmethod, classmethod)):
+        if (
+            name not in skip
+            and callable(value)
+            and not isinstance(value, (staticmethod, classmethod))
+        ):
             setattr(GraphTensor, name, value)
     GraphTensor.T = property(lambda self: self.transpose())
 

@@ -8,6 +8,7 @@ written back in place, as PyNative changes the caller's tensor. Assigning into a
 another tensor (what indexing, reshape, transpose... return) would change that tensor too in
 PyNative; Graph mode refuses it with a clear error instead of silently differing.
 """
+
 from kiln.jit.graph_tensor import GraphTensor
 
 
@@ -27,7 +28,8 @@ def set_item(converter, container, index, value):
         raise TypeError(
             f"index assignment into a view of another tensor (made by {op}): in PyNative it also "
             f"changes the tensor it views, which Graph mode does not support; assign into the "
-            f"original tensor, or copy the view first (y = y + 0)")
+            f"original tensor, or copy the view first (y = y + 0)"
+        )
     updated = call("mul", (container, 1))  # a copy: graph values are never shared-mutated
     _indexing.setitem(updated, index, value)
     if id(container) in emitter.entries:
@@ -63,8 +65,12 @@ def _referenced(converter, value):
             return any(find(x) for x in (v.values() if type(v) is dict else v))
         return False
 
-    return any(find(v) for frame, _ in converter.frames
-               for store in (frame.locals, frame.closure) for v in store.values())
+    return any(
+        find(v)
+        for frame, _ in converter.frames
+        for store in (frame.locals, frame.closure)
+        for v in store.values()
+    )
 
 
 def rebind(converter, old, new, deep=True):

@@ -5,6 +5,7 @@ Converted callables (compiled from their source too), Cells become CellProxy obj
 Parameters turn into graph inputs), and every plain value read from a global or from `self`
 is recorded as a guard of the compile cache.
 """
+
 import builtins
 import types
 
@@ -160,8 +161,9 @@ class CellProxy:
             if is_library(value.__func__):
                 return types.MethodType(value.__func__, self)  # library code, still through us
             return Converted(conv, value.__func__, self)
-        return conv.wrap(value, f"{self._path}.{name}", lambda: getattr(cell, name),
-                         path=f"{self._path}.{name}")
+        return conv.wrap(
+            value, f"{self._path}.{name}", lambda: getattr(cell, name), path=f"{self._path}.{name}"
+        )
 
     def __setattr__(self, name, value):
         self._converter.assign_attribute(self._cell, self._path, name, value)
@@ -178,4 +180,6 @@ class CellProxy:
 
     def __getitem__(self, index):
         item = self._cell[index]
-        return self._converter.wrap(item, f"{self._path}[{index!r}]", None, path=f"{self._path}[{index!r}]")
+        return self._converter.wrap(
+            item, f"{self._path}[{index!r}]", None, path=f"{self._path}[{index!r}]"
+        )

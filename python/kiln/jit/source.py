@@ -1,4 +1,5 @@
 """Reading a function's source: the AST, where it lives, and STRICT-syntax checks."""
+
 import ast
 import inspect
 import linecache
@@ -45,7 +46,8 @@ class FunctionSource:
         except (OSError, TypeError) as e:
             raise GraphSyntaxError(
                 f"cannot compile {self.name}: its source is not available ({e}); define it in a "
-                f"file, or run it in PyNative mode") from None
+                f"file, or run it in PyNative mode"
+            ) from None
         src = textwrap.dedent("".join(lines))
         tree = ast.parse(src)
         ast.increment_lineno(tree, first - 1)
@@ -69,7 +71,10 @@ class FunctionSource:
 
 def _find_def(tree, code):
     for node in ast.walk(tree):
-        if isinstance(node, (ast.FunctionDef, ast.Lambda)) and getattr(node, "lineno", None) == code.co_firstlineno:
+        if (
+            isinstance(node, (ast.FunctionDef, ast.Lambda))
+            and getattr(node, "lineno", None) == code.co_firstlineno
+        ):
             return node
     for node in ast.walk(tree):
         if isinstance(node, ast.FunctionDef) and node.name == code.co_name:
@@ -86,14 +91,18 @@ def check_strict(source):
             hit = _UNSUPPORTED.get(type(node))
             if hit is not None:
                 what, instead = hit
-                problems.append(f'  File "{source.filename}", line {node.lineno}\n'
-                                f"    {source.line_text(node.lineno)}\n"
-                                f"    {what} is not supported in Graph mode: {instead}")
+                problems.append(
+                    f'  File "{source.filename}", line {node.lineno}\n'
+                    f"    {source.line_text(node.lineno)}\n"
+                    f"    {what} is not supported in Graph mode: {instead}"
+                )
     if problems:
         raise GraphSyntaxError(
             f"{source.name} uses syntax that Graph mode (STRICT) cannot compile "
-            f"({len(problems)} place{'s' if len(problems) > 1 else ''}):\n" + "\n".join(problems) +
-            "\nRewrite these parts, or run the function in PyNative mode.")
+            f"({len(problems)} place{'s' if len(problems) > 1 else ''}):\n"
+            + "\n".join(problems)
+            + "\nRewrite these parts, or run the function in PyNative mode."
+        )
 
 
 def assigned_names(stmts):
@@ -169,14 +178,17 @@ def bind_arguments(node, defaults, kw_defaults, args, kwargs):
     """Python's argument binding for a nested `def` (positional-only, keyword-only, *args,
     **kwargs and defaults), as a dict of the local names."""
     a, P, empty = node.args, inspect.Parameter, inspect.Parameter.empty
-    positional = [(x, P.POSITIONAL_ONLY) for x in a.posonlyargs] + \
-                 [(x, P.POSITIONAL_OR_KEYWORD) for x in a.args]
+    positional = [(x, P.POSITIONAL_ONLY) for x in a.posonlyargs] + [
+        (x, P.POSITIONAL_OR_KEYWORD) for x in a.args
+    ]
     pos_defaults = [empty] * (len(positional) - len(defaults)) + list(defaults)
     params = [P(x.arg, kind, default=d) for (x, kind), d in zip(positional, pos_defaults)]
     if a.vararg:
         params.append(P(a.vararg.arg, P.VAR_POSITIONAL))
-    params += [P(x.arg, P.KEYWORD_ONLY, default=empty if d is None and nd is None else d)
-               for x, d, nd in zip(a.kwonlyargs, kw_defaults, a.kw_defaults)]
+    params += [
+        P(x.arg, P.KEYWORD_ONLY, default=empty if d is None and nd is None else d)
+        for x, d, nd in zip(a.kwonlyargs, kw_defaults, a.kw_defaults)
+    ]
     if a.kwarg:
         params.append(P(a.kwarg.arg, P.VAR_KEYWORD))
     try:
