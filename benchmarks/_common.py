@@ -58,3 +58,122 @@ def table(headers, rows):
     lines = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
     lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
     return "\n".join(lines)
+
+
+def pin_to_cpus(threads):
+    """Restricts this process to `threads` of its CPUs and returns a note saying so ("" when
+    nothing changed). XLA sizes its CPU thread pools from the CPUs the process may run on and
+    ignores thread-count flags, so this is how JAX is held to the thread count of the others."""
+    if not hasattr(os, "sched_setaffinity"):
+        return ""
+    cpus = sorted(os.sched_getaffinity(0))
+    if threads >= len(cpus):
+        return ""
+    os.sched_setaffinity(0, cpus[:threads])
+    return f"process pinned to CPU(s) {cpus[:threads]} (so that JAX uses {threads} thread(s))"
+
+
+def import_jax(threads):
+    """JAX (for comparison only) asked for `threads` threads, or None. Must run before anything
+    else imports jax: XLA reads XLA_FLAGS once."""
+    if threads == 1:  # XLA's CPU client otherwise uses every core whatever the others do
+        os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false "
+                                           "intra_op_parallelism_threads=1")
+    try:
+        import jax  # noqa: PLC0415
+    except ImportError:
+        return None
+    return jax
+
+
+def try_torch_compile(torch, fn, *example_args):
+    """(compiled fn, compile seconds, note) after one call on example_args.
+
+    When the default torch.compile fails, the reason goes into the note and compiling is retried
+    once with inductor's pattern matcher off (it rewrites softmax(q @ k) @ v into fused
+    attention, which is what fails for the encoder block on PyTorch 2.13); the setting then
+    stays off for the rest of the process. (None, None, note) when that fails too.
+    """
+    def attempt():
+        start = time.perf_counter()
+        try:
+            compiled = torch.compile(fn)
+            compiled(*example_args)
+        except Exception as e:  # noqa: BLE001 - any failure is reported, never fatal
+            lines = [line.strip() for line in str(e).splitlines() if line.strip()]
+            return None, None, f"{type(e).__name__}: {' '.join(lines[:2])}"[:400]
+        return compiled, time.perf_counter() - start, None
+
+    compiled, seconds, error = attempt()
+    if compiled is not None:
+        return compiled, seconds, None
+    import torch._inductor.config as inductor_config  # noqa: PLC0415
+
+    if not inductor_config.pattern_matcher:
+        return None, None, f"torch.compile failed: {error}"
+    inductor_config.pattern_matcher = False
+    torch._dynamo.reset()
+    compiled, seconds, error2 = attempt()
+    if compiled is None:
+        return None, None, (f"torch.compile failed: {error}; and with "
+                            f"torch._inductor.config.pattern_matcher=False: {error2}")
+    return compiled, seconds, (f"torch.compile failed by default ({error}); measured with "
+                               "torch._inductor.config.pattern_matcher=False")
+
+
+def check_close(what, got, want, rtol, atol):
+    """Raises AssertionError (the benchmark stops) when two results disagree."""
+    import numpy as np  # noqa: PLC0415
+
+    got, want = np.asarray(got, np.float64), np.asarray(want, np.float64)
+    if got.shape != want.shape:
+        raise AssertionError(f"{what}: shapes differ, {got.shape} vs {want.shape}")
+    err = np.abs(got - want)
+    bad = err > atol + rtol * np.abs(want)
+    if bad.any():
+        raise AssertionError(f"{what}: {int(bad.sum())} of {bad.size} values disagree; max abs "
+                             f"error {err.max():.3g} (rtol {rtol}, atol {atol})")
+    print(f"check: {what}: max abs error {err.max():.2e}")
+
+
+def pct(flops, seconds, peak):
+    """'GFLOP/s (x% of peak)' for a timing, or '-'."""
+    if seconds is None or flops is None:
+        return "-"
+    gflops = flops / seconds / 1e9
+    return f"{gflops:.1f} ({100 * gflops / peak:.0f}%)" if peak else f"{gflops:.1f}"
+
+
+FRAMEWORKS = [("pynative", "kiln PyNative µs"), ("graph", "kiln Graph µs"),
+              ("torch", "PyTorch eager µs"), ("compile", "torch.compile µs"),
+              ("jax", "JAX jit µs")]
+
+
+def report(threads, peak, results):
+    """Prints the timing table (µs and Graph's ratios to the others) and the GFLOP/s table.
+
+    results: list of (workload, flops or None, {framework key: seconds or None}) with the keys
+    of FRAMEWORKS; a framework whose value is None everywhere gets no column.
+    """
+    present = [(k, h) for k, h in FRAMEWORKS if any(r[2].get(k) is not None for r in results)]
+    ratios = [(k, f"Graph / {h.rsplit(' ', 1)[0]}") for k, h in present
+              if k in ("torch", "compile", "jax")]
+    headers = ["workload"] + [h for _, h in present] + [h for _, h in ratios]
+    rows = []
+    for name, _, t in results:
+        row = [name] + ["-" if t.get(k) is None else f"{t[k] * 1e6:.1f}" for k, _ in present]
+        g = t.get("graph")
+        row += ["-" if g is None or t.get(k) is None else f"{g / t[k]:.2f}" for k, _ in ratios]
+        rows.append(row)
+    print(f"threads: {threads}" + (f", fp32 peak {peak:.1f} GFLOP/s" if peak else ""))
+    print()
+    print(table(headers, rows))
+    counted = [r for r in results if r[1]]
+    if counted:
+        print()
+        print("GFLOP/s (% of the measured fp32 peak), counting matmul/conv FLOPs only:")
+        print()
+        headers = ["workload", "MFLOP"] + [h.replace(" µs", "") for _, h in present]
+        print(table(headers, [[name, f"{flops / 1e6:.1f}"] + [pct(flops, t.get(k), peak)
+                                                              for k, _ in present]
+                              for name, flops, t in counted]))

@@ -141,7 +141,8 @@ def main():
         if jx is not None:
             jax_mod, jforward, _, jparams, _ = jx
             xj = jax_mod.numpy.asarray(x.asnumpy())
-            j = best_time(lambda: jforward(jparams, xj).block_until_ready(), 200 if batch == 1 else 50)
+            j = best_time(lambda f=jforward, p=jparams, a=xj: f(p, a).block_until_ready(),
+                          200 if batch == 1 else 50)
             row += [f"{j*1e6:.1f}", f"{graph / j:.2f}"]
         rows.append(row)
 

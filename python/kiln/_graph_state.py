@@ -2,6 +2,7 @@
 
 builder = None  # a kiln.jit.frontend.GraphEmitter while a function is being compiled
 converter = None  # the kiln.jit.convert.Converter of that compilation
+cell_epoch = 0  # bumped on every Cell attribute change: lets compile-cache guards skip re-reading
 graph_tensor_type = type(None)  # kiln.jit.graph_tensor.GraphTensor, set when it is imported
 
 

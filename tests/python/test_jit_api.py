@@ -224,3 +224,16 @@ def test_needing_a_tensor_value_while_compiling_explains_what_to_do():
 def test_lambdas_compile_too():
     f = ms.jit(lambda x: x * 3.0)
     assert f(ones(1)).asnumpy().tolist() == [3.0]
+
+
+def test_cell_attribute_guards_are_rechecked_after_any_cell_change():
+    net = Scaled()
+    ms.set_context(mode=ms.GRAPH_MODE)
+    x = ones(3)
+    net(x)
+    net(x)  # guards pass; later calls skip re-reading them until a Cell attribute changes
+    net.flag = False
+    assert net(x).asnumpy().tolist() == [-1.0] * 3
+    net.set_train(True)  # set_train bypasses __setattr__ but still invalidates the shortcut
+    net.flag = True
+    assert net(x).asnumpy().tolist() == [2.0] * 3

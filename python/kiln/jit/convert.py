@@ -80,11 +80,11 @@ class Converter:
         self.frames = []  # (frame, graph function it runs in), innermost last
 
     # ---- values entering compiled code ----
-    def wrap(self, value, description, getter, path=None):
+    def wrap(self, value, description, getter, path=None, cell_attr=False):
         from kiln.nn import Cell  # noqa: PLC0415
 
         if getter is not None:
-            self.guards.record(description, getter, value)
+            self.guards.record(description, getter, value, cell_attr)
         if isinstance(value, Cell):
             return CellProxy(self, value, path or description)
         if isinstance(value, Tensor):

@@ -57,14 +57,24 @@ class Guards:
     """Values compilation read as constants; a cached graph is reused only while they hold."""
 
     def __init__(self):
-        self.items = []  # (description, getter, value)
+        self.items = []  # (description, getter, value, always)
+        self._passed_at_epoch = None
 
-    def record(self, description, getter, value):
+    def record(self, description, getter, value, cell_attr=False):
+        """cell_attr: read from a Cell attribute; unless the value is a mutable container, it can
+        only change through Cell.__setattr__, which bumps kiln._graph_state.cell_epoch."""
         if _guardable(value):
-            self.items.append((description, getter, _freeze(value)))
+            always = not cell_attr or isinstance(value, (list, dict))
+            self.items.append((description, getter, _freeze(value), always))
 
     def first_failure(self):
-        for description, getter, value in self.items:
+        from kiln import _graph_state  # noqa: PLC0415
+
+        epoch = _graph_state.cell_epoch
+        full = epoch != self._passed_at_epoch
+        for description, getter, value, always in self.items:
+            if not (always or full):
+                continue
             try:
                 now = getter()
                 now = _freeze(now) if _guardable(now) else _Same(now)
@@ -72,6 +82,7 @@ class Guards:
                 return f"{description} can no longer be read"
             if now != value:
                 return f"{description} changed from {value!r} to {now!r}"
+        self._passed_at_epoch = epoch
         return None
 
 
@@ -162,7 +173,11 @@ class CellProxy:
                 return types.MethodType(value.__func__, self)  # library code, still through us
             return Converted(conv, value.__func__, self)
         return conv.wrap(
-            value, f"{self._path}.{name}", lambda: getattr(cell, name), path=f"{self._path}.{name}"
+            value,
+            f"{self._path}.{name}",
+            lambda: getattr(cell, name),
+            path=f"{self._path}.{name}",
+            cell_attr=True,
         )
 
     def __setattr__(self, name, value):

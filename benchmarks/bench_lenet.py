@@ -1,0 +1,314 @@
+"""A LeNet-style conv net (SPEC §4) on 28×28 inputs, batch 64: forward and training step
+(softmax cross-entropy + Momentum), kiln PyNative and Graph mode against PyTorch eager,
+torch.compile and JAX jit, in one process, on the same inputs and the same weights.
+
+conv 1→6 5×5 (pad same) → relu → maxpool 2 → conv 6→16 5×5 (valid) → relu → maxpool 2 →
+flatten → dense 400→120 → relu → dense 120→84 → relu → dense 84→10.
+
+Before timing, kiln Graph is checked against kiln PyNative (forward, and the losses and weights
+of three training steps) and both against PyTorch with the same weights; a disagreement stops
+the script with an AssertionError.
+
+Run: PYTHONPATH=build/bench/python python benchmarks/bench_lenet.py --threads 1
+"""
+import argparse
+import sys
+import time
+
+import numpy as np
+
+sys.path.insert(0, __file__.rsplit("/", 1)[0])
+from _common import (  # noqa: E402
+    best_time,
+    check_close,
+    import_jax,
+    import_torch,
+    measure_peak_gflops,
+    pin_to_cpus,
+    report,
+    try_torch_compile,
+)
+
+BATCH = 64
+# (name, kind, shape) of each layer's parameters, in kiln's layouts (conv OIHW, dense (out, in)).
+LAYERS = [("conv1", "conv", (6, 1, 5, 5)), ("conv2", "conv", (16, 6, 5, 5)),
+          ("fc1", "dense", (120, 400)), ("fc2", "dense", (84, 120)), ("fc3", "dense", (10, 84))]
+
+
+def flops(batch):
+    """Forward and training-step FLOPs of the convolutions and matmuls (2 per multiply-add)."""
+    conv1 = 2 * batch * 28 * 28 * 6 * 1 * 25
+    conv2 = 2 * batch * 10 * 10 * 16 * 6 * 25
+    dense = 2 * batch * (400 * 120 + 120 * 84 + 84 * 10)
+    forward = conv1 + conv2 + dense
+    # Backward: a weight gradient for every layer, an input gradient for all but conv1.
+    return forward, 3 * forward - conv1
+
+
+def kiln_lenet(ms, nn):
+    class LeNet(nn.Cell):
+        def __init__(self):
+            super().__init__()
+            self.conv1 = nn.Conv2d(1, 6, 5, pad_mode="same", has_bias=True)
+            self.conv2 = nn.Conv2d(6, 16, 5, pad_mode="valid", has_bias=True)
+            self.relu = nn.ReLU()
+            self.pool = nn.MaxPool2d(kernel_size=2, stride=2)
+            self.flatten = nn.Flatten()
+            self.fc1 = nn.Dense(400, 120)
+            self.fc2 = nn.Dense(120, 84)
+            self.fc3 = nn.Dense(84, 10)
+
+        def construct(self, x):
+            x = self.pool(self.relu(self.conv1(x)))
+            x = self.pool(self.relu(self.conv2(x)))
+            x = self.flatten(x)
+            x = self.relu(self.fc1(x))
+            x = self.relu(self.fc2(x))
+            return self.fc3(x)
+
+    return LeNet
+
+
+def kiln_weights(net):
+    """{layer: (weight, bias)} as NumPy arrays."""
+    return {name: (getattr(net, name).weight.asnumpy().copy(),
+                   getattr(net, name).bias.asnumpy().copy()) for name, _, _ in LAYERS}
+
+
+def load_kiln(net, weights, Tensor):
+    for name, (w, b) in weights.items():
+        getattr(net, name).weight.set_data(Tensor(w))
+        getattr(net, name).bias.set_data(Tensor(b))
+    return net
+
+
+def kiln_train_step(ms, nn, net):
+    loss_fn = nn.CrossEntropyLoss()
+    opt = nn.Momentum(net.trainable_params(), learning_rate=0.01, momentum=0.9)
+
+    def forward(x, y):
+        return loss_fn(net(x), y)
+
+    grad_fn = ms.value_and_grad(forward, None, opt.parameters)
+
+    def step(x, y):
+        loss, grads = grad_fn(x, y)
+        opt(grads)
+        return loss
+
+    return step
+
+
+def torch_lenet(torch, weights):
+    nn = torch.nn
+    model = nn.Sequential(
+        nn.Conv2d(1, 6, 5, padding=2), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Conv2d(6, 16, 5), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
+        nn.Linear(400, 120), nn.ReLU(), nn.Linear(120, 84), nn.ReLU(), nn.Linear(84, 10))
+    layers = [m for m in model if isinstance(m, (nn.Conv2d, nn.Linear))]
+    with torch.no_grad():
+        for layer, (name, _, _) in zip(layers, LAYERS):
+            w, b = weights[name]
+            layer.weight.copy_(torch.from_numpy(w))
+            layer.bias.copy_(torch.from_numpy(b))
+    return model
+
+
+def torch_train_step(torch, model, forward=None):
+    """SGD with momentum 0.9, lr 0.01: the same update as kiln's Momentum (buffer = grad on
+    the first step). `forward` is the (possibly compiled) callable that runs the model."""
+    forward = model if forward is None else forward
+    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    loss_fn = torch.nn.CrossEntropyLoss()
+
+    def step(x, y):
+        opt.zero_grad(set_to_none=True)
+        loss = loss_fn(forward(x), y)
+        loss.backward()
+        opt.step()
+        return loss.detach()
+
+    return step
+
+
+def jax_lenet(jax, weights):
+    jnp = jax.numpy
+    params = {name: (jnp.asarray(w), jnp.asarray(b)) for name, (w, b) in weights.items()}
+
+    def conv(x, w, b, padding):
+        y = jax.lax.conv_general_dilated(x, w, (1, 1), padding,
+                                         dimension_numbers=("NCHW", "OIHW", "NCHW"))
+        return y + b[None, :, None, None]
+
+    def pool(x):
+        return jax.lax.reduce_window(x, -jnp.inf, jax.lax.max, (1, 1, 2, 2), (1, 1, 2, 2),
+                                     "VALID")
+
+    def forward(params, x):
+        x = pool(jax.nn.relu(conv(x, *params["conv1"], "SAME")))
+        x = pool(jax.nn.relu(conv(x, *params["conv2"], "VALID")))
+        x = x.reshape(x.shape[0], -1)
+        for name in ("fc1", "fc2"):
+            w, b = params[name]
+            x = jax.nn.relu(x @ w.T + b)
+        w, b = params["fc3"]
+        return x @ w.T + b
+
+    def loss(params, x, y):
+        logp = jax.nn.log_softmax(forward(params, x))
+        return -jnp.mean(jnp.take_along_axis(logp, y[:, None], axis=1))
+
+    @jax.jit
+    def step(params, velocity, x, y):
+        value, grads = jax.value_and_grad(loss)(params, x, y)
+        velocity = jax.tree_util.tree_map(lambda v, g: 0.9 * v + g, velocity, grads)
+        params = jax.tree_util.tree_map(lambda p, v: p - 0.01 * v, params, velocity)
+        return params, velocity, value
+
+    velocity = jax.tree_util.tree_map(jnp.zeros_like, params)
+    return jax.jit(forward), step, params, velocity
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--peak", type=float, default=None, help="fp32 peak GFLOP/s to use "
+                        "instead of measuring it")
+    parser.add_argument("--no-compile", action="store_true", help="skip torch.compile")
+    args = parser.parse_args()
+    pinned = pin_to_cpus(args.threads)  # before JAX starts its thread pools
+    jax = import_jax(args.threads)  # before kiln/torch: XLA reads XLA_FLAGS once
+    import kiln as ms  # noqa: PLC0415
+    from kiln import Tensor, nn  # noqa: PLC0415
+
+    ms.set_num_threads(args.threads)
+    torch = import_torch(args.threads)
+    peak = args.peak or measure_peak_gflops(args.threads)
+    rng = np.random.default_rng(0)
+    x_np = rng.standard_normal((BATCH, 1, 28, 28)).astype(np.float32)
+    y_np = rng.integers(0, 10, size=BATCH)
+    x, y = Tensor(x_np), Tensor(y_np)
+    LeNet = kiln_lenet(ms, nn)
+    ms.set_seed(0)
+    net = LeNet()
+    weights = kiln_weights(net)
+    fwd_flops, train_flops = flops(BATCH)
+
+    # ---- forward: agreement, then timing ----
+    ms.set_context(mode=ms.PYNATIVE_MODE)
+    eager_out = net(x).asnumpy()
+    ms.set_context(mode=ms.GRAPH_MODE)
+    before = ms.get_jit_stats()["compile_seconds"]
+    graph_out = net(x).asnumpy()
+    print(f"kiln Graph forward compile: "
+          f"{(ms.get_jit_stats()['compile_seconds'] - before) * 1e3:.1f} ms")
+    ms.set_context(mode=ms.PYNATIVE_MODE)
+    check_close("forward, kiln Graph vs PyNative", graph_out, eager_out, 1e-4, 1e-5)
+    fwd = {}
+    fwd["pynative"] = best_time(lambda: net(x), 50)
+    ms.set_context(mode=ms.GRAPH_MODE)
+    fwd["graph"] = best_time(lambda: net(x), 50)
+    ms.set_context(mode=ms.PYNATIVE_MODE)
+    compile_notes = ["torch.compile: skipped (--no-compile)"] if args.no_compile else []
+    if torch is not None:
+        model = torch_lenet(torch, weights).eval()
+        xt = torch.from_numpy(x_np.copy())
+        with torch.no_grad():
+            check_close("forward, kiln PyNative vs PyTorch", eager_out, model(xt).numpy(),
+                        1e-3, 1e-4)
+            fwd["torch"] = best_time(lambda: model(xt), 50)
+            if not args.no_compile:
+                compiled, seconds, note = try_torch_compile(torch, model, xt)
+                compile_notes += [f"forward: {note}"] if note else []
+                if compiled is not None:
+                    check_close("forward, torch.compile vs PyTorch eager",
+                                compiled(xt).numpy(), model(xt).numpy(), 1e-4, 1e-5)
+                    print(f"torch.compile forward compile (first call): {seconds:.1f} s")
+                    fwd["compile"] = best_time(lambda: compiled(xt), 50)
+    if jax is not None:
+        jforward, jstep, jparams, jvel = jax_lenet(jax, weights)
+        xj, yj = jax.numpy.asarray(x_np), jax.numpy.asarray(y_np)
+        check_close("forward, JAX vs kiln PyNative", np.asarray(jforward(jparams, xj)),
+                    eager_out, 1e-3, 1e-4)
+        fwd["jax"] = best_time(lambda: jforward(jparams, xj).block_until_ready(), 50)
+
+    # ---- training step: three steps from the same weights must agree, then timing ----
+    ms.set_seed(0)
+    eager_net = load_kiln(LeNet(), weights, Tensor)
+    eager_step = kiln_train_step(ms, nn, eager_net)
+    graph_net = load_kiln(LeNet(), weights, Tensor)
+    graph_step = ms.jit(kiln_train_step(ms, nn, graph_net))
+    eager_losses = [float(eager_step(x, y).asnumpy()) for _ in range(3)]
+    before = ms.get_jit_stats()["compile_seconds"]
+    start = time.perf_counter()
+    graph_losses = [float(graph_step(x, y).asnumpy())]
+    print(f"kiln Graph train step compile: "
+          f"{(ms.get_jit_stats()['compile_seconds'] - before) * 1e3:.1f} ms "
+          f"(first call incl. run: {(time.perf_counter() - start) * 1e3:.1f} ms)")
+    graph_losses += [float(graph_step(x, y).asnumpy()) for _ in range(2)]
+    check_close("train step losses (3 steps), kiln Graph vs PyNative", graph_losses,
+                eager_losses, 1e-4, 1e-5)
+    for name, _, _ in LAYERS:
+        check_close(f"weights of {name} after 3 steps, kiln Graph vs PyNative",
+                    getattr(graph_net, name).weight.asnumpy(),
+                    getattr(eager_net, name).weight.asnumpy(), 1e-3, 1e-5)
+    if torch is not None:
+        tmodel = torch_lenet(torch, weights)
+        xt, yt = torch.from_numpy(x_np.copy()), torch.from_numpy(y_np.copy())
+        tstep = torch_train_step(torch, tmodel)
+        torch_losses = [float(tstep(xt, yt)) for _ in range(3)]
+        check_close("train step losses (3 steps), kiln PyNative vs PyTorch", eager_losses,
+                    torch_losses, 1e-3, 1e-4)
+        check_close("weights of fc1 after 3 steps, kiln PyNative vs PyTorch",
+                    eager_net.fc1.weight.asnumpy(), tmodel[7].weight.detach().numpy(),
+                    1e-3, 1e-4)
+    train = {}
+    train["pynative"] = best_time(lambda: eager_step(x, y), 20)
+    compiles = ms.get_jit_stats()["compiles"]
+    train["graph"] = best_time(lambda: graph_step(x, y), 20)
+    if ms.get_jit_stats()["compiles"] != compiles:
+        raise AssertionError("kiln Graph train step recompiled while being timed")
+    if torch is not None:
+        train["torch"] = best_time(lambda: tstep(xt, yt), 20)
+        if "compile" in fwd:
+            cmodel = torch_lenet(torch, weights)
+            compiled, seconds, note = try_torch_compile(torch, cmodel, xt)
+            compile_notes += [f"train step: {note}"] if note else []
+            if compiled is not None:
+                cstep = torch_train_step(torch, cmodel, compiled)
+                start = time.perf_counter()
+                closs = [float(cstep(xt, yt)) for _ in range(3)]
+                print(f"torch.compile train step compile (first step): "
+                      f"{seconds + time.perf_counter() - start:.1f} s")
+                check_close("train step losses (3 steps), torch.compile vs PyTorch eager",
+                            closs, torch_losses, 1e-3, 1e-4)
+                train["compile"] = best_time(lambda: cstep(xt, yt), 20)
+    if jax is not None:
+        state = [jparams, jvel]
+
+        def run_jax():
+            state[0], state[1], value = jstep(state[0], state[1], xj, yj)
+            return float(value)
+
+        jax_losses = [run_jax() for _ in range(3)]
+        check_close("train step losses (3 steps), JAX vs kiln PyNative", jax_losses,
+                    eager_losses, 1e-3, 1e-4)
+
+        def run_jax_async():
+            state[0], state[1], value = jstep(state[0], state[1], xj, yj)
+            value.block_until_ready()
+
+        train["jax"] = best_time(run_jax_async, 20)
+
+    if pinned:
+        print(pinned)
+    for note in compile_notes:
+        print(note)
+    print()
+    print(f"LeNet, batch {BATCH}")
+    report(args.threads, peak, [(f"LeNet forward, batch {BATCH}", fwd_flops, fwd),
+                                (f"LeNet train step, batch {BATCH}", train_flops, train)])
+
+
+if __name__ == "__main__":
+    main()
