@@ -5,18 +5,8 @@ from helpers import assert_close
 
 import kiln as ms
 from kiln import Tensor, nn
-from kiln.nn import _functional as F
 
 RNG = np.random.default_rng(1)
-
-
-@pytest.fixture(autouse=True, params=["native", "composite"])
-def op_path(request, monkeypatch):
-    """Runs each test with the native C++ ops and with nn's composite fallbacks
-    (kiln.nn._functional), which are used where a native op is missing."""
-    if request.param == "composite":
-        monkeypatch.setattr(F, "_native", lambda *args, **kwargs: None)
-    return request.param
 
 
 def log_softmax(x, axis=-1):

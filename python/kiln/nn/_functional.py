@@ -1,42 +1,17 @@
 """Functional building blocks for kiln.nn layers, losses and optimizers.
 
 Every function here runs through registry ops (kiln.ops / kiln.ops._core), never NumPy on
-tensor values, so kiln's autodiff (which records registry ops) differentiates through them.
-
-WORKAROUND (listed in the nn engineer's report): while this file was written, the C++ ops
-softmax, log_softmax, layer_norm, batch_norm, dropout, conv2d, max_pool2d and avg_pool2d had no
-registered definition (later: no gradient rule) and their Python wrappers were not in kiln.ops.
-Each function below uses the native op when `kiln.ops.<name>` exists and the registry op is
-defined with a gradient rule, and otherwise a composition of differentiable ops (im2col by
-strided slices + matmul for conv, max/sum over slices for pooling, reductions for softmax and
-the norms, a uniform mask for dropout).
-BatchNorm always uses the composition: it updates the running statistics itself, so it does not
-depend on whether a native batch_norm updates them in place.
+tensor values, so autodiff (eager and on the graph) differentiates through them. Two pieces are
+compositions rather than single ops: BatchNorm, which updates its running statistics itself
+with assign (so the update is an explicit, ordered step in compiled graphs too), and average
+pooling with asymmetric padding (pad_mode "same"), which the native op does not cover.
 """
 import math
 
 import numpy as np
 
 from kiln import _C, ops
-from kiln.common import dtype as mstype
 from kiln.ops import _core
-
-_NATIVE = {}
-
-
-def _native(py_name, reg_name=None):
-    """kiln.ops.<py_name> when it exists and its registry op is defined with a gradient rule
-    (layers must stay trainable), else None: the caller then composes differentiable ops."""
-    key = (py_name, reg_name)
-    if key not in _NATIVE:
-        fn = getattr(ops, py_name, None)
-        reg = reg_name or py_name
-        if fn is not None and reg in _core.KIND:
-            kind = _core.KIND[reg]
-            if not _C.is_registered(kind) or not _C.op_schema(kind).get("has_grad", True):
-                fn = None
-        _NATIVE[key] = fn
-    return _NATIVE[key]
 
 
 def _tensor(x):
@@ -106,19 +81,11 @@ def dense(x, weight, bias=None):
 
 
 def softmax(x, axis=-1):
-    fn = _native("softmax")
-    if fn is not None:
-        return fn(x, axis)
-    e = ops.exp(x - rmax(x, axis, True))
-    return e / rsum(e, axis, True)
+    return ops.softmax(x, axis)
 
 
 def log_softmax(x, axis=-1):
-    fn = _native("log_softmax")
-    if fn is not None:
-        return fn(x, axis)
-    shifted = x - rmax(x, axis, True)
-    return shifted - ops.log(rsum(ops.exp(shifted), axis, True))
+    return ops.log_softmax(x, axis)
 
 
 # ---- normalisation ----
@@ -128,10 +95,10 @@ def layer_norm(x, begin_norm_axis, gamma, beta, eps):
     ndim = len(x.shape)
     begin = begin_norm_axis % ndim if ndim else 0
     normalized_shape = tuple(x.shape[begin:])
-    fn = _native("layer_norm")
-    if fn is not None and tuple(gamma.shape) == normalized_shape:
-        out = fn(x, normalized_shape, gamma, beta, eps)
+    if tuple(gamma.shape) == normalized_shape:
+        out = ops.layer_norm(x, normalized_shape, gamma, beta, eps)
         return out[0] if isinstance(out, tuple) else out
+    # gamma/beta that broadcast over the normalized axes without matching them exactly.
     axes = tuple(range(begin, ndim))
     mean = rmean(x, axes, True)
     centered = x - mean
@@ -191,12 +158,8 @@ def dropout(x, p):
         return x
     if p >= 1:
         return x * 0
-    fn = _native("dropout")
-    if fn is not None:
-        out = fn(x, p, True)
-        return out[0] if isinstance(out, tuple) else out
-    keep = ops.uniform(tuple(x.shape), 0.0, 1.0, dtype=mstype.float32) >= p
-    return x * cast(keep, x.dtype) * (1.0 / (1.0 - p))
+    out = ops.dropout(x, p, True)
+    return out[0] if isinstance(out, tuple) else out
 
 
 # ---- convolution and pooling ----
@@ -265,53 +228,30 @@ def conv2d(x, weight, bias, stride, pads, dilation, groups):
 
     pads is (top, bottom, left, right).
     """
-    fn = _native("conv2d")
     top, bottom, left, right = pads
-    if fn is not None:
-        if top == bottom and left == right:
-            return fn(x, weight, bias, stride, "pad", (top, bottom, left, right), dilation, groups)
-        return fn(pad2d(x, pads), weight, bias, stride, "valid", 0, dilation, groups)
-    if groups != 1:
-        raise NotImplementedError("conv2d with group > 1 needs the native conv2d op")
-    x = pad2d(x, pads)
-    n, c = x.shape[0], x.shape[1]
-    o, _, kh, kw = weight.shape
-    views, ho, wo = _windows(x, (kh, kw), stride, dilation)
-    cols = concat([reshape(v, (n, c, 1, ho * wo)) for v in views], 2)   # (N, C, kh*kw, L)
-    cols = transpose(reshape(cols, (n, c * kh * kw, ho * wo)), (0, 2, 1))
-    y = matmul(reshape(cols, (n * ho * wo, c * kh * kw)), reshape(weight, (o, c * kh * kw)),
-               transpose_b=True)                                        # (N*L, O)
-    y = transpose(reshape(y, (n, ho, wo, o)), (0, 3, 1, 2))
-    if bias is not None:
-        y = y + reshape(bias, (1, o, 1, 1))
-    return y
+    if top == bottom and left == right:
+        return ops.conv2d(x, weight, bias, stride, "pad", (top, bottom, left, right), dilation,
+                          groups)
+    return ops.conv2d(pad2d(x, pads), weight, bias, stride, "valid", 0, dilation, groups)
 
 
 def max_pool2d(x, kernel, stride, pads, dilation, ceil_mode):
-    fn = _native("max_pool2d")
     top, bottom, left, right = pads
-    if fn is not None:
-        if top == bottom == left == right:
-            return fn(x, kernel, stride, top, dilation, False, ceil_mode)
-        return fn(pad2d(x, pads, -math.inf), kernel, stride, 0, dilation, False, ceil_mode)
-    if ceil_mode:
-        raise NotImplementedError("max_pool2d with ceil_mode=True needs the native op")
-    views, _, _ = _windows(pad2d(x, pads, -math.inf), kernel, stride, dilation)
-    out = views[0]
-    for v in views[1:]:
-        out = ops.maximum(out, v)
-    return out
+    if top == bottom == left == right:
+        return ops.max_pool2d(x, kernel, stride, top, dilation, False, ceil_mode)
+    return ops.max_pool2d(pad2d(x, pads, -math.inf), kernel, stride, 0, dilation, False, ceil_mode)
 
 
 def avg_pool2d(x, kernel, stride, pads, ceil_mode, count_include_pad, divisor_override,
                exclude_asymmetric_pad=False):
     """Average pooling; with exclude_asymmetric_pad (pad_mode 'same') padding is not counted."""
-    fn = _native("avg_pool2d")
     top, bottom, left, right = pads
-    if fn is not None and not exclude_asymmetric_pad and top == bottom == left == right:
-        return fn(x, kernel, stride, top, ceil_mode, count_include_pad, divisor_override)
+    if not exclude_asymmetric_pad and top == bottom == left == right:
+        return ops.avg_pool2d(x, kernel, stride, top, ceil_mode, count_include_pad,
+                              divisor_override)
     if ceil_mode:
-        raise NotImplementedError("avg_pool2d with ceil_mode=True needs the native op")
+        raise ValueError("avg_pool2d: ceil_mode=True is not supported with asymmetric padding "
+                         "(pad_mode='same'); use pad_mode='pad' with symmetric padding")
     views, ho, wo = _windows(pad2d(x, pads), kernel, stride, (1, 1))
     total = views[0]
     for v in views[1:]:
