@@ -11,7 +11,7 @@ demo: build
 	$(PY) examples/demo.py
 
 test: build
-	$(MAKE) --no-print-directory test-cpp test-python
+	$(MAKE) --no-print-directory test-cpp test-python lint
 
 test-cpp:
 	$(VENV)/bin/ctest --test-dir build/wheel --output-on-failure -j2
