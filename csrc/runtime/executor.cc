@@ -163,7 +163,12 @@ std::string TensorText(const Tensor& t) {
     if (t.dtype() == DType::Bool) {
       out << (v != 0 ? "True" : "False");
     } else if (IsFloating(t.dtype())) {
-      out << v;
+      // Like NumPy's str(): 8 significant digits, and a trailing "." on whole numbers.
+      char buf[32];
+      std::snprintf(buf, sizeof(buf), "%.8g", v);
+      std::string text = buf;
+      if (text.find_first_of(".eni") == std::string::npos) text += ".";
+      out << text;
     } else {
       out << static_cast<int64_t>(v);
     }
@@ -200,15 +205,23 @@ std::vector<Tensor> RunFunc(const ir::Module& module, const ir::Func& func,
 }
 
 std::string FormatWithTensors(const std::string& format, const std::vector<Tensor>& args) {
+  // "{}" is the next value; "{{" and "}}" are literal braces (Python's str.format convention).
   std::string out;
   size_t next = 0;
   for (size_t i = 0; i < format.size(); ++i) {
-    if (format[i] == '{' && i + 1 < format.size() && format[i + 1] == '}' && next < args.size()) {
+    char c = format[i];
+    bool doubled = i + 1 < format.size() && format[i + 1] == c && (c == '{' || c == '}');
+    if (doubled) {
+      out += c;
+      ++i;
+      continue;
+    }
+    if (c == '{' && i + 1 < format.size() && format[i + 1] == '}' && next < args.size()) {
       out += TensorText(args[next++]);
       ++i;
       continue;
     }
-    out += format[i];
+    out += c;
   }
   return out;
 }

@@ -80,9 +80,9 @@ def test_print_and_raise_act_at_run_time(capfd):
   return %0
 }
 """
-    with pytest.raises(ValueError, match=r"bad value \[1 2\]"):
+    with pytest.raises(ValueError, match=r"bad value \[1\. 2\.\]"):
         _C.ir_run(text, [ms.Tensor(np.array([1.0, 2.0], np.float32))])
-    assert "x = [1 2]" in capfd.readouterr().out
+    assert "x = [1. 2.]" in capfd.readouterr().out
 
 
 def test_wrong_input_types_are_rejected():

@@ -261,7 +261,7 @@ def test_print_acts_at_run_time_with_values(capfd):
     jitted(x)
     jitted(x * 2.0)
     out = capfd.readouterr().out
-    assert "value: [1 2]" in out and "value: [2 4]" in out
+    assert "value: [1. 2.]" in out and "value: [2. 4.]" in out
 
 
 def test_tensor_condition_is_not_frozen_to_the_first_path():
@@ -378,3 +378,13 @@ RETURN_PROGRAMS = [
 )
 def test_return_inside_loops_matches_pynative(fn, make_args):
     both(fn, *make_args())
+
+
+def print_with_braces(x):
+    print("set {a}:", {"k": 1}, x)
+    return x
+
+
+def test_print_keeps_literal_braces(capfd):
+    ms.jit(print_with_braces)(Tensor(np.array([1.5], np.float32)))
+    assert "set {a}: {'k': 1} [1.5]" in capfd.readouterr().out

@@ -15,8 +15,8 @@ def _print(*args, sep=" ", end="\n", file=None, flush=False):
 
 
 def _format(value, values, outer):
-    """Text for print with `{}` where a tensor's run-time value goes. (The run-time formatter
-    has no escapes: literal braces are passed through as they are.)"""
+    """Text for print with `{}` where a tensor's run-time value goes; literal braces are doubled
+    (the run-time formatter follows str.format's `{{`/`}}` escapes)."""
     if is_tensor(value):
         values.append(value)
         if outer is str:
@@ -28,8 +28,13 @@ def _format(value, values, outer):
             return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
         return "[" + ", ".join(items) + "]"
     if type(value) is dict:
-        return "{" + ", ".join(f"{k!r}: {_format(v, values, repr)}" for k, v in value.items()) + "}"
-    return outer(value)
+        items = (f"{_escape(repr(k))}: {_format(v, values, repr)}" for k, v in value.items())
+        return "{{" + ", ".join(items) + "}}"
+    return _escape(outer(value))
+
+
+def _escape(text):
+    return text.replace("{", "{{").replace("}", "}}")
 
 
 def _isinstance(obj, classinfo):

@@ -386,7 +386,8 @@ class Converter:
         test = self.eval(stmt.test, frame)
         message = "" if stmt.msg is None else self.eval(stmt.msg, frame)
         if isinstance(test, GraphTensor):
-            self._raise_if(test, "AssertionError", str(message), [], negate=True)
+            text = str(message).replace("{", "{{").replace("}", "}}")
+            self._raise_if(test, "AssertionError", text, [], negate=True)
         elif not test:
             raise _at_line(AssertionError(message), frame.source, stmt.lineno)
 
@@ -404,7 +405,7 @@ class Converter:
                 parts.append("{}")
                 values.append(a)
             else:
-                parts.append(str(a))
+                parts.append(str(a).replace("{", "{{").replace("}", "}}"))
         self.emitter.raise_(exc_type.__name__, " ".join(parts), values)
         raise _Raised()
 
