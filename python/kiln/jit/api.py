@@ -361,9 +361,14 @@ class JitFunction:
         entries.append(compiled)
         return run_compiled(compiled, args, kwargs)
 
-    def graph_text(self):
-        """The IR of every compiled variant, for inspection."""
-        return "\n".join(c.text for entries in self.cache.values() for c in entries)
+    def graph_text(self, stage="optimized"):
+        """The IR of every compiled variant: "frontend" (as built from the source) or
+        "optimized" (after the jit level's passes, what runs)."""
+        if stage not in ("frontend", "optimized"):
+            raise ValueError(f"graph_text: stage must be 'frontend' or 'optimized', got {stage!r}")
+        texts = [c.text if stage == "frontend" else c.executable.text()
+                 for entries in self.cache.values() for c in entries]
+        return "\n".join(texts)
 
 
 def jit(
