@@ -177,3 +177,39 @@ def report(threads, peak, results):
         print(table(headers, [[name, f"{flops / 1e6:.1f}"] + [pct(flops, t.get(k), peak)
                                                               for k, _ in present]
                               for name, flops, t in counted]))
+
+
+def kiln_momentum_step(ms, net, loss_fn):
+    """kiln's training step: value_and_grad of loss_fn(net(x), y), then Momentum (lr 0.01,
+    momentum 0.9) — the MindSpore idiom, compiled as a whole when wrapped in ms.jit."""
+    from kiln import nn  # noqa: PLC0415 - kiln is imported by the scripts after sys.path setup
+
+    opt = nn.Momentum(net.trainable_params(), learning_rate=0.01, momentum=0.9)
+
+    def forward(x, y):
+        return loss_fn(net(x), y)
+
+    grad_fn = ms.value_and_grad(forward, None, opt.parameters)
+
+    def step(x, y):
+        loss, grads = grad_fn(x, y)
+        opt(grads)
+        return loss
+
+    return step
+
+
+def torch_momentum_step(torch, model, loss_fn, forward=None):
+    """The same update in PyTorch: SGD with momentum 0.9 and lr 0.01 (buffer = grad on the first
+    step, as kiln's Momentum). `forward` is the (possibly compiled) callable running the model."""
+    forward = model if forward is None else forward
+    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+
+    def step(x, y):
+        opt.zero_grad(set_to_none=True)
+        loss = loss_fn(forward(x), y)
+        loss.backward()
+        opt.step()
+        return loss.detach()
+
+    return step

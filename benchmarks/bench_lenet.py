@@ -23,9 +23,11 @@ from _common import (  # noqa: E402
     check_close,
     import_jax,
     import_torch,
+    kiln_momentum_step,
     measure_peak_gflops,
     pin_to_cpus,
     report,
+    torch_momentum_step,
     try_torch_compile,
 )
 
@@ -82,23 +84,6 @@ def load_kiln(net, weights, Tensor):
     return net
 
 
-def kiln_train_step(ms, nn, net):
-    loss_fn = nn.CrossEntropyLoss()
-    opt = nn.Momentum(net.trainable_params(), learning_rate=0.01, momentum=0.9)
-
-    def forward(x, y):
-        return loss_fn(net(x), y)
-
-    grad_fn = ms.value_and_grad(forward, None, opt.parameters)
-
-    def step(x, y):
-        loss, grads = grad_fn(x, y)
-        opt(grads)
-        return loss
-
-    return step
-
-
 def torch_lenet(torch, weights):
     nn = torch.nn
     model = nn.Sequential(
@@ -112,23 +97,6 @@ def torch_lenet(torch, weights):
             layer.weight.copy_(torch.from_numpy(w))
             layer.bias.copy_(torch.from_numpy(b))
     return model
-
-
-def torch_train_step(torch, model, forward=None):
-    """SGD with momentum 0.9, lr 0.01: the same update as kiln's Momentum (buffer = grad on
-    the first step). `forward` is the (possibly compiled) callable that runs the model."""
-    forward = model if forward is None else forward
-    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
-    loss_fn = torch.nn.CrossEntropyLoss()
-
-    def step(x, y):
-        opt.zero_grad(set_to_none=True)
-        loss = loss_fn(forward(x), y)
-        loss.backward()
-        opt.step()
-        return loss.detach()
-
-    return step
 
 
 def jax_lenet(jax, weights):
@@ -235,9 +203,9 @@ def main():
     # ---- training step: three steps from the same weights must agree, then timing ----
     ms.set_seed(0)
     eager_net = load_kiln(LeNet(), weights, Tensor)
-    eager_step = kiln_train_step(ms, nn, eager_net)
+    eager_step = kiln_momentum_step(ms, eager_net, nn.CrossEntropyLoss())
     graph_net = load_kiln(LeNet(), weights, Tensor)
-    graph_step = ms.jit(kiln_train_step(ms, nn, graph_net))
+    graph_step = ms.jit(kiln_momentum_step(ms, graph_net, nn.CrossEntropyLoss()))
     eager_losses = [float(eager_step(x, y).asnumpy()) for _ in range(3)]
     before = ms.get_jit_stats()["compile_seconds"]
     start = time.perf_counter()
@@ -255,7 +223,7 @@ def main():
     if torch is not None:
         tmodel = torch_lenet(torch, weights)
         xt, yt = torch.from_numpy(x_np.copy()), torch.from_numpy(y_np.copy())
-        tstep = torch_train_step(torch, tmodel)
+        tstep = torch_momentum_step(torch, tmodel, torch.nn.CrossEntropyLoss())
         torch_losses = [float(tstep(xt, yt)) for _ in range(3)]
         check_close("train step losses (3 steps), kiln PyNative vs PyTorch", eager_losses,
                     torch_losses, 1e-3, 1e-4)
@@ -275,7 +243,7 @@ def main():
             compiled, seconds, note = try_torch_compile(torch, cmodel, xt)
             compile_notes += [f"train step: {note}"] if note else []
             if compiled is not None:
-                cstep = torch_train_step(torch, cmodel, compiled)
+                cstep = torch_momentum_step(torch, cmodel, torch.nn.CrossEntropyLoss(), compiled)
                 start = time.perf_counter()
                 closs = [float(cstep(xt, yt)) for _ in range(3)]
                 print(f"torch.compile train step compile (first step): "

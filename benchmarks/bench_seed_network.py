@@ -10,58 +10,31 @@ import time
 
 import numpy as np
 
-sys.path.insert(0, __file__.rsplit("/", 1)[0])
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "examples"))
 import kiln as ms  # noqa: E402
-from _common import best_time, import_torch, table  # noqa: E402
+from _common import (  # noqa: E402
+    best_time,
+    import_torch,
+    kiln_momentum_step,
+    table,
+    torch_momentum_step,
+)
+from five_ways import Network  # noqa: E402 - the seed network, defined once (SPEC §4)
 from kiln import Tensor, nn  # noqa: E402
 
 
-class Network(nn.Cell):
-    def __init__(self):
-        super().__init__()
-        self.flatten = nn.Flatten()
-        self.dense_relu_sequential = nn.SequentialCell(
-            nn.Dense(28 * 28, 512), nn.ReLU(),
-            nn.Dense(512, 512), nn.ReLU(),
-            nn.Dense(512, 10))
-
-    def construct(self, x):
-        x = self.flatten(x)
-        return self.dense_relu_sequential(x)
-
-
 def kiln_train_step(net):
-    loss_fn = nn.CrossEntropyLoss()
-    opt = nn.Momentum(net.trainable_params(), learning_rate=0.01, momentum=0.9)
-
-    def forward(x, y):
-        return loss_fn(net(x), y)
-
-    grad_fn = ms.value_and_grad(forward, None, opt.parameters)
-
-    def step(x, y):
-        loss, grads = grad_fn(x, y)
-        opt(grads)
-        return loss
-
-    return step
+    """Softmax cross-entropy + Momentum on the seed network (batch 64 in main)."""
+    return kiln_momentum_step(ms, net, nn.CrossEntropyLoss())
 
 
 def torch_model(torch):
     model = torch.nn.Sequential(
         torch.nn.Flatten(), torch.nn.Linear(784, 512), torch.nn.ReLU(),
         torch.nn.Linear(512, 512), torch.nn.ReLU(), torch.nn.Linear(512, 10))
-    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
-    loss_fn = torch.nn.CrossEntropyLoss()
-
-    def step(x, y):
-        opt.zero_grad(set_to_none=True)
-        loss = loss_fn(model(x), y)
-        loss.backward()
-        opt.step()
-        return loss
-
-    return model, step
+    return model, torch_momentum_step(torch, model, torch.nn.CrossEntropyLoss())
 
 
 def jax_model(rng, threads):

@@ -30,9 +30,11 @@ from _common import (  # noqa: E402
     check_close,
     import_jax,
     import_torch,
+    kiln_momentum_step,
     measure_peak_gflops,
     pin_to_cpus,
     report,
+    torch_momentum_step,
     try_torch_compile,
 )
 
@@ -106,23 +108,6 @@ def load_kiln(net, weights, Tensor):
     return net
 
 
-def kiln_train_step(ms, nn, net):
-    loss_fn = nn.MSELoss()
-    opt = nn.Momentum(net.trainable_params(), learning_rate=0.01, momentum=0.9)
-
-    def forward(x, target):
-        return loss_fn(net(x), target)
-
-    grad_fn = ms.value_and_grad(forward, None, opt.parameters)
-
-    def step(x, target):
-        loss, grads = grad_fn(x, target)
-        opt(grads)
-        return loss
-
-    return step
-
-
 def torch_block(torch, weights):
     nn, F = torch.nn, torch.nn.functional
 
@@ -150,22 +135,6 @@ def torch_block(torch, weights):
             getattr(model, name).weight.copy_(torch.from_numpy(w))
             getattr(model, name).bias.copy_(torch.from_numpy(b))
     return model
-
-
-def torch_train_step(torch, model, forward=None):
-    """SGD with momentum 0.9, lr 0.01: the same update as kiln's Momentum."""
-    forward = model if forward is None else forward
-    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
-    loss_fn = torch.nn.MSELoss()
-
-    def step(x, target):
-        opt.zero_grad(set_to_none=True)
-        loss = loss_fn(forward(x), target)
-        loss.backward()
-        opt.step()
-        return loss.detach()
-
-    return step
 
 
 def jax_block(jax, weights):
@@ -271,9 +240,9 @@ def main():
 
     # ---- training step: three steps from the same weights must agree, then timing ----
     eager_net = load_kiln(Block(), weights, Tensor)
-    eager_step = kiln_train_step(ms, nn, eager_net)
+    eager_step = kiln_momentum_step(ms, eager_net, nn.MSELoss())
     graph_net = load_kiln(Block(), weights, Tensor)
-    graph_step = ms.jit(kiln_train_step(ms, nn, graph_net))
+    graph_step = ms.jit(kiln_momentum_step(ms, graph_net, nn.MSELoss()))
     eager_losses = [float(eager_step(x, target).asnumpy()) for _ in range(3)]
     before = ms.get_jit_stats()["compile_seconds"]
     start = time.perf_counter()
@@ -294,7 +263,7 @@ def main():
                     getattr(eager_net, name).gamma.asnumpy(), 1e-3, 1e-5)
     if torch is not None:
         tmodel = torch_block(torch, weights)
-        tstep = torch_train_step(torch, tmodel)
+        tstep = torch_momentum_step(torch, tmodel, torch.nn.MSELoss())
         torch_losses = [float(tstep(xt, tt)) for _ in range(3)]
         check_close("train step losses (3 steps), kiln PyNative vs PyTorch", eager_losses,
                     torch_losses, 1e-3, 1e-4)
@@ -314,7 +283,7 @@ def main():
             compiled, seconds, note = try_torch_compile(torch, cmodel, xt)
             compile_notes += [f"train step: {note}"] if note else []
             if compiled is not None:
-                cstep = torch_train_step(torch, cmodel, compiled)
+                cstep = torch_momentum_step(torch, cmodel, torch.nn.MSELoss(), compiled)
                 start = time.perf_counter()
                 closs = [float(cstep(xt, tt)) for _ in range(3)]
                 print(f"torch.compile train step compile (first step): "
