@@ -31,7 +31,10 @@ void BindIR(nb::module_& m) {
     ir::Module module = ir::Parse(text);
     ir::Verify(module);
     std::vector<Tensor> inputs;
-    for (nb::handle h : args) inputs.push_back(nb::cast<const Tensor&>(h));
+    for (nb::handle h : args) {
+      if (!nb::isinstance<Tensor>(h)) throw nb::type_error("expected a list of Tensors as inputs");
+      inputs.push_back(nb::cast<const Tensor&>(h));
+    }
     nb::list out;
     for (auto& t : Run(module, inputs)) out.append(Wrap(std::move(t)));
     return nb::tuple(out);

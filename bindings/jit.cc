@@ -43,7 +43,10 @@ struct Executable {
 
   nb::tuple Run(nb::sequence args, bool free_dead_values) {
     std::vector<Tensor> inputs;
-    for (nb::handle h : args) inputs.push_back(nb::cast<const Tensor&>(h));
+    for (nb::handle h : args) {
+      if (!nb::isinstance<Tensor>(h)) throw nb::type_error("expected a list of Tensors as inputs");
+      inputs.push_back(nb::cast<const Tensor&>(h));
+    }
     int64_t before = GetAllocatorStats().allocated_bytes;
     ResetPeakAllocated();
     RunOptions options;

@@ -102,3 +102,8 @@ def test_pass_golden_files(path):
     source, expected = text.split("// ---- expected")
     source = "\n".join(line for line in source.splitlines() if not line.startswith("//"))
     assert _C.ir_run_passes(source, names).strip() == expected.strip()
+
+
+def test_non_tensor_inputs_are_a_type_error():
+    with pytest.raises(TypeError, match="Tensors"):
+        _C.ir_run(SIMPLE, [1, 2])

@@ -408,3 +408,15 @@ def test_loss_errors():
         ops.mse_loss(x, x, reduction="max")
     with pytest.raises(TypeError, match="l1_loss"):
         ops.l1_loss(1.0, x)
+
+
+def test_cross_entropy_rejects_out_of_range_classes():
+    import kiln as _ms
+
+    logits = _ms.Tensor(np.ones((2, 3), np.float32))
+    with pytest.raises(IndexError, match="out of range for 3 classes"):
+        _ms.ops.cross_entropy(logits, _ms.Tensor(np.array([9, 0])))
+    with pytest.raises(IndexError, match="out of range"):
+        _ms.ops.nll_loss(logits, _ms.Tensor(np.array([-3, 0])))
+    # ignore_index is allowed outside the range
+    _ms.ops.cross_entropy(logits, _ms.Tensor(np.array([-100, 0])))

@@ -162,11 +162,27 @@ def nll_loss(inputs, target, weight=None, ignore_index=-100, reduction="mean", l
     return _nll(inputs, target, weight, ignore_index, reduction, smoothing, axis, classes)
 
 
+def _check_class_range(target, classes):
+    """A class index outside [0, classes) would silently pick nothing; eagerly it is an
+    IndexError (in a compiled graph the values are not known while compiling)."""
+    from kiln import _graph_state
+
+    if _graph_state.builder is not None or target.size == 0:
+        return
+    values = target.asnumpy()
+    low, high = int(values.min()), int(values.max())
+    if low < 0 or high >= classes:
+        bad = low if low < 0 else high
+        raise IndexError(f"cross_entropy/nll_loss: target class {bad} is out of range for "
+                         f"{classes} classes")
+
+
 def _nll(logp, target, weight, ignore_index, reduction, smoothing, axis, classes):
     from kiln.ops import one_hot
     dtype = logp.dtype
     valid = _ew.not_equal(target, ignore_index)
     safe = _ew.where(valid, target, 0)
+    _check_class_range(safe, classes)
     # Select with `where`, not multiply: 0 * -inf (a masked-out class) would give NaN.
     hot_axis = axis if logp.ndim > 1 else -1
     picked_mask = _ew.cast(one_hot(safe, classes, 1, 0, hot_axis), mstype.bool_)
