@@ -53,7 +53,7 @@ Storage::~Storage() {
 
 Tensor Tensor::Empty(const Shape& shape, DType dtype) {
   for (int64_t d : shape)
-    KILN_CHECK(d >= 0, Value, "negative dimension in shape ", ShapeStr(shape));
+    KILN_CHECK(d >= 0, Value, "shape dimensions must be non-negative, got ", d);
   auto storage = Storage::Allocate(NumElements(shape) * ItemSize(dtype));
   return FromStorage(std::move(storage), shape, ContiguousStrides(shape), 0, dtype);
 }

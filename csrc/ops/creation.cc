@@ -29,7 +29,7 @@ OpDef MakeOp(OpKind kind, std::vector<AttrSpec> attrs, InferFn infer, KernelFn k
 Shape CheckedShape(const Attrs& attrs, size_t i, const char* op) {
   const Shape& shape = AttrInts(attrs, i);
   for (int64_t d : shape)
-    KILN_CHECK(d >= 0, Value, op, ": negative dimension in shape ", ShapeStr(shape));
+    KILN_CHECK(d >= 0, Value, op, ": shape dimensions must be non-negative, got ", d);
   return shape;
 }
 
