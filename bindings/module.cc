@@ -7,6 +7,7 @@
 #include "core/error.h"
 #include "core/parallel.h"
 #include "core/random.h"
+#include "kernels/cpu/derived_cache.h"
 #include "runtime/eager.h"
 
 namespace kiln::bind {
@@ -140,6 +141,14 @@ void InitModule(nb::module_& m) {
     d["cached_bytes"] = s.cached_bytes;
     d["peak_allocated_bytes"] = s.peak_allocated_bytes;
     d["system_allocations"] = s.system_allocations;
+    return d;
+  });
+  m.def("packed_weight_stats", [] {
+    cpu::DerivedCacheStats s = cpu::GetDerivedCacheStats();
+    nb::dict d;
+    d["hits"] = s.hits;
+    d["packs"] = s.makes;
+    d["skips"] = s.skips;
     return d;
   });
 }

@@ -76,13 +76,17 @@ void InitFromArray(Tensor* self, nb::ndarray<nb::ro, nb::device::cpu> array) {
     nb::gil_scoped_acquire gil;
     delete keep;
   });
+  storage->SetNumpyAlias();  // the caller may still write through the array
   new (self) Tensor(Tensor::FromStorage(std::move(storage), shape, strides, 0, dtype));
 }
 
-// A NumPy array over the tensor's own memory (no copy); bfloat16 has no NumPy type.
-nb::object ToNumpy(const Tensor& t) {
+// A NumPy array over the tensor's own memory (no copy); bfloat16 has no NumPy type. A writable
+// one marks the storage as aliased (see Storage::numpy_alias); kiln's own readers (printing,
+// item(), saving) take a read-only one, which leaves it unmarked.
+nb::object ToNumpy(const Tensor& t, bool writable) {
   if (t.dtype() == DType::BFloat16)
     throw nb::type_error("asnumpy: NumPy has no bfloat16; cast to float32 first");
+  if (writable) t.storage()->SetNumpyAlias();
   auto* keep = new std::shared_ptr<Storage>(t.storage());
   nb::capsule owner(keep,
                     [](void* p) noexcept { delete static_cast<std::shared_ptr<Storage>*>(p); });
@@ -90,7 +94,9 @@ nb::object ToNumpy(const Tensor& t) {
   std::vector<int64_t> strides(t.strides().begin(), t.strides().end());
   nb::ndarray<nb::numpy> array(t.raw_data(), t.ndim(), shape.data(), owner, strides.data(),
                                ToDlpack(t.dtype()), nb::device::cpu::value);
-  return nb::cast(array, nb::rv_policy::reference);
+  nb::object result = nb::cast(array, nb::rv_policy::reference);
+  if (!writable) result.attr("flags").attr("writeable") = false;
+  return result;
 }
 
 // While a graph is being compiled, operators on eager tensors (Parameters, constants) must add
@@ -178,7 +184,7 @@ void BindTensor(nb::module_& m) {
                    [](const Tensor& t) { return reinterpret_cast<uintptr_t>(t.raw_data()); })
       .def("is_contiguous", &Tensor::is_contiguous)
       .def("_shares_storage", &Tensor::same_storage)
-      .def("_numpy", &ToNumpy)
+      .def("_numpy", &ToNumpy, nb::arg("writable") = true)
       .def("_as_strided",
            [](const Tensor& t, const Shape& shape, const Shape& strides, int64_t offset) {
              return Wrap(AsStridedChecked(t, shape, strides, offset));

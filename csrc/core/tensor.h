@@ -35,10 +35,25 @@ class Storage {
   void* data() const { return data_; }
   size_t nbytes() const { return nbytes_; }
 
+  // Counts writes to these bytes through any view (MarkWritten), so values derived from them
+  // (a packed copy of a weight) can tell when they are stale.
+  uint64_t write_version() const { return write_version_; }
+  void NoteWrite() { ++write_version_; }
+  // True once a writable NumPy array may alias these bytes (borrowed from one or exported by
+  // asnumpy): NumPy writes bypass write_version, so nothing derived from them may be cached.
+  bool numpy_alias() const { return numpy_alias_; }
+  void SetNumpyAlias() { numpy_alias_ = true; }
+  // Values computed from these bytes (packed weights), owned here so they die with the bytes.
+  // Only kernels/cpu/derived_cache.cc touches it, under its lock.
+  std::shared_ptr<void>& derived() { return derived_; }
+
  private:
   Storage() = default;
   void* data_ = nullptr;
   size_t nbytes_ = 0;
+  uint64_t write_version_ = 0;
+  bool numpy_alias_ = false;
+  std::shared_ptr<void> derived_;
   size_t rounded_size_ = 0;        // nonzero when owned by the caching allocator
   std::function<void()> release_;  // set when borrowed
 };
@@ -109,6 +124,12 @@ class Tensor {
  private:
   std::shared_ptr<TensorImpl> impl_;
 };
+
+// Records an in-place write to `t`: its own version (the tape's check) and its storage's.
+inline void MarkWritten(const Tensor& t) {
+  t.impl()->version++;
+  t.storage()->NoteWrite();
+}
 
 // Fills in one -1 in `shape` from the element count; checks the counts agree (ValueError).
 Shape InferReshape(const Shape& input_shape, Shape shape, const char* op);

@@ -154,7 +154,7 @@ class Fuser {
     fused.op = OpKind::FusedMatMul;
     fused.inputs = {mm.inputs[0], mm.inputs[1], bias, residual};
     while (fused.inputs.back().is_none()) fused.inputs.pop_back();  // omit absent trailing inputs
-    fused.attrs = {mm.attrs[0], mm.attrs[1], activation};
+    fused.attrs = {mm.attrs[0], mm.attrs[1], activation, false};
     fused.outputs = f_.nodes[last].outputs;
     fused.loc = mm.loc;
     for (size_t i = 0; i + 1 < chain.size(); ++i) removed_[chain[i]] = true;

@@ -13,6 +13,7 @@ const std::vector<PassInfo>& AllPasses() {
       {"cse", CommonSubexpressionElimination},
       {"simplify", Simplify},
       {"fuse_epilogue", FuseEpilogue},
+      {"pack_weights", PackWeights},
   };
   return kPasses;
 }
@@ -29,6 +30,7 @@ std::vector<PassInfo> PipelineFor(const std::string& level) {
           {"simplify", Simplify},
           {"cse", CommonSubexpressionElimination},
           {"fuse_epilogue", FuseEpilogue},
+          {"pack_weights", PackWeights},
           {"dce", DeadCodeElimination}};
 }
 

@@ -89,7 +89,7 @@ std::vector<Tensor> CallOp(OpKind kind, std::vector<Tensor> inputs, Attrs attrs)
   KernelContext ctx{def, inputs, outputs, attrs};
   def.kernel(ctx);
   for (int i : def.mutated_inputs)
-    if (inputs[i].defined()) inputs[i].impl()->version++;
+    if (inputs[i].defined()) MarkWritten(inputs[i]);
   if (AnyTapeActive()) RecordOnTapes(def, inputs, attrs, outputs);
   return outputs;
 }

@@ -50,7 +50,7 @@ std::vector<Tensor> RunOpNode(const ir::Node& node, std::vector<Tensor> inputs) 
   KernelContext ctx{def, inputs, outputs, node.attrs};
   def.kernel(ctx);
   for (int i : def.mutated_inputs)
-    if (inputs[i].defined()) inputs[i].impl()->version++;
+    if (inputs[i].defined()) MarkWritten(inputs[i]);
   return outputs;
 }
 

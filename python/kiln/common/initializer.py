@@ -80,7 +80,9 @@ class Initializer:
             values = self._sample(tuple(int(s) for s in shape))
         if dtype is mstype.bfloat16:
             return Tensor(values.astype(np.float32), dtype)
-        return Tensor(values.astype(mstype.dtype_to_nptype(dtype)))
+        # A copy in kiln's own memory: a tensor borrowing a NumPy array counts as written from
+        # outside (Storage::numpy_alias), and compiled graphs do not cache packed copies of it.
+        return Tensor(Tensor(values.astype(mstype.dtype_to_nptype(dtype)))._clone())
 
     def __repr__(self):
         args = ", ".join(f"{k}={v!r}" for k, v in self._kwargs.items())

@@ -22,9 +22,9 @@ def _source_tensor(default_input, owner):
     if hasattr(default_input, "init_data") and not isinstance(default_input, _C.TensorBase):
         return default_input.init_data()
     if isinstance(default_input, _C.TensorBase):
-        return default_input
-    if isinstance(default_input, np.ndarray):
-        return Tensor(default_input)
+        return default_input  # shared, as in MindSpore
+    if isinstance(default_input, np.ndarray):  # copied: the parameter owns its memory
+        return Tensor(Tensor(default_input)._clone())
     if isinstance(default_input, bool):
         return Tensor(np.array(default_input))
     if isinstance(default_input, numbers.Integral):
@@ -151,7 +151,7 @@ class Parameter(Tensor):
 
     # ---- printing / copying ----
     def __repr__(self):
-        body = np.array2string(self.asnumpy(), separator=", ", threshold=1000)
+        body = np.array2string(self._read_numpy(), separator=", ", threshold=1000)
         return (f"Parameter (name={self.name}, shape={self.shape}, dtype={self.dtype}, "
                 f"requires_grad={self.requires_grad}, value=\n{body})")
 
@@ -165,7 +165,7 @@ class Parameter(Tensor):
         return self.clone()
 
     def __reduce__(self):
-        return (_rebuild_parameter, (self.asnumpy().copy(), str(self.dtype), self.name,
+        return (_rebuild_parameter, (self._read_numpy().copy(), str(self.dtype), self.name,
                                      self.requires_grad))
 
 

@@ -101,6 +101,14 @@ class Tensor(_C.TensorBase):
             return self.astype(mstype.float32)._numpy()
         return self._numpy()
 
+    def _read_numpy(self):
+        """A read-only NumPy view for kiln's own reads (printing, item(), saving): unlike
+        asnumpy() it does not mark the memory as written from outside, which would stop compiled
+        graphs from caching packed copies of it."""
+        if self._dtype == mstype.bfloat16._enum:
+            return self.astype(mstype.float32)._numpy(False)
+        return self._numpy(False)
+
     def __array__(self, dtype=None, copy=None):
         arr = self.asnumpy()
         if dtype is not None and arr.dtype != dtype:
@@ -108,7 +116,7 @@ class Tensor(_C.TensorBase):
         return arr.copy() if copy else arr
 
     def item(self, index=None):
-        arr = self.asnumpy()
+        arr = self._read_numpy()
         if index is not None:
             return arr.item(index)
         if arr.size != 1:
@@ -117,7 +125,7 @@ class Tensor(_C.TensorBase):
         return arr.item()
 
     def tolist(self):
-        return self.asnumpy().tolist()
+        return self._read_numpy().tolist()
 
     def numpy(self):
         return self.asnumpy()
@@ -126,7 +134,7 @@ class Tensor(_C.TensorBase):
         if self.size != 1:
             raise ValueError(f"The truth value of a tensor of shape {self.shape} is ambiguous; "
                              f"use .any() or .all()")
-        return bool(self.asnumpy().item())
+        return bool(self._read_numpy().item())
 
     def __float__(self):
         return float(self.item())
@@ -151,11 +159,11 @@ class Tensor(_C.TensorBase):
             yield self[i]
 
     def __repr__(self):
-        body = np.array2string(self.asnumpy(), separator=", ", threshold=1000)
+        body = np.array2string(self._read_numpy(), separator=", ", threshold=1000)
         return f"Tensor(shape={list(self.shape)}, dtype={self.dtype}, value=\n{body})"
 
     def __str__(self):
-        return str(self.asnumpy())
+        return str(self._read_numpy())
 
     def __format__(self, spec):
         if self.ndim == 0:
@@ -169,7 +177,7 @@ class Tensor(_C.TensorBase):
         return Tensor(self._clone())
 
     def __reduce__(self):
-        return (Tensor, (self.asnumpy().copy(), self.dtype))
+        return (Tensor, (self._read_numpy().copy(), self.dtype))
 
     # ---- methods that are ops ----
     def astype(self, dtype, copy=True):

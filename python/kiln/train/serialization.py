@@ -104,7 +104,7 @@ def _collect(save_obj, append_dict, choice_func):
 
 def _encode_record(name, tensor):
     dtype_name = _dtype_name(tensor)
-    data = np.ascontiguousarray(tensor.asnumpy(), dtype=np.dtype(_STORAGE[dtype_name]))
+    data = np.ascontiguousarray(tensor._read_numpy(), dtype=np.dtype(_STORAGE[dtype_name]))
     name_b = name.encode("utf-8")
     dims = tuple(int(d) for d in tensor.shape)
     head = struct.pack(f"<I{len(name_b)}sB{len(dtype_name)}sI{len(dims)}QQ", len(name_b), name_b,

@@ -1,0 +1,35 @@
+// derived_cache.h - values computed from a tensor's bytes (packed weights), kept on its storage.
+//
+// A compiled graph that multiplies by the same weight on every call packs it once into the
+// layout its kernel reads fastest, instead of on every call. The packed copy lives on the
+// weight's Storage (it dies with the bytes) and is tagged with the storage's write version, so
+// an in-place write (an optimizer step, set_data, a loaded checkpoint) makes it stale.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "core/tensor.h"
+
+namespace kiln::cpu {
+
+// What the value is (a tag, then whatever else distinguishes it, e.g. a layout hash).
+using DerivedKey = std::vector<int64_t>;
+
+// The value derived from the view `t` under `key`, made by `make()` when missing or stale; null
+// when the caller should compute without it. A value is made only on the second request for
+// the same bytes at the same write version — a tensor that is new on every call (an input) or
+// written between calls (a weight being trained) never pays for packing — and never for
+// storage a writable NumPy array aliases, whose writes kiln cannot see.
+std::shared_ptr<void> DerivedLookup(const Tensor& t, const DerivedKey& key,
+                                    const std::function<std::shared_ptr<void>()>& make);
+
+struct DerivedCacheStats {
+  int64_t hits = 0;   // requests served by a cached value
+  int64_t makes = 0;  // values made (first packs and repacks after writes)
+  int64_t skips = 0;  // requests answered with null (first sighting, aliased storage)
+};
+DerivedCacheStats GetDerivedCacheStats();
+
+}  // namespace kiln::cpu

@@ -1,0 +1,374 @@
+// linalg_fused.cc - FusedMatMul: act(a @ b + bias) + residual, the epilogue fuse_epilogue folds
+// into a matmul, optionally reading its weight from a copy packed once (pack_weights).
+#include <cmath>
+#include <optional>
+#include <string>
+#include <unordered_map>
+
+#include "core/error.h"
+#include "kernels/cpu/derived_cache.h"
+#include "ops/linalg_internal.h"
+
+namespace kiln::linalg {
+namespace {
+
+// float32 runs as one oneDNN matmul primitive: the bias as its bias memory, the activation as an
+// eltwise post-op and the residual as a binary-add post-op, cached like MatMul's. Small unbatched
+// products take MatMul's sgemm path and apply the epilogue in one sweep over the (few) rows. Other
+// dtypes and layouts run the unfused kernels (matmul, add, activation, add) in place on the
+// output, which gives exactly the unfused ops' values.
+
+constexpr int64_t kFusedMatMulTag = 2;  // first integer of a fused matmul cache key
+
+enum class Activation : int64_t { None, Relu, GeluTanh, Sigmoid, Tanh };
+
+Activation ParseActivation(const std::string& name, const char* op) {
+  if (name == "none") return Activation::None;
+  if (name == "relu") return Activation::Relu;
+  if (name == "gelu_tanh") return Activation::GeluTanh;
+  if (name == "sigmoid") return Activation::Sigmoid;
+  if (name == "tanh") return Activation::Tanh;
+  Throw(ErrorKind::Value, op,
+        ": activation must be 'none', 'relu', 'gelu_tanh', 'sigmoid' or 'tanh', got '", name, "'");
+}
+
+bool InputPresent(const std::vector<TensorMeta>& in, size_t i) {
+  return i < in.size() && in[i].present;
+}
+
+std::vector<TensorMeta> InferFusedMatMul(const OpDef& def, const std::vector<TensorMeta>& in,
+                                         const Attrs& attrs) {
+  const Activation act = ParseActivation(AttrString(attrs, 2), def.name);
+  const TensorMeta &a = in[0], &b = in[1];
+  KILN_CHECK(a.dtype != DType::Bool, Type, def.name, ": not supported for bool tensors");
+  if (act != Activation::None && act != Activation::Relu) RequireFloating(a, def.name);
+  MatMulDims dims = PlanMatMul(a.shape, b.shape, AttrBool(attrs, 0), AttrBool(attrs, 1), def.name);
+  const Shape& out = dims.out_shape;
+  for (size_t i = 1; i < in.size(); ++i)
+    KILN_CHECK(!in[i].present || in[i].dtype == a.dtype, Type, def.name,
+               ": operands must share one dtype, got ", DTypeName(a.dtype), " and ",
+               DTypeName(in[i].dtype));
+  if (InputPresent(in, 2)) {
+    const Shape& bias = in[2].shape;
+    const int64_t n = out.empty() ? 1 : out.back();
+    KILN_CHECK(!out.empty() && bias.size() == 1 && (bias[0] == n || bias[0] < 0 || n < 0), Value,
+               def.name, ": bias must be 1-D of length ", n, " (the last output dim), got shape ",
+               ShapeStr(bias), " for an output of shape ", ShapeStr(out));
+  }
+  if (InputPresent(in, 3)) {
+    KILN_CHECK(act == Activation::None, Value, def.name,
+               ": a residual is only added when activation is 'none', got '", AttrString(attrs, 2),
+               "'");
+    const Shape& r = in[3].shape;
+    bool fits = r.size() <= out.size();
+    for (size_t i = 0; fits && i < r.size(); ++i) {
+      const int64_t rd = r[r.size() - 1 - i], od = out[out.size() - 1 - i];
+      fits = rd == 1 || rd == od || rd < 0 || od < 0;
+    }
+    KILN_CHECK(fits, Value, def.name, ": residual of shape ", ShapeStr(r),
+               " does not broadcast to the output shape ", ShapeStr(out));
+  }
+  return {TensorMeta{a.dtype, out}};
+}
+
+// Runs op `kind`'s kernel with `out` as its output (elementwise kernels may read `out` too).
+void RunKernelInto(OpKind kind, std::vector<Tensor> inputs, Attrs attrs, const Tensor& out) {
+  const OpDef& def = GetOpDef(kind);
+  for (size_t i = attrs.size(); i < def.attrs.size(); ++i)
+    attrs.push_back(def.attrs[i].default_value);
+  std::vector<Tensor> outputs{out};
+  KernelContext ctx{def, inputs, outputs, attrs};
+  def.kernel(ctx);
+}
+
+void UnfusedActivation(Activation act, const Tensor& out) {
+  switch (act) {
+    case Activation::None:
+      return;
+    case Activation::Relu:
+      return RunKernelInto(OpKind::Relu, {out}, {}, out);
+    case Activation::GeluTanh:
+      return RunKernelInto(OpKind::Gelu, {out}, {std::string("tanh")}, out);
+    case Activation::Sigmoid:
+      return RunKernelInto(OpKind::Sigmoid, {out}, {}, out);
+    case Activation::Tanh:
+      return RunKernelInto(OpKind::Tanh, {out}, {}, out);
+  }
+}
+
+float ApplyActivation(Activation act, float x) {
+  switch (act) {
+    case Activation::None:
+      return x;
+    case Activation::Relu:
+      return x > 0.f ? x : 0.f;
+    case Activation::GeluTanh:
+      return 0.5f * x * (1.f + std::tanh(0.7978845608028654f * (x + 0.044715f * x * x * x)));
+    case Activation::Sigmoid:
+      return 1.f / (1.f + std::exp(-x));
+    case Activation::Tanh:
+      return std::tanh(x);
+  }
+  return x;
+}
+
+// c = act(c + bias) + r over contiguous float32 rows of length n; bias and r may be undefined.
+void ApplyEpilogue(const Tensor& c, const Tensor& bias, Activation act, const Tensor& r) {
+  const int64_t n = c.dim(c.ndim() - 1), rows = c.numel() / n;
+  float* pc = c.data<float>();
+  const float* pb = bias.defined() ? bias.data<float>() : nullptr;
+  const float* pr = r.defined() ? r.data<float>() : nullptr;
+  for (int64_t i = 0; i < rows; ++i) {
+    float* row = pc + i * n;
+    if (pb)
+      for (int64_t j = 0; j < n; ++j) row[j] += pb[j];
+    if (act != Activation::None)
+      for (int64_t j = 0; j < n; ++j) row[j] = ApplyActivation(act, row[j]);
+    if (pr)
+      for (int64_t j = 0; j < n; ++j) row[j] += pr[i * n + j];
+  }
+}
+
+dnnl::algorithm EltwiseAlgorithm(Activation act) {
+  switch (act) {
+    case Activation::Relu:
+      return dnnl::algorithm::eltwise_relu;
+    case Activation::GeluTanh:
+      return dnnl::algorithm::eltwise_gelu_tanh;
+    case Activation::Sigmoid:
+      return dnnl::algorithm::eltwise_logistic;
+    case Activation::Tanh:
+      return dnnl::algorithm::eltwise_tanh;
+    default:
+      return dnnl::algorithm::undef;
+  }
+}
+
+// ---- Weight packing (attribute pack_weight, set by the pack_weights pass on weights that stay
+// the same between calls). The packed copies live in the derived cache on the weight's storage.
+
+constexpr int64_t kPackRowMajorTag = 1;  // derived-cache tags
+constexpr int64_t kPackOnednnTag = 2;
+
+// b as a row-major (K, N) copy: dnnl_sgemm streams B's rows fastest when few rows of A multiply
+// it (dense's transposed weight view runs ~1.6x slower at batch 1). Null while not cached.
+std::shared_ptr<Tensor> PackedRowMajor(const Tensor& b) {
+  return std::static_pointer_cast<Tensor>(cpu::DerivedLookup(
+      b, {kPackRowMajorTag}, [&] { return std::make_shared<Tensor>(b.Contiguous()); }));
+}
+
+// b reordered into oneDNN's blocked layout `desc`; null while not cached.
+std::shared_ptr<Tensor> PackedWeights(const Tensor& b, const dnnl::memory::desc& desc) {
+  // The layout is part of the key: oneDNN may pick another blocking for other shapes of A.
+  const auto* bytes = reinterpret_cast<const unsigned char*>(&desc.data);
+  int64_t hash = 1469598103934665603ll;
+  for (size_t i = 0; i < sizeof(desc.data); ++i) hash = (hash ^ bytes[i]) * 1099511628211ll;
+  auto packed = std::static_pointer_cast<Tensor>(cpu::DerivedLookup(b, {kPackOnednnTag, hash}, [&] {
+    auto& engine = cpu::OnednnEngine();
+    Tensor buffer =
+        Tensor::Empty({static_cast<int64_t>(desc.get_size() / sizeof(float))}, DType::Float32);
+    dnnl::memory src(StridedDesc(b, dnnl::memory::data_type::f32), engine, b.raw_data());
+    dnnl::memory dst(desc, engine, buffer.raw_data());
+    dnnl::reorder(src, dst).execute(cpu::OnednnStream(), src, dst);
+    cpu::OnednnStream().wait();
+    return std::make_shared<Tensor>(buffer);
+  }));
+  return packed;
+}
+
+// a, c, r of a product whose weight has no batch dims, with the batch folded into the rows:
+// one (B*M, K) @ (K, N) product instead of B small ones, and a 2-D weight to pack. False when a
+// view cannot express it (a transposed A).
+bool FoldBatchIntoRows(Tensor& a, Tensor& b, Tensor& c, Tensor& r) {
+  const int64_t rank = c.ndim();
+  for (int64_t d = 0; d + 2 < rank; ++d)
+    if (b.dim(d) != 1) return false;
+  if (rank == 2) return true;
+  const int64_t rows = c.numel() / c.dim(rank - 1);
+  std::optional<Tensor> fa = a.ViewAs({rows, a.dim(rank - 1)});  // a's batch dims are c's
+  if (!fa || a.strides()[rank - 1] != 1) return false;
+  a = *fa;
+  b = b.AsStrided({b.dim(rank - 2), b.dim(rank - 1)},
+                  {b.strides()[rank - 2], b.strides()[rank - 1]}, b.offset());
+  c = *c.ViewAs({rows, c.dim(rank - 1)});
+  if (r.defined()) r = *r.ViewAs({rows, c.dim(1)});
+  return true;
+}
+
+// c = act(a @ b + bias) + r as one float32 oneDNN primitive; a, b, c, r are (rank)-D views (c and
+// r contiguous), bias a contiguous vector of c's last dim; bias and r may be undefined.
+// With `packed_weights`, the primitive reads b in the blocked layout oneDNN picks for these shapes
+// (format_tag::any) from a copy PackedWeights keeps; returns false, running nothing, while that
+// copy is not made yet.
+bool OnednnFusedMatMul(const Tensor& a, const Tensor& b, const Tensor& bias, Activation act,
+                       const Tensor& r, const Tensor& c, bool packed_weights = false) {
+  using dnnl::memory;
+  const auto type = memory::data_type::f32;
+  const int64_t rank = c.ndim();
+  cpu::PrimitiveKey key{kFusedMatMulTag,           rank,        bias.defined(),
+                        static_cast<int64_t>(act), r.defined(), packed_weights};
+  AppendLayout(key, a);
+  AppendLayout(key, b);
+  AppendLayout(key, c);
+  memory::dims bias_dims(rank, 1), bias_strides(rank, c.dim(rank - 1));
+  bias_dims.back() = c.dim(rank - 1);
+  bias_strides.back() = 1;
+  const memory::desc bias_md =
+      bias.defined() ? memory::desc(bias_dims, type, bias_strides) : memory::desc();
+  auto entry = cpu::CachedPrimitive<MatMulEntry>(key, [&] {
+    dnnl::post_ops ops;
+    if (act != Activation::None) ops.append_eltwise(1.f, EltwiseAlgorithm(act), 0.f, 0.f);
+    if (r.defined()) ops.append_binary(dnnl::algorithm::binary_add, StridedDesc(r, type));
+    dnnl::primitive_attr attr;
+    attr.set_post_ops(ops);
+    const memory::desc src = StridedDesc(a, type), dst = StridedDesc(c, type);
+    const memory::desc weights = packed_weights
+                                     ? memory::desc(b.shape(), type, memory::format_tag::any)
+                                     : StridedDesc(b, type);
+    dnnl::matmul::desc desc = bias.defined() ? dnnl::matmul::desc(src, weights, bias_md, dst)
+                                             : dnnl::matmul::desc(src, weights, dst);
+    dnnl::matmul::primitive_desc pd(desc, attr, cpu::OnednnEngine());
+    return MatMulEntry{dnnl::matmul(pd), cpu::IsReferenceImpl(pd), pd.weights_desc()};
+  });
+  if (entry->reference && !(a.is_contiguous() && b.is_contiguous()))
+    return OnednnFusedMatMul(a.Contiguous(), b.Contiguous(), bias, act, r, c, packed_weights);
+  auto& engine = cpu::OnednnEngine();
+  memory weights(StridedDesc(b, type), engine, b.raw_data());
+  if (packed_weights) {
+    std::shared_ptr<Tensor> packed = PackedWeights(b, entry->weights);
+    if (!packed) return false;
+    weights = memory(entry->weights, engine, packed->raw_data());
+  }
+  std::unordered_map<int, memory> args = {
+      {DNNL_ARG_SRC, memory(StridedDesc(a, type), engine, a.raw_data())},
+      {DNNL_ARG_WEIGHTS, weights},
+      {DNNL_ARG_DST, memory(StridedDesc(c, type), engine, c.raw_data())}};
+  if (bias.defined()) args.emplace(DNNL_ARG_BIAS, memory(bias_md, engine, bias.raw_data()));
+  if (r.defined()) {
+    const int index = act == Activation::None ? 0 : 1;  // the binary add follows the eltwise
+    args.emplace(DNNL_ARG_ATTR_MULTIPLE_POST_OP(index) | DNNL_ARG_SRC_1,
+                 memory(StridedDesc(r, type), engine, r.raw_data()));
+  }
+  entry->prim.execute(cpu::OnednnStream(), args);
+  cpu::OnednnStream().wait();
+  return true;
+}
+
+// The float32 fused path; false when the operands need the unfused one (a 1-D right operand,
+// an empty contraction, a residual that broadcasts, more dims than oneDNN takes).
+// The packed-weight paths for a 2-D product; false while the packed copy is not cached (the
+// strided paths run meanwhile) or b needs no packing.
+bool TryPackedFloat32(const Tensor& a, const Tensor& b, const Tensor& bias, Activation act,
+                      const Tensor& r, const Tensor& c) {
+  if (c.dim(0) <= kSgemmMaxRows) {
+    if (b.is_contiguous()) return false;  // already row-major
+    std::shared_ptr<Tensor> packed = PackedRowMajor(b);
+    if (!packed || !TrySgemm(a, *packed, c)) return false;
+    ApplyEpilogue(c, bias, act, r);
+    return true;
+  }
+  return OnednnFusedMatMul(a, b, bias, act, r, c, /*packed_weights=*/true);
+}
+
+bool TryFusedFloat32(const Tensor& in_a, const Tensor& in_b, const Tensor& bias,
+                     const Tensor& residual, bool ta, bool tb, Activation act, bool pack,
+                     const Tensor& out) {
+  if (out.dtype() != DType::Float32 || in_b.ndim() < 2) return false;
+  if (residual.defined() && residual.shape() != out.shape()) return false;
+  MatMulDims dims = PlanMatMul(in_a.shape(), in_b.shape(), ta, tb, "fused_matmul");
+  const size_t rank = dims.batch.size() + 2;
+  if (dims.k == 0 || static_cast<int>(rank) > kOnednnMaxDims) return false;
+  Tensor a = AsMatrix(in_a, true, ta, rank), b = AsMatrix(in_b, false, tb, rank);
+  Shape c_shape = dims.batch;
+  c_shape.push_back(dims.m);
+  c_shape.push_back(dims.n);
+  const Shape c_strides = ContiguousStrides(c_shape);
+  Tensor c = out.AsStrided(c_shape, c_strides, out.offset());
+  Tensor r;
+  if (residual.defined()) {
+    r = residual.Contiguous();
+    r = r.AsStrided(c_shape, c_strides, r.offset());
+  }
+  Tensor bias_c = bias.defined() ? bias.Contiguous() : Tensor();
+  if (!HasUnitInnerStride(a)) a = a.Contiguous();
+  if (!HasUnitInnerStride(b)) b = b.Contiguous();
+  if (pack && FoldBatchIntoRows(a, b, c, r) && TryPackedFloat32(a, b, bias_c, act, r, c))
+    return true;
+  if (TrySgemm(a, b, c)) {
+    ApplyEpilogue(c, bias_c, act, r);
+    return true;
+  }
+  OnednnFusedMatMul(a, b, bias_c, act, r, c);
+  return true;
+}
+
+void FusedMatMulKernel(KernelContext& ctx) {
+  const Tensor& out = ctx.outputs[0];
+  const Tensor &a = ctx.inputs[0], &b = ctx.inputs[1];
+  const Tensor bias = ctx.inputs.size() > 2 ? ctx.inputs[2] : Tensor();
+  const Tensor residual = ctx.inputs.size() > 3 ? ctx.inputs[3] : Tensor();
+  const bool ta = AttrBool(ctx.attrs, 0), tb = AttrBool(ctx.attrs, 1);
+  const Activation act = ParseActivation(AttrString(ctx.attrs, 2), ctx.def.name);
+  if (out.numel() == 0) return;
+  const bool pack = ctx.attrs.size() > 3 && AttrBool(ctx.attrs, 3);
+  if (TryFusedFloat32(a, b, bias, residual, ta, tb, act, pack, out)) return;
+  RunKernelInto(OpKind::MatMul, {a, b}, {ta, tb}, out);
+  if (bias.defined()) RunKernelInto(OpKind::Add, {out, bias}, {}, out);
+  UnfusedActivation(act, out);
+  if (residual.defined()) RunKernelInto(OpKind::Add, {out, residual}, {}, out);
+}
+
+// The unfused ops' gradients: z = a @ b + bias, y = act(z) (+ residual when act is none).
+// relu, sigmoid and tanh differentiate through the output y; gelu recomputes z for GeluGrad.
+std::vector<GradVar> FusedMatMulGrad(GradBuilder& g) {
+  const Activation act = ParseActivation(AttrString(g.attrs(), 2), "fused_matmul");
+  const int n = g.num_inputs();
+  const bool has_bias = n > 2 && g.meta(g.input(2)).present;
+  const bool has_residual = n > 3 && g.meta(g.input(3)).present;
+  GradVar dy = g.out_grad(0), y = g.output(0), dz = dy;
+  switch (act) {
+    case Activation::None:
+      break;
+    case Activation::Relu: {
+      GradVar positive = g.Emit1(OpKind::Greater, {y, g.Scalar(0.0)});
+      dz = Mul(g, dy, CastTo(g, positive, g.meta(y).dtype));
+      break;
+    }
+    case Activation::Sigmoid:
+      dz = Mul(g, dy, Mul(g, y, Sub(g, g.Scalar(1.0), y)));
+      break;
+    case Activation::Tanh:
+      dz = Mul(g, dy, Sub(g, g.Scalar(1.0), Mul(g, y, y)));
+      break;
+    case Activation::GeluTanh: {
+      GradVar z = g.Emit1(OpKind::MatMul, {g.input(0), g.input(1)}, {g.attrs()[0], g.attrs()[1]});
+      if (has_bias) z = Add(g, z, g.input(2));
+      dz = g.Emit1(OpKind::GeluGrad, {dy, z}, {std::string("tanh")});
+      break;
+    }
+  }
+  std::vector<GradVar> grads = MatMulInputGrads(g, dz);
+  grads.resize(n);
+  if (has_bias && g.wants_input_grad(2)) grads[2] = ToInput(g, dz, 2);
+  if (has_residual && g.wants_input_grad(3)) grads[3] = ToInput(g, dy, 3);
+  return grads;
+}
+
+}  // namespace
+
+void RegisterFusedLinalgOps(OpRegistry& r) {
+  OpDef fused;
+  fused.kind = OpKind::FusedMatMul;
+  fused.inputs = {"input", "weight", "bias?", "residual?"};
+  fused.attrs = {{"transpose_a", false},
+                 {"transpose_b", false},
+                 {"activation", std::string("none")},
+                 {"pack_weight", false}};
+  fused.infer = InferFusedMatMul;
+  fused.kernel = FusedMatMulKernel;
+  fused.promotion = Promotion::Common;
+  fused.grad = FusedMatMulGrad;
+  r.Add(std::move(fused));
+}
+
+}  // namespace kiln::linalg

@@ -1,0 +1,52 @@
+// linalg_internal.h - what MatMul (linalg.cc) and FusedMatMul (linalg_fused.cc) share: shape
+// planning, operand views, oneDNN descriptors and the small-product sgemm path.
+#pragma once
+
+#include <dnnl.hpp>
+
+#include "kernels/cpu/onednn.h"
+#include "ops/grad.h"
+#include "ops/registry.h"
+
+namespace kiln::linalg {
+
+constexpr int kOnednnMaxDims = 12;  // DNNL_MAX_NDIMS
+
+struct MatMulDims {
+  Shape batch;      // broadcast batch dims
+  int64_t m, k, n;  // after 1-D promotion and transposes
+  Shape out_shape;  // batch + (m, n) less the dims 1-D operands added
+};
+
+// Shapes of both operands after promotion; throws ValueError naming the op and both shapes.
+MatMulDims PlanMatMul(const Shape& a, const Shape& b, bool ta, bool tb, const char* op);
+// A matrix operand as a (rank)-D view: 1-D promoted, transposed if asked, batch dims padded
+// in front with size-1 dims.
+Tensor AsMatrix(Tensor t, bool vector_is_row, bool transpose, size_t rank);
+// oneDNN's fast kernels need each matrix row- or column-major (one unit stride).
+bool HasUnitInnerStride(const Tensor& t);
+// Strides oneDNN accepts for `t` (size-1 dims get the stride a dense layout would give them).
+dnnl::memory::desc StridedDesc(const Tensor& t, dnnl::memory::data_type type);
+
+struct MatMulEntry {
+  dnnl::matmul prim;
+  bool reference = false;      // oneDNN fell back to its slow reference code for these strides
+  dnnl::memory::desc weights;  // the weights layout the primitive reads (packed ones differ)
+};
+
+void AppendLayout(cpu::PrimitiveKey& key, const Tensor& t);
+
+// Row counts up to which a single (unbatched) float32 product goes to dnnl_sgemm: its jit gemv
+// streams B once, where the matmul primitive first packs B into blocks (3x slower at M = 1).
+constexpr int64_t kSgemmMaxRows = 16;
+// c = a @ b for a float32 product with no batch (all batch dims 1) and few rows; false when
+// it does not apply.
+bool TrySgemm(const Tensor& a, const Tensor& b, const Tensor& c);
+
+// The gradients of a and b (inputs 0 and 1, with transpose flags in attributes 0 and 1) given
+// the gradient `grad` of a @ b; MatMul's rule and FusedMatMul's share it.
+std::vector<GradVar> MatMulInputGrads(GradBuilder& g, GradVar grad);
+
+void RegisterFusedLinalgOps(OpRegistry& r);
+
+}  // namespace kiln::linalg

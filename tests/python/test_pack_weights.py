@@ -1,0 +1,197 @@
+"""Weight packing (the pack_weights pass and the derived cache on a weight's storage).
+
+A compiled graph reads a weight it never writes from a copy packed into its kernel's fastest
+layout, made on the second call and reused while the weight's bytes stay the same. These tests
+check that packed results equal PyNative's, that every way of changing a weight is seen (in-place
+ops, set_data, an optimizer step, a loaded checkpoint), and that memory a NumPy array may write is
+never packed.
+"""
+import pathlib
+import sys
+
+import numpy as np
+import pytest
+
+import kiln as ms
+from kiln import _C, Parameter, Tensor, nn, ops
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "examples"))
+import five_ways  # noqa: E402
+
+RNG = np.random.default_rng(5)
+TOL = dict(rtol=1e-5, atol=1e-5)
+
+
+@pytest.fixture(autouse=True)
+def _reset():
+    yield
+    ms.reset_context()
+
+
+def stats():
+    return _C.packed_weight_stats()
+
+
+def delta(before):
+    now = stats()
+    return {k: now[k] - before[k] for k in now}
+
+
+def compiled_and_eager(net, x, calls=3):
+    """Graph-mode outputs of `calls` calls, then the PyNative output."""
+    ms.set_context(mode=ms.GRAPH_MODE)
+    outs = [net(x).asnumpy().copy() for _ in range(calls)]
+    ms.set_context(mode=ms.PYNATIVE_MODE)
+    return outs, net(x).asnumpy()
+
+
+@pytest.mark.parametrize("batch", [1, 3, 16, 17, 64])
+def test_seed_network_packs_its_weights_and_agrees_with_pynative(batch):
+    ms.set_seed(0)
+    net = five_ways.Network()
+    x = Tensor(RNG.standard_normal((batch, 1, 28, 28)).astype(np.float32))
+    before = stats()
+    outs, eager = compiled_and_eager(net, x)
+    d = delta(before)
+    assert d["packs"] == 3 and d["hits"] == 3  # packed on the 2nd call, reused on the 3rd
+    for out in outs:
+        np.testing.assert_allclose(out, eager, **TOL)
+    assert "pack_weight=True" in net._kiln_graph_fn.graph_text()
+
+
+def test_batched_input_folds_into_rows_and_is_packed():
+    dense = nn.Dense(24, 40, activation="relu")
+    x = Tensor(RNG.standard_normal((5, 7, 24)).astype(np.float32))  # 35 rows: the oneDNN path
+    before = stats()
+    outs, eager = compiled_and_eager(dense, x)
+    assert delta(before)["packs"] == 1
+    for out in outs:
+        np.testing.assert_allclose(out, eager, **TOL)
+
+
+def run_twice_then_change(change, batch=64):
+    """Runs a compiled dense until packed, applies `change`, and checks the next call sees it."""
+    dense = nn.Dense(32, 48)
+    x = Tensor(RNG.standard_normal((batch, 32)).astype(np.float32))
+    ms.set_context(mode=ms.GRAPH_MODE)
+    for _ in range(3):
+        dense(x)
+    change(dense)
+    got = dense(x).asnumpy().copy()
+    again = dense(x).asnumpy().copy()  # the stale copy must not come back either
+    ms.set_context(mode=ms.PYNATIVE_MODE)
+    want = dense(x).asnumpy()
+    np.testing.assert_allclose(got, want, **TOL)
+    np.testing.assert_allclose(again, want, **TOL)
+    return dense
+
+
+@pytest.mark.parametrize("batch", [1, 64])
+def test_set_data_between_calls_is_seen(batch):
+    new = RNG.standard_normal((48, 32)).astype(np.float32)
+    run_twice_then_change(lambda d: d.weight.set_data(Tensor(new)), batch)
+
+
+def test_in_place_op_on_a_view_of_the_weight_is_seen():
+    def change(dense):
+        row = dense.weight[3]  # a view: the write reaches the weight through another TensorImpl
+        ops.assign(row, ops.ones_like(row))
+    dense = run_twice_then_change(change)
+    np.testing.assert_array_equal(dense.weight.asnumpy()[3], 1.0)
+
+
+def test_optimizer_step_between_calls_is_seen():
+    def change(dense):
+        opt = nn.Momentum(dense.trainable_params(), learning_rate=0.5, momentum=0.9)
+        grads = tuple(ops.ones_like(p) for p in dense.trainable_params())
+        opt(grads)
+    run_twice_then_change(change)
+
+
+def test_loaded_checkpoint_between_calls_is_seen(tmp_path):
+    other = nn.Dense(32, 48)
+    path = str(tmp_path / "dense.ckpt")
+    ms.save_checkpoint(other, path)
+
+    def change(dense):
+        ms.load_param_into_net(dense, ms.load_checkpoint(path))
+    dense = run_twice_then_change(change)
+    np.testing.assert_array_equal(dense.weight.asnumpy(), other.weight.asnumpy())
+
+
+def test_memory_numpy_can_write_is_never_packed():
+    array = RNG.standard_normal((48, 32)).astype(np.float32)
+    w = Parameter(Tensor(array))  # shares `array`: writes to it change the weight
+    x = Tensor(RNG.standard_normal((64, 32)).astype(np.float32))
+    f = ms.jit(lambda x: ops.matmul(x, w.T))
+    before = stats()
+    for _ in range(3):
+        f(x)
+    array[:] = 2.0  # invisible to kiln's write counters
+    np.testing.assert_allclose(f(x).asnumpy(), x.asnumpy() @ array.T, **TOL)
+    assert delta(before)["packs"] == 0
+
+
+def test_asnumpy_makes_a_packed_weight_unpackable():
+    dense = nn.Dense(32, 48)
+    x = Tensor(RNG.standard_normal((64, 32)).astype(np.float32))
+    ms.set_context(mode=ms.GRAPH_MODE)
+    for _ in range(3):
+        dense(x)
+    view = dense.weight.asnumpy()  # writable: kiln can no longer see writes to this memory
+    view[:] = 0.5
+    np.testing.assert_allclose(dense(x).asnumpy(), x.asnumpy() @ view.T + dense.bias.asnumpy(),
+                               **TOL)
+
+
+def test_printing_and_saving_keep_weights_packable(tmp_path):
+    dense = nn.Dense(32, 48)
+    repr(dense.weight), str(dense.weight), dense.weight.tolist()
+    ms.save_checkpoint(dense, str(tmp_path / "d.ckpt"))
+    x = Tensor(RNG.standard_normal((64, 32)).astype(np.float32))
+    before = stats()
+    ms.set_context(mode=ms.GRAPH_MODE)
+    for _ in range(3):
+        dense(x)
+    assert delta(before)["packs"] == 1
+
+
+def test_a_fresh_weight_each_call_is_never_packed():
+    f = ms.jit(lambda x, w: ops.matmul(x, w))
+    x = Tensor(RNG.standard_normal((64, 32)).astype(np.float32))
+    before = stats()
+    for _ in range(4):
+        w = Tensor(Tensor(RNG.standard_normal((32, 16)).astype(np.float32))._clone())
+        np.testing.assert_allclose(f(x, w).asnumpy(), x.asnumpy() @ w.asnumpy(), **TOL)
+    assert delta(before)["packs"] == 0
+
+
+def test_training_step_does_not_pack_the_weights_it_updates():
+    ms.set_seed(0)
+    net = five_ways.Network()
+    loss_fn = nn.CrossEntropyLoss()
+    opt = nn.Momentum(net.trainable_params(), learning_rate=0.01, momentum=0.9)
+    grad_fn = ms.value_and_grad(lambda x, y: loss_fn(net(x), y), None, opt.parameters)
+
+    @ms.jit
+    def step(x, y):
+        loss, grads = grad_fn(x, y)
+        opt(grads)
+        return loss
+
+    x = Tensor(RNG.standard_normal((8, 1, 28, 28)).astype(np.float32))
+    y = Tensor(RNG.integers(0, 10, 8).astype(np.int32))
+    for _ in range(3):
+        step(x, y)
+    assert "pack_weight=True" not in step.graph_text()
+
+
+def test_jit_level_o0_does_not_pack():
+    dense = nn.Dense(32, 48)
+    f = ms.jit(lambda x: dense(x), jit_level="O0")
+    x = Tensor(RNG.standard_normal((64, 32)).astype(np.float32))
+    before = stats()
+    for _ in range(3):
+        f(x)
+    assert delta(before)["packs"] == 0
+    assert "pack_weight=True" not in f.graph_text()
