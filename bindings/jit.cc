@@ -38,7 +38,10 @@ TensorMeta MetaFrom(DType dtype, const Shape& shape) { return TensorMeta{dtype, 
 
 // A compiled graph: the verified module and its executor entry point.
 struct Executable {
-  ir::Module module;
+  explicit Executable(ir::Module m)
+      : module(std::make_unique<ir::Module>(std::move(m))), program(*module) {}
+  std::unique_ptr<ir::Module> module;  // on the heap: the program points into it
+  Program program;
   int64_t last_peak_bytes = 0;  // memory the last run held at its peak, above what it started with
 
   nb::tuple Run(nb::sequence args, bool free_dead_values) {
@@ -51,7 +54,7 @@ struct Executable {
     ResetPeakAllocated();
     RunOptions options;
     options.free_dead_values = free_dead_values;
-    std::vector<Tensor> outputs = kiln::Run(module, inputs, options);
+    std::vector<Tensor> outputs = program.Run(inputs, options);
     last_peak_bytes = GetAllocatorStats().peak_allocated_bytes - before;
     nb::list out;
     for (auto& t : outputs) out.append(Wrap(std::move(t)));
@@ -127,16 +130,16 @@ void BindJit(nb::module_& m) {
       .def("finish", [](GraphBuilder& b, const std::string& level) {
         ir::Verify(b.module());
         passes::RunPipeline(b.module(), level, /*verify_each=*/true);
-        return Executable{std::move(b.module())};
+        return new Executable(std::move(b.module()));
       });
 
   nb::class_<Executable>(m, "Executable")
       .def("run", &Executable::Run, nb::arg("args"), nb::arg("free_dead_values") = true)
       .def_prop_ro("last_peak_bytes", [](const Executable& e) { return e.last_peak_bytes; })
-      .def("text", [](const Executable& e) { return ir::Print(e.module); })
+      .def("text", [](const Executable& e) { return ir::Print(*e.module); })
       .def_prop_ro("num_nodes", [](const Executable& e) {
         size_t n = 0;
-        for (const auto& f : e.module.funcs()) n += f->nodes.size();
+        for (const auto& f : e.module->funcs()) n += f->nodes.size();
         return n;
       });
 }

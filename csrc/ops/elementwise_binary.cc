@@ -285,6 +285,7 @@ OpDef Binary(OpKind kind, InferFn infer, KernelFn kernel, GradRuleFn grad,
   def.kernel = kernel;
   def.grad = grad;
   def.promotion = promotion;
+  def.elementwise = true;
   return def;
 }
 

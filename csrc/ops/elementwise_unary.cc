@@ -321,6 +321,7 @@ OpDef Unary(OpKind kind, InferFn infer, KernelFn kernel, GradRuleFn grad,
   def.kernel = kernel;
   def.grad = grad;
   def.promotion = promotion;
+  def.elementwise = true;
   return def;
 }
 

@@ -89,6 +89,9 @@ struct OpDef {
   // The kernel writes into these inputs (Assign, IndexPut, BatchNorm's running statistics).
   std::vector<int> mutated_inputs;
   bool is_random = false;  // draws from the global generator (set_seed makes it reproducible)
+  // Each output element is computed from the inputs' elements at the same index only, so the
+  // executor may give output 0 the buffer of a dying input of the same type (in place).
+  bool elementwise = false;
 };
 
 const OpDef& GetOpDef(OpKind kind);

@@ -1,20 +1,42 @@
-// executor.cc - a direct interpreter of the IR: each node runs its registry kernel in order.
+// executor.cc - runs IR functions from a schedule planned once per function.
 //
-// Values live in a per-call table indexed like the IR (params, then node outputs). Before a call
-// it computes each value's last use; a value is released right after it, so its buffer returns
-// to the caching allocator and the next node reuses it (peak memory ~ the live set, and no
-// system allocation in steady state). Op nodes go straight to the kernel: their attributes are
-// complete, casts are explicit in the IR and static output types were inferred at compile time.
-// `if` and `while` call the interpreter on their region functions.
+// Planning (Program's constructor) gives every value a slot in a flat table (parameters, then
+// each node's outputs), resolves each op's registry entry, and records after which node each
+// value is last used. Running walks the nodes: an op node calls its kernel directly (attributes
+// complete, casts explicit, output types inferred at compile time), then releases the values
+// that died, so their buffers return to the caching allocator for the next node (peak memory ~
+// the live set; no system allocation in steady state). An elementwise op whose input dies at it
+// writes its output into that input's buffer when nothing else shares it. `if` and `while` run
+// their region functions' plans.
 #include "runtime/executor.h"
 
 #include <cstdio>
-#include <sstream>
 
 #include "core/error.h"
 #include "runtime/eager.h"
 
 namespace kiln {
+
+struct NodePlan {
+  const ir::Node* node = nullptr;
+  const OpDef* def = nullptr;  // op nodes
+  std::vector<int> inputs;     // value slots; -1 for an absent optional input
+  int first_output = 0;        // slot of output 0 (the others follow)
+  bool static_outputs = true;  // every output dim known at compile time
+  // The input position whose buffer output 0 may take when it is not shared at run time (-1:
+  // none). Only for elementwise ops, and only inputs an op of this function made, that die here.
+  int reuse_input = -1;
+  std::vector<int> release;                         // slots whose last use is this node
+  const FuncPlan* callees[2] = {nullptr, nullptr};  // if: then/else; while: cond/body; call
+};
+
+struct FuncPlan {
+  const ir::Func* func = nullptr;
+  int num_slots = 0;
+  std::vector<NodePlan> nodes;
+  std::vector<int> results;  // slots; -1 for None
+};
+
 namespace {
 
 bool TypeMatches(const TensorMeta& want, const Tensor& t) {
@@ -30,34 +52,76 @@ bool Truth(const Tensor& t, const ir::Node& node) {
   return *t.To(DType::Bool).Contiguous().data<bool>();
 }
 
-// Runs an op node's kernel: outputs from the compile-time types when they are all known.
-std::vector<Tensor> RunOpNode(const ir::Node& node, std::vector<Tensor> inputs) {
-  const OpDef& def = GetOpDef(node.op);
-  std::vector<Tensor> outputs;
-  if (!def.allocates_outputs) {
-    bool known = true;
-    for (const auto& m : node.outputs)
-      for (int64_t d : m.shape) known = known && d >= 0;
-    std::vector<TensorMeta> metas = node.outputs;
-    if (!known) {
-      std::vector<TensorMeta> in;
-      for (const auto& t : inputs) in.push_back(MetaOf(t));
-      metas = def.infer(def, in, node.attrs);
-    }
-    outputs.reserve(metas.size());
-    for (const auto& m : metas) outputs.push_back(Tensor::Empty(m.shape, m.dtype));
-  }
-  KernelContext ctx{def, inputs, outputs, node.attrs};
-  def.kernel(ctx);
-  for (int i : def.mutated_inputs)
-    if (inputs[i].defined()) MarkWritten(inputs[i]);
-  return outputs;
+bool AllStatic(const std::vector<TensorMeta>& metas) {
+  for (const auto& m : metas)
+    for (int64_t d : m.shape)
+      if (d < 0) return false;
+  return true;
 }
 
+std::unique_ptr<FuncPlan> PlanFunc(const ir::Func& f) {
+  auto plan = std::make_unique<FuncPlan>();
+  plan->func = &f;
+  std::vector<int> base(f.nodes.size());
+  int slots = static_cast<int>(f.params.size());
+  for (size_t n = 0; n < f.nodes.size(); ++n) {
+    base[n] = slots;
+    slots += static_cast<int>(f.nodes[n].outputs.size());
+  }
+  plan->num_slots = slots;
+  auto slot = [&](const ir::ValueRef& v) {
+    if (v.is_none()) return -1;
+    return v.is_param() ? v.index : base[v.node] + v.index;
+  };
+  // Last use of each slot: a node index, or nodes.size() for function results (never freed).
+  const int end = static_cast<int>(f.nodes.size());
+  std::vector<int> last_use(slots, -1);
+  std::vector<int> maker(slots, -1);  // the node that makes each slot
+  for (size_t n = 0; n < f.nodes.size(); ++n) {
+    for (size_t i = 0; i < f.nodes[n].outputs.size(); ++i) maker[base[n] + i] = static_cast<int>(n);
+    for (const auto& v : f.nodes[n].inputs)
+      if (int s = slot(v); s >= 0) last_use[s] = static_cast<int>(n);
+  }
+  for (const auto& r : f.results) {
+    plan->results.push_back(slot(r));
+    if (int s = slot(r); s >= 0) last_use[s] = end;
+  }
+  plan->nodes.resize(f.nodes.size());
+  for (size_t n = 0; n < f.nodes.size(); ++n) {
+    const ir::Node& node = f.nodes[n];
+    NodePlan& np = plan->nodes[n];
+    np.node = &node;
+    np.first_output = base[n];
+    np.static_outputs = AllStatic(node.outputs);
+    for (const auto& v : node.inputs) np.inputs.push_back(slot(v));
+    if (node.kind == ir::NodeKind::Op) np.def = &GetOpDef(node.op);
+  }
+  for (int s = static_cast<int>(f.params.size()); s < slots; ++s) {
+    // A value nobody uses dies right after it is made; one used later, after its last user.
+    int at = last_use[s] < 0 ? maker[s] : last_use[s];
+    if (at < end) plan->nodes[at].release.push_back(s);
+  }
+  for (size_t n = 0; n < f.nodes.size(); ++n) {
+    NodePlan& np = plan->nodes[n];
+    if (!np.def || !np.def->elementwise || np.def->allocates_outputs) continue;
+    if (np.node->outputs.size() != 1 || !np.static_outputs) continue;
+    for (size_t i = 0; i < np.inputs.size() && np.reuse_input < 0; ++i) {
+      const int s = np.inputs[i];
+      if (s < static_cast<int>(f.params.size()) || last_use[s] != static_cast<int>(n)) continue;
+      const NodePlan& made_by = plan->nodes[maker[s]];
+      const bool fresh = made_by.def && !made_by.def->allocates_outputs;  // not a const or view
+      const TensorMeta &in = f.meta(np.node->inputs[i]), &out = np.node->outputs[0];
+      if (fresh && in.dtype == out.dtype && in.shape == out.shape) np.reuse_input = i;
+    }
+  }
+  return plan;
+}
+
+// One call of a planned function: its value table and the nodes run in order.
 class Interpreter {
  public:
-  Interpreter(const ir::Module& module, const ir::Func& func, const RunOptions& options)
-      : m_(module), f_(func), options_(options) {}
+  Interpreter(const Program& program, const FuncPlan& plan, const RunOptions& options)
+      : program_(program), plan_(plan), f_(*plan.func), options_(options) {}
 
   std::vector<Tensor> Run(const std::vector<Tensor>& args) {
     KILN_CHECK(args.size() == f_.params.size(), Type, "@", f_.name, " takes ", f_.params.size(),
@@ -66,75 +130,81 @@ class Interpreter {
       KILN_CHECK(TypeMatches(f_.params[i], args[i]), Type, "@", f_.name, ": input ", i,
                  " should be ", ir::TypeString(f_.params[i]), ", got ", DTypeName(args[i].dtype()),
                  ShapeStr(args[i].shape()));
-    params_ = args;
-    outputs_.assign(f_.nodes.size(), {});
-    std::vector<std::vector<int>> dies_after =
-        options_.free_dead_values ? LastUses() : std::vector<std::vector<int>>();
-    for (size_t n = 0; n < f_.nodes.size(); ++n) {
-      outputs_[n] = RunNode(f_.nodes[n]);
-      if (n < dies_after.size())
-        for (int dead : dies_after[n]) outputs_[dead].clear();
+    values_.assign(plan_.num_slots, Tensor());
+    std::copy(args.begin(), args.end(), values_.begin());
+    for (const NodePlan& np : plan_.nodes) {
+      std::vector<Tensor> outputs = RunNode(np);
+      for (size_t i = 0; i < outputs.size(); ++i)
+        values_[np.first_output + i] = std::move(outputs[i]);
+      if (options_.free_dead_values)
+        for (int s : np.release) values_[s] = Tensor();
     }
     std::vector<Tensor> results;
-    for (ir::ValueRef r : f_.results) results.push_back(Get(r));
+    results.reserve(plan_.results.size());
+    for (int s : plan_.results) results.push_back(s < 0 ? Tensor() : values_[s]);
     return results;
   }
 
  private:
-  Tensor Get(ir::ValueRef v) const {
-    if (v.is_none()) return Tensor();
-    return v.is_param() ? params_[v.index] : outputs_[v.node][v.index];
-  }
-  std::vector<Tensor> Gather(const std::vector<ir::ValueRef>& refs, size_t from = 0) const {
+  std::vector<Tensor> Gather(const NodePlan& np, size_t from = 0) const {
     std::vector<Tensor> out;
-    for (size_t i = from; i < refs.size(); ++i) out.push_back(Get(refs[i]));
+    out.reserve(np.inputs.size());
+    for (size_t i = from; i < np.inputs.size(); ++i)
+      out.push_back(np.inputs[i] < 0 ? Tensor() : values_[np.inputs[i]]);
     return out;
   }
-  // For each node, the earlier nodes whose outputs it is the last to use (results never die).
-  std::vector<std::vector<int>> LastUses() const {
-    std::vector<int> last(f_.nodes.size(), -1);
-    for (size_t n = 0; n < f_.nodes.size(); ++n)
-      for (const auto& v : f_.nodes[n].inputs)
-        if (!v.is_param() && !v.is_none()) last[v.node] = static_cast<int>(n);
-    for (const auto& r : f_.results)
-      if (!r.is_param() && !r.is_none()) last[r.node] = static_cast<int>(f_.nodes.size());
-    std::vector<std::vector<int>> dies_after(f_.nodes.size());
-    for (size_t n = 0; n < f_.nodes.size(); ++n) {
-      // A value nobody uses dies right after it is made; one used later, after its last user.
-      int at = last[n] < 0 ? static_cast<int>(n) : last[n];
-      if (at < static_cast<int>(f_.nodes.size())) dies_after[at].push_back(static_cast<int>(n));
+
+  // An op node: its kernel straight away when the output types are known at compile time.
+  std::vector<Tensor> RunOp(const NodePlan& np) {
+    const OpDef& def = *np.def;
+    const ir::Node& node = *np.node;
+    std::vector<Tensor> inputs = Gather(np);
+    if (!np.static_outputs || def.allocates_outputs) return CallOp(node.op, inputs, node.attrs);
+    while (inputs.size() < def.inputs.size()) inputs.emplace_back();  // absent optional inputs
+    std::vector<Tensor> outputs;
+    outputs.reserve(node.outputs.size());
+    if (np.reuse_input >= 0 && options_.free_dead_values && Unshared(inputs[np.reuse_input])) {
+      outputs.push_back(inputs[np.reuse_input]);
+    } else {
+      for (const auto& m : node.outputs) outputs.push_back(Tensor::Empty(m.shape, m.dtype));
     }
-    return dies_after;
+    KernelContext ctx{def, inputs, outputs, node.attrs};
+    def.kernel(ctx);
+    for (int i : def.mutated_inputs)
+      if (inputs[i].defined()) MarkWritten(inputs[i]);
+    return outputs;
   }
 
-  const ir::Func& Callee(const std::string& name) const {
-    const ir::Func* f = m_.Find(name);
-    KILN_CHECK(f != nullptr, Value, "executor: no function @", name);
-    return *f;
+  // True when no other view of t's bytes is alive: t may be overwritten in place.
+  static bool Unshared(const Tensor& t) {
+    return t.defined() && t.storage().use_count() == 1 && t.is_contiguous() && t.offset() == 0;
   }
 
-  std::vector<Tensor> RunNode(const ir::Node& node) {
+  std::vector<Tensor> Call(const FuncPlan& callee, const std::vector<Tensor>& args) const {
+    return Interpreter(program_, callee, options_).Run(args);
+  }
+
+  std::vector<Tensor> RunNode(const NodePlan& np) {
+    const ir::Node& node = *np.node;
     switch (node.kind) {
       case ir::NodeKind::Op:
-        return CallOp(node.op, Gather(node.inputs), node.attrs);
+        return RunOp(np);
       case ir::NodeKind::Const:
         return {node.value};
       case ir::NodeKind::Call:
-        return RunFunc(m_, Callee(node.callees[0]), Gather(node.inputs));
+        return Call(*np.callees[0], Gather(np));
       case ir::NodeKind::If: {
-        bool taken = Truth(Get(node.inputs[0]), node);
-        return RunFunc(m_, Callee(node.callees[taken ? 0 : 1]), Gather(node.inputs, 1), options_);
+        bool taken = Truth(values_[np.inputs[0]], node);
+        return Call(*np.callees[taken ? 0 : 1], Gather(np, 1));
       }
       case ir::NodeKind::While: {
-        const ir::Func& cond = Callee(node.callees[0]);
-        const ir::Func& body = Callee(node.callees[1]);
-        std::vector<Tensor> carried = Gather(node.inputs);
-        while (Truth(RunFunc(m_, cond, carried, options_).at(0), node))
-          carried = RunFunc(m_, body, carried, options_);
+        std::vector<Tensor> carried = Gather(np);
+        while (Truth(Call(*np.callees[0], carried).at(0), node))
+          carried = Call(*np.callees[1], carried);
         return carried;
       }
       case ir::NodeKind::Print: {
-        std::string line = FormatWithTensors(node.text, Gather(node.inputs));
+        std::string line = FormatWithTensors(node.text, Gather(np));
         std::fwrite(line.data(), 1, line.size(), stdout);
         std::fputc('\n', stdout);
         std::fflush(stdout);
@@ -142,88 +212,54 @@ class Interpreter {
       }
       case ir::NodeKind::Raise: {
         std::string type = node.callees.empty() ? "RuntimeError" : node.callees[0];
-        throw RaisedError(type, FormatWithTensors(node.text, Gather(node.inputs)));
+        throw RaisedError(type, FormatWithTensors(node.text, Gather(np)));
       }
     }
     return {};
   }
 
-  const ir::Module& m_;
+  const Program& program_;
+  const FuncPlan& plan_;
   const ir::Func& f_;
   const RunOptions& options_;
-  std::vector<Tensor> params_;
-  std::vector<std::vector<Tensor>> outputs_;
+  std::vector<Tensor> values_;
 };
-
-std::string TensorText(const Tensor& t) {
-  Tensor values = t.To(DType::Float64).Contiguous();
-  std::ostringstream out;
-  auto element = [&](int64_t i) {
-    double v = values.data<double>()[i];
-    if (t.dtype() == DType::Bool) {
-      out << (v != 0 ? "True" : "False");
-    } else if (IsFloating(t.dtype())) {
-      // Like NumPy's str(): 8 significant digits, and a trailing "." on whole numbers.
-      char buf[32];
-      std::snprintf(buf, sizeof(buf), "%.8g", v);
-      std::string text = buf;
-      if (text.find_first_of(".eni") == std::string::npos) text += ".";
-      out << text;
-    } else {
-      out << static_cast<int64_t>(v);
-    }
-  };
-  if (t.ndim() == 0) {
-    element(0);
-    return out.str();
-  }
-  // Nested brackets like NumPy's str(), without its alignment.
-  std::vector<int64_t> index(t.ndim(), 0);
-  for (int64_t i = 0; i < values.numel(); ++i) {
-    int opened = 0;
-    for (int64_t d = t.ndim() - 1; d >= 0 && index[d] == 0; --d) ++opened;
-    out << std::string(opened, '[');
-    element(i);
-    int closed = 0;
-    for (int64_t d = t.ndim() - 1; d >= 0; --d) {
-      if (++index[d] < t.shape()[d]) break;
-      index[d] = 0;
-      ++closed;
-    }
-    out << std::string(closed, ']');
-    if (i + 1 < values.numel()) out << (closed ? "\n" : " ");
-  }
-  if (values.numel() == 0) out << "[]";
-  return out.str();
-}
 
 }  // namespace
 
-std::vector<Tensor> RunFunc(const ir::Module& module, const ir::Func& func,
-                            const std::vector<Tensor>& args, const RunOptions& options) {
-  return Interpreter(module, func, options).Run(args);
+Program::Program(const ir::Module& module) : module_(module) {
+  for (const auto& f : module.funcs()) plans_[f->name] = PlanFunc(*f);
+  for (auto& [name, plan] : plans_) {
+    for (NodePlan& np : plan->nodes) {
+      const ir::Node& node = *np.node;
+      const bool has_callees = node.kind == ir::NodeKind::If || node.kind == ir::NodeKind::While ||
+                               node.kind == ir::NodeKind::Call;
+      for (size_t i = 0; has_callees && i < node.callees.size() && i < 2; ++i)
+        np.callees[i] = &this->plan(node.callees[i]);
+    }
+  }
 }
 
-std::string FormatWithTensors(const std::string& format, const std::vector<Tensor>& args) {
-  // "{}" is the next value; "{{" and "}}" are literal braces (Python's str.format convention).
-  std::string out;
-  size_t next = 0;
-  for (size_t i = 0; i < format.size(); ++i) {
-    char c = format[i];
-    bool doubled = i + 1 < format.size() && format[i + 1] == c && (c == '{' || c == '}');
-    if (doubled) {
-      out += c;
-      ++i;
-      continue;
-    }
-    if (c == '{' && i + 1 < format.size() && format[i + 1] == '}' && next < args.size()) {
-      out += TensorText(args[next++]);
-      ++i;
-      continue;
-    }
-    out += c;
-  }
-  return out;
+Program::~Program() = default;
+
+const FuncPlan& Program::plan(const std::string& name) const {
+  auto it = plans_.find(name);
+  KILN_CHECK(it != plans_.end(), Value, "executor: no function @", name);
+  return *it->second;
+}
+
+std::vector<Tensor> Program::RunFunc(const std::string& name, const std::vector<Tensor>& args,
+                                     const RunOptions& options) const {
+  return Interpreter(*this, plan(name), options).Run(args);
+}
+
+std::vector<Tensor> Program::Run(const std::vector<Tensor>& args, const RunOptions& options) const {
+  return RunFunc(module_.entry().name, args, options);
+}
+
+std::vector<Tensor> RunFunc(const ir::Module& module, const ir::Func& func,
+                            const std::vector<Tensor>& args, const RunOptions& options) {
+  return Program(module).RunFunc(func.name, args, options);
 }
 
 }  // namespace kiln
