@@ -1,7 +1,12 @@
 """The seed network (SPEC §4) end to end: compile time, forward and training step, kiln
-PyNative and Graph mode against PyTorch eager, in one process on the same inputs.
+PyNative and Graph mode against PyTorch eager, torch.compile and JAX jit, in one process on the
+same inputs.
 
-Run: PYTHONPATH=build/rel/python python benchmarks/bench_seed_network.py --threads 1
+torch.compile (inductor) compiles the model; in the training step its backward comes from
+AOTAutograd and the optimizer step is eager, as in bench_lenet.py and bench_transformer.py. The
+compiled results are checked against PyTorch eager, and compiling is never timed.
+
+Run: PYTHONPATH=build/rel/python python benchmarks/bench_seed_network.py --threads 1 [--no-compile]
 """
 import argparse
 import os
@@ -16,10 +21,13 @@ sys.path.insert(0, os.path.join(os.path.dirname(HERE), "examples"))
 import kiln as ms  # noqa: E402
 from _common import (  # noqa: E402
     best_time,
+    check_close,
+    import_jax,
     import_torch,
     kiln_momentum_step,
-    table,
+    report,
     torch_momentum_step,
+    try_torch_compile,
 )
 from five_ways import Network  # noqa: E402 - the seed network, defined once (SPEC §4)
 from kiln import Tensor, nn  # noqa: E402
@@ -30,23 +38,33 @@ def kiln_train_step(net):
     return kiln_momentum_step(ms, net, nn.CrossEntropyLoss())
 
 
-def torch_model(torch):
-    model = torch.nn.Sequential(
+def torch_mlp(torch):
+    return torch.nn.Sequential(
         torch.nn.Flatten(), torch.nn.Linear(784, 512), torch.nn.ReLU(),
         torch.nn.Linear(512, 512), torch.nn.ReLU(), torch.nn.Linear(512, 10))
-    return model, torch_momentum_step(torch, model, torch.nn.CrossEntropyLoss())
 
 
-def jax_model(rng, threads):
+def torch_train_step(torch, model, forward=None):
+    """The same training step in PyTorch; `forward` is the (possibly compiled) model."""
+    return torch_momentum_step(torch, model, torch.nn.CrossEntropyLoss(), forward)
+
+
+def torch_compiled(torch, model, x, what, notes):
+    """`model` compiled by torch.compile and already called once on x (so compiling is never
+    timed), or None when compiling fails; a failure's reason goes into notes."""
+    # Start from an empty dynamo cache: every compile here is of nn.Sequential.forward, and a
+    # second input shape for that code would otherwise recompile it with a dynamic batch size.
+    torch._dynamo.reset()
+    compiled, seconds, note = try_torch_compile(torch, model, x)
+    notes += [f"{what}: {note}"] if note else []
+    if compiled is not None:
+        print(f"torch.compile {what} compile (first call): {seconds:.1f} s")
+    return compiled
+
+
+def jax_model(jax, rng):
     """The same MLP in JAX: jitted forward and a jitted SGD-with-momentum training step."""
-    if threads == 1:  # XLA's CPU client otherwise uses every core whatever the others do
-        os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false "
-                                           "intra_op_parallelism_threads=1")
-    try:
-        import jax  # noqa: PLC0415
-        import jax.numpy as jnp  # noqa: PLC0415
-    except ImportError:
-        return None
+    jnp = jax.numpy
     sizes = [(784, 512), (512, 512), (512, 10)]
     params = [(jnp.asarray(rng.standard_normal((i, o)).astype(np.float32) * 0.05),
                jnp.zeros(o, jnp.float32)) for i, o in sizes]
@@ -71,18 +89,22 @@ def jax_model(rng, threads):
         return params, velocity, value
 
     velocity = jax.tree_util.tree_map(jnp.zeros_like, params)
-    return jax, jax.jit(forward), step, params, velocity
+    return jax.jit(forward), step, params, velocity
 
 
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--no-compile", action="store_true", help="skip torch.compile")
     args = parser.parse_args()
+    jax = import_jax(args.threads)
     ms.set_num_threads(args.threads)
     torch = import_torch(args.threads)
     rng = np.random.default_rng(0)
-    rows = []
-    jx = jax_model(rng, args.threads)
+    jx = jax_model(jax, rng) if jax is not None else None
+    notes = ["torch.compile: skipped (--no-compile)"] if args.no_compile else []
+    compile_ok = torch is not None and not args.no_compile  # stops trying after a failure
+    results = []
 
     # Compile time of the seed network's forward.
     ms.set_seed(0)
@@ -98,66 +120,82 @@ def main():
           f"(first call incl. run: {first_call*1e3:.1f} ms)")
 
     for batch in (64, 1):
+        number = 200 if batch == 1 else 50
         x = Tensor(rng.standard_normal((batch, 1, 28, 28)).astype(np.float32))
+        t = {}
         ms.set_context(mode=ms.PYNATIVE_MODE)
-        pynative = best_time(lambda x=x: net(x), 200 if batch == 1 else 50)
+        t["pynative"] = best_time(lambda x=x: net(x), number)
         ms.set_context(mode=ms.GRAPH_MODE)
-        graph = best_time(lambda x=x: net(x), 200 if batch == 1 else 50)
+        t["graph"] = best_time(lambda x=x: net(x), number)
         ms.set_context(mode=ms.PYNATIVE_MODE)
-        row = [f"forward, batch {batch}", f"{pynative*1e6:.1f}", f"{graph*1e6:.1f}"]
         if torch is not None:
-            model, _ = torch_model(torch)
+            model = torch_mlp(torch)
             xt = torch.from_numpy(x.asnumpy().copy())
             with torch.no_grad():
-                t = best_time(lambda model=model, xt=xt: model(xt), 200 if batch == 1 else 50)
-            row += [f"{t*1e6:.1f}", f"{graph / t:.2f}"]
+                t["torch"] = best_time(lambda model=model, xt=xt: model(xt), number)
+                compiled = (torch_compiled(torch, model, xt, f"forward, batch {batch}", notes)
+                            if compile_ok else None)
+                compile_ok = compiled is not None
+                if compiled is not None:
+                    check_close(f"forward, batch {batch}, torch.compile vs PyTorch eager",
+                                compiled(xt).numpy(), model(xt).numpy(), 1e-4, 1e-5)
+                    t["compile"] = best_time(lambda c=compiled, xt=xt: c(xt), number)
         if jx is not None:
-            jax_mod, jforward, _, jparams, _ = jx
-            xj = jax_mod.numpy.asarray(x.asnumpy())
-            j = best_time(lambda f=jforward, p=jparams, a=xj: f(p, a).block_until_ready(),
-                          200 if batch == 1 else 50)
-            row += [f"{j*1e6:.1f}", f"{graph / j:.2f}"]
-        rows.append(row)
+            jforward, _, jparams, _ = jx
+            xj = jax.numpy.asarray(x.asnumpy())
+            t["jax"] = best_time(lambda f=jforward, p=jparams, a=xj: f(p, a).block_until_ready(),
+                                 number)
+        results.append((f"forward, batch {batch}", None, t))
 
     # Training step at batch 64: softmax cross-entropy + Momentum.
     x = Tensor(rng.standard_normal((64, 1, 28, 28)).astype(np.float32))
     y = Tensor(rng.integers(0, 10, size=64))
+    t = {}
     ms.set_seed(0)
     eager_step = kiln_train_step(Network())
-    pynative = best_time(lambda: eager_step(x, y), 20)
+    t["pynative"] = best_time(lambda: eager_step(x, y), 20)
     ms.set_seed(0)
     graph_step = ms.jit(kiln_train_step(Network()))
     compiles = ms.get_jit_stats()["compiles"]
-    graph = best_time(lambda: graph_step(x, y), 20)
+    t["graph"] = best_time(lambda: graph_step(x, y), 20)
     recompiled = ms.get_jit_stats()["compiles"] - compiles
-    row = ["train step, batch 64", f"{pynative*1e6:.1f}",
-           f"{graph*1e6:.1f}" + (f" ({recompiled} compiles)" if recompiled > 1 else "")]
+    if recompiled > 1:
+        notes.append(f"kiln Graph train step: {recompiled} compiles while timed")
     if torch is not None:
-        _, tstep = torch_model(torch)
+        tmodel, cmodel = torch_mlp(torch), torch_mlp(torch)
+        cmodel.load_state_dict(tmodel.state_dict())  # the same start, so the losses compare
         xt = torch.from_numpy(x.asnumpy().copy())
         yt = torch.from_numpy(y.asnumpy().copy())
-        t = best_time(lambda: tstep(xt, yt), 20)
-        row += [f"{t*1e6:.1f}", f"{graph / t:.2f}"]
+        tstep = torch_train_step(torch, tmodel)
+        torch_losses = [float(tstep(xt, yt)) for _ in range(3)]
+        t["torch"] = best_time(lambda: tstep(xt, yt), 20)
+        compiled = (torch_compiled(torch, cmodel, xt, "train step, batch 64", notes)
+                    if compile_ok else None)
+        if compiled is not None:
+            cstep = torch_train_step(torch, cmodel, compiled)
+            start = time.perf_counter()
+            closs = [float(cstep(xt, yt)) for _ in range(3)]  # warm-up; may compile backward
+            print(f"torch.compile train step, first 3 steps (after the first call): "
+                  f"{time.perf_counter() - start:.1f} s")
+            check_close("train step losses (3 steps), torch.compile vs PyTorch eager", closs,
+                        torch_losses, 1e-3, 1e-4)
+            t["compile"] = best_time(lambda: cstep(xt, yt), 20)
     if jx is not None:
-        jax_mod, _, jstep, jparams, jvel = jx
-        xj, yj = jax_mod.numpy.asarray(x.asnumpy()), jax_mod.numpy.asarray(y.asnumpy())
+        _, jstep, jparams, jvel = jx
+        xj, yj = jax.numpy.asarray(x.asnumpy()), jax.numpy.asarray(y.asnumpy())
         state = [jparams, jvel]
 
         def run_jax():
             state[0], state[1], value = jstep(state[0], state[1], xj, yj)
             value.block_until_ready()
 
-        j = best_time(run_jax, 20)
-        row += [f"{j*1e6:.1f}", f"{graph / j:.2f}"]
-    rows.append(row)
+        t["jax"] = best_time(run_jax, 20)
+    results.append(("train step, batch 64", None, t))
 
-    headers = ["workload", "kiln PyNative µs", "kiln Graph µs"]
-    if torch is not None:
-        headers += ["PyTorch eager µs", "Graph / PyTorch"]
-    if jx is not None:
-        headers += ["JAX jit µs", "Graph / JAX"]
-    print(f"threads: {args.threads}")
-    print(table(headers, rows))
+    for note in notes:
+        print(note)
+    print()
+    report(args.threads, None, results)
 
 
 if __name__ == "__main__":
