@@ -26,6 +26,9 @@ void Simplify(ir::Module& module);
 // Folds a float32 matmul's epilogue (bias add, relu/sigmoid/tanh/tanh-gelu, or a residual add)
 // into one fused_matmul node when each intermediate value has a single user.
 void FuseEpilogue(ir::Module& module);
+// Outlines chains of elementwise ops of one static shape into `@fused_elementwise*` functions
+// the executor runs as one chunked pass over memory.
+void FuseElementwise(ir::Module& module);
 // Marks float32 products by entry-function parameters the function cannot write (weights) with
 // pack_weight, so their kernel reads a copy packed once into its fastest layout.
 void PackWeights(ir::Module& module);

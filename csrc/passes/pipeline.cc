@@ -13,6 +13,7 @@ const std::vector<PassInfo>& AllPasses() {
       {"cse", CommonSubexpressionElimination},
       {"simplify", Simplify},
       {"fuse_epilogue", FuseEpilogue},
+      {"fuse_elementwise", FuseElementwise},
       {"pack_weights", PackWeights},
   };
   return kPasses;
@@ -30,6 +31,7 @@ std::vector<PassInfo> PipelineFor(const std::string& level) {
           {"simplify", Simplify},
           {"cse", CommonSubexpressionElimination},
           {"fuse_epilogue", FuseEpilogue},
+          {"fuse_elementwise", FuseElementwise},
           {"pack_weights", PackWeights},
           {"dce", DeadCodeElimination}};
 }

@@ -14,6 +14,7 @@
 
 #include "core/error.h"
 #include "runtime/eager.h"
+#include "runtime/fused_elementwise.h"
 
 namespace kiln {
 
@@ -28,6 +29,8 @@ struct NodePlan {
   int reuse_input = -1;
   std::vector<int> release;                         // slots whose last use is this node
   const FuncPlan* callees[2] = {nullptr, nullptr};  // if: then/else; while: cond/body; call
+  // A call of a fused elementwise body: run in one chunked pass (fused_elementwise.h).
+  std::shared_ptr<const ChunkedFunc> chunked;
 };
 
 struct FuncPlan {
@@ -192,6 +195,7 @@ class Interpreter {
       case ir::NodeKind::Const:
         return {node.value};
       case ir::NodeKind::Call:
+        if (np.chunked) return {RunChunked(*np.chunked, Gather(np))};
         return Call(*np.callees[0], Gather(np));
       case ir::NodeKind::If: {
         bool taken = Truth(values_[np.inputs[0]], node);
@@ -236,6 +240,7 @@ Program::Program(const ir::Module& module) : module_(module) {
                                node.kind == ir::NodeKind::Call;
       for (size_t i = 0; has_callees && i < node.callees.size() && i < 2; ++i)
         np.callees[i] = &this->plan(node.callees[i]);
+      if (node.kind == ir::NodeKind::Call) np.chunked = PlanChunked(*np.callees[0]->func);
     }
   }
 }

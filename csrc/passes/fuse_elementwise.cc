@@ -1,0 +1,170 @@
+// fuse_elementwise.cc - outlines chains of elementwise ops into a function the executor runs as
+// one chunked pass over memory (runtime/fused_elementwise.h).
+//
+//   %3 = mul(%0, %1) : f32[64,512]
+//   %4 = add(%3, %2) : f32[64,512]          (%2: f32[512])
+//   %5 = tanh(%4) : f32[64,512]
+// becomes
+//   %5 = call @fused_elementwise(%0, %1, %2) : f32[64,512]
+// with the three ops moved into @fused_elementwise. A group grows backwards from its last op: a
+// producer joins when it is an elementwise op with the group's static output shape and every
+// user of its value is in the group (no intermediate is needed outside it). Values from outside
+// become the body's parameters and must fit a chunked run (FitsElementwiseChunks); one-element
+// constants are copied in. A group needs two ops or more, and no node with a side effect may lie
+// between its first and last op, since the call reads its inputs where the last op was.
+#include <algorithm>
+#include <set>
+#include <string>
+
+#include "passes/passes.h"
+
+namespace kiln::passes {
+namespace {
+
+bool Fusable(const ir::Node& node) {
+  if (node.kind != ir::NodeKind::Op || node.outputs.size() != 1) return false;
+  const OpDef& def = GetOpDef(node.op);
+  if (!def.elementwise || def.allocates_outputs || def.is_random || !def.mutated_inputs.empty())
+    return false;
+  for (int64_t d : node.outputs[0].shape)
+    if (d < 0) return false;
+  return true;
+}
+
+bool MayHaveEffect(const ir::Node& node) {
+  if (node.kind == ir::NodeKind::Const) return false;
+  if (node.kind != ir::NodeKind::Op) return true;  // print, raise, if, while, call
+  const OpDef& def = GetOpDef(node.op);
+  return !def.mutated_inputs.empty() || def.is_random;
+}
+
+bool IsScalarConst(const ir::Func& f, const ir::ValueRef& v) {
+  return !v.is_param() && !v.is_none() && f.nodes[v.node].kind == ir::NodeKind::Const &&
+         f.nodes[v.node].value.numel() == 1;
+}
+
+class ElementwiseFuser {
+ public:
+  ElementwiseFuser(ir::Module& module, ir::Func& f)
+      : m_(module), f_(f), users_(f.nodes.size()), removed_(f.nodes.size(), false) {
+    for (size_t n = 0; n < f.nodes.size(); ++n)
+      for (const auto& v : f.nodes[n].inputs)
+        if (!v.is_param() && !v.is_none()) users_[v.node].push_back(static_cast<int>(n));
+    for (const auto& r : f.results)
+      if (!r.is_param() && !r.is_none()) users_[r.node].push_back(-1);
+  }
+
+  void Run() {
+    for (int n = static_cast<int>(f_.nodes.size()) - 1; n >= 0; --n)
+      if (!removed_[n] && Fusable(f_.nodes[n])) TryFuse(n);
+    Compact();
+  }
+
+ private:
+  // The ops that can run with sink n as one chunked pass, in node order.
+  std::vector<int> Group(int sink) const {
+    std::set<int> group = {sink};
+    const Shape& shape = f_.nodes[sink].outputs[0].shape;
+    for (bool grew = true; grew;) {
+      grew = false;
+      for (int member : std::vector<int>(group.begin(), group.end())) {
+        for (const auto& v : f_.nodes[member].inputs) {
+          if (v.is_param() || v.is_none() || group.count(v.node) || removed_[v.node]) continue;
+          const ir::Node& p = f_.nodes[v.node];
+          if (!Fusable(p) || p.outputs[0].shape != shape) continue;
+          const auto& us = users_[v.node];
+          if (std::all_of(us.begin(), us.end(), [&](int u) { return group.count(u) > 0; })) {
+            group.insert(v.node);
+            grew = true;
+          }
+        }
+      }
+    }
+    return std::vector<int>(group.begin(), group.end());
+  }
+
+  void TryFuse(int sink) {
+    std::vector<int> group = Group(sink);
+    if (group.size() < 2) return;
+    for (int k = group.front() + 1; k < sink; ++k)
+      if (!std::binary_search(group.begin(), group.end(), k) && MayHaveEffect(f_.nodes[k])) return;
+    const Shape& shape = f_.nodes[sink].outputs[0].shape;
+    std::vector<ir::ValueRef> outside;  // the body's parameters, in first-use order
+    for (int n : group) {
+      for (const auto& v : f_.nodes[n].inputs) {
+        const bool inside = !v.is_param() && std::binary_search(group.begin(), group.end(), v.node);
+        if (inside || IsScalarConst(f_, v) || std::count(outside.begin(), outside.end(), v))
+          continue;
+        if (!ir::FitsElementwiseChunks(f_.meta(v).shape, shape)) return;
+        outside.push_back(v);
+      }
+    }
+    const std::string name = m_.FreshName("fused_elementwise");
+    ir::Func& body = m_.AddFunc(name);
+    BuildBody(body, group, outside);
+    ir::Node call;
+    call.kind = ir::NodeKind::Call;
+    call.callees = {name};
+    call.inputs = outside;
+    call.outputs = f_.nodes[sink].outputs;
+    call.loc = f_.nodes[sink].loc;
+    for (int n : group) removed_[n] = n != sink;
+    f_.nodes[sink] = std::move(call);
+  }
+
+  // The group's ops (and the one-element constants they read) as a function of `outside`.
+  void BuildBody(ir::Func& body, const std::vector<int>& group,
+                 const std::vector<ir::ValueRef>& outside) {
+    for (const auto& v : outside) body.params.push_back(f_.meta(v));
+    std::vector<int> index(f_.nodes.size(), -1);  // a node of f_ -> its node in body
+    auto map = [&](const ir::ValueRef& v) -> ir::ValueRef {
+      auto at = std::find(outside.begin(), outside.end(), v);
+      if (at != outside.end()) return ir::ValueRef{-1, static_cast<int>(at - outside.begin())};
+      if (index[v.node] < 0) {  // a one-element constant, copied in
+        index[v.node] = static_cast<int>(body.nodes.size());
+        body.nodes.push_back(f_.nodes[v.node]);
+      }
+      return ir::ValueRef{index[v.node], v.index};
+    };
+    for (int n : group) {
+      ir::Node node = f_.nodes[n];
+      for (auto& v : node.inputs) v = map(v);
+      index[n] = static_cast<int>(body.nodes.size());
+      body.nodes.push_back(std::move(node));
+    }
+    body.results = {ir::ValueRef{index[group.back()], 0}};
+  }
+
+  // Drops the ops moved into bodies and renumbers references.
+  void Compact() {
+    std::vector<int> new_index(f_.nodes.size(), -1);
+    std::vector<ir::Node> kept;
+    for (size_t n = 0; n < f_.nodes.size(); ++n) {
+      if (removed_[n]) continue;
+      new_index[n] = static_cast<int>(kept.size());
+      kept.push_back(std::move(f_.nodes[n]));
+    }
+    auto remap = [&](ir::ValueRef& v) {
+      if (!v.is_param() && !v.is_none()) v.node = new_index[v.node];
+    };
+    for (auto& node : kept)
+      for (auto& v : node.inputs) remap(v);
+    for (auto& r : f_.results) remap(r);
+    f_.nodes = std::move(kept);
+  }
+
+  ir::Module& m_;
+  ir::Func& f_;
+  std::vector<std::vector<int>> users_;  // users of each node's outputs (-1: a result)
+  std::vector<bool> removed_;            // moved into a fused body
+};
+
+}  // namespace
+
+void FuseElementwise(ir::Module& module) {
+  std::vector<ir::Func*> funcs;  // bodies added while fusing are not visited
+  for (auto& f : module.funcs()) funcs.push_back(f.get());
+  for (ir::Func* f : funcs) ElementwiseFuser(module, *f).Run();
+}
+
+}  // namespace kiln::passes
