@@ -36,6 +36,26 @@ ir::SourceLoc Loc(const std::string& file, int line, int column) { return {file,
 
 TensorMeta MetaFrom(DType dtype, const Shape& shape) { return TensorMeta{dtype, shape}; }
 
+// "op f32[8,128]" for a node, as a profile lists it.
+std::string NodeSummary(const ir::Node& node) {
+  std::string what;
+  switch (node.kind) {
+    case ir::NodeKind::Op:
+      what = GetOpDef(node.op).name;
+      break;
+    case ir::NodeKind::Call:
+      what = "call @" + node.callees[0];
+      break;
+    default:
+      what = node.kind == ir::NodeKind::Const   ? "const"
+             : node.kind == ir::NodeKind::If    ? "if"
+             : node.kind == ir::NodeKind::While ? "while"
+                                                : "print/raise";
+  }
+  if (!node.outputs.empty()) what += " " + ir::TypeString(node.outputs[0]);
+  return what;
+}
+
 // A compiled graph: the verified module and its executor entry point.
 struct Executable {
   explicit Executable(ir::Module m)
@@ -43,8 +63,9 @@ struct Executable {
   std::unique_ptr<ir::Module> module;  // on the heap: the program points into it
   Program program;
   int64_t last_peak_bytes = 0;  // memory the last run held at its peak, above what it started with
+  std::vector<double> last_profile;  // seconds per entry node of the last profiled run
 
-  nb::tuple Run(nb::sequence args, bool free_dead_values) {
+  nb::tuple Run(nb::sequence args, bool free_dead_values, bool profile) {
     std::vector<Tensor> inputs;
     for (nb::handle h : args) {
       if (!nb::isinstance<Tensor>(h)) throw nb::type_error("expected a list of Tensors as inputs");
@@ -54,7 +75,10 @@ struct Executable {
     ResetPeakAllocated();
     RunOptions options;
     options.free_dead_values = free_dead_values;
+    std::vector<double> seconds;
+    if (profile) options.node_seconds = &seconds;
     std::vector<Tensor> outputs = program.Run(inputs, options);
+    if (profile) last_profile = std::move(seconds);
     last_peak_bytes = GetAllocatorStats().peak_allocated_bytes - before;
     nb::list out;
     for (auto& t : outputs) out.append(Wrap(std::move(t)));
@@ -134,7 +158,17 @@ void BindJit(nb::module_& m) {
       });
 
   nb::class_<Executable>(m, "Executable")
-      .def("run", &Executable::Run, nb::arg("args"), nb::arg("free_dead_values") = true)
+      .def("run", &Executable::Run, nb::arg("args"), nb::arg("free_dead_values") = true,
+           nb::arg("profile") = false)
+      .def_prop_ro("last_profile",
+                   [](const Executable& e) {
+                     // (what the node is, seconds) for each node of the entry function.
+                     nb::list out;
+                     const auto& nodes = e.module->entry().nodes;
+                     for (size_t n = 0; n < e.last_profile.size() && n < nodes.size(); ++n)
+                       out.append(nb::make_tuple(NodeSummary(nodes[n]), e.last_profile[n]));
+                     return out;
+                   })
       .def_prop_ro("last_peak_bytes", [](const Executable& e) { return e.last_peak_bytes; })
       .def("text", [](const Executable& e) { return ir::Print(*e.module); })
       .def_prop_ro("num_nodes", [](const Executable& e) {

@@ -76,7 +76,7 @@ void InitFromArray(Tensor* self, nb::ndarray<nb::ro, nb::device::cpu> array) {
     nb::gil_scoped_acquire gil;
     delete keep;
   });
-  storage->SetNumpyAlias();  // the caller may still write through the array
+  storage->SetBorrowedFromNumpy();  // the caller may still write through the array
   new (self) Tensor(Tensor::FromStorage(std::move(storage), shape, strides, 0, dtype));
 }
 
@@ -86,10 +86,18 @@ void InitFromArray(Tensor* self, nb::ndarray<nb::ro, nb::device::cpu> array) {
 nb::object ToNumpy(const Tensor& t, bool writable) {
   if (t.dtype() == DType::BFloat16)
     throw nb::type_error("asnumpy: NumPy has no bfloat16; cast to float32 first");
-  if (writable) t.storage()->SetNumpyAlias();
   auto* keep = new std::shared_ptr<Storage>(t.storage());
-  nb::capsule owner(keep,
-                    [](void* p) noexcept { delete static_cast<std::shared_ptr<Storage>*>(p); });
+  nb::capsule owner = writable
+                          ? nb::capsule(keep,
+                                        [](void* p) noexcept {
+                                          auto* storage = static_cast<std::shared_ptr<Storage>*>(p);
+                                          (*storage)->ReleaseNumpyView();
+                                          delete storage;
+                                        })
+                          : nb::capsule(keep, [](void* p) noexcept {
+                              delete static_cast<std::shared_ptr<Storage>*>(p);
+                            });
+  if (writable) t.storage()->AddNumpyView();
   std::vector<size_t> shape(t.shape().begin(), t.shape().end());
   std::vector<int64_t> strides(t.strides().begin(), t.strides().end());
   nb::ndarray<nb::numpy> array(t.raw_data(), t.ndim(), shape.data(), owner, strides.data(),

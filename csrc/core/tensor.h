@@ -6,6 +6,7 @@
 // negative.
 #pragma once
 
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -37,12 +38,19 @@ class Storage {
 
   // Counts writes to these bytes through any view (MarkWritten), so values derived from them
   // (a packed copy of a weight) can tell when they are stale.
-  uint64_t write_version() const { return write_version_; }
-  void NoteWrite() { ++write_version_; }
-  // True once a writable NumPy array may alias these bytes (borrowed from one or exported by
-  // asnumpy): NumPy writes bypass write_version, so nothing derived from them may be cached.
-  bool numpy_alias() const { return numpy_alias_; }
-  void SetNumpyAlias() { numpy_alias_ = true; }
+  uint64_t write_version() const { return write_version_.load(std::memory_order_relaxed); }
+  void NoteWrite() { write_version_.fetch_add(1, std::memory_order_relaxed); }
+  // True while a writable NumPy array may alias these bytes: borrowed from one (for good), or
+  // exported by asnumpy() and not yet garbage-collected. NumPy writes bypass write_version, so
+  // nothing derived from the bytes may be cached meanwhile.
+  bool numpy_alias() const { return borrowed_from_numpy_ || numpy_views_ > 0; }
+  void SetBorrowedFromNumpy() { borrowed_from_numpy_ = true; }
+  void AddNumpyView() { ++numpy_views_; }
+  // The array is gone; whatever it wrote counts as one write.
+  void ReleaseNumpyView() {
+    --numpy_views_;
+    NoteWrite();
+  }
   // Values computed from these bytes (packed weights), owned here so they die with the bytes.
   // Only kernels/cpu/derived_cache.cc touches it, under its lock.
   std::shared_ptr<void>& derived() { return derived_; }
@@ -51,8 +59,9 @@ class Storage {
   Storage() = default;
   void* data_ = nullptr;
   size_t nbytes_ = 0;
-  uint64_t write_version_ = 0;
-  bool numpy_alias_ = false;
+  std::atomic<uint64_t> write_version_{0};
+  std::atomic<int> numpy_views_{0};
+  bool borrowed_from_numpy_ = false;
   std::shared_ptr<void> derived_;
   size_t rounded_size_ = 0;        // nonzero when owned by the caching allocator
   std::function<void()> release_;  // set when borrowed

@@ -5,6 +5,7 @@
 // swap the last two strides, batch dims stay size-1 where they broadcast. oneDNN takes those
 // views as strided memory descriptors, so transposed weights (dense's weight.T) cost no copy.
 #include <algorithm>
+#include <optional>
 #include <string>
 
 #include "core/error.h"
@@ -113,6 +114,30 @@ bool TrySgemm(const Tensor& a, const Tensor& b, const Tensor& c) {
                     c.data<float>(), n) == dnnl_success;
 }
 
+bool FoldBatchIntoRows(Tensor& a, Tensor& b, Tensor& c, Tensor& r) {
+  const int64_t rank = c.ndim();
+  for (int64_t d = 0; d + 2 < rank; ++d)
+    if (b.dim(d) != 1) return false;
+  if (rank == 2) return true;
+  const int64_t rows = c.numel() / c.dim(rank - 1);
+  std::optional<Tensor> fa = a.ViewAs({rows, a.dim(rank - 1)});  // a's batch dims are c's
+  if (!fa || a.strides()[rank - 1] != 1) return false;
+  a = *fa;
+  b = b.AsStrided({b.dim(rank - 2), b.dim(rank - 1)},
+                  {b.strides()[rank - 2], b.strides()[rank - 1]}, b.offset());
+  c = *c.ViewAs({rows, c.dim(rank - 1)});
+  if (r.defined()) r = *r.ViewAs({rows, c.dim(1)});
+  return true;
+}
+
+// Gradients in the promoted (matrix) forms a_p, b_p and g_p, written so that each is one more
+// MatMul with transpose flags: with A = op(a_p), B = op(b_p), C = A @ B,
+//   dA = g @ B^T, so d(a_p) = ta ? B @ g^T : g @ B^T;
+//   dB = A^T @ g, so d(b_p) = tb ? g^T @ A : A^T @ g.
+// ToInput then sums broadcast batch dims away and drops the unit dim of a 1-D operand. A 2-D b
+// under a batched a (a dense layer on a sequence) gets dB from one product over all rows.
+// The gradients of a and b (inputs 0 and 1, with transpose flags in attributes 0 and 1) given
+// the gradient `grad` of a @ b; MatMul's rule and FusedMatMul's share it.
 std::vector<GradVar> MatMulInputGrads(GradBuilder& g, GradVar grad) {
   GradVar a = g.input(0), b = g.input(1);
   const Shape sa = g.meta(a).shape, sb = g.meta(b).shape;
@@ -131,7 +156,11 @@ std::vector<GradVar> MatMulInputGrads(GradBuilder& g, GradVar grad) {
   std::vector<GradVar> grads(2);
   if (g.wants_input_grad(0))
     grads[0] = ToInput(g, ta ? mm(bp, gp, tb, true) : mm(gp, bp, false, !tb), 0);
-  if (g.wants_input_grad(1)) {
+  const bool rows_of_a = sb.size() == 2 && sa.size() > 2 && !ta && sa.back() >= 0 && dims.n >= 0;
+  if (g.wants_input_grad(1) && rows_of_a) {
+    GradVar a2 = reshape(a, {-1, sa.back()}), g2 = reshape(gp, {-1, dims.n});
+    grads[1] = ToInput(g, tb ? mm(g2, a2, true, false) : mm(a2, g2, true, false), 1);
+  } else if (g.wants_input_grad(1)) {
     GradVar db = tb ? mm(gp, ap, true, ta) : mm(ap, gp, !ta, false);
     if (sb.size() == 1) {  // drop the trailing unit column first: ToInput aligns dims from the end
       Shape shape = dims.batch;
@@ -215,24 +244,18 @@ void MatMulKernel(KernelContext& ctx) {
   }
   if (!HasUnitInnerStride(a)) a = a.Contiguous();
   if (!HasUnitInnerStride(b)) b = b.Contiguous();
+  Tensor no_residual;
+  FoldBatchIntoRows(a, b, c, no_residual);  // one big product where the batch is only A's
   if (dtype == DType::Float32 && TrySgemm(a, b, c)) return;
   if (dtype == DType::Float32 || (dtype == DType::BFloat16 && cpu::OnednnHasNativeBF16())) {
     OnednnMatMul(a, b, c);
     return;
   }
   // float16 (and bfloat16 without native support): compute in float32, round once at the end.
-  Tensor c32 = Tensor::Empty(c_shape, DType::Float32);
+  Tensor c32 = Tensor::Empty(c.shape(), DType::Float32);
   OnednnMatMul(a.To(DType::Float32), b.To(DType::Float32), c32);
   cpu::CopyInto(c32, c);
 }
-
-// Gradients in the promoted (matrix) forms a_p, b_p and g_p, written so that each is one more
-// MatMul with transpose flags: with A = op(a_p), B = op(b_p), C = A @ B,
-//   dA = g @ B^T, so d(a_p) = ta ? B @ g^T : g @ B^T;
-//   dB = A^T @ g, so d(b_p) = tb ? g^T @ A : A^T @ g.
-// ToInput then sums broadcast batch dims away and drops the unit dim of a 1-D operand.
-// The gradients of a and b (inputs 0 and 1, with transpose flags in attributes 0 and 1) given
-// the gradient `grad` of a @ b; MatMul's rule and FusedMatMul's share it.
 
 std::vector<GradVar> MatMulGrad(GradBuilder& g) { return MatMulInputGrads(g, g.out_grad(0)); }
 

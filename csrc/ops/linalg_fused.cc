@@ -20,16 +20,18 @@ namespace {
 
 constexpr int64_t kFusedMatMulTag = 2;  // first integer of a fused matmul cache key
 
-enum class Activation : int64_t { None, Relu, GeluTanh, Sigmoid, Tanh };
+enum class Activation : int64_t { None, Relu, GeluTanh, Sigmoid, Tanh, GeluErf };
 
 Activation ParseActivation(const std::string& name, const char* op) {
   if (name == "none") return Activation::None;
   if (name == "relu") return Activation::Relu;
   if (name == "gelu_tanh") return Activation::GeluTanh;
+  if (name == "gelu") return Activation::GeluErf;
   if (name == "sigmoid") return Activation::Sigmoid;
   if (name == "tanh") return Activation::Tanh;
   Throw(ErrorKind::Value, op,
-        ": activation must be 'none', 'relu', 'gelu_tanh', 'sigmoid' or 'tanh', got '", name, "'");
+        ": activation must be 'none', 'relu', 'gelu', 'gelu_tanh', 'sigmoid' or 'tanh', got '",
+        name, "'");
 }
 
 bool InputPresent(const std::vector<TensorMeta>& in, size_t i) {
@@ -89,6 +91,8 @@ void UnfusedActivation(Activation act, const Tensor& out) {
       return RunKernelInto(OpKind::Relu, {out}, {}, out);
     case Activation::GeluTanh:
       return RunKernelInto(OpKind::Gelu, {out}, {std::string("tanh")}, out);
+    case Activation::GeluErf:
+      return RunKernelInto(OpKind::Gelu, {out}, {std::string("none")}, out);
     case Activation::Sigmoid:
       return RunKernelInto(OpKind::Sigmoid, {out}, {}, out);
     case Activation::Tanh:
@@ -104,6 +108,8 @@ float ApplyActivation(Activation act, float x) {
       return x > 0.f ? x : 0.f;
     case Activation::GeluTanh:
       return 0.5f * x * (1.f + std::tanh(0.7978845608028654f * (x + 0.044715f * x * x * x)));
+    case Activation::GeluErf:
+      return 0.5f * x * (1.f + std::erf(x * 0.7071067811865476f));
     case Activation::Sigmoid:
       return 1.f / (1.f + std::exp(-x));
     case Activation::Tanh:
@@ -135,6 +141,8 @@ dnnl::algorithm EltwiseAlgorithm(Activation act) {
       return dnnl::algorithm::eltwise_relu;
     case Activation::GeluTanh:
       return dnnl::algorithm::eltwise_gelu_tanh;
+    case Activation::GeluErf:
+      return dnnl::algorithm::eltwise_gelu_erf;
     case Activation::Sigmoid:
       return dnnl::algorithm::eltwise_logistic;
     case Activation::Tanh:
@@ -174,25 +182,6 @@ std::shared_ptr<Tensor> PackedWeights(const Tensor& b, const dnnl::memory::desc&
     return std::make_shared<Tensor>(buffer);
   }));
   return packed;
-}
-
-// a, c, r of a product whose weight has no batch dims, with the batch folded into the rows:
-// one (B*M, K) @ (K, N) product instead of B small ones, and a 2-D weight to pack. False when a
-// view cannot express it (a transposed A).
-bool FoldBatchIntoRows(Tensor& a, Tensor& b, Tensor& c, Tensor& r) {
-  const int64_t rank = c.ndim();
-  for (int64_t d = 0; d + 2 < rank; ++d)
-    if (b.dim(d) != 1) return false;
-  if (rank == 2) return true;
-  const int64_t rows = c.numel() / c.dim(rank - 1);
-  std::optional<Tensor> fa = a.ViewAs({rows, a.dim(rank - 1)});  // a's batch dims are c's
-  if (!fa || a.strides()[rank - 1] != 1) return false;
-  a = *fa;
-  b = b.AsStrided({b.dim(rank - 2), b.dim(rank - 1)},
-                  {b.strides()[rank - 2], b.strides()[rank - 1]}, b.offset());
-  c = *c.ViewAs({rows, c.dim(rank - 1)});
-  if (r.defined()) r = *r.ViewAs({rows, c.dim(1)});
-  return true;
 }
 
 // c = act(a @ b + bias) + r as one float32 oneDNN primitive; a, b, c, r are (rank)-D views (c and
@@ -340,10 +329,12 @@ std::vector<GradVar> FusedMatMulGrad(GradBuilder& g) {
     case Activation::Tanh:
       dz = Mul(g, dy, Sub(g, g.Scalar(1.0), Mul(g, y, y)));
       break;
-    case Activation::GeluTanh: {
+    case Activation::GeluTanh:
+    case Activation::GeluErf: {
       GradVar z = g.Emit1(OpKind::MatMul, {g.input(0), g.input(1)}, {g.attrs()[0], g.attrs()[1]});
       if (has_bias) z = Add(g, z, g.input(2));
-      dz = g.Emit1(OpKind::GeluGrad, {dy, z}, {std::string("tanh")});
+      const std::string approximate = act == Activation::GeluTanh ? "tanh" : "none";
+      dz = g.Emit1(OpKind::GeluGrad, {dy, z}, {approximate});
       break;
     }
   }

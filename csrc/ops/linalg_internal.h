@@ -43,6 +43,11 @@ constexpr int64_t kSgemmMaxRows = 16;
 // it does not apply.
 bool TrySgemm(const Tensor& a, const Tensor& b, const Tensor& c);
 
+// a, c, r (r may be undefined) of a product whose weight b has no batch dims, as 2-D views with
+// the batch folded into the rows: one (B*M, K) @ (K, N) product instead of B small ones. False,
+// changing nothing, when views cannot express it (a transposed A, a batched B).
+bool FoldBatchIntoRows(Tensor& a, Tensor& b, Tensor& c, Tensor& r);
+
 // The gradients of a and b (inputs 0 and 1, with transpose flags in attributes 0 and 1) given
 // the gradient `grad` of a @ b; MatMul's rule and FusedMatMul's share it.
 std::vector<GradVar> MatMulInputGrads(GradBuilder& g, GradVar grad);

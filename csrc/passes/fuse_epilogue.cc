@@ -2,8 +2,8 @@
 //
 //   %m = matmul(%a, %b)                       (float32)
 //   %z = add(%m, %bias)                       bias: 1-D, the length of %m's last dim    [optional]
-//   %y = relu|sigmoid|tanh|gelu{tanh}(%z)                                            [optional]
-//   %r = add(%y, %res)                        res: %y's type exactly; only with no activation
+//   %y = relu|sigmoid|tanh|gelu(%z)     (gelu exact or tanh-approximated) [optional] %r = add(%y,
+//   %res)                        res: %y's type exactly; only with no activation
 // becomes %r = fused_matmul(%a, %b, %bias, %res) {transpose_a, transpose_b, activation}, in the
 // place of the last node of the chain (the bias and residual are defined before it); the other
 // nodes of the chain are removed. Each link is taken only when the value before it has exactly
@@ -51,7 +51,7 @@ std::string ActivationOf(const ir::Node& node) {
     case OpKind::Tanh:
       return "tanh";
     case OpKind::Gelu:
-      return AttrString(node.attrs, 0) == "tanh" ? "gelu_tanh" : "";
+      return AttrString(node.attrs, 0) == "tanh" ? "gelu_tanh" : "gelu";
     default:
       return "";
   }

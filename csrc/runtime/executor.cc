@@ -10,6 +10,7 @@
 // their region functions' plans.
 #include "runtime/executor.h"
 
+#include <chrono>
 #include <cstdio>
 
 #include "core/error.h"
@@ -135,8 +136,16 @@ class Interpreter {
                  ShapeStr(args[i].shape()));
     values_.assign(plan_.num_slots, Tensor());
     std::copy(args.begin(), args.end(), values_.begin());
-    for (const NodePlan& np : plan_.nodes) {
+    std::vector<double>* times = options_.node_seconds;
+    if (times) times->resize(plan_.nodes.size(), 0.0);
+    for (size_t n = 0; n < plan_.nodes.size(); ++n) {
+      const NodePlan& np = plan_.nodes[n];
+      const auto start =
+          times ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
       std::vector<Tensor> outputs = RunNode(np);
+      if (times)
+        (*times)[n] +=
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       for (size_t i = 0; i < outputs.size(); ++i)
         values_[np.first_output + i] = std::move(outputs[i]);
       if (options_.free_dead_values)
@@ -184,7 +193,9 @@ class Interpreter {
   }
 
   std::vector<Tensor> Call(const FuncPlan& callee, const std::vector<Tensor>& args) const {
-    return Interpreter(program_, callee, options_).Run(args);
+    RunOptions inner = options_;
+    inner.node_seconds = nullptr;  // only the entry function's nodes are timed
+    return Interpreter(program_, callee, inner).Run(args);
   }
 
   std::vector<Tensor> RunNode(const NodePlan& np) {
@@ -225,7 +236,7 @@ class Interpreter {
   const Program& program_;
   const FuncPlan& plan_;
   const ir::Func& f_;
-  const RunOptions& options_;
+  const RunOptions options_;
   std::vector<Tensor> values_;
 };
 

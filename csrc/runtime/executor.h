@@ -14,6 +14,9 @@ struct RunOptions {
   // Release each intermediate right after its last use and let elementwise ops write into a
   // dying input's buffer (off only to measure what planning saves).
   bool free_dead_values = true;
+  // When set, the entry function's run adds each node's wall time (seconds) at its node index
+  // (resized to the node count); regions count as the node that runs them.
+  std::vector<double>* node_seconds = nullptr;
 };
 
 struct FuncPlan;  // executor.cc: a function's schedule, made once

@@ -81,3 +81,17 @@ def test_in_place_reuse_never_clobbers_live_values_views_inputs_or_constants():
             np.testing.assert_allclose(g, want, rtol=1e-6)
     np.testing.assert_array_equal(x.asnumpy(), values)
 
+
+
+def test_profile_lists_each_node_with_its_time():
+    x = Tensor(np.ones((64, 64), np.float32))
+    exe = compiled_of(long_chain, x)
+    exe.run([x])
+    assert exe.last_profile == []  # only profiled runs record
+    exe.run([x], profile=True)
+    profile = exe.last_profile
+    assert len(profile) == exe.num_nodes
+    kinds = [what.split(" ")[0] for what, _ in profile]
+    assert kinds.count("exp") == 8 and "reduce_sum" in kinds
+    assert all(seconds >= 0 for _, seconds in profile)
+    assert "f32[64,64]" in profile[kinds.index("exp")][0]

@@ -20,7 +20,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "examples")
 import five_ways  # noqa: E402
 
 RNG = np.random.default_rng(11)
-ACTIVATIONS = ["none", "relu", "gelu_tanh", "sigmoid", "tanh"]
+ACTIVATIONS = ["none", "relu", "gelu", "gelu_tanh", "sigmoid", "tanh"]
 F32_TOL = dict(rtol=2e-5, atol=2e-5)
 
 
@@ -41,6 +41,10 @@ def fused(a, b, bias=None, residual=None, ta=False, tb=False, act="none"):
 def act_ref(x, act):
     if act == "relu":
         return np.maximum(x, 0)
+    if act == "gelu":
+        from math import erf  # noqa: PLC0415
+
+        return 0.5 * x * (1 + np.vectorize(erf)(x / np.sqrt(2)))
     if act == "gelu_tanh":
         return 0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x**3)))
     if act == "sigmoid":
@@ -74,6 +78,8 @@ def unfused(a, b, bias=None, residual=None, ta=False, tb=False, act="none"):
         out = ops.relu(out)
     elif act == "gelu_tanh":
         out = ops.gelu(out, approximate="tanh")
+    elif act == "gelu":
+        out = ops.gelu(out)
     elif act == "sigmoid":
         out = ops.sigmoid(out)
     elif act == "tanh":
@@ -280,7 +286,7 @@ def test_graph_mode_gradients_of_the_op_equal_pynative(act):
         np.testing.assert_allclose(g.asnumpy(), w.asnumpy(), rtol=1e-5, atol=1e-5)
 
 
-@pytest.mark.parametrize("act", ["relu", "gelu_tanh", "sigmoid", "tanh"])
+@pytest.mark.parametrize("act", ["relu", "gelu", "gelu_tanh", "sigmoid", "tanh"])
 def test_gradients_match_finite_differences(act):
     a, b, bias = (rand(*s, dtype=np.float64) for s in ((3, 4), (4, 2), (2,)))
     check_grad(lambda a, b, bias: fused(a, b, bias, act=act), a, b, bias)
@@ -329,18 +335,20 @@ def test_graph_mode_seed_network_uses_fused_matmul(tmp_path):
 
 
 class Block(nn.Cell):
-    """x + dense(x), then gelu(tanh)/sigmoid/tanh layers: every pattern the pass folds."""
+    """x + dense(x), then gelu(tanh)/gelu/sigmoid/tanh layers: every pattern the pass folds."""
 
     def __init__(self):
         super().__init__()
         self.d0 = nn.Dense(8, 8)
         self.d1 = nn.Dense(8, 8)
+        self.dg = nn.Dense(8, 8)
         self.d2 = nn.Dense(8, 8)
         self.d3 = nn.Dense(8, 4)
 
     def construct(self, x):
         x = x + self.d0(x)
         x = ops.gelu(self.d1(x), approximate="tanh")
+        x = ops.gelu(self.dg(x))
         x = ops.sigmoid(self.d2(x))
         return ops.tanh(self.d3(x))
 
@@ -352,8 +360,8 @@ def test_every_activation_and_the_residual_fuse_in_a_jitted_block(tmp_path):
     reference = net(x).asnumpy()
     jitted = ms.jit(lambda x: net(x))
     (text,) = optimized_graphs(tmp_path, lambda: jitted(x))
-    assert text.count("fused_matmul(") == 4, text
-    for act in ("none", "gelu_tanh", "sigmoid", "tanh"):
+    assert text.count("fused_matmul(") == 5, text
+    for act in ("none", "gelu", "gelu_tanh", "sigmoid", "tanh"):
         assert f'activation="{act}"' in text, text
     np.testing.assert_allclose(jitted(x).asnumpy(), reference, rtol=1e-5, atol=1e-5)
 

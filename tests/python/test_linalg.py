@@ -191,7 +191,8 @@ def test_matmul_empty_contraction_gives_zeros(dtype, np_dtype):
 
 
 GRAD_CASES = [((3,), (3,)), ((3,), (3, 4)), ((2, 3), (3,)), ((2, 3), (3, 4)), ((5, 2, 3), (3, 4)),
-              ((2, 3), (2, 3, 4)), ((2, 1, 2, 3), (3, 3, 2)), ((3,), (2, 3, 4))]
+              ((2, 3), (2, 3, 4)), ((2, 1, 2, 3), (3, 3, 2)), ((3,), (2, 3, 4)),
+              ((2, 2, 2, 3), (3, 4))]
 
 
 @pytest.mark.parametrize("shape_a,shape_b", GRAD_CASES, ids=str)
@@ -215,4 +216,7 @@ def test_dense_gradient():
     from gradcheck import check_grad  # noqa: PLC0415
 
     check_grad(ops.dense, RNG.uniform(-2, 2, (4, 3)), RNG.uniform(-2, 2, (5, 3)),
+               RNG.uniform(-2, 2, 5))
+    # A sequence input: the weight gradient is one product over all rows.
+    check_grad(ops.dense, RNG.uniform(-2, 2, (2, 4, 3)), RNG.uniform(-2, 2, (5, 3)),
                RNG.uniform(-2, 2, 5))

@@ -195,3 +195,20 @@ def test_jit_level_o0_does_not_pack():
         f(x)
     assert delta(before)["packs"] == 0
     assert "pack_weight=True" not in f.graph_text()
+
+
+def test_a_dropped_asnumpy_view_lets_packing_resume_and_its_writes_are_seen():
+    dense = nn.Dense(32, 48)
+    x = Tensor(RNG.standard_normal((64, 32)).astype(np.float32))
+    ms.set_context(mode=ms.GRAPH_MODE)
+    for _ in range(3):
+        dense(x)
+    view = dense.weight.asnumpy()
+    view[:] = 0.25  # written while packing is off ...
+    del view  # ... and the array is gone: the write counts, packing may resume
+    before = stats()
+    outs = [dense(x).asnumpy().copy() for _ in range(3)]
+    assert delta(before)["packs"] == 1
+    want = x.asnumpy() @ np.full((32, 48), 0.25, np.float32) + dense.bias.asnumpy()
+    for out in outs:
+        np.testing.assert_allclose(out, want, **TOL)
