@@ -1,4 +1,6 @@
-"""Shared benchmark helpers: best-of timing, optional PyTorch, the machine's fp32 peak."""
+"""Shared benchmark helpers: best-of timing, optional peers (PyTorch, JAX, MindSpore), the
+machine's fp32 peak."""
+import contextlib
 import os
 import shutil
 import subprocess
@@ -36,6 +38,28 @@ def import_torch(threads):
         return None
     torch.set_num_threads(threads)
     return torch
+
+
+def import_mindspore(threads):
+    """MindSpore (for comparison only, never a kiln dependency) on the CPU with `threads` kernel
+    threads, or None when it is not importable (absent or a broken install: never an error).
+
+    Its peers install from benchmarks/requirements-peers.txt. MindSpore >= 2.5 takes the CPU
+    kernel thread count once per process, before its first op (a second setting raises, and is
+    ignored here); older 2.x took it as set_context(runtime_num_threads=...). Its dispatch
+    (actor) threads keep their default.
+    """
+    try:
+        import mindspore  # noqa: PLC0415
+    except Exception:  # noqa: BLE001 - ImportError, or OSError from a missing shared library
+        return None
+    if hasattr(mindspore, "set_device"):
+        mindspore.set_device("CPU")
+        with contextlib.suppress(RuntimeError):
+            mindspore.device_context.cpu.op_tuning.threads_num(threads)
+    else:
+        mindspore.set_context(device_target="CPU", runtime_num_threads=threads)
+    return mindspore
 
 
 def measure_peak_gflops(threads):
@@ -146,7 +170,8 @@ def pct(flops, seconds, peak):
 
 FRAMEWORKS = [("pynative", "kiln PyNative µs"), ("graph", "kiln Graph µs"),
               ("torch", "PyTorch eager µs"), ("compile", "torch.compile µs"),
-              ("jax", "JAX jit µs")]
+              ("jax", "JAX jit µs"), ("ms_pynative", "MindSpore PyNative µs"),
+              ("ms_graph", "MindSpore Graph µs")]
 
 
 def report(threads, peak, results):
@@ -157,7 +182,7 @@ def report(threads, peak, results):
     """
     present = [(k, h) for k, h in FRAMEWORKS if any(r[2].get(k) is not None for r in results)]
     ratios = [(k, f"Graph / {h.rsplit(' ', 1)[0]}") for k, h in present
-              if k in ("torch", "compile", "jax")]
+              if k in ("torch", "compile", "jax", "ms_graph")]
     headers = ["workload"] + [h for _, h in present] + [h for _, h in ratios]
     rows = []
     for name, _, t in results:

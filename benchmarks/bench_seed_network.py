@@ -1,12 +1,18 @@
 """The seed network (SPEC §4) end to end: compile time, forward and training step, kiln
-PyNative and Graph mode against PyTorch eager, torch.compile and JAX jit, in one process on the
-same inputs.
+PyNative and Graph mode against PyTorch eager, torch.compile, JAX jit and MindSpore (PyNative and
+Graph), in one process on the same inputs.
 
 torch.compile (inductor) compiles the model; in the training step its backward comes from
 AOTAutograd and the optimizer step is eager, as in bench_lenet.py and bench_transformer.py. The
 compiled results are checked against PyTorch eager, and compiling is never timed.
 
+MindSpore runs the same network from kiln's initial weights, so its logits and its first losses
+are checked against kiln's. Its Graph columns run in GRAPH_MODE, the training step as one
+nn.TrainOneStepCell (see mindspore_train_step); each timed call ends in asnumpy(), as its
+PyNative ops run asynchronously. The peers are optional: a missing one gets no column.
+
 Run: PYTHONPATH=build/rel/python python benchmarks/bench_seed_network.py --threads 1 [--no-compile]
+(with MindSpore: the venv of benchmarks/requirements-peers.txt instead of `python`)
 """
 import argparse
 import os
@@ -23,6 +29,7 @@ from _common import (  # noqa: E402
     best_time,
     check_close,
     import_jax,
+    import_mindspore,
     import_torch,
     kiln_momentum_step,
     report,
@@ -60,6 +67,55 @@ def torch_compiled(torch, model, x, what, notes):
     if compiled is not None:
         print(f"torch.compile {what} compile (first call): {seconds:.1f} s")
     return compiled
+
+
+def mindspore_network(mindspore, kiln_net):
+    """The seed network as a MindSpore nn.Cell (the same layers and parameter names), starting
+    from kiln_net's weights."""
+    mnn = mindspore.nn
+
+    class Network(mnn.Cell):
+        def __init__(self):
+            super().__init__()
+            self.flatten = mnn.Flatten()
+            self.dense_relu_sequential = mnn.SequentialCell(
+                mnn.Dense(784, 512), mnn.ReLU(), mnn.Dense(512, 512), mnn.ReLU(),
+                mnn.Dense(512, 10))
+
+        def construct(self, x):
+            return self.dense_relu_sequential(self.flatten(x))
+
+    net = Network()
+    weights = {p.name: p.asnumpy() for p in kiln_net.trainable_params()}
+    for p in net.trainable_params():
+        p.set_data(mindspore.Tensor(weights.pop(p.name).copy()))
+    assert not weights, f"kiln parameters MindSpore lacks: {sorted(weights)}"
+    return net
+
+
+def mindspore_train_step(mindspore, net, cell=False):
+    """kiln_momentum_step written in MindSpore: value_and_grad + nn.Momentum (lr 0.01, momentum
+    0.9); its CrossEntropyLoss wants int32 labels. cell=True: the same step as one
+    nn.TrainOneStepCell, for GRAPH_MODE. (mindspore.jit on the function, called from PyNative,
+    runs through PyNative's dispatch queue, whose thread spins: 15-25 ms a step on 2 cores,
+    against 2 ms for the cell.)"""
+    mnn = mindspore.nn
+    loss_fn = mnn.CrossEntropyLoss()
+    opt = mnn.Momentum(net.trainable_params(), learning_rate=0.01, momentum=0.9)
+    if cell:
+        return mnn.TrainOneStepCell(mnn.WithLossCell(net, loss_fn), opt)
+
+    def forward(x, y):
+        return loss_fn(net(x), y)
+
+    grad_fn = mindspore.value_and_grad(forward, None, opt.parameters)
+
+    def step(x, y):
+        loss, grads = grad_fn(x, y)
+        opt(grads)
+        return loss
+
+    return step
 
 
 def jax_model(jax, rng):
@@ -100,6 +156,7 @@ def main():
     jax = import_jax(args.threads)
     ms.set_num_threads(args.threads)
     torch = import_torch(args.threads)
+    mindspore = import_mindspore(args.threads)
     rng = np.random.default_rng(0)
     jx = jax_model(jax, rng) if jax is not None else None
     notes = ["torch.compile: skipped (--no-compile)"] if args.no_compile else []
@@ -118,6 +175,7 @@ def main():
     compile_ms = (ms.get_jit_stats()["compile_seconds"] - before) * 1e3
     print(f"seed network compile: {compile_ms:.1f} ms "
           f"(first call incl. run: {first_call*1e3:.1f} ms)")
+    mnet = mindspore_network(mindspore, net) if mindspore is not None else None
 
     for batch in (64, 1):
         number = 200 if batch == 1 else 50
@@ -145,6 +203,18 @@ def main():
             xj = jax.numpy.asarray(x.asnumpy())
             t["jax"] = best_time(lambda f=jforward, p=jparams, a=xj: f(p, a).block_until_ready(),
                                  number)
+        if mnet is not None:
+            xm, want = mindspore.Tensor(x.asnumpy()), net(x).asnumpy()
+            for key, mode in (("ms_pynative", "PYNATIVE_MODE"), ("ms_graph", "GRAPH_MODE")):
+                mindspore.set_context(mode=getattr(mindspore, mode))
+                start = time.perf_counter()
+                check_close(f"forward, batch {batch}, MindSpore {mode} vs kiln",
+                            mnet(xm).asnumpy(), want, 1e-4, 1e-5)
+                if key == "ms_graph":
+                    print(f"MindSpore Graph forward, batch {batch}, first call (compiles): "
+                          f"{(time.perf_counter() - start) * 1e3:.0f} ms")
+                t[key] = best_time(lambda xm=xm: mnet(xm).asnumpy(), number)
+            mindspore.set_context(mode=mindspore.PYNATIVE_MODE)
         results.append((f"forward, batch {batch}", None, t))
 
     # Training step at batch 64: softmax cross-entropy + Momentum.
@@ -153,6 +223,7 @@ def main():
     t = {}
     ms.set_seed(0)
     eager_step = kiln_train_step(Network())
+    kiln_losses = [float(eager_step(x, y).asnumpy()) for _ in range(3)]
     t["pynative"] = best_time(lambda: eager_step(x, y), 20)
     ms.set_seed(0)
     graph_step = ms.jit(kiln_train_step(Network()))
@@ -190,6 +261,21 @@ def main():
             value.block_until_ready()
 
         t["jax"] = best_time(run_jax, 20)
+    if mindspore is not None:
+        xm = mindspore.Tensor(x.asnumpy())
+        ym = mindspore.Tensor(y.asnumpy().astype(np.int32))
+        for key, mode in (("ms_pynative", "PYNATIVE_MODE"), ("ms_graph", "GRAPH_MODE")):
+            mindspore.set_context(mode=getattr(mindspore, mode))
+            mstep = mindspore_train_step(mindspore, mindspore_network(mindspore, net),
+                                         cell=key == "ms_graph")
+            start = time.perf_counter()
+            losses = [float(mstep(xm, ym).asnumpy()) for _ in range(3)]  # Graph compiles first
+            print(f"MindSpore {mode} train step, first 3 steps: "
+                  f"{time.perf_counter() - start:.1f} s")
+            check_close(f"train step losses (3 steps), MindSpore {mode} vs kiln PyNative", losses,
+                        kiln_losses, 1e-4, 1e-5)
+            t[key] = best_time(lambda s=mstep: s(xm, ym).asnumpy(), 20)
+        mindspore.set_context(mode=mindspore.PYNATIVE_MODE)
     results.append(("train step, batch 64", None, t))
 
     for note in notes:
