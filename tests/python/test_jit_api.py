@@ -237,3 +237,39 @@ def test_cell_attribute_guards_are_rechecked_after_any_cell_change():
     net.set_train(True)  # set_train bypasses __setattr__ but still invalidates the shortcut
     net.flag = True
     assert net(x).asnumpy().tolist() == [2.0] * 3
+
+
+def test_steady_state_calls_take_the_fast_path_and_still_see_every_change():
+    """After a guarded call, calls with the same tensor types go straight to C++; a new shape,
+    a changed Cell attribute or a non-tensor argument goes back through the checked path."""
+    import numpy as np  # noqa: PLC0415
+
+    from kiln import Tensor, nn  # noqa: PLC0415
+
+    class Scale(nn.Cell):
+        def __init__(self):
+            super().__init__()
+            self.factor = 2.0
+            self.dense = nn.Dense(3, 3)
+
+        def construct(self, x):
+            return self.dense(x) * self.factor
+
+    net = Scale()
+    x = Tensor(np.ones((2, 3), np.float32))
+    ms.set_context(mode=ms.GRAPH_MODE)
+    try:
+        first = net(x).asnumpy()
+        hits = ms.get_jit_stats()["cache_hits"]
+        for _ in range(3):
+            np.testing.assert_array_equal(net(x).asnumpy(), first)
+        assert ms.get_jit_stats()["cache_hits"] == hits + 3
+        net.factor = 3.0  # a Cell attribute the graph read as a constant: recompiles
+        np.testing.assert_allclose(net(x).asnumpy(), first * 1.5, rtol=1e-6)
+        y = Tensor(np.ones((4, 3), np.float32))  # a new shape: a new graph
+        assert net(y).shape == (4, 3)
+        net.dense.weight.set_data(Tensor(np.zeros((3, 3), np.float32)))  # in place: same graph
+        np.testing.assert_allclose(net(x).asnumpy(), 3.0 * net.dense.bias.asnumpy()[None, :]
+                                   .repeat(2, 0), rtol=1e-6)
+    finally:
+        ms.set_context(mode=ms.PYNATIVE_MODE)

@@ -53,7 +53,10 @@ def test_seed_network_packs_its_weights_and_agrees_with_pynative(batch):
     before = stats()
     outs, eager = compiled_and_eager(net, x)
     d = delta(before)
-    assert d["packs"] == 3 and d["hits"] == 3  # packed on the 2nd call, reused on the 3rd
+    # Packed on the 2nd call, reused on the 3rd; with few rows the 10-column output layer keeps
+    # its weight as given (the sgemm path reads the transposed view faster).
+    packed = 3 if batch > 16 else 2
+    assert d["packs"] == packed and d["hits"] == packed
     for out in outs:
         np.testing.assert_allclose(out, eager, **TOL)
     assert "pack_weight=True" in net._kiln_graph_fn.graph_text()

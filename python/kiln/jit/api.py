@@ -3,6 +3,7 @@
 import functools
 import os
 import time
+import weakref
 
 from kiln import _C
 from kiln import _graph_state as _state
@@ -20,7 +21,7 @@ def get_jit_stats():
     each recompilation of an already-compiled function happened."""
     return {
         "compiles": _STATS["compiles"],
-        "cache_hits": _STATS["cache_hits"],
+        "cache_hits": _STATS["cache_hits"] + _C.fast_call_hits(),
         "compile_seconds": _STATS["compile_seconds"],
         "recompile_reasons": list(_STATS["recompile_reasons"]),
     }
@@ -118,11 +119,7 @@ def mutable(input_data, dynamic_len=False):
 def _signature(value):
     """The part of an argument the compiled graph depends on (the cache key)."""
     if isinstance(value, Tensor):
-        return (
-            "T",
-            int(value._dtype.value) if hasattr(value._dtype, "value") else str(value._dtype),
-            value.shape,
-        )
+        return ("T", value._dtype, value._shape)
     if isinstance(value, (_MutableInt, _MutableFloat, _MutableBool)):
         return ("M", type(value).__name__)
     if isinstance(value, (tuple, list)):
@@ -137,6 +134,10 @@ def _signature(value):
 
 
 _FROM_GRAPH = object()  # an output leaf the graph computes (None is a valid constant result)
+
+
+def _NO_SELF():  # the _fast_self of a plain function: "called with self_obj None"
+    return None
 
 
 class _Compiled:
@@ -302,7 +303,10 @@ def _save_graph(name, stage, text, get_context):
 def run_compiled(compiled, args, kwargs):
     inputs = []
     for a in args:
-        _run_inputs(a, inputs)
+        if type(a) is Tensor:  # the common case, without _run_inputs' dispatch
+            inputs.append(a)
+        else:
+            _run_inputs(a, inputs)
     for v in kwargs.values():
         _run_inputs(v, inputs)
     outs = iter(compiled.executable.run(inputs + compiled.parameters))
@@ -317,6 +321,8 @@ class JitFunction:
         self.fn = fn
         self.config = config
         self.cache = {}  # signature -> [compiled]
+        self._fast = None  # _C.FastCall for the last graph run, see _arm_fast_call
+        self._fast_self = _NO_SELF
         functools.update_wrapper(self, fn)
 
     def __get__(self, instance, owner):
@@ -328,6 +334,12 @@ class JitFunction:
         return self.call_bound(None, *args, **kwargs)
 
     def call_bound(self, self_obj, *args, **kwargs):
+        fast = self._fast
+        if (fast is not None and not kwargs and _state.builder is None
+                and self._fast_self() is self_obj and not _C.tape_active()):
+            out = fast(args, _state.cell_epoch)
+            if out is not None:
+                return out
         if _state.builder is not None:  # called while compiling an enclosing graph: inline it
             if self_obj is not None:
                 args = (self_obj,) + args
@@ -341,14 +353,15 @@ class JitFunction:
             return self.fn(*args, **kwargs)
         key = (
             id(self_obj),
-            tuple(_signature(a) for a in args),
-            tuple((k, _signature(v)) for k, v in sorted(kwargs.items())),
+            tuple([_signature(a) for a in args]),
+            tuple([(k, _signature(v)) for k, v in sorted(kwargs.items())]) if kwargs else (),
             self.config.key(),
         )
         entries = self.cache.setdefault(key, [])
         for compiled in entries:
             if compiled.guards.first_failure() is None:
                 _STATS["cache_hits"] += 1
+                self._arm_fast_call(compiled, self_obj, args, kwargs)
                 return run_compiled(compiled, args, kwargs)
         if entries:
             reason = entries[-1].guards.first_failure()
@@ -360,6 +373,23 @@ class JitFunction:
         )
         entries.append(compiled)
         return run_compiled(compiled, args, kwargs)
+
+    def _arm_fast_call(self, compiled, self_obj, args, kwargs):
+        """Lets the next calls with the same tensor types skip straight to C++ (_C.FastCall)
+        while no Cell attribute changes; only for graphs whose guards all wait on that (none
+        checked on every call), with tensor arguments only and one tensor result."""
+        self._fast = None
+        if kwargs or compiled.guards.has_per_call_checks():
+            return
+        if not all(isinstance(a, Tensor) for a in args):
+            return
+        if len(compiled.out_leaves) != 1 or compiled.out_leaves[0] is not _FROM_GRAPH:
+            return
+        if unflatten(compiled.out_tree, [_FROM_GRAPH]) is not _FROM_GRAPH:
+            return
+        self._fast_self = _NO_SELF if self_obj is None else weakref.ref(self_obj)
+        self._fast = _C.FastCall(compiled.executable, list(args), compiled.parameters,
+                                 _state.cell_epoch)
 
     def graph_text(self, stage="optimized"):
         """The IR of every compiled variant: "frontend" (as built from the source) or

@@ -9,6 +9,7 @@ is recorded as a guard of the compile cache.
 import builtins
 import types
 
+from kiln import _graph_state
 from kiln.jit import builtins_graph
 
 
@@ -58,6 +59,7 @@ class Guards:
 
     def __init__(self):
         self.items = []  # (description, getter, value, always)
+        self._always = []  # the items checked on every call
         self._passed_at_epoch = None
 
     def record(self, description, getter, value, cell_attr=False):
@@ -66,15 +68,17 @@ class Guards:
         if _guardable(value):
             always = not cell_attr or isinstance(value, (list, dict))
             self.items.append((description, getter, _freeze(value), always))
+            if always:
+                self._always.append(self.items[-1])
+
+    def has_per_call_checks(self):
+        return bool(self._always)
 
     def first_failure(self):
-        from kiln import _graph_state  # noqa: PLC0415
-
         epoch = _graph_state.cell_epoch
-        full = epoch != self._passed_at_epoch
-        for description, getter, value, always in self.items:
-            if not (always or full):
-                continue
+        # Unless a Cell attribute was set since the last pass, only the always-checked guards.
+        items = self.items if epoch != self._passed_at_epoch else self._always
+        for description, getter, value, _ in items:
             try:
                 now = getter()
                 now = _freeze(now) if _guardable(now) else _Same(now)

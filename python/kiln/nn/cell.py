@@ -12,9 +12,17 @@ _GRAPH_RUNNER = None
 
 
 def _graph_mode():
-    from kiln import context  # noqa: PLC0415 - context imports nothing from nn
+    # context imports nothing from nn; read its settings directly (this runs on every call).
+    from kiln import context  # noqa: PLC0415
 
-    return context.get_context("mode") == context.GRAPH_MODE
+    global _graph_mode  # noqa: PLW0603 - rebind to the fast version after the first call
+    settings, graph = context._settings, context.GRAPH_MODE
+
+    def fast():
+        return settings["mode"] == graph
+
+    _graph_mode = fast
+    return fast()
 
 
 class Cell:
