@@ -148,6 +148,43 @@ def jax_model(jax, rng):
     return jax.jit(forward), step, params, velocity
 
 
+def mindspore_forward_times(mindspore, mnet, x, want, batch, number):
+    """MindSpore's forward in PyNative and Graph mode, checked against kiln's logits `want`."""
+    t = {}
+    xm = mindspore.Tensor(x.asnumpy())
+    for key, mode in (("ms_pynative", "PYNATIVE_MODE"), ("ms_graph", "GRAPH_MODE")):
+        mindspore.set_context(mode=getattr(mindspore, mode))
+        start = time.perf_counter()
+        check_close(f"forward, batch {batch}, MindSpore {mode} vs kiln", mnet(xm).asnumpy(),
+                    want, 1e-4, 1e-5)
+        if key == "ms_graph":
+            print(f"MindSpore Graph forward, batch {batch}, first call (compiles): "
+                  f"{(time.perf_counter() - start) * 1e3:.0f} ms")
+        t[key] = best_time(lambda: mnet(xm).asnumpy(), number)
+    mindspore.set_context(mode=mindspore.PYNATIVE_MODE)
+    return t
+
+
+def mindspore_train_times(mindspore, net, x, y, kiln_losses):
+    """MindSpore's training step in both modes, from kiln's initial weights (net), checked
+    against kiln PyNative's first three losses."""
+    t = {}
+    xm = mindspore.Tensor(x.asnumpy())
+    ym = mindspore.Tensor(y.asnumpy().astype(np.int32))
+    for key, mode in (("ms_pynative", "PYNATIVE_MODE"), ("ms_graph", "GRAPH_MODE")):
+        mindspore.set_context(mode=getattr(mindspore, mode))
+        mstep = mindspore_train_step(mindspore, mindspore_network(mindspore, net),
+                                     cell=key == "ms_graph")
+        start = time.perf_counter()
+        losses = [float(mstep(xm, ym).asnumpy()) for _ in range(3)]  # Graph compiles first
+        print(f"MindSpore {mode} train step, first 3 steps: {time.perf_counter() - start:.1f} s")
+        check_close(f"train step losses (3 steps), MindSpore {mode} vs kiln PyNative", losses,
+                    kiln_losses, 1e-4, 1e-5)
+        t[key] = best_time(lambda s=mstep: s(xm, ym).asnumpy(), 20)
+    mindspore.set_context(mode=mindspore.PYNATIVE_MODE)
+    return t
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--threads", type=int, default=1)
@@ -162,6 +199,7 @@ def main():
     notes = ["torch.compile: skipped (--no-compile)"] if args.no_compile else []
     compile_ok = torch is not None and not args.no_compile  # stops trying after a failure
     results = []
+    deferred = []  # (the workload's times, a function returning the MindSpore ones)
 
     # Compile time of the seed network's forward.
     ms.set_seed(0)
@@ -175,7 +213,6 @@ def main():
     compile_ms = (ms.get_jit_stats()["compile_seconds"] - before) * 1e3
     print(f"seed network compile: {compile_ms:.1f} ms "
           f"(first call incl. run: {first_call*1e3:.1f} ms)")
-    mnet = mindspore_network(mindspore, net) if mindspore is not None else None
 
     for batch in (64, 1):
         number = 200 if batch == 1 else 50
@@ -203,18 +240,10 @@ def main():
             xj = jax.numpy.asarray(x.asnumpy())
             t["jax"] = best_time(lambda f=jforward, p=jparams, a=xj: f(p, a).block_until_ready(),
                                  number)
-        if mnet is not None:
-            xm, want = mindspore.Tensor(x.asnumpy()), net(x).asnumpy()
-            for key, mode in (("ms_pynative", "PYNATIVE_MODE"), ("ms_graph", "GRAPH_MODE")):
-                mindspore.set_context(mode=getattr(mindspore, mode))
-                start = time.perf_counter()
-                check_close(f"forward, batch {batch}, MindSpore {mode} vs kiln",
-                            mnet(xm).asnumpy(), want, 1e-4, 1e-5)
-                if key == "ms_graph":
-                    print(f"MindSpore Graph forward, batch {batch}, first call (compiles): "
-                          f"{(time.perf_counter() - start) * 1e3:.0f} ms")
-                t[key] = best_time(lambda xm=xm: mnet(xm).asnumpy(), number)
-            mindspore.set_context(mode=mindspore.PYNATIVE_MODE)
+        if mindspore is not None:  # timed last: MindSpore's runtime threads spin once started
+            deferred.append((t, lambda x=x, batch=batch, number=number: mindspore_forward_times(
+                mindspore, mindspore_network(mindspore, net), x, net(x).asnumpy(), batch,
+                number)))
         results.append((f"forward, batch {batch}", None, t))
 
     # Training step at batch 64: softmax cross-entropy + Momentum.
@@ -262,21 +291,10 @@ def main():
 
         t["jax"] = best_time(run_jax, 20)
     if mindspore is not None:
-        xm = mindspore.Tensor(x.asnumpy())
-        ym = mindspore.Tensor(y.asnumpy().astype(np.int32))
-        for key, mode in (("ms_pynative", "PYNATIVE_MODE"), ("ms_graph", "GRAPH_MODE")):
-            mindspore.set_context(mode=getattr(mindspore, mode))
-            mstep = mindspore_train_step(mindspore, mindspore_network(mindspore, net),
-                                         cell=key == "ms_graph")
-            start = time.perf_counter()
-            losses = [float(mstep(xm, ym).asnumpy()) for _ in range(3)]  # Graph compiles first
-            print(f"MindSpore {mode} train step, first 3 steps: "
-                  f"{time.perf_counter() - start:.1f} s")
-            check_close(f"train step losses (3 steps), MindSpore {mode} vs kiln PyNative", losses,
-                        kiln_losses, 1e-4, 1e-5)
-            t[key] = best_time(lambda s=mstep: s(xm, ym).asnumpy(), 20)
-        mindspore.set_context(mode=mindspore.PYNATIVE_MODE)
+        deferred.append((t, lambda: mindspore_train_times(mindspore, net, x, y, kiln_losses)))
     results.append(("train step, batch 64", None, t))
+    for times, measure in deferred:
+        times.update(measure())
 
     for note in notes:
         print(note)
