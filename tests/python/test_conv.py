@@ -311,3 +311,21 @@ def test_avg_pool2d_negative_divisor_override():
     y = ops.avg_pool2d(ms.Tensor(x), 2, 2, divisor_override=-2)
     assert_close(y, avg_pool_ref(x, (2, 2), (2, 2), (0, 0), False, True, -2).astype(np.float32),
                  ms.float32, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("shape", [(2, 3, 28, 28), (1, 2, 7, 9), (1, 1, 34, 66)])
+@pytest.mark.parametrize("np_dtype", [np.float32, np.float64, np.int32, np.float16])
+def test_max_pool2d_2x2_fast_path_matches_the_reference(shape, np_dtype):
+    """The branch-free 2x2/stride-2 kernel: ties keep the first tap, NaN wins, -0.0 before
+    +0.0 stays -0.0, odd sizes drop the last row/column; values and indices both."""
+    x = RNG.integers(-3, 4, size=shape).astype(np_dtype)  # many ties
+    if np.issubdtype(np_dtype, np.floating):
+        flat = x.reshape(-1)
+        flat[RNG.choice(flat.size, size=flat.size // 20, replace=False)] = np.nan
+        flat[RNG.choice(flat.size, size=flat.size // 10, replace=False)] = -0.0
+    y, idx = ops.max_pool2d(ms.Tensor(x), 2, 2, return_indices=True)
+    want_y, want_idx = max_pool_ref(x, (2, 2), (2, 2), (0, 0), (1, 1), False)
+    np.testing.assert_array_equal(idx.asnumpy(), want_idx)
+    got = y.asnumpy()
+    np.testing.assert_array_equal(got, want_y)  # NaN == NaN for assert_array_equal
+    np.testing.assert_array_equal(np.signbit(got), np.signbit(want_y))

@@ -24,9 +24,109 @@ int64_t PlaneGrain(const Pool2dParams& p) {
   return std::max<int64_t>(1, 32768 / std::max<int64_t>(p.oh * p.ow * p.kh * p.kw, 1));
 }
 
+// True when every window lies inside the plane (no padding, no ceil_mode overhang): the loops
+// then need no bounds checks.
+bool WindowsInside(const Pool2dParams& p, int64_t H, int64_t W) {
+  return p.ph == 0 && p.pw == 0 && (p.oh - 1) * p.sh + (p.kh - 1) * p.dh < H &&
+         (p.ow - 1) * p.sw + (p.kw - 1) * p.dw < W;
+}
+
+// One plane's max pooling when every window is inside it; KH/KW > 0 fix the window size at
+// compile time (the 2x2 and 3x3 windows nearly every network uses), 0 reads it from p. The
+// comparison is the general loop's, so results and indices are identical.
+template <typename T, int KH, int KW>
+void MaxPoolPlaneInside(const T* x, T* y, int64_t* yi, int64_t W, const Pool2dParams& p) {
+  using C = compute_t<T>;
+  const int64_t kh = KH ? KH : p.kh, kw = KW ? KW : p.kw;
+  for (int64_t oh = 0; oh < p.oh; ++oh) {
+    const int64_t h0 = oh * p.sh;
+    for (int64_t ow = 0; ow < p.ow; ++ow) {
+      const int64_t w0 = ow * p.sw;
+      C best = static_cast<C>(x[h0 * W + w0]);
+      int64_t best_at = h0 * W + w0;
+      for (int64_t i = 0; i < kh; ++i) {
+        const int64_t row = (h0 + i * p.dh) * W;
+        for (int64_t j = 0; j < kw; ++j) {
+          const int64_t at = row + w0 + j * p.dw;
+          const C v = static_cast<C>(x[at]);
+          bool take = v > best;
+          if constexpr (std::is_floating_point_v<C>) take = take || std::isnan(v);
+          best = take ? v : best;
+          best_at = take ? at : best_at;
+        }
+      }
+      y[oh * p.ow + ow] = Convert<T>(best);
+      yi[oh * p.ow + ow] = best_at;
+    }
+  }
+}
+
+// The 2x2, stride-2 window of most CNNs, in two branch-free passes per row that the compiler
+// vectorizes: the maxima (the taps in the general loop's order and comparison, so -0.0/+0.0 ties
+// and NaNs resolve the same), then each index as the tap the general loop would keep. Sizes are
+// copied to locals and pointers marked restrict: an int64 index store could otherwise alias p's
+// fields and force a reload (and scalar code) on every iteration.
+template <typename T>
+void MaxPoolPlane2x2Stride2(const T* __restrict x, T* __restrict y, int64_t* __restrict yi,
+                            int64_t W, const Pool2dParams& p) {
+  using C = compute_t<T>;
+  const int64_t OH = p.oh, OW = p.ow;
+  for (int64_t oh = 0; oh < OH; ++oh) {
+    const T* __restrict x0 = x + 2 * oh * W;
+    const T* __restrict x1 = x0 + W;
+    T* __restrict yrow = y + oh * OW;
+    for (int64_t ow = 0; ow < OW; ++ow) {
+      C best = static_cast<C>(x0[2 * ow]);
+      const C b = static_cast<C>(x0[2 * ow + 1]), c = static_cast<C>(x1[2 * ow]),
+              d = static_cast<C>(x1[2 * ow + 1]);
+      // `|`, not `||`: both sides always evaluated, so no branch stops vectorization.
+      best = ((b > best) | (b != b)) ? b : best;  // v != v: NaN wins
+      best = ((c > best) | (c != c)) ? c : best;
+      best = ((d > best) | (d != d)) ? d : best;
+      yrow[ow] = Convert<T>(best);
+    }
+    int64_t* __restrict irow = yi + oh * OW;
+    const int64_t r0 = 2 * oh * W;
+    for (int64_t ow = 0; ow < OW; ++ow) {
+      const C best = static_cast<C>(yrow[ow]);
+      const int64_t t0 = r0 + 2 * ow, t1 = t0 + 1, t2 = r0 + W + 2 * ow, t3 = t2 + 1;
+      const C v0 = static_cast<C>(x0[2 * ow]), v1 = static_cast<C>(x0[2 * ow + 1]),
+              v2 = static_cast<C>(x1[2 * ow]), v3 = static_cast<C>(x1[2 * ow + 1]);
+      // A number: the first tap equal to it (later equal taps never replace it). NaN: the last
+      // NaN tap (each NaN replaces the running maximum). Tried in reverse so the winner stays.
+      int64_t first = t3;
+      first = v2 == best ? t2 : first;
+      first = v1 == best ? t1 : first;
+      first = v0 == best ? t0 : first;
+      int64_t last_nan = t0;
+      last_nan = v1 != v1 ? t1 : last_nan;
+      last_nan = v2 != v2 ? t2 : last_nan;
+      last_nan = v3 != v3 ? t3 : last_nan;
+      irow[ow] = best != best ? last_nan : first;
+    }
+  }
+}
+
 template <typename T>
 void MaxPoolTyped(const Tensor& in, const Tensor& out, const Tensor& indices,
                   const Pool2dParams& p) {
+  const int64_t plane_h = in.dim(in.ndim() - 2), plane_w = in.dim(in.ndim() - 1);
+  if (WindowsInside(p, plane_h, plane_w) && p.oh > 0 && p.ow > 0) {
+    const bool two_by_two =
+        p.kh == 2 && p.kw == 2 && p.sh == 2 && p.sw == 2 && p.dh == 1 && p.dw == 1;
+    auto plane_fn = two_by_two               ? &MaxPoolPlane2x2Stride2<T>
+                    : p.kh == 3 && p.kw == 3 ? &MaxPoolPlaneInside<T, 3, 3>
+                                             : &MaxPoolPlaneInside<T, 0, 0>;
+    const T* src = in.data<T>();
+    T* dst = out.data<T>();
+    int64_t* idx = indices.data<int64_t>();
+    ParallelFor(NumPlanes(in), PlaneGrain(p), [&](int64_t begin, int64_t end) {
+      for (int64_t plane = begin; plane < end; ++plane)
+        plane_fn(src + plane * plane_h * plane_w, dst + plane * p.oh * p.ow,
+                 idx + plane * p.oh * p.ow, plane_w, p);
+    });
+    return;
+  }
   using C = compute_t<T>;
   const int64_t H = in.dim(in.ndim() - 2), W = in.dim(in.ndim() - 1);
   const T* src = in.data<T>();
