@@ -1,6 +1,7 @@
 """Shared benchmark helpers: best-of timing, optional peers (PyTorch, JAX, MindSpore), the
 machine's fp32 peak."""
 import contextlib
+import functools
 import os
 import shutil
 import subprocess
@@ -110,6 +111,12 @@ def import_jax(threads):
     return jax
 
 
+def reason(e):
+    """An exception's type and the first two lines of its message, for a note."""
+    lines = [line.strip() for line in str(e).splitlines() if line.strip()]
+    return f"{type(e).__name__}: {' '.join(lines[:2])}"[:400]
+
+
 def try_torch_compile(torch, fn, *example_args):
     """(compiled fn, compile seconds, note) after one call on example_args.
 
@@ -124,8 +131,7 @@ def try_torch_compile(torch, fn, *example_args):
             compiled = torch.compile(fn)
             compiled(*example_args)
         except Exception as e:  # noqa: BLE001 - any failure is reported, never fatal
-            lines = [line.strip() for line in str(e).splitlines() if line.strip()]
-            return None, None, f"{type(e).__name__}: {' '.join(lines[:2])}"[:400]
+            return None, None, reason(e)
         return compiled, time.perf_counter() - start, None
 
     compiled, seconds, error = attempt()
@@ -238,3 +244,113 @@ def torch_momentum_step(torch, model, loss_fn, forward=None):
         return loss.detach()
 
     return step
+
+
+# ---- MindSpore (PyNative and Graph), timed after every other framework: once used, its runtime
+# threads keep spinning and would slow whatever ran next on a small machine ----
+
+MS_MODES = (("ms_pynative", "PYNATIVE_MODE"), ("ms_graph", "GRAPH_MODE"))
+
+
+@functools.cache
+def mindspore_prime(mindspore):
+    """Gets MindSpore's one failing first use over with, on a throwaway op. Its C++ part was built
+    against the NumPy 1.x C API (benchmarks/requirements-peers.txt): under NumPy 2 the first op
+    that parses a Python tuple or scalar prints the "compiled using NumPy 1.x" traceback, and a
+    reshape then raises SystemError ("returned a result with an exception set"); every later call
+    works. Starts MindSpore's runtime, so only once MindSpore's turn has come."""
+    with contextlib.suppress(Exception):
+        mindspore.ops.reshape(mindspore.Tensor([[0.0, 0.0]]), (2, 1)).asnumpy()
+
+
+def mindspore_load(mindspore, mnet, kiln_net):
+    """mnet, a MindSpore nn.Cell built with the same attribute names as kiln_net (hence the same
+    parameter names), with kiln_net's trainable parameters copied in."""
+    weights = {p.name: p.asnumpy() for p in kiln_net.trainable_params()}
+    for p in mnet.trainable_params():
+        w = weights.pop(p.name, None)
+        if w is None or tuple(w.shape) != tuple(p.shape):
+            raise AssertionError(f"MindSpore parameter {p.name} {tuple(p.shape)}: kiln has "
+                                 f"{'none' if w is None else tuple(w.shape)}")
+        p.set_data(mindspore.Tensor(w.copy()))
+    if weights:
+        raise AssertionError(f"kiln parameters MindSpore lacks: {sorted(weights)}")
+    return mnet
+
+
+def mindspore_train_step(mindspore, net, loss_fn, cell=False):
+    """kiln_momentum_step written in MindSpore: value_and_grad of loss_fn(net(x), y) + nn.Momentum
+    (lr 0.01, momentum 0.9). cell=True: the same step as one nn.TrainOneStepCell, for GRAPH_MODE.
+    (mindspore.jit on the function, called from PyNative, runs through PyNative's dispatch
+    queue, whose thread spins: 15-25 ms a seed-network step on 2 cores, against 2 ms for the
+    cell.)"""
+    mnn = mindspore.nn
+    opt = mnn.Momentum(net.trainable_params(), learning_rate=0.01, momentum=0.9)
+    if cell:
+        return mnn.TrainOneStepCell(mnn.WithLossCell(net, loss_fn), opt)
+
+    def forward(x, y):
+        return loss_fn(net(x), y)
+
+    grad_fn = mindspore.value_and_grad(forward, None, opt.parameters)
+
+    def step(x, y):
+        loss, grads = grad_fn(x, y)
+        opt(grads)
+        return loss
+
+    return step
+
+
+def mindspore_forward_times(mindspore, make_net, inputs, want, what, number, notes,
+                            rtol=1e-3, atol=1e-4):
+    """{framework key: seconds} of MindSpore's forward in PyNative, then Graph mode, of one
+    make_net() (a cell holding kiln's weights) on the NumPy `inputs`. Each mode's output is first
+    checked against kiln's (`want`); Graph's first call (it compiles) is not timed, nor are
+    best_time's warm-up calls. Each timed call ends in asnumpy(): PyNative ops run asynchronously.
+    A mode that fails or disagrees gets no time and a line in notes."""
+    mindspore_prime(mindspore)
+    t, net = {}, None
+    args = [mindspore.Tensor(a) for a in inputs]
+    for key, mode in MS_MODES:
+        mindspore.set_context(mode=getattr(mindspore, mode))
+        try:
+            net = make_net() if net is None else net
+            start = time.perf_counter()
+            out = net(*args).asnumpy()
+            if key == "ms_graph":
+                print(f"MindSpore Graph {what}, first call (compiles): "
+                      f"{(time.perf_counter() - start) * 1e3:.0f} ms")
+            check_close(f"{what}, MindSpore {mode} vs kiln", out, want, rtol, atol)
+            t[key] = best_time(lambda n=net: n(*args).asnumpy(), number)
+        except Exception as e:  # noqa: BLE001 - a peer's failure costs its column, nothing more
+            notes.append(f"note: MindSpore {mode} {what}: left out ({reason(e)})")
+    mindspore.set_context(mode=mindspore.PYNATIVE_MODE)
+    return t
+
+
+def mindspore_train_times(mindspore, make_net, make_loss, inputs, kiln_losses, what, number,
+                          notes, rtol=1e-3, atol=1e-4):
+    """{framework key: seconds} of MindSpore's training step (mindspore_train_step) in PyNative,
+    then Graph mode, each from a fresh make_net() (kiln's initial weights) and make_loss(), on
+    the NumPy `inputs` (x, y). Each mode's first three losses are checked against kiln PyNative's
+    (kiln_losses) and are not timed (Graph compiles in the first). A mode that fails or
+    disagrees gets no time and a line in notes."""
+    mindspore_prime(mindspore)
+    t = {}
+    args = [mindspore.Tensor(a) for a in inputs]
+    for key, mode in MS_MODES:
+        mindspore.set_context(mode=getattr(mindspore, mode))
+        try:
+            step = mindspore_train_step(mindspore, make_net(), make_loss(),
+                                        cell=key == "ms_graph")
+            start = time.perf_counter()
+            losses = [float(step(*args).asnumpy()) for _ in range(3)]
+            print(f"MindSpore {mode} {what}, first 3 steps: {time.perf_counter() - start:.1f} s")
+            check_close(f"{what} losses (3 steps), MindSpore {mode} vs kiln PyNative", losses,
+                        kiln_losses, rtol, atol)
+            t[key] = best_time(lambda s=step: s(*args).asnumpy(), number)
+        except Exception as e:  # noqa: BLE001 - a peer's failure costs its column, nothing more
+            notes.append(f"note: MindSpore {mode} {what}: left out ({reason(e)})")
+    mindspore.set_context(mode=mindspore.PYNATIVE_MODE)
+    return t

@@ -1,6 +1,7 @@
 """A LeNet-style conv net (SPEC §4) on 28×28 inputs, batch 64: forward and training step
 (softmax cross-entropy + Momentum), kiln PyNative and Graph mode against PyTorch eager,
-torch.compile and JAX jit, in one process, on the same inputs and the same weights.
+torch.compile, JAX jit and MindSpore (PyNative and Graph), in one process, on the same inputs and
+the same weights.
 
 conv 1→6 5×5 (pad same) → relu → maxpool 2 → conv 6→16 5×5 (valid) → relu → maxpool 2 →
 flatten → dense 400→120 → relu → dense 120→84 → relu → dense 84→10.
@@ -9,7 +10,14 @@ Before timing, kiln Graph is checked against kiln PyNative (forward, and the los
 of three training steps) and both against PyTorch with the same weights; a disagreement stops
 the script with an AssertionError.
 
+MindSpore runs the very same LeNet class as kiln (kiln's API is MindSpore's), from kiln's
+weights, with the same loss and Momentum; its logits and first three losses are checked against
+kiln's, and a mode that fails or disagrees gets a note instead of a column. Its Graph columns run
+in GRAPH_MODE, the training step as one nn.TrainOneStepCell. It is timed after every other
+framework (see _common.py).
+
 Run: PYTHONPATH=build/bench/python python benchmarks/bench_lenet.py --threads 1
+(with MindSpore: the venv of benchmarks/requirements-peers.txt instead of `python`)
 """
 import argparse
 import sys
@@ -22,9 +30,13 @@ from _common import (  # noqa: E402
     best_time,
     check_close,
     import_jax,
+    import_mindspore,
     import_torch,
     kiln_momentum_step,
     measure_peak_gflops,
+    mindspore_forward_times,
+    mindspore_load,
+    mindspore_train_times,
     pin_to_cpus,
     report,
     torch_momentum_step,
@@ -47,7 +59,9 @@ def flops(batch):
     return forward, 3 * forward - conv1
 
 
-def kiln_lenet(ms, nn):
+def lenet_class(nn):
+    """The LeNet cell class on `nn`: kiln.nn, or mindspore.nn (the same API), for MindSpore."""
+
     class LeNet(nn.Cell):
         def __init__(self):
             super().__init__()
@@ -151,12 +165,13 @@ def main():
 
     ms.set_num_threads(args.threads)
     torch = import_torch(args.threads)
+    mindspore = import_mindspore(args.threads)
     peak = args.peak or measure_peak_gflops(args.threads)
     rng = np.random.default_rng(0)
     x_np = rng.standard_normal((BATCH, 1, 28, 28)).astype(np.float32)
     y_np = rng.integers(0, 10, size=BATCH)
     x, y = Tensor(x_np), Tensor(y_np)
-    LeNet = kiln_lenet(ms, nn)
+    LeNet = lenet_class(nn)
     ms.set_seed(0)
     net = LeNet()
     weights = kiln_weights(net)
@@ -177,7 +192,7 @@ def main():
     ms.set_context(mode=ms.GRAPH_MODE)
     fwd["graph"] = best_time(lambda: net(x), 50)
     ms.set_context(mode=ms.PYNATIVE_MODE)
-    compile_notes = ["torch.compile: skipped (--no-compile)"] if args.no_compile else []
+    notes = ["torch.compile: skipped (--no-compile)"] if args.no_compile else []
     if torch is not None:
         model = torch_lenet(torch, weights).eval()
         xt = torch.from_numpy(x_np.copy())
@@ -187,7 +202,7 @@ def main():
             fwd["torch"] = best_time(lambda: model(xt), 50)
             if not args.no_compile:
                 compiled, seconds, note = try_torch_compile(torch, model, xt)
-                compile_notes += [f"forward: {note}"] if note else []
+                notes += [f"forward: {note}"] if note else []
                 if compiled is not None:
                     check_close("forward, torch.compile vs PyTorch eager",
                                 compiled(xt).numpy(), model(xt).numpy(), 1e-4, 1e-5)
@@ -241,7 +256,7 @@ def main():
         if "compile" in fwd:
             cmodel = torch_lenet(torch, weights)
             compiled, seconds, note = try_torch_compile(torch, cmodel, xt)
-            compile_notes += [f"train step: {note}"] if note else []
+            notes += [f"train step: {note}"] if note else []
             if compiled is not None:
                 cstep = torch_momentum_step(torch, cmodel, torch.nn.CrossEntropyLoss(), compiled)
                 start = time.perf_counter()
@@ -268,9 +283,19 @@ def main():
 
         train["jax"] = best_time(run_jax_async, 20)
 
+    if mindspore is not None:  # last: its runtime threads keep spinning once used
+        def mindspore_net():
+            return mindspore_load(mindspore, lenet_class(mindspore.nn)(), net)
+
+        fwd.update(mindspore_forward_times(mindspore, mindspore_net, [x_np], eager_out,
+                                           "forward", 50, notes))
+        train.update(mindspore_train_times(  # its CrossEntropyLoss wants int32 labels
+            mindspore, mindspore_net, mindspore.nn.CrossEntropyLoss,
+            [x_np, y_np.astype(np.int32)], eager_losses, "train step", 20, notes))
+
     if pinned:
         print(pinned)
-    for note in compile_notes:
+    for note in notes:
         print(note)
     print()
     print(f"LeNet, batch {BATCH}")

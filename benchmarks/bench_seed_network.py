@@ -8,8 +8,12 @@ compiled results are checked against PyTorch eager, and compiling is never timed
 
 MindSpore runs the same network from kiln's initial weights, so its logits and its first losses
 are checked against kiln's. Its Graph columns run in GRAPH_MODE, the training step as one
-nn.TrainOneStepCell (see mindspore_train_step); each timed call ends in asnumpy(), as its
-PyNative ops run asynchronously. The peers are optional: a missing one gets no column.
+nn.TrainOneStepCell (see mindspore_train_step in _common.py); each timed call ends in asnumpy(),
+as its PyNative ops run asynchronously. MindSpore is timed last. The peers are optional: a
+missing one gets no column, and a MindSpore mode that fails or disagrees gets a note instead.
+
+The second table gives each time as GFLOP/s and a fraction of the machine's measured fp32 peak,
+counting the three matmuls (2 FLOPs per multiply-add); the training step counts 3x the forward.
 
 Run: PYTHONPATH=build/rel/python python benchmarks/bench_seed_network.py --threads 1 [--no-compile]
 (with MindSpore: the venv of benchmarks/requirements-peers.txt instead of `python`)
@@ -32,12 +36,23 @@ from _common import (  # noqa: E402
     import_mindspore,
     import_torch,
     kiln_momentum_step,
+    measure_peak_gflops,
+    mindspore_forward_times,
+    mindspore_load,
+    mindspore_train_times,
+    pin_to_cpus,
     report,
     torch_momentum_step,
     try_torch_compile,
 )
 from five_ways import Network  # noqa: E402 - the seed network, defined once (SPEC §4)
 from kiln import Tensor, nn  # noqa: E402
+
+
+def flops(batch):
+    """Forward FLOPs of the three matmuls at `batch` (2 per multiply-add); the training step
+    counts 3x the forward (the forward, then input and weight gradients)."""
+    return 2 * batch * (784 * 512 + 512 * 512 + 512 * 10)
 
 
 def kiln_train_step(net):
@@ -85,37 +100,7 @@ def mindspore_network(mindspore, kiln_net):
         def construct(self, x):
             return self.dense_relu_sequential(self.flatten(x))
 
-    net = Network()
-    weights = {p.name: p.asnumpy() for p in kiln_net.trainable_params()}
-    for p in net.trainable_params():
-        p.set_data(mindspore.Tensor(weights.pop(p.name).copy()))
-    assert not weights, f"kiln parameters MindSpore lacks: {sorted(weights)}"
-    return net
-
-
-def mindspore_train_step(mindspore, net, cell=False):
-    """kiln_momentum_step written in MindSpore: value_and_grad + nn.Momentum (lr 0.01, momentum
-    0.9); its CrossEntropyLoss wants int32 labels. cell=True: the same step as one
-    nn.TrainOneStepCell, for GRAPH_MODE. (mindspore.jit on the function, called from PyNative,
-    runs through PyNative's dispatch queue, whose thread spins: 15-25 ms a step on 2 cores,
-    against 2 ms for the cell.)"""
-    mnn = mindspore.nn
-    loss_fn = mnn.CrossEntropyLoss()
-    opt = mnn.Momentum(net.trainable_params(), learning_rate=0.01, momentum=0.9)
-    if cell:
-        return mnn.TrainOneStepCell(mnn.WithLossCell(net, loss_fn), opt)
-
-    def forward(x, y):
-        return loss_fn(net(x), y)
-
-    grad_fn = mindspore.value_and_grad(forward, None, opt.parameters)
-
-    def step(x, y):
-        loss, grads = grad_fn(x, y)
-        opt(grads)
-        return loss
-
-    return step
+    return mindspore_load(mindspore, Network(), kiln_net)
 
 
 def jax_model(jax, rng):
@@ -148,52 +133,21 @@ def jax_model(jax, rng):
     return jax.jit(forward), step, params, velocity
 
 
-def mindspore_forward_times(mindspore, mnet, x, want, batch, number):
-    """MindSpore's forward in PyNative and Graph mode, checked against kiln's logits `want`."""
-    t = {}
-    xm = mindspore.Tensor(x.asnumpy())
-    for key, mode in (("ms_pynative", "PYNATIVE_MODE"), ("ms_graph", "GRAPH_MODE")):
-        mindspore.set_context(mode=getattr(mindspore, mode))
-        start = time.perf_counter()
-        check_close(f"forward, batch {batch}, MindSpore {mode} vs kiln", mnet(xm).asnumpy(),
-                    want, 1e-4, 1e-5)
-        if key == "ms_graph":
-            print(f"MindSpore Graph forward, batch {batch}, first call (compiles): "
-                  f"{(time.perf_counter() - start) * 1e3:.0f} ms")
-        t[key] = best_time(lambda: mnet(xm).asnumpy(), number)
-    mindspore.set_context(mode=mindspore.PYNATIVE_MODE)
-    return t
-
-
-def mindspore_train_times(mindspore, net, x, y, kiln_losses):
-    """MindSpore's training step in both modes, from kiln's initial weights (net), checked
-    against kiln PyNative's first three losses."""
-    t = {}
-    xm = mindspore.Tensor(x.asnumpy())
-    ym = mindspore.Tensor(y.asnumpy().astype(np.int32))
-    for key, mode in (("ms_pynative", "PYNATIVE_MODE"), ("ms_graph", "GRAPH_MODE")):
-        mindspore.set_context(mode=getattr(mindspore, mode))
-        mstep = mindspore_train_step(mindspore, mindspore_network(mindspore, net),
-                                     cell=key == "ms_graph")
-        start = time.perf_counter()
-        losses = [float(mstep(xm, ym).asnumpy()) for _ in range(3)]  # Graph compiles first
-        print(f"MindSpore {mode} train step, first 3 steps: {time.perf_counter() - start:.1f} s")
-        check_close(f"train step losses (3 steps), MindSpore {mode} vs kiln PyNative", losses,
-                    kiln_losses, 1e-4, 1e-5)
-        t[key] = best_time(lambda s=mstep: s(xm, ym).asnumpy(), 20)
-    mindspore.set_context(mode=mindspore.PYNATIVE_MODE)
-    return t
-
-
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--peak", type=float, default=None, help="fp32 peak GFLOP/s to use "
+                        "instead of measuring it")
     parser.add_argument("--no-compile", action="store_true", help="skip torch.compile")
     args = parser.parse_args()
+    pinned = pin_to_cpus(args.threads)  # before JAX starts its thread pools
+    if pinned:
+        print(pinned)
     jax = import_jax(args.threads)
     ms.set_num_threads(args.threads)
     torch = import_torch(args.threads)
     mindspore = import_mindspore(args.threads)
+    peak = args.peak or measure_peak_gflops(args.threads)
     rng = np.random.default_rng(0)
     jx = jax_model(jax, rng) if jax is not None else None
     notes = ["torch.compile: skipped (--no-compile)"] if args.no_compile else []
@@ -219,6 +173,7 @@ def main():
         x = Tensor(rng.standard_normal((batch, 1, 28, 28)).astype(np.float32))
         t = {}
         ms.set_context(mode=ms.PYNATIVE_MODE)
+        want = net(x).asnumpy()  # what MindSpore must agree with
         t["pynative"] = best_time(lambda x=x: net(x), number)
         ms.set_context(mode=ms.GRAPH_MODE)
         t["graph"] = best_time(lambda x=x: net(x), number)
@@ -241,10 +196,12 @@ def main():
             t["jax"] = best_time(lambda f=jforward, p=jparams, a=xj: f(p, a).block_until_ready(),
                                  number)
         if mindspore is not None:  # timed last: MindSpore's runtime threads spin once started
-            deferred.append((t, lambda x=x, batch=batch, number=number: mindspore_forward_times(
-                mindspore, mindspore_network(mindspore, net), x, net(x).asnumpy(), batch,
-                number)))
-        results.append((f"forward, batch {batch}", None, t))
+            deferred.append((t, lambda x=x, want=want, batch=batch, number=number:
+                             mindspore_forward_times(
+                                 mindspore, lambda: mindspore_network(mindspore, net),
+                                 [x.asnumpy()], want, f"forward, batch {batch}", number, notes,
+                                 1e-4, 1e-5)))
+        results.append((f"forward, batch {batch}", flops(batch), t))
 
     # Training step at batch 64: softmax cross-entropy + Momentum.
     x = Tensor(rng.standard_normal((64, 1, 28, 28)).astype(np.float32))
@@ -291,15 +248,18 @@ def main():
 
         t["jax"] = best_time(run_jax, 20)
     if mindspore is not None:
-        deferred.append((t, lambda: mindspore_train_times(mindspore, net, x, y, kiln_losses)))
-    results.append(("train step, batch 64", None, t))
+        deferred.append((t, lambda: mindspore_train_times(
+            mindspore, lambda: mindspore_network(mindspore, net), mindspore.nn.CrossEntropyLoss,
+            [x.asnumpy(), y.asnumpy().astype(np.int32)], kiln_losses, "train step", 20, notes,
+            1e-4, 1e-5)))  # MindSpore's CrossEntropyLoss wants int32 labels
+    results.append(("train step, batch 64", 3 * flops(64), t))
     for times, measure in deferred:
         times.update(measure())
 
     for note in notes:
         print(note)
     print()
-    report(args.threads, None, results)
+    report(args.threads, peak, results)
 
 
 if __name__ == "__main__":

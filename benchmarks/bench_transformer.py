@@ -1,10 +1,11 @@
 """A transformer encoder block (SPEC §4: d=256, 4 heads, sequence 128, batch 8): forward and
-training step, kiln PyNative and Graph mode against PyTorch eager, torch.compile and JAX jit,
-in one process, on the same inputs and the same weights.
+training step, kiln PyNative and Graph mode against PyTorch eager, torch.compile, JAX jit and
+MindSpore (PyNative and Graph), in one process, on the same inputs and the same weights.
 
 Pre-norm block, built in kiln from nn.Dense, nn.LayerNorm, ops.matmul, ops.softmax, ops.gelu,
 ops.reshape and ops.transpose (and written op for op the same way in PyTorch and JAX — no fused
-attention kernels, so every framework does the same arithmetic):
+attention kernels, so every framework does the same arithmetic; MindSpore runs the very same
+class, kiln's API being MindSpore's):
 
     h = LayerNorm(x);  q, k, v = Dense(h) each, split into 4 heads of 64
     x = x + Dense(softmax(q @ k^T / 8) @ v)          (heads merged back)
@@ -15,7 +16,13 @@ momentum 0.9). Before timing, kiln Graph is checked against kiln PyNative (forwa
 losses and weights of three training steps) and both against PyTorch with the same weights; a
 disagreement stops the script with an AssertionError.
 
+MindSpore starts from kiln's weights, with the same loss and Momentum; its output and first three
+losses are checked against kiln's, and a mode that fails or disagrees gets a note instead of a
+column. Its Graph columns run in GRAPH_MODE, the training step as one nn.TrainOneStepCell. It is
+timed after every other framework (see _common.py).
+
 Run: PYTHONPATH=build/bench/python python benchmarks/bench_transformer.py --threads 1
+(with MindSpore: the venv of benchmarks/requirements-peers.txt instead of `python`)
 """
 import argparse
 import math
@@ -29,9 +36,13 @@ from _common import (  # noqa: E402
     best_time,
     check_close,
     import_jax,
+    import_mindspore,
     import_torch,
     kiln_momentum_step,
     measure_peak_gflops,
+    mindspore_forward_times,
+    mindspore_load,
+    mindspore_train_times,
     pin_to_cpus,
     report,
     torch_momentum_step,
@@ -54,16 +65,20 @@ def flops():
     return forward, 3 * forward
 
 
-def kiln_block(nn, ops):
+def block_class(nn, ops):
+    """The encoder block cell class on `nn` and `ops`: kiln's, or mindspore's (the same API)."""
+
     class EncoderBlock(nn.Cell):
         def __init__(self):
             super().__init__()
-            self.ln1 = nn.LayerNorm((D,), epsilon=1e-5)
+            self.ln1 = nn.LayerNorm((D,), begin_norm_axis=-1, begin_params_axis=-1,
+                                    epsilon=1e-5)
             self.q = nn.Dense(D, D)
             self.k = nn.Dense(D, D)
             self.v = nn.Dense(D, D)
             self.proj = nn.Dense(D, D)
-            self.ln2 = nn.LayerNorm((D,), epsilon=1e-5)
+            self.ln2 = nn.LayerNorm((D,), begin_norm_axis=-1, begin_params_axis=-1,
+                                    epsilon=1e-5)
             self.fc1 = nn.Dense(D, FF)
             self.fc2 = nn.Dense(FF, D)
             self.heads = HEADS
@@ -80,7 +95,7 @@ def kiln_block(nn, ops):
             p = ops.softmax(ops.matmul(q, k) * self.scale, -1)              # (b, H, s, s)
             o = ops.reshape(ops.transpose(ops.matmul(p, v), (0, 2, 1, 3)), (b, s, d))
             x = x + self.proj(o)
-            return x + self.fc2(ops.gelu(self.fc1(self.ln2(x))))
+            return x + self.fc2(ops.gelu(self.fc1(self.ln2(x)), approximate="none"))
 
     return EncoderBlock
 
@@ -189,12 +204,13 @@ def main():
 
     ms.set_num_threads(args.threads)
     torch = import_torch(args.threads)
+    mindspore = import_mindspore(args.threads)
     peak = args.peak or measure_peak_gflops(args.threads)
     rng = np.random.default_rng(0)
     x_np = rng.standard_normal((BATCH, SEQ, D)).astype(np.float32)
     t_np = rng.standard_normal((BATCH, SEQ, D)).astype(np.float32)
     x, target = Tensor(x_np), Tensor(t_np)
-    Block = kiln_block(nn, ops)
+    Block = block_class(nn, ops)
     ms.set_seed(0)
     weights = kiln_weights(Block())
     net = load_kiln(Block(), weights, Tensor)
@@ -215,7 +231,7 @@ def main():
     ms.set_context(mode=ms.GRAPH_MODE)
     fwd["graph"] = best_time(lambda: net(x), 10)
     ms.set_context(mode=ms.PYNATIVE_MODE)
-    compile_notes = ["torch.compile: skipped (--no-compile)"] if args.no_compile else []
+    notes = ["torch.compile: skipped (--no-compile)"] if args.no_compile else []
     if torch is not None:
         model = torch_block(torch, weights).eval()
         xt, tt = torch.from_numpy(x_np.copy()), torch.from_numpy(t_np.copy())
@@ -225,7 +241,7 @@ def main():
             fwd["torch"] = best_time(lambda: model(xt), 10)
             if not args.no_compile:
                 compiled, seconds, note = try_torch_compile(torch, model, xt)
-                compile_notes += [f"forward: {note}"] if note else []
+                notes += [f"forward: {note}"] if note else []
                 if compiled is not None:
                     check_close("forward, torch.compile vs PyTorch eager",
                                 compiled(xt).numpy(), model(xt).numpy(), 1e-4, 1e-5)
@@ -281,7 +297,7 @@ def main():
         if "compile" in fwd:
             cmodel = torch_block(torch, weights)
             compiled, seconds, note = try_torch_compile(torch, cmodel, xt)
-            compile_notes += [f"train step: {note}"] if note else []
+            notes += [f"train step: {note}"] if note else []
             if compiled is not None:
                 cstep = torch_momentum_step(torch, cmodel, torch.nn.MSELoss(), compiled)
                 start = time.perf_counter()
@@ -308,9 +324,18 @@ def main():
 
         train["jax"] = best_time(run_jax_async, 5)
 
+    if mindspore is not None:  # last: its runtime threads keep spinning once used
+        def mindspore_net():
+            return mindspore_load(mindspore, block_class(mindspore.nn, mindspore.ops)(), net)
+
+        fwd.update(mindspore_forward_times(mindspore, mindspore_net, [x_np], eager_out,
+                                           "forward", 10, notes))
+        train.update(mindspore_train_times(mindspore, mindspore_net, mindspore.nn.MSELoss,
+                                           [x_np, t_np], eager_losses, "train step", 5, notes))
+
     if pinned:
         print(pinned)
-    for note in compile_notes:
+    for note in notes:
         print(note)
     print()
     print(f"Transformer encoder block, d={D}, {HEADS} heads, sequence {SEQ}, batch {BATCH}")
