@@ -1,4 +1,5 @@
-// normalization.cc - softmax, log-softmax, layer norm, batch norm and dropout.
+// normalization.cc - softmax, log-softmax, layer norm, batch norm and dropout (their backward
+// kernels are in normalization_grad.cc).
 //
 // All compute in compute_t<T> (float for 16-bit floats) with statistics accumulated in double,
 // so results are stable for long rows and large offsets. The statistics the gradients need
@@ -14,47 +15,36 @@
 #include "core/random.h"
 #include "kernels/cpu/copy.h"
 #include "kernels/cpu/reduce.h"
-#include "ops/grad.h"
-#include "ops/registry.h"
+#include "ops/normalization_internal.h"
 
 namespace kiln {
+namespace norm {
+
+// A per-channel tensor as doubles (`fill` when omitted).
+std::vector<double> LoadChannels(const Tensor& t, int64_t channels, double fill) {
+  std::vector<double> values(channels, fill);
+  if (!t.defined()) return values;
+  Tensor d = t.To(DType::Float64).Contiguous();
+  const double* p = d.data<double>();
+  std::copy(p, p + channels, values.begin());
+  return values;
+}
+
+// Writes doubles into a 1-d tensor of any float dtype and stride (the running statistics).
+void StoreChannels(const Tensor& t, const std::vector<double>& values) {
+  DispatchDType(t.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    T* p = t.data<T>();
+    const int64_t stride = t.strides()[0];
+    for (size_t c = 0; c < values.size(); ++c) p[c * stride] = cpu::Convert<T>(values[c]);
+  });
+}
+
+}  // namespace norm
+
 namespace {
 
-DType StatDType(DType in) {
-  return in == DType::Float16 || in == DType::BFloat16 ? DType::Float32 : in;
-}
-
-// Shapes equal where known (-1: a dimension only known at run time, in Graph mode).
-bool ShapesMatch(const Shape& a, const Shape& b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i)
-    if (a[i] != b[i] && a[i] != -1 && b[i] != -1) return false;
-  return true;
-}
-
-// Input names without the schema's "?" marker, for messages.
-std::string InputName(const OpDef& def, size_t i) {
-  std::string name = def.inputs[i];
-  if (!name.empty() && name.back() == '?') name.pop_back();
-  return name;
-}
-
-// Sum of f(p[i]) over a row in double, in 8 lanes: independent chains the compiler can
-// vectorize, and a smaller rounding error than one running sum.
-template <typename T, typename F>
-double RowSum(const T* p, int64_t n, F f) {
-  double lanes[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8)
-    for (int l = 0; l < 8; ++l) lanes[l] += f(p[i + l]);
-  double total = 0;
-  for (; i < n; ++i) total += f(p[i]);
-  for (int l = 0; l < 8; ++l) total += lanes[l];
-  return total;
-}
-
-template <typename T>
-constexpr bool kFloatType = std::is_floating_point_v<compute_t<T>>;
+using namespace norm;  // NOLINT: this file is the normalization family
 
 // ---- Softmax / LogSoftmax over one axis
 
@@ -284,26 +274,6 @@ std::vector<TensorMeta> InferBatchNorm(const OpDef& def, const std::vector<Tenso
   return {TensorMeta{in[0].dtype, shape}, TensorMeta{sd, channels}, TensorMeta{sd, channels}};
 }
 
-// A per-channel tensor as doubles (`fill` when omitted).
-std::vector<double> LoadChannels(const Tensor& t, int64_t channels, double fill) {
-  std::vector<double> values(channels, fill);
-  if (!t.defined()) return values;
-  Tensor d = t.To(DType::Float64).Contiguous();
-  const double* p = d.data<double>();
-  std::copy(p, p + channels, values.begin());
-  return values;
-}
-
-// Writes doubles into a 1-d tensor of any float dtype and stride (the running statistics).
-void StoreChannels(const Tensor& t, const std::vector<double>& values) {
-  DispatchDType(t.dtype(), [&](auto tag) {
-    using T = decltype(tag);
-    T* p = t.data<T>();
-    const int64_t stride = t.strides()[0];
-    for (size_t c = 0; c < values.size(); ++c) p[c * stride] = cpu::Convert<T>(values[c]);
-  });
-}
-
 void BatchNormKernel(KernelContext& ctx) {
   const Tensor& input = ctx.inputs[0];
   const Tensor &running_mean = ctx.inputs[1], &running_var = ctx.inputs[2];
@@ -453,258 +423,6 @@ void DropoutKernel(KernelContext& ctx) {
   });
 }
 
-// ---- layer_norm_grad(dy, x, mean, rstd, weight?) -> (dx, dweight, dbias)
-//
-// With xhat = (x - mean) * rstd and g = dy * weight, per row of n elements:
-//   dx = rstd * (g - mean(g) - xhat * mean(g * xhat)),
-// and over the rows dweight = sum(dy * xhat), dbias = sum(dy). dweight and dbias come out in
-// the statistics' dtype (float32 for 16-bit inputs); with affine_grads=False they are zeros.
-
-int64_t NormAxis(const Shape& shape, const Attrs& attrs) {
-  const int64_t ndim = static_cast<int64_t>(shape.size());
-  int64_t axis = AttrInt(attrs, 0);
-  return axis < 0 ? axis + ndim : axis;
-}
-
-std::vector<TensorMeta> InferLayerNormGrad(const OpDef& def, const std::vector<TensorMeta>& in,
-                                           const Attrs& attrs) {
-  const Shape& shape = in[1].shape;
-  const int64_t ndim = static_cast<int64_t>(shape.size());
-  RequireFloating(in[1], def.name);
-  const int64_t raw = AttrInt(attrs, 0);
-  KILN_CHECK(ndim >= 1 && raw >= -ndim && raw < ndim, Index, def.name, ": begin_norm_axis ", raw,
-             " is out of range for input of shape ", ShapeStr(shape));
-  const int64_t axis = NormAxis(shape, attrs);
-  KILN_CHECK(ShapesMatch(in[0].shape, shape) && in[0].dtype == in[1].dtype, Value, def.name,
-             ": dy (", DTypeName(in[0].dtype), ShapeStr(in[0].shape), ") must match x (",
-             DTypeName(in[1].dtype), ShapeStr(shape), ")");
-  Shape stat(shape.begin(), shape.begin() + axis);
-  stat.resize(ndim, 1);
-  const DType sd = StatDType(in[1].dtype);
-  for (size_t i = 2; i < 4; ++i)
-    KILN_CHECK(ShapesMatch(in[i].shape, stat) && in[i].dtype == sd, Value, def.name, ": ",
-               InputName(def, i), " (", DTypeName(in[i].dtype), ShapeStr(in[i].shape), ") must be ",
-               DTypeName(sd), ShapeStr(stat));
-  Shape normalized(shape.begin() + axis, shape.end());
-  if (in[4].present)
-    KILN_CHECK(ShapesMatch(in[4].shape, normalized) && in[4].dtype == in[1].dtype, Value, def.name,
-               ": weight (", DTypeName(in[4].dtype), ShapeStr(in[4].shape), ") must be ",
-               DTypeName(in[1].dtype), ShapeStr(normalized));
-  return {TensorMeta{in[1].dtype, shape}, TensorMeta{sd, normalized}, TensorMeta{sd, normalized}};
-}
-
-void LayerNormGradKernel(KernelContext& ctx) {
-  const Tensor& input = ctx.inputs[1];
-  const int64_t axis = NormAxis(input.shape(), ctx.attrs);
-  const bool affine = AttrBool(ctx.attrs, 1);
-  int64_t rows = 1, n = 1;
-  for (int64_t d = 0; d < input.ndim(); ++d) (d < axis ? rows : n) *= input.dim(d);
-  Tensor dy = ctx.inputs[0].Contiguous(), x = input.Contiguous();
-  Tensor mean = ctx.inputs[2].Contiguous(), rstd = ctx.inputs[3].Contiguous();
-  Tensor w = ctx.inputs[4].defined() ? ctx.inputs[4].Contiguous() : Tensor();
-  DispatchDType(x.dtype(), [&](auto tag) {
-    using T = decltype(tag);
-    using C = compute_t<T>;
-    if constexpr (!kFloatType<T>) {
-      Throw(ErrorKind::Type, ctx.def.name, ": expected a floating-point tensor");
-    } else {
-      const T* dyp = dy.data<T>();
-      const T* xp = x.data<T>();
-      const C* mp = mean.data<C>();
-      const C* rp = rstd.data<C>();
-      const T* wp = w.defined() ? w.data<T>() : nullptr;
-      T* dxp = ctx.outputs[0].data<T>();
-      C* dwp = ctx.outputs[1].data<C>();
-      C* dbp = ctx.outputs[2].data<C>();
-      const int64_t grain = std::max<int64_t>(1, cpu::kParallelGrain / std::max<int64_t>(n, 1));
-      ParallelFor(rows, grain, [&](int64_t begin, int64_t end) {
-        for (int64_t row = begin; row < end; ++row) {
-          const T* d = dyp + row * n;
-          const T* in = xp + row * n;
-          T* out = dxp + row * n;
-          const C m = mp[row], r = rp[row];
-          double sum_g[8] = {0, 0, 0, 0, 0, 0, 0, 0}, sum_gx[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-          int64_t i = 0;
-          for (; i + 8 <= n; i += 8)
-            for (int l = 0; l < 8; ++l) {
-              C gv = static_cast<C>(d[i + l]);
-              if (wp) gv *= static_cast<C>(wp[i + l]);
-              const C xh = (static_cast<C>(in[i + l]) - m) * r;
-              sum_g[l] += gv;
-              sum_gx[l] += static_cast<double>(gv) * xh;
-            }
-          for (; i < n; ++i) {
-            C gv = static_cast<C>(d[i]);
-            if (wp) gv *= static_cast<C>(wp[i]);
-            const C xh = (static_cast<C>(in[i]) - m) * r;
-            sum_g[0] += gv;
-            sum_gx[0] += static_cast<double>(gv) * xh;
-          }
-          double tg = 0, tgx = 0;
-          for (int l = 0; l < 8; ++l) {
-            tg += sum_g[l];
-            tgx += sum_gx[l];
-          }
-          const C mean_g = static_cast<C>(tg / n), mean_gx = static_cast<C>(tgx / n);
-          for (int64_t j = 0; j < n; ++j) {
-            C gv = static_cast<C>(d[j]);
-            if (wp) gv *= static_cast<C>(wp[j]);
-            const C xh = (static_cast<C>(in[j]) - m) * r;
-            out[j] = cpu::Convert<T>(r * (gv - mean_g - xh * mean_gx));
-          }
-        }
-      });
-      if (!affine) {
-        std::fill(dwp, dwp + n, C(0));
-        std::fill(dbp, dbp + n, C(0));
-        return;
-      }
-      // Column blocks, each summing down the rows: contiguous reads, no shared accumulators.
-      constexpr int64_t kB = cpu::kReduceBlock;
-      const int64_t blocks = (n + kB - 1) / kB;
-      const int64_t col_grain =
-          std::max<int64_t>(1, cpu::kParallelGrain / (std::max<int64_t>(rows, 1) * kB));
-      ParallelFor(blocks, col_grain, [&](int64_t begin, int64_t end) {
-        double acc_w[kB], acc_b[kB];
-        for (int64_t blk = begin; blk < end; ++blk) {
-          const int64_t j0 = blk * kB, len = std::min(kB, n - j0);
-          for (int64_t j = 0; j < len; ++j) acc_w[j] = acc_b[j] = 0;
-          for (int64_t row = 0; row < rows; ++row) {
-            const T* d = dyp + row * n + j0;
-            const T* in = xp + row * n + j0;
-            const C m = mp[row], r = rp[row];
-            for (int64_t j = 0; j < len; ++j) {
-              const C dv = static_cast<C>(d[j]);
-              acc_w[j] += static_cast<double>(dv * ((static_cast<C>(in[j]) - m) * r));
-              acc_b[j] += static_cast<double>(dv);
-            }
-          }
-          for (int64_t j = 0; j < len; ++j) {
-            dwp[j0 + j] = static_cast<C>(acc_w[j]);
-            dbp[j0 + j] = static_cast<C>(acc_b[j]);
-          }
-        }
-      });
-    }
-  });
-}
-
-// ---- batch_norm_grad(dy, x, saved_mean, saved_invstd, weight?) -> (dx, dweight, dbias)
-//
-// Per channel, with xhat = (x - mean) * invstd over the count = N * spatial values:
-//   training: dx = weight * invstd * (dy - mean(dy) - xhat * mean(dy * xhat))
-//   eval:     dx = weight * invstd * dy   (the statistics are constants)
-// and dweight = sum(dy * xhat), dbias = sum(dy), in the statistics' dtype.
-
-std::vector<TensorMeta> InferBatchNormGrad(const OpDef& def, const std::vector<TensorMeta>& in,
-                                           const Attrs&) {
-  const Shape& shape = in[1].shape;
-  RequireFloating(in[1], def.name);
-  KILN_CHECK(shape.size() >= 2, Value, def.name,
-             ": expected x of shape (N, C) or (N, C, ...), got shape ", ShapeStr(shape));
-  KILN_CHECK(ShapesMatch(in[0].shape, shape) && in[0].dtype == in[1].dtype, Value, def.name,
-             ": dy (", DTypeName(in[0].dtype), ShapeStr(in[0].shape), ") must match x (",
-             DTypeName(in[1].dtype), ShapeStr(shape), ")");
-  const Shape channels{shape[1]};
-  for (size_t i = 2; i < 5; ++i) {
-    if (!in[i].present) continue;
-    KILN_CHECK(IsFloating(in[i].dtype) && ShapesMatch(in[i].shape, channels), Value, def.name, ": ",
-               InputName(def, i), " (", DTypeName(in[i].dtype), ShapeStr(in[i].shape),
-               ") must be a floating-point tensor of shape ", ShapeStr(channels));
-  }
-  KILN_CHECK(in[2].present && in[3].present, Value, def.name,
-             ": saved_mean and saved_invstd are required");
-  const DType sd = StatDType(in[1].dtype);
-  return {TensorMeta{in[1].dtype, shape}, TensorMeta{sd, channels}, TensorMeta{sd, channels}};
-}
-
-void BatchNormGradKernel(KernelContext& ctx) {
-  const Tensor& input = ctx.inputs[1];
-  const bool training = AttrBool(ctx.attrs, 0);
-  const int64_t batch = input.dim(0), channels = input.dim(1);
-  int64_t spatial = 1;
-  for (int64_t d = 2; d < input.ndim(); ++d) spatial *= input.dim(d);
-  const int64_t count = batch * spatial;
-  Tensor dy = ctx.inputs[0].Contiguous(), x = input.Contiguous();
-  const std::vector<double> mean = LoadChannels(ctx.inputs[2], channels, 0);
-  const std::vector<double> invstd = LoadChannels(ctx.inputs[3], channels, 1);
-  const std::vector<double> weight = LoadChannels(ctx.inputs[4], channels, 1);
-  std::vector<double> sum_dy(channels, 0), sum_dy_xhat(channels, 0);
-  DispatchDType(x.dtype(), [&](auto tag) {
-    using T = decltype(tag);
-    using C = compute_t<T>;
-    if constexpr (!kFloatType<T>) {
-      Throw(ErrorKind::Type, ctx.def.name, ": expected a floating-point tensor");
-    } else {
-      const T* dyp = dy.data<T>();
-      const T* xp = x.data<T>();
-      const int64_t grain = std::max<int64_t>(1, cpu::kParallelGrain / std::max<int64_t>(count, 1));
-      // Per channel: sum(dy) and sum(dy * (x - mean)) (times invstd after).
-      ParallelFor(channels, grain, [&](int64_t begin, int64_t end) {
-        for (int64_t c = begin; c < end; ++c) {
-          const C m = static_cast<C>(mean[c]);
-          double s = 0, sx = 0;
-          for (int64_t b = 0; b < batch; ++b) {
-            const T* d = dyp + (b * channels + c) * spatial;
-            const T* in = xp + (b * channels + c) * spatial;
-            double lanes_s[8] = {0, 0, 0, 0, 0, 0, 0, 0}, lanes_x[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-            int64_t i = 0;
-            for (; i + 8 <= spatial; i += 8)
-              for (int l = 0; l < 8; ++l) {
-                const C dv = static_cast<C>(d[i + l]);
-                lanes_s[l] += dv;
-                lanes_x[l] += static_cast<double>(dv) * (static_cast<C>(in[i + l]) - m);
-              }
-            for (; i < spatial; ++i) {
-              const C dv = static_cast<C>(d[i]);
-              lanes_s[0] += dv;
-              lanes_x[0] += static_cast<double>(dv) * (static_cast<C>(in[i]) - m);
-            }
-            for (int l = 0; l < 8; ++l) {
-              s += lanes_s[l];
-              sx += lanes_x[l];
-            }
-          }
-          sum_dy[c] = s;
-          sum_dy_xhat[c] = sx * invstd[c];
-        }
-      });
-      // dx = a * dy + b * x + k per channel:
-      //   training: a = w*is, b = -w*is * is^2 * sum_dy_xc / count ... folded below.
-      std::vector<double> a(channels), bx(channels), k(channels);
-      for (int64_t c = 0; c < channels; ++c) {
-        const double scale = weight[c] * invstd[c];
-        a[c] = scale;
-        bx[c] = 0;
-        k[c] = 0;
-        if (training && count > 0) {
-          const double mean_dy = sum_dy[c] / count;
-          const double mean_dy_xhat = sum_dy_xhat[c] / count;
-          // scale * (dy - mean_dy - (x - mean) * invstd * mean_dy_xhat)
-          bx[c] = -scale * invstd[c] * mean_dy_xhat;
-          k[c] = -scale * mean_dy - bx[c] * mean[c];
-        }
-      }
-      T* dxp = ctx.outputs[0].data<T>();
-      const int64_t row_grain =
-          std::max<int64_t>(1, cpu::kParallelGrain / std::max<int64_t>(spatial, 1));
-      ParallelFor(batch * channels, row_grain, [&](int64_t begin, int64_t end) {
-        for (int64_t row = begin; row < end; ++row) {
-          const int64_t c = row % channels;
-          const C ac = static_cast<C>(a[c]), bc = static_cast<C>(bx[c]), kc = static_cast<C>(k[c]);
-          const T* d = dyp + row * spatial;
-          const T* in = xp + row * spatial;
-          T* out = dxp + row * spatial;
-          for (int64_t i = 0; i < spatial; ++i)
-            out[i] = cpu::Convert<T>(ac * static_cast<C>(d[i]) + bc * static_cast<C>(in[i]) + kc);
-        }
-      });
-    }
-  });
-  StoreChannels(ctx.outputs[1], sum_dy_xhat);
-  StoreChannels(ctx.outputs[2], sum_dy);
-}
-
 // ---- Gradient rules
 
 // softmax: y * (dy - sum(dy * y)) over the axis.
@@ -805,17 +523,6 @@ std::vector<GradVar> DropoutGrad(GradBuilder& g) {
   return {Mul(g, g.out_grad(0), g.output(1))};
 }
 
-OpDef Norm(OpKind kind, std::vector<const char*> inputs, InferFn infer, KernelFn kernel,
-           Promotion promotion) {
-  OpDef def;
-  def.kind = kind;
-  def.inputs = std::move(inputs);
-  def.infer = infer;
-  def.kernel = kernel;
-  def.promotion = promotion;
-  return def;
-}
-
 }  // namespace
 
 void RegisterNormalizationOps(OpRegistry& r) {
@@ -853,19 +560,7 @@ void RegisterNormalizationOps(OpRegistry& r) {
   dropout.grad = DropoutGrad;
   r.Add(std::move(dropout));
 
-  // Backward kernels of layer_norm and batch_norm. Inputs come from the rules with matching
-  // dtypes, so nothing is promoted; their own second derivatives are not provided.
-  OpDef layer_norm_grad = Norm(OpKind::LayerNormGrad, {"dy", "x", "mean", "rstd", "weight?"},
-                               InferLayerNormGrad, LayerNormGradKernel, Promotion::None);
-  layer_norm_grad.attrs = {{"begin_norm_axis", int64_t{-1}}, {"affine_grads", true}};
-  layer_norm_grad.grad = NotDifferentiable;
-  r.Add(std::move(layer_norm_grad));
-  OpDef batch_norm_grad =
-      Norm(OpKind::BatchNormGrad, {"dy", "x", "saved_mean", "saved_invstd", "weight?"},
-           InferBatchNormGrad, BatchNormGradKernel, Promotion::None);
-  batch_norm_grad.attrs = {{"training", true}, {"affine_grads", true}};
-  batch_norm_grad.grad = NotDifferentiable;
-  r.Add(std::move(batch_norm_grad));
+  RegisterNormalizationGradOps(r);
 }
 
 }  // namespace kiln
