@@ -1,0 +1,51 @@
+"""Tensor conditions: reduced to one bool value, negated, and `cond and not flag` for loop exits."""
+
+from kiln.jit.graph_tensor import CompileTimeValueError, GraphTensor
+
+
+def scalar_bool(value):
+    """A condition tensor as a 0-d bool tensor; more than one element is an error."""
+    from kiln.ops._core import call  # noqa: PLC0415
+
+    if value.size != 1:
+        raise CompileTimeValueError(
+            f"a condition must be a single value, got a tensor of shape "
+            f"{value.shape}; use .any() or .all()"
+        )
+    if value.shape != ():
+        value = call("reshape", (value,), ((),))
+    if value._dtype != bool_dtype():
+        value = call("not_equal", (value, 0))
+    return value
+
+
+def logical_not(value):
+    if isinstance(value, GraphTensor):
+        from kiln.ops._core import call  # noqa: PLC0415
+
+        return call("logical_not", (value,))
+    return not value
+
+
+def and_not(cond, flag):
+    """cond and not flag, for a loop condition with a break flag."""
+    if flag is False:
+        return cond
+    from kiln.ops._core import call  # noqa: PLC0415
+
+    return call(
+        "logical_and",
+        (scalar_bool(cond) if isinstance(cond, GraphTensor) else cond, logical_not(flag)),
+    )
+
+
+def bool_dtype():
+    from kiln import _C  # noqa: PLC0415
+
+    return _C.DType.bool
+
+
+def int64_dtype():
+    from kiln import _C  # noqa: PLC0415
+
+    return _C.DType.int64

@@ -1,0 +1,135 @@
+"""Simple statements: assignments, return/break/continue, nested def, assert and raise."""
+
+import ast
+
+from kiln.common.tensor import Tensor
+from kiln.jit import mutation
+from kiln.jit.callables import NestedFunction
+from kiln.jit.errors import at_line, where
+from kiln.jit.frames import BreakSignal, ContinueSignal, RaisedSignal, ReturnSignal, TensorExit
+from kiln.jit.graph_tensor import GraphTensor
+from kiln.jit.rewrites import as_load
+from kiln.jit.source import GraphSyntaxError
+
+
+class StatementsMixin:
+    """Converter methods for the statements that build no control flow of their own."""
+
+    def exec_Expr(self, stmt, frame):
+        self.eval(stmt.value, frame)
+
+    def exec_Pass(self, stmt, frame):
+        pass
+
+    def exec_Assign(self, stmt, frame):
+        value = self.eval(stmt.value, frame)
+        for target in stmt.targets:
+            self.assign(target, value, frame)
+
+    def exec_AnnAssign(self, stmt, frame):
+        if stmt.value is not None:
+            self.assign(stmt.target, self.eval(stmt.value, frame), frame)
+
+    def exec_AugAssign(self, stmt, frame):
+        target = stmt.target
+        load = as_load(target)
+        expr = ast.BinOp(left=load, op=stmt.op, right=stmt.value)
+        ast.copy_location(expr, stmt)
+        self.assign(target, self.eval(expr, frame), frame)
+
+    def assign(self, target, value, frame):
+        if isinstance(target, ast.Name):
+            frame.locals[target.id] = value
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            self._unpack(target, value, frame)
+        elif isinstance(target, ast.Attribute):
+            obj = self.eval(target.value, frame)
+            setattr(obj, target.attr, value)
+        elif isinstance(target, ast.Subscript):
+            self._assign_subscript(target, value, frame)
+        else:
+            raise GraphSyntaxError(
+                where(frame.source, target.lineno) + "unsupported assignment target"
+            )
+
+    def _unpack(self, target, value, frame):
+        items = list(value)
+        stars = [i for i, e in enumerate(target.elts) if isinstance(e, ast.Starred)]
+        if not stars:
+            if len(items) != len(target.elts):
+                raise at_line(
+                    ValueError(f"cannot unpack {len(items)} values into {len(target.elts)} names"),
+                    frame.source,
+                    target.lineno,
+                )
+            for t, v in zip(target.elts, items):
+                self.assign(t, v, frame)
+            return
+        s = stars[0]
+        after = len(target.elts) - s - 1
+        for t, v in zip(target.elts[:s], items[:s]):
+            self.assign(t, v, frame)
+        self.assign(target.elts[s].value, list(items[s : len(items) - after]), frame)
+        for t, v in zip(target.elts[s + 1 :], items[len(items) - after :]):
+            self.assign(t, v, frame)
+
+    def _assign_subscript(self, target, value, frame):
+        container = self.eval(target.value, frame)
+        index = self.eval(target.slice, frame)
+        if isinstance(container, (GraphTensor, Tensor)):
+            try:
+                mutation.set_item(self, container, index, value)
+            except (TypeError, ValueError, IndexError) as e:
+                raise at_line(e, frame.source, target.lineno) from None
+            return
+        container[index] = value
+
+    def exec_Return(self, stmt, frame):
+        raise ReturnSignal(None if stmt.value is None else self.eval(stmt.value, frame))
+
+    def exec_Break(self, stmt, frame):
+        if frame.region_depth > frame.loop_depth:  # under a tensor condition
+            raise TensorExit()
+        raise BreakSignal()
+
+    def exec_Continue(self, stmt, frame):
+        if frame.region_depth > frame.loop_depth:
+            raise TensorExit()
+        raise ContinueSignal()
+
+    def exec_FunctionDef(self, stmt, frame):
+        if stmt.decorator_list:
+            raise GraphSyntaxError(
+                where(frame.source, stmt.lineno) + "decorated nested functions "
+                "are not supported; define the function at module level"
+            )
+        frame.locals[stmt.name] = NestedFunction(self, stmt, frame)
+
+    def exec_Assert(self, stmt, frame):
+        test = self.eval(stmt.test, frame)
+        message = "" if stmt.msg is None else self.eval(stmt.msg, frame)
+        if isinstance(test, GraphTensor):
+            self._raise_if(test, "AssertionError", _format_literal(str(message)), [], negate=True)
+        elif not test:
+            raise at_line(AssertionError(message), frame.source, stmt.lineno)
+
+    def exec_Raise(self, stmt, frame):
+        if stmt.exc is None:
+            raise GraphSyntaxError(where(frame.source, stmt.lineno) + "bare raise is not supported")
+        exc = self.eval(stmt.exc, frame)
+        exc_type = exc if isinstance(exc, type) else type(exc)
+        args = () if isinstance(exc, type) else exc.args
+        parts, values = [], []
+        for a in args:
+            if isinstance(a, (GraphTensor, Tensor)):
+                parts.append("{}")
+                values.append(a)
+            else:
+                parts.append(_format_literal(str(a)))
+        self.emitter.raise_(exc_type.__name__, " ".join(parts), values)
+        raise RaisedSignal()
+
+
+def _format_literal(text):
+    """Text for a run-time error's format string, where `{}` marks a tensor's value."""
+    return text.replace("{", "{{").replace("}", "}}")
