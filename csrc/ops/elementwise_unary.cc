@@ -102,10 +102,24 @@ struct ReluFn {
     return a > C(0) ? a : C(0);
   }
 };
+// GELU's pieces at x: 1 + erf(x / sqrt 2) and exp(-x^2 / 2), sharing the exponential: the
+// vectorizable float version (kernels/cpu/normalization.h), libm for double.
+inline void GeluParts(float x, float* one_plus_erf, float* gauss) {
+  const float z = x * static_cast<float>(M_SQRT1_2);
+  *gauss = cpu::ExpF(-z * z);
+  *one_plus_erf = cpu::OnePlusErfF(z, *gauss);
+}
+inline void GeluParts(double x, double* one_plus_erf, double* gauss) {
+  *one_plus_erf = 1.0 + std::erf(x * M_SQRT1_2);
+  *gauss = std::exp(-0.5 * x * x);
+}
+
 struct GeluErfFn {
   template <typename C>
   C operator()(C a) const {
-    return C(0.5) * a * (C(1) + std::erf(a * C(M_SQRT1_2)));
+    C one_plus_erf, gauss;
+    GeluParts(a, &one_plus_erf, &gauss);
+    return C(0.5) * a * one_plus_erf;
   }
 };
 struct GeluTanhFn {
@@ -201,8 +215,10 @@ std::vector<TensorMeta> InferGelu(const OpDef& def, const std::vector<TensorMeta
 struct GeluErfGradFn {
   template <typename C>
   C operator()(C dy, C x) const {
-    const C cdf = C(0.5) * (C(1) + std::erf(x * C(M_SQRT1_2)));
-    const C pdf = std::exp(C(-0.5) * x * x) * C(0.3989422804014327);  // 1/sqrt(2 pi)
+    C one_plus_erf, gauss;
+    GeluParts(x, &one_plus_erf, &gauss);
+    const C cdf = C(0.5) * one_plus_erf;
+    const C pdf = gauss * C(0.3989422804014327);  // 1/sqrt(2 pi)
     return dy * (cdf + x * pdf);
   }
 };

@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 from helpers import ALL_DTYPES, FLOAT_DTYPES, NUMERIC_DTYPES, assert_close, random_array, to_kiln
-from scipy.special import erf
+from scipy.special import erf, erfc
 
 import kiln as ms
 from kiln import ops
@@ -295,3 +295,20 @@ def test_large_tensors_use_the_parallel_path():
     y = RNG.standard_normal((1024,)).astype(np.float32)
     assert_close(ms.Tensor(x) * ms.Tensor(y) + 1, x * y + 1, ms.float32)
     assert_close(ops.exp(ms.Tensor(x)), np.exp(x), ms.float32)
+
+
+def test_gelu_float32_is_accurate_on_both_tails():
+    """float32 GELU (and its gradient) computes 1 + erf without cancellation, so the negative
+    tail keeps its relative accuracy (0.5 * x * erfc(-x / sqrt 2) in float64 is the reference)."""
+    x = np.linspace(-12, 12, 48001).astype(np.float32)
+    got = ops.gelu(ms.Tensor(x)).asnumpy().astype(np.float64)
+    xd = x.astype(np.float64)
+    want = 0.5 * xd * erfc(-xd / np.sqrt(2))
+    tiny = np.abs(want) < 1e-30  # below float32's normal range
+    np.testing.assert_allclose(got[~tiny], want[~tiny], rtol=2e-5, atol=0)
+    grad = ms.ops.grad(lambda t: ops.gelu(t).sum())(ms.Tensor(x)).asnumpy()
+    want_grad = 0.5 * erfc(-xd / np.sqrt(2)) + xd * np.exp(-0.5 * xd**2) / np.sqrt(2 * np.pi)
+    np.testing.assert_allclose(grad, want_grad, rtol=0, atol=3e-7)
+    special = ops.gelu(ms.Tensor(np.array([np.nan, np.inf, -np.inf, 0.0], np.float32)))
+    out = special.asnumpy()
+    assert np.isnan(out[0]) and out[1] == np.inf and out[3] == 0.0
