@@ -27,6 +27,7 @@ struct FuncPlan;  // executor.cc: a function's schedule, made once
 class Program {
  public:
   explicit Program(const ir::Module& module);
+  explicit Program(ir::Module&&) = delete;  // the program keeps a reference: no temporaries
   ~Program();
   Program(const Program&) = delete;
   Program& operator=(const Program&) = delete;

@@ -1,0 +1,86 @@
+// test_executor.cc - the planned executor without Python: fused elementwise calls, in-place
+// reuse, and the derived cache behind packed weights.
+#include <gtest/gtest.h>
+
+#include "ir/ir.h"
+#include "kernels/cpu/copy.h"
+#include "kernels/cpu/derived_cache.h"
+#include "passes/passes.h"
+#include "runtime/executor.h"
+
+namespace kiln {
+namespace {
+
+Tensor Iota(const Shape& shape, float scale) {
+  Tensor t = Tensor::Empty(shape, DType::Float32);
+  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = scale * static_cast<float>(i % 97);
+  return t;
+}
+
+// tanh(x * 0.5 + bias) * x over a [300, 257] input: 77,100 elements, so the chunked runner
+// splits it into several row chunks (a row operand), and the last chunk is partial.
+const char* kChain = R"(func @main(%0: f32[300,257], %1: f32[257]) -> (f32[300,257]) {
+  %2 = const [0.5] : f32[]
+  %3 = mul(%0, %2) : f32[300,257]
+  %4 = add(%3, %1) : f32[300,257]
+  %5 = tanh(%4) : f32[300,257]
+  %6 = mul(%5, %0) : f32[300,257]
+  return %6
+}
+)";
+
+TEST(Executor, FusedElementwiseCallEqualsTheUnfusedOps) {
+  const std::vector<Tensor> args = {Iota({300, 257}, 0.01f), Iota({257}, -0.02f)};
+  ir::Module plain = ir::Parse(kChain);
+  ir::Module fused = ir::Parse(kChain);
+  passes::FuseElementwise(fused);
+  ir::Verify(fused);
+  ASSERT_EQ(fused.funcs().size(), 2u) << ir::Print(fused);
+  EXPECT_EQ(fused.entry().nodes.back().kind, ir::NodeKind::Call);
+  Tensor want = kiln::Run(plain, args).at(0), got = kiln::Run(fused, args).at(0);
+  ASSERT_EQ(got.shape(), want.shape());
+  for (int64_t i = 0; i < want.numel(); ++i)
+    ASSERT_EQ(got.data<float>()[i], want.data<float>()[i]) << "element " << i;
+}
+
+TEST(Executor, InPlaceReuseNeverWritesTheInputs) {
+  const Tensor x = Iota({300, 257}, 0.01f), bias = Iota({257}, -0.02f);
+  const Tensor x_copy = x.Clone();
+  const ir::Module module = ir::Parse(kChain);
+  Program program(module);  // unfused: each op may take its dying input's buffer
+  Tensor out = program.Run({x, bias}).at(0);
+  EXPECT_FALSE(out.same_storage(x));
+  for (int64_t i = 0; i < x.numel(); ++i) ASSERT_EQ(x.data<float>()[i], x_copy.data<float>()[i]);
+}
+
+TEST(DerivedCache, MadeOnTheSecondSightingAndDroppedOnAWrite) {
+  Tensor w = Iota({8, 4}, 1.0f);
+  int made = 0;
+  auto make = [&] {
+    ++made;
+    return std::make_shared<int>(made);
+  };
+  EXPECT_EQ(cpu::DerivedLookup(w, {7}, make), nullptr);  // first sighting: nothing made
+  auto first = cpu::DerivedLookup(w, {7}, make);
+  ASSERT_NE(first, nullptr);
+  EXPECT_EQ(cpu::DerivedLookup(w, {7}, make), first);  // reused
+  EXPECT_EQ(made, 1);
+  MarkWritten(w.Select(0, 2));  // a write through another view of the same bytes
+  EXPECT_EQ(cpu::DerivedLookup(w, {7}, make), nullptr);  // stale: dropped, counted as a sighting
+  EXPECT_NE(cpu::DerivedLookup(w, {7}, make), nullptr);
+  EXPECT_EQ(made, 2);
+  EXPECT_EQ(cpu::DerivedLookup(w.Select(0, 1), {7}, make), nullptr);  // another view, another key
+}
+
+TEST(DerivedCache, NothingIsCachedWhileNumpyMayWriteTheBytes) {
+  Tensor w = Iota({4}, 1.0f);
+  w.storage()->AddNumpyView();
+  auto make = [] { return std::make_shared<int>(1); };
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(cpu::DerivedLookup(w, {1}, make), nullptr);
+  w.storage()->ReleaseNumpyView();
+  EXPECT_EQ(cpu::DerivedLookup(w, {1}, make), nullptr);
+  EXPECT_NE(cpu::DerivedLookup(w, {1}, make), nullptr);
+}
+
+}  // namespace
+}  // namespace kiln
