@@ -11,6 +11,7 @@
 
 #include "ops/registry.h"
 #include "passes/passes.h"
+#include "passes/rewrite_util.h"
 
 namespace kiln::passes {
 namespace {
@@ -70,20 +71,7 @@ void EliminateIn(ir::Func& f, const std::set<std::string>& effects) {
     if (live[n])
       for (const auto& v : f.nodes[n].inputs) mark(v);
   }
-  std::vector<int> new_index(f.nodes.size(), -1);
-  std::vector<ir::Node> kept;
-  for (size_t n = 0; n < f.nodes.size(); ++n) {
-    if (!live[n]) continue;
-    new_index[n] = static_cast<int>(kept.size());
-    kept.push_back(std::move(f.nodes[n]));
-  }
-  auto remap = [&](ir::ValueRef& v) {
-    if (!v.is_param() && !v.is_none()) v.node = new_index[v.node];
-  };
-  for (auto& node : kept)
-    for (auto& v : node.inputs) remap(v);
-  for (auto& r : f.results) remap(r);
-  f.nodes = std::move(kept);
+  KeepNodes(f, live);
 }
 
 }  // namespace

@@ -17,6 +17,7 @@
 #include <string>
 
 #include "passes/passes.h"
+#include "passes/rewrite_util.h"
 
 namespace kiln::passes {
 namespace {
@@ -29,13 +30,6 @@ bool Fusable(const ir::Node& node) {
   for (int64_t d : node.outputs[0].shape)
     if (d < 0) return false;
   return true;
-}
-
-bool MayHaveEffect(const ir::Node& node) {
-  if (node.kind == ir::NodeKind::Const) return false;
-  if (node.kind != ir::NodeKind::Op) return true;  // print, raise, if, while, call
-  const OpDef& def = GetOpDef(node.op);
-  return !def.mutated_inputs.empty() || def.is_random;
 }
 
 bool IsScalarConst(const ir::Func& f, const ir::ValueRef& v) {
@@ -57,7 +51,9 @@ class ElementwiseFuser {
   void Run() {
     for (int n = static_cast<int>(f_.nodes.size()) - 1; n >= 0; --n)
       if (!removed_[n] && Fusable(f_.nodes[n])) TryFuse(n);
-    Compact();
+    std::vector<bool> keep(removed_.size());
+    for (size_t n = 0; n < keep.size(); ++n) keep[n] = !removed_[n];
+    KeepNodes(f_, keep);
   }
 
  private:
@@ -133,24 +129,6 @@ class ElementwiseFuser {
       body.nodes.push_back(std::move(node));
     }
     body.results = {ir::ValueRef{index[group.back()], 0}};
-  }
-
-  // Drops the ops moved into bodies and renumbers references.
-  void Compact() {
-    std::vector<int> new_index(f_.nodes.size(), -1);
-    std::vector<ir::Node> kept;
-    for (size_t n = 0; n < f_.nodes.size(); ++n) {
-      if (removed_[n]) continue;
-      new_index[n] = static_cast<int>(kept.size());
-      kept.push_back(std::move(f_.nodes[n]));
-    }
-    auto remap = [&](ir::ValueRef& v) {
-      if (!v.is_param() && !v.is_none()) v.node = new_index[v.node];
-    };
-    for (auto& node : kept)
-      for (auto& v : node.inputs) remap(v);
-    for (auto& r : f_.results) remap(r);
-    f_.nodes = std::move(kept);
   }
 
   ir::Module& m_;

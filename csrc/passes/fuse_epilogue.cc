@@ -15,6 +15,7 @@
 #include <string>
 
 #include "passes/passes.h"
+#include "passes/rewrite_util.h"
 
 namespace kiln::passes {
 namespace {
@@ -31,13 +32,6 @@ bool Static(const Shape& shape) {
 
 bool IsOp(const ir::Node& node, OpKind op) {
   return node.kind == ir::NodeKind::Op && node.op == op;
-}
-
-bool MayHaveEffect(const ir::Node& node) {
-  if (node.kind == ir::NodeKind::Const) return false;
-  if (node.kind != ir::NodeKind::Op) return true;  // print, raise, if, while, call
-  const OpDef& def = GetOpDef(node.op);
-  return !def.mutated_inputs.empty() || def.is_random;
 }
 
 // The activation name fused_matmul uses for an activation node, or "" if it is not one.
@@ -71,7 +65,9 @@ class Fuser {
 
   void Run() {
     for (size_t n = 0; n < f_.nodes.size(); ++n) TryFuse(static_cast<int>(n));
-    Compact();
+    std::vector<bool> keep(removed_.size());
+    for (size_t n = 0; n < keep.size(); ++n) keep[n] = !removed_[n];
+    KeepNodes(f_, keep);
   }
 
  private:
@@ -159,24 +155,6 @@ class Fuser {
     fused.loc = mm.loc;
     for (size_t i = 0; i + 1 < chain.size(); ++i) removed_[chain[i]] = true;
     f_.nodes[last] = std::move(fused);
-  }
-
-  // Drops removed nodes (no value of theirs is used any more) and renumbers references.
-  void Compact() {
-    std::vector<int> new_index(f_.nodes.size(), -1);
-    std::vector<ir::Node> kept;
-    for (size_t n = 0; n < f_.nodes.size(); ++n) {
-      if (removed_[n]) continue;
-      new_index[n] = static_cast<int>(kept.size());
-      kept.push_back(std::move(f_.nodes[n]));
-    }
-    auto remap = [&](ir::ValueRef& v) {
-      if (!v.is_param() && !v.is_none()) v.node = new_index[v.node];
-    };
-    for (auto& node : kept)
-      for (auto& v : node.inputs) remap(v);
-    for (auto& r : f_.results) remap(r);
-    f_.nodes = std::move(kept);
   }
 
   ir::Func& f_;

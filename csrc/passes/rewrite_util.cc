@@ -1,0 +1,30 @@
+// rewrite_util.cc - node-list compaction and the side-effect test the passes share.
+#include "passes/rewrite_util.h"
+
+namespace kiln::passes {
+
+void KeepNodes(ir::Func& f, const std::vector<bool>& keep) {
+  std::vector<int> new_index(f.nodes.size(), -1);
+  std::vector<ir::Node> kept;
+  for (size_t n = 0; n < f.nodes.size(); ++n) {
+    if (!keep[n]) continue;
+    new_index[n] = static_cast<int>(kept.size());
+    kept.push_back(std::move(f.nodes[n]));
+  }
+  auto remap = [&](ir::ValueRef& v) {
+    if (!v.is_param() && !v.is_none()) v.node = new_index[v.node];
+  };
+  for (auto& node : kept)
+    for (auto& v : node.inputs) remap(v);
+  for (auto& r : f.results) remap(r);
+  f.nodes = std::move(kept);
+}
+
+bool MayHaveEffect(const ir::Node& node) {
+  if (node.kind == ir::NodeKind::Const) return false;
+  if (node.kind != ir::NodeKind::Op) return true;  // print, raise, if, while, call
+  const OpDef& def = GetOpDef(node.op);
+  return !def.mutated_inputs.empty() || def.is_random;
+}
+
+}  // namespace kiln::passes
