@@ -273,3 +273,28 @@ def test_steady_state_calls_take_the_fast_path_and_still_see_every_change():
                                    .repeat(2, 0), rtol=1e-6)
     finally:
         ms.set_context(mode=ms.PYNATIVE_MODE)
+
+
+def test_fast_path_of_a_jitted_method_follows_the_instance():
+    """@jit on construct is shared by every instance: the one-call fast path belongs to the last
+    instance that took the checked path, and another instance never runs with its weights."""
+    import numpy as np  # noqa: PLC0415
+
+    from kiln import Parameter, Tensor, nn  # noqa: PLC0415
+
+    class Scale(nn.Cell):
+        def __init__(self, factor):
+            super().__init__()
+            self.w = Parameter(Tensor(np.full((3,), factor, np.float32)))
+
+        @ms.jit
+        def construct(self, x):
+            return x * self.w
+
+    a, b = Scale(2.0), Scale(5.0)
+    x = Tensor(np.ones((3,), np.float32))
+    for _ in range(3):
+        np.testing.assert_array_equal(a(x).asnumpy(), 2.0)
+        np.testing.assert_array_equal(b(x).asnumpy(), 5.0)
+    del a  # the fast path holds the instance weakly
+    np.testing.assert_array_equal(b(x).asnumpy(), 5.0)
