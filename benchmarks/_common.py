@@ -354,3 +354,37 @@ def mindspore_train_times(mindspore, make_net, make_loss, inputs, kiln_losses, w
             notes.append(f"note: MindSpore {mode} {what}: left out ({reason(e)})")
     mindspore.set_context(mode=mindspore.PYNATIVE_MODE)
     return t
+
+
+def torch_compiled_step_time(torch, make_model, loss_fn, xt, yt, torch_losses, number, notes):
+    """torch.compile's training step on a fresh model from `make_model()`: compiled, warmed up
+    (compiling is not timed), checked against PyTorch eager's first three losses, then timed.
+    None when compiling fails (the reason goes into notes)."""
+    cmodel = make_model()
+    compiled, seconds, note = try_torch_compile(torch, cmodel, xt)
+    notes += [f"train step: {note}"] if note else []
+    if compiled is None:
+        return None
+    cstep = torch_momentum_step(torch, cmodel, loss_fn, compiled)
+    start = time.perf_counter()
+    closs = [float(cstep(xt, yt)) for _ in range(3)]
+    print(f"torch.compile train step compile (first step): "
+          f"{seconds + time.perf_counter() - start:.1f} s")
+    check_close("train step losses (3 steps), torch.compile vs PyTorch eager", closs,
+                torch_losses, 1e-3, 1e-4)
+    return best_time(lambda: cstep(xt, yt), number)
+
+
+def jax_step_time(jstep, params, velocity, xj, yj, kiln_losses, number):
+    """The jitted JAX training step: its first three losses checked against kiln PyNative's,
+    then timed to completion (block_until_ready) with the state carried between calls."""
+    state = [params, velocity]
+
+    def run():
+        state[0], state[1], value = jstep(state[0], state[1], xj, yj)
+        return value
+
+    jax_losses = [float(run()) for _ in range(3)]
+    check_close("train step losses (3 steps), JAX vs kiln PyNative", jax_losses, kiln_losses,
+                1e-3, 1e-4)
+    return best_time(lambda: run().block_until_ready(), number)

@@ -32,6 +32,7 @@ from _common import (  # noqa: E402
     import_jax,
     import_mindspore,
     import_torch,
+    jax_step_time,
     kiln_momentum_step,
     measure_peak_gflops,
     mindspore_forward_times,
@@ -39,6 +40,7 @@ from _common import (  # noqa: E402
     mindspore_train_times,
     pin_to_cpus,
     report,
+    torch_compiled_step_time,
     torch_momentum_step,
     try_torch_compile,
 )
@@ -254,34 +256,13 @@ def main():
     if torch is not None:
         train["torch"] = best_time(lambda: tstep(xt, yt), 20)
         if "compile" in fwd:
-            cmodel = torch_lenet(torch, weights)
-            compiled, seconds, note = try_torch_compile(torch, cmodel, xt)
-            notes += [f"train step: {note}"] if note else []
-            if compiled is not None:
-                cstep = torch_momentum_step(torch, cmodel, torch.nn.CrossEntropyLoss(), compiled)
-                start = time.perf_counter()
-                closs = [float(cstep(xt, yt)) for _ in range(3)]
-                print(f"torch.compile train step compile (first step): "
-                      f"{seconds + time.perf_counter() - start:.1f} s")
-                check_close("train step losses (3 steps), torch.compile vs PyTorch eager",
-                            closs, torch_losses, 1e-3, 1e-4)
-                train["compile"] = best_time(lambda: cstep(xt, yt), 20)
+            seconds = torch_compiled_step_time(
+                torch, lambda: torch_lenet(torch, weights), torch.nn.CrossEntropyLoss(), xt, yt,
+                torch_losses, 20, notes)
+            if seconds is not None:
+                train["compile"] = seconds
     if jax is not None:
-        state = [jparams, jvel]
-
-        def run_jax():
-            state[0], state[1], value = jstep(state[0], state[1], xj, yj)
-            return float(value)
-
-        jax_losses = [run_jax() for _ in range(3)]
-        check_close("train step losses (3 steps), JAX vs kiln PyNative", jax_losses,
-                    eager_losses, 1e-3, 1e-4)
-
-        def run_jax_async():
-            state[0], state[1], value = jstep(state[0], state[1], xj, yj)
-            value.block_until_ready()
-
-        train["jax"] = best_time(run_jax_async, 20)
+        train["jax"] = jax_step_time(jstep, jparams, jvel, xj, yj, eager_losses, 20)
 
     if mindspore is not None:  # last: its runtime threads keep spinning once used
         def mindspore_net():

@@ -38,6 +38,7 @@ from _common import (  # noqa: E402
     import_jax,
     import_mindspore,
     import_torch,
+    jax_step_time,
     kiln_momentum_step,
     measure_peak_gflops,
     mindspore_forward_times,
@@ -45,6 +46,7 @@ from _common import (  # noqa: E402
     mindspore_train_times,
     pin_to_cpus,
     report,
+    torch_compiled_step_time,
     torch_momentum_step,
     try_torch_compile,
 )
@@ -295,34 +297,13 @@ def main():
     if torch is not None:
         train["torch"] = best_time(lambda: tstep(xt, tt), 5)
         if "compile" in fwd:
-            cmodel = torch_block(torch, weights)
-            compiled, seconds, note = try_torch_compile(torch, cmodel, xt)
-            notes += [f"train step: {note}"] if note else []
-            if compiled is not None:
-                cstep = torch_momentum_step(torch, cmodel, torch.nn.MSELoss(), compiled)
-                start = time.perf_counter()
-                closs = [float(cstep(xt, tt)) for _ in range(3)]
-                print(f"torch.compile train step compile (first step): "
-                      f"{seconds + time.perf_counter() - start:.1f} s")
-                check_close("train step losses (3 steps), torch.compile vs PyTorch eager",
-                            closs, torch_losses, 1e-3, 1e-4)
-                train["compile"] = best_time(lambda: cstep(xt, tt), 5)
+            seconds = torch_compiled_step_time(
+                torch, lambda: torch_block(torch, weights), torch.nn.MSELoss(), xt, tt,
+                torch_losses, 5, notes)
+            if seconds is not None:
+                train["compile"] = seconds
     if jax is not None:
-        state = [jparams, jvel]
-
-        def run_jax():
-            state[0], state[1], value = jstep(state[0], state[1], xj, tj)
-            return float(value)
-
-        jax_losses = [run_jax() for _ in range(3)]
-        check_close("train step losses (3 steps), JAX vs kiln PyNative", jax_losses,
-                    eager_losses, 1e-3, 1e-4)
-
-        def run_jax_async():
-            state[0], state[1], value = jstep(state[0], state[1], xj, tj)
-            value.block_until_ready()
-
-        train["jax"] = best_time(run_jax_async, 5)
+        train["jax"] = jax_step_time(jstep, jparams, jvel, xj, tj, eager_losses, 5)
 
     if mindspore is not None:  # last: its runtime threads keep spinning once used
         def mindspore_net():
