@@ -307,3 +307,29 @@ def test_embedding():
     np.testing.assert_array_equal(padded.embedding_table.asnumpy()[0], [0, 0])
     with pytest.raises(TypeError, match="Embedding: ids must be an integer"):
         emb(Tensor(rand(2, 3)))
+
+
+@pytest.mark.parametrize("pad_mode", ["valid", "same"])
+@pytest.mark.parametrize("mode", ["pynative", "graph"])
+def test_max_pool2d_return_indices_point_into_the_input(pad_mode, mode):
+    """Each index is h * W + w of the maximum in the unpadded input plane, also when "same"
+    pads asymmetrically (7 wide, stride 2: one column on the right only)."""
+    import kiln as ms  # noqa: PLC0415
+
+    x = rand(2, 3, 8, 7)
+    pool = nn.MaxPool2d(kernel_size=2, stride=2, pad_mode=pad_mode, return_indices=True)
+    if mode == "graph":
+        ms.set_context(mode=ms.GRAPH_MODE)
+    try:
+        y, idx = pool(Tensor(x))
+        y3, idx3 = pool(Tensor(x[0]))  # (C, H, W): no batch axis in either output
+    finally:
+        ms.set_context(mode=ms.PYNATIVE_MODE)
+    planes = x.reshape(6, -1)
+    picked = np.take_along_axis(planes, idx.asnumpy().reshape(6, -1), axis=1)
+    np.testing.assert_array_equal(picked.reshape(y.shape), y.asnumpy())
+    assert idx.asnumpy().min() >= 0 and idx.asnumpy().max() < 8 * 7
+    assert y3.shape == y.shape[1:] and idx3.shape == idx.shape[1:]
+    np.testing.assert_array_equal(idx3.asnumpy(), idx.asnumpy()[0])
+    with pytest.raises(TypeError, match="return_indices"):
+        nn.MaxPool2d(2, return_indices=1)

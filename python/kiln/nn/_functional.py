@@ -233,11 +233,22 @@ def conv2d(x, weight, bias, stride, pads, dilation, groups):
     return ops.conv2d(pad2d(x, pads), weight, bias, stride, "valid", 0, dilation, groups)
 
 
-def max_pool2d(x, kernel, stride, pads, dilation, ceil_mode):
+def max_pool2d(x, kernel, stride, pads, dilation, ceil_mode, return_indices=False):
+    """Max pooling with (top, bottom, left, right) padding; with return_indices also each
+    maximum's flat index h * W + w in the unpadded input plane."""
     top, bottom, left, right = pads
     if top == bottom == left == right:
-        return ops.max_pool2d(x, kernel, stride, top, dilation, False, ceil_mode)
-    return ops.max_pool2d(pad2d(x, pads, -math.inf), kernel, stride, 0, dilation, False, ceil_mode)
+        return ops.max_pool2d(x, kernel, stride, top, dilation, return_indices, ceil_mode)
+    padded = pad2d(x, pads, -math.inf)
+    out = ops.max_pool2d(padded, kernel, stride, 0, dilation, return_indices, ceil_mode)
+    if not return_indices:
+        return out
+    # Indices into the padded plane -> into the input's: shift both coordinates back.
+    y, indices = out
+    width, padded_width = int(x.shape[-1]), int(padded.shape[-1])
+    rows = ops.floor_divide(indices, padded_width) - top
+    cols = indices - ops.floor_divide(indices, padded_width) * padded_width - left
+    return y, rows * width + cols
 
 
 def avg_pool2d(x, kernel, stride, pads, ceil_mode, count_include_pad, divisor_override,

@@ -46,14 +46,16 @@ class MaxPool2d(_Pool2d):
         super().__init__("MaxPool2d", kernel_size, stride, pad_mode, padding, ceil_mode,
                          data_format)
         self.dilation = F.pair(dilation, "MaxPool2d", "dilation")
-        if return_indices:
-            raise NotImplementedError("MaxPool2d: return_indices=True is not supported yet")
-        self.return_indices = False
+        self.return_indices = check_bool(return_indices, "MaxPool2d", "return_indices")
 
     def construct(self, x):
         x, pads, squeeze = self._prepare(x, "MaxPool2d", self.dilation)
-        y = F.max_pool2d(x, self.kernel_size, self.stride, pads, self.dilation, self.ceil_mode)
-        return ops.squeeze(y, 0) if squeeze else y
+        out = F.max_pool2d(x, self.kernel_size, self.stride, pads, self.dilation, self.ceil_mode,
+                           self.return_indices)
+        if not self.return_indices:
+            return ops.squeeze(out, 0) if squeeze else out
+        y, indices = out
+        return (ops.squeeze(y, 0), ops.squeeze(indices, 0)) if squeeze else (y, indices)
 
 
 class AvgPool2d(_Pool2d):
