@@ -388,3 +388,42 @@ def jax_step_time(jstep, params, velocity, xj, yj, kiln_losses, number):
     check_close("train step losses (3 steps), JAX vs kiln PyNative", jax_losses, kiln_losses,
                 1e-3, 1e-4)
     return best_time(lambda: run().block_until_ready(), number)
+
+
+def jax_momentum_step(jax, loss):
+    """The jitted JAX training step every benchmark uses: value_and_grad of loss(params, x, y),
+    then SGD with momentum 0.9 and lr 0.01, as kiln's and PyTorch's steps."""
+    tree_map = jax.tree_util.tree_map
+
+    @jax.jit
+    def step(params, velocity, x, y):
+        value, grads = jax.value_and_grad(loss)(params, x, y)
+        velocity = tree_map(lambda v, g: 0.9 * v + g, velocity, grads)
+        params = tree_map(lambda p, v: p - 0.01 * v, params, velocity)
+        return params, velocity, value
+
+    return step
+
+
+def benchmark_setup():
+    """Parses the scripts' common options (--threads, --peak, --no-compile), pins the process at
+    1 thread, imports the peers in the order they need (JAX before anything else: XLA reads its
+    flags once) and sets kiln's thread count. Returns (args, pinned note, jax, torch, mindspore,
+    fp32 peak GFLOP/s); a peer that is not installed is None."""
+    import argparse  # noqa: PLC0415
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--peak", type=float, default=None, help="fp32 peak GFLOP/s to use "
+                        "instead of measuring it")
+    parser.add_argument("--no-compile", action="store_true", help="skip torch.compile")
+    args = parser.parse_args()
+    pinned = pin_to_cpus(args.threads)  # before JAX starts its thread pools
+    jax = import_jax(args.threads)
+    import kiln  # noqa: PLC0415
+
+    kiln.set_num_threads(args.threads)
+    torch = import_torch(args.threads)
+    mindspore = import_mindspore(args.threads)
+    peak = args.peak or measure_peak_gflops(args.threads)
+    return args, pinned, jax, torch, mindspore, peak

@@ -19,7 +19,6 @@ framework (see _common.py).
 Run: PYTHONPATH=build/bench/python python benchmarks/bench_lenet.py --threads 1
 (with MindSpore: the venv of benchmarks/requirements-peers.txt instead of `python`)
 """
-import argparse
 import sys
 import time
 
@@ -27,18 +26,15 @@ import numpy as np
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
 from _common import (  # noqa: E402
+    benchmark_setup,
     best_time,
     check_close,
-    import_jax,
-    import_mindspore,
-    import_torch,
+    jax_momentum_step,
     jax_step_time,
     kiln_momentum_step,
-    measure_peak_gflops,
     mindspore_forward_times,
     mindspore_load,
     mindspore_train_times,
-    pin_to_cpus,
     report,
     torch_compiled_step_time,
     torch_momentum_step,
@@ -142,33 +138,16 @@ def jax_lenet(jax, weights):
         logp = jax.nn.log_softmax(forward(params, x))
         return -jnp.mean(jnp.take_along_axis(logp, y[:, None], axis=1))
 
-    @jax.jit
-    def step(params, velocity, x, y):
-        value, grads = jax.value_and_grad(loss)(params, x, y)
-        velocity = jax.tree_util.tree_map(lambda v, g: 0.9 * v + g, velocity, grads)
-        params = jax.tree_util.tree_map(lambda p, v: p - 0.01 * v, params, velocity)
-        return params, velocity, value
+    step = jax_momentum_step(jax, loss)
 
     velocity = jax.tree_util.tree_map(jnp.zeros_like, params)
     return jax.jit(forward), step, params, velocity
 
 
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--peak", type=float, default=None, help="fp32 peak GFLOP/s to use "
-                        "instead of measuring it")
-    parser.add_argument("--no-compile", action="store_true", help="skip torch.compile")
-    args = parser.parse_args()
-    pinned = pin_to_cpus(args.threads)  # before JAX starts its thread pools
-    jax = import_jax(args.threads)  # before kiln/torch: XLA reads XLA_FLAGS once
+    args, pinned, jax, torch, mindspore, peak = benchmark_setup()
     import kiln as ms  # noqa: PLC0415
     from kiln import Tensor, nn  # noqa: PLC0415
-
-    ms.set_num_threads(args.threads)
-    torch = import_torch(args.threads)
-    mindspore = import_mindspore(args.threads)
-    peak = args.peak or measure_peak_gflops(args.threads)
     rng = np.random.default_rng(0)
     x_np = rng.standard_normal((BATCH, 1, 28, 28)).astype(np.float32)
     y_np = rng.integers(0, 10, size=BATCH)

@@ -18,7 +18,6 @@ counting the three matmuls (2 FLOPs per multiply-add); the training step counts 
 Run: PYTHONPATH=build/rel/python python benchmarks/bench_seed_network.py --threads 1 [--no-compile]
 (with MindSpore: the venv of benchmarks/requirements-peers.txt instead of `python`)
 """
-import argparse
 import os
 import sys
 import time
@@ -30,17 +29,14 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "examples"))
 import kiln as ms  # noqa: E402
 from _common import (  # noqa: E402
+    benchmark_setup,
     best_time,
     check_close,
-    import_jax,
-    import_mindspore,
-    import_torch,
+    jax_momentum_step,
     kiln_momentum_step,
-    measure_peak_gflops,
     mindspore_forward_times,
     mindspore_load,
     mindspore_train_times,
-    pin_to_cpus,
     report,
     torch_momentum_step,
     try_torch_compile,
@@ -122,32 +118,16 @@ def jax_model(jax, rng):
         logp = jax.nn.log_softmax(forward(params, x))
         return -jnp.mean(jnp.take_along_axis(logp, y[:, None], axis=1))
 
-    @jax.jit
-    def step(params, velocity, x, y):
-        value, grads = jax.value_and_grad(loss)(params, x, y)
-        velocity = jax.tree_util.tree_map(lambda v, g: 0.9 * v + g, velocity, grads)
-        params = jax.tree_util.tree_map(lambda p, v: p - 0.01 * v, params, velocity)
-        return params, velocity, value
+    step = jax_momentum_step(jax, loss)
 
     velocity = jax.tree_util.tree_map(jnp.zeros_like, params)
     return jax.jit(forward), step, params, velocity
 
 
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--peak", type=float, default=None, help="fp32 peak GFLOP/s to use "
-                        "instead of measuring it")
-    parser.add_argument("--no-compile", action="store_true", help="skip torch.compile")
-    args = parser.parse_args()
-    pinned = pin_to_cpus(args.threads)  # before JAX starts its thread pools
+    args, pinned, jax, torch, mindspore, peak = benchmark_setup()
     if pinned:
         print(pinned)
-    jax = import_jax(args.threads)
-    ms.set_num_threads(args.threads)
-    torch = import_torch(args.threads)
-    mindspore = import_mindspore(args.threads)
-    peak = args.peak or measure_peak_gflops(args.threads)
     rng = np.random.default_rng(0)
     jx = jax_model(jax, rng) if jax is not None else None
     notes = ["torch.compile: skipped (--no-compile)"] if args.no_compile else []

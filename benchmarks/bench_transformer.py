@@ -24,7 +24,6 @@ timed after every other framework (see _common.py).
 Run: PYTHONPATH=build/bench/python python benchmarks/bench_transformer.py --threads 1
 (with MindSpore: the venv of benchmarks/requirements-peers.txt instead of `python`)
 """
-import argparse
 import math
 import sys
 import time
@@ -33,18 +32,15 @@ import numpy as np
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
 from _common import (  # noqa: E402
+    benchmark_setup,
     best_time,
     check_close,
-    import_jax,
-    import_mindspore,
-    import_torch,
+    jax_momentum_step,
     jax_step_time,
     kiln_momentum_step,
-    measure_peak_gflops,
     mindspore_forward_times,
     mindspore_load,
     mindspore_train_times,
-    pin_to_cpus,
     report,
     torch_compiled_step_time,
     torch_momentum_step,
@@ -181,33 +177,16 @@ def jax_block(jax, weights):
     def loss(params, x, target):
         return jnp.mean((forward(params, x) - target) ** 2)
 
-    @jax.jit
-    def step(params, velocity, x, target):
-        value, grads = jax.value_and_grad(loss)(params, x, target)
-        velocity = jax.tree_util.tree_map(lambda v, g: 0.9 * v + g, velocity, grads)
-        params = jax.tree_util.tree_map(lambda p, v: p - 0.01 * v, params, velocity)
-        return params, velocity, value
+    step = jax_momentum_step(jax, loss)
 
     velocity = jax.tree_util.tree_map(jnp.zeros_like, params)
     return jax.jit(forward), step, params, velocity
 
 
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--peak", type=float, default=None, help="fp32 peak GFLOP/s to use "
-                        "instead of measuring it")
-    parser.add_argument("--no-compile", action="store_true", help="skip torch.compile")
-    args = parser.parse_args()
-    pinned = pin_to_cpus(args.threads)  # before JAX starts its thread pools
-    jax = import_jax(args.threads)  # before kiln/torch: XLA reads XLA_FLAGS once
+    args, pinned, jax, torch, mindspore, peak = benchmark_setup()
     import kiln as ms  # noqa: PLC0415
     from kiln import Tensor, nn, ops  # noqa: PLC0415
-
-    ms.set_num_threads(args.threads)
-    torch = import_torch(args.threads)
-    mindspore = import_mindspore(args.threads)
-    peak = args.peak or measure_peak_gflops(args.threads)
     rng = np.random.default_rng(0)
     x_np = rng.standard_normal((BATCH, SEQ, D)).astype(np.float32)
     t_np = rng.standard_normal((BATCH, SEQ, D)).astype(np.float32)
