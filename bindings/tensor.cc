@@ -109,12 +109,33 @@ nb::object ToNumpy(const Tensor& t, bool writable) {
 
 // While a graph is being compiled, operators on eager tensors (Parameters, constants) must add
 // graph nodes instead of computing now; the Python compiler installs this hook for that time.
-nb::object g_graph_hook;
+// The hook is per thread: a thread that compiles never captures another thread's eager ops.
+// It holds a borrowed reference: the compiler keeps its hook function alive (a module-level
+// function), and a thread_local owning reference would be released without the GIL at exit.
+thread_local PyObject* t_graph_hook = nullptr;
 
-bool Building() { return g_graph_hook.is_valid() && !g_graph_hook.is_none(); }
+bool Building() { return t_graph_hook != nullptr; }
 
 nb::object ToGraph(const char* op, const Tensor& self, nb::handle other, bool swap) {
-  return g_graph_hook(op, nb::find(&self), other, swap);
+  return nb::handle(t_graph_hook)(op, nb::find(&self), other, swap);
+}
+
+// Hooks installed by any thread; kept alive for the process so borrowed pointers stay valid.
+std::vector<nb::object>& KeptHooks() {
+  static auto* hooks = new std::vector<nb::object>();
+  return *hooks;
+}
+
+void SetGraphHook(nb::object hook) {
+  if (hook.is_none()) {
+    t_graph_hook = nullptr;
+    return;
+  }
+  auto& kept = KeptHooks();
+  bool known = false;
+  for (const auto& h : kept) known = known || h.is(hook);
+  if (!known) kept.push_back(hook);
+  t_graph_hook = hook.ptr();
 }
 
 // Binary operator: Tensor op (Tensor | scalar), reflected when `swap`; NotImplemented otherwise.
@@ -173,8 +194,8 @@ Tensor AsStridedChecked(const Tensor& t, const Shape& shape, const Shape& stride
 
 void BindTensor(nb::module_& m) {
   m.def(
-      "_set_graph_hook", [](nb::object hook) { g_graph_hook = std::move(hook); },
-      nb::arg("hook").none());
+      "_set_graph_hook", &SetGraphHook, nb::arg("hook").none(),
+      "Sets (or clears, with None) this thread's hook for operators on eager tensors.");
   nb::class_<Tensor>(m, "TensorBase")
       .def("__init__",
            [](Tensor* self, const Tensor& other) {
