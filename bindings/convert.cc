@@ -13,6 +13,23 @@ nb::handle g_tensor_class;
 
 void SetTensorClass(nb::handle cls) { g_tensor_class = cls.inc_ref(); }
 
+// OverflowError for a Python int past int64 (NumPy 2 raises the same); never std::bad_cast.
+nb::python_error OverflowFor(nb::handle value, const char* what) {
+  std::string text = nb::cast<std::string>(nb::repr(value));
+  if (text.size() > 40) text = text.substr(0, 37) + "...";
+  PyErr_SetString(PyExc_OverflowError,
+                  ("Python integer " + text + " is out of bounds for " + what).c_str());
+  return nb::python_error();
+}
+
+int64_t ToInt64(nb::handle h, const char* what) {
+  int overflow = 0;
+  long long value = PyLong_AsLongLongAndOverflow(h.ptr(), &overflow);
+  if (overflow != 0) throw OverflowFor(h, what);
+  if (value == -1 && PyErr_Occurred()) throw nb::python_error();
+  return value;
+}
+
 nb::object Wrap(Tensor t) {
   nb::handle cls = g_tensor_class.is_valid() ? g_tensor_class : nb::type<Tensor>();
   nb::object obj = nb::inst_alloc(cls);
@@ -44,7 +61,10 @@ bool ToOperand(nb::handle h, Tensor* out) {
   if (PyLong_Check(h.ptr())) {
     int overflow = 0;
     long long value = PyLong_AsLongLongAndOverflow(h.ptr(), &overflow);
-    if (overflow != 0) throw nb::value_error("Python int is too large for an int64 tensor");
+    if (overflow != 0 || (value == -1 && PyErr_Occurred())) {
+      PyErr_Clear();
+      throw OverflowFor(h, "an int64 tensor");
+    }
     Tensor t = Tensor::Empty({}, DType::Int64);
     *t.data<int64_t>() = value;
     t.impl()->wrapped_number = true;
@@ -61,7 +81,7 @@ bool ToOperand(nb::handle h, Tensor* out) {
 AttrValue ToAttr(nb::handle h) {
   if (h.is_none()) return std::monostate{};
   if (PyBool_Check(h.ptr())) return h.ptr() == Py_True;
-  if (PyLong_Check(h.ptr())) return nb::cast<int64_t>(h);
+  if (PyLong_Check(h.ptr())) return ToInt64(h, "an int64 attribute");
   if (PyFloat_Check(h.ptr())) return nb::cast<double>(h);
   if (nb::isinstance<nb::str>(h)) return nb::cast<std::string>(h);
   if (nb::isinstance<DType>(h)) return nb::cast<DType>(h);
@@ -75,7 +95,7 @@ Shape ToShape(nb::handle h) {
   for (nb::handle item : h) {
     if (!PyLong_Check(item.ptr()) || PyBool_Check(item.ptr()))
       throw nb::type_error("expected a tuple of ints");
-    shape.push_back(nb::cast<int64_t>(item));
+    shape.push_back(ToInt64(item, "a shape or axis (int64)"));
   }
   return shape;
 }

@@ -21,6 +21,10 @@ nb::object WrapOutputs(std::vector<Tensor> outputs);
 // Returns false for anything else, so operators can answer NotImplemented.
 bool ToOperand(nb::handle h, Tensor* out);
 AttrValue ToAttr(nb::handle h);
+// A Python int as int64; OverflowError naming `what` when it does not fit.
+int64_t ToInt64(nb::handle h, const char* what);
+// An OverflowError (already set) for the Python int `value`, to throw.
+nb::python_error OverflowFor(nb::handle value, const char* what);
 Shape ToShape(nb::handle h);
 
 }  // namespace kiln::bind

@@ -5,6 +5,7 @@
 #include "convert.h"
 #include "core/allocator.h"
 #include "core/error.h"
+#include "core/interrupt.h"
 #include "core/parallel.h"
 #include "core/random.h"
 #include "kernels/cpu/derived_cache.h"
@@ -52,6 +53,15 @@ void TranslateErrors(const std::exception_ptr& p, void*) {
       case ErrorKind::Runtime:
         type = PyExc_RuntimeError;
         break;
+      case ErrorKind::Memory:
+        type = PyExc_MemoryError;
+        break;
+      case ErrorKind::Overflow:
+        type = PyExc_OverflowError;
+        break;
+      case ErrorKind::Interrupted:
+        type = PyExc_KeyboardInterrupt;
+        break;
     }
     PyErr_SetString(type, e.what());
   }
@@ -93,6 +103,12 @@ nb::dict OpSchema(int kind) {
   return d;
 }
 
+// Ctrl-C while a graph runs (the GIL is held, so Python's handler has not run yet): let Python
+// run its signal handlers now and carry their exception (KeyboardInterrupt) out of the engine.
+void CheckPythonSignals() {
+  if (PyErr_CheckSignals() != 0) throw nb::python_error();
+}
+
 }  // namespace
 
 void InitModule(nb::module_& m) {
@@ -101,6 +117,7 @@ void InitModule(nb::module_& m) {
   // interpreter exit; nanobind's leak report at shutdown would only be noise.
   nb::set_leak_warnings(false);
   nb::register_exception_translator(&TranslateErrors);
+  SetInterruptCheck(&CheckPythonSignals);
 
   nb::enum_<DType> dtype(m, "DType");
 #define KILN_BIND_DTYPE(e, t, n) dtype.value(n, DType::e);

@@ -1,11 +1,15 @@
 // allocator.cc - the caching allocator behind every tensor that kiln owns.
 #include "core/allocator.h"
 
+#include <unistd.h>
+
 #include <cstdlib>
 #include <mutex>
 #include <new>
 #include <unordered_map>
 #include <vector>
+
+#include "core/error.h"
 
 namespace kiln {
 namespace {
@@ -33,9 +37,32 @@ Cache& GlobalCache() {
   return *cache;
 }
 
+// RAM plus nothing: with overcommit the system hands out address space it cannot back, and
+// the process is killed when the pages are touched; a request past the machine's memory is
+// refused up front instead, as a MemoryError the user can catch.
+size_t PhysicalMemoryBytes() {
+  static const size_t bytes = [] {
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    return pages > 0 && page > 0 ? static_cast<size_t>(pages) * static_cast<size_t>(page)
+                                 : SIZE_MAX / 2;
+  }();
+  return bytes;
+}
+
+[[noreturn]] void ThrowOutOfMemory(size_t nbytes, const char* why) {
+  constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+  std::ostringstream out;
+  out.precision(3);
+  out << "cannot allocate " << static_cast<double>(nbytes) / kGiB << " GiB (" << nbytes
+      << " bytes): " << why << " (this machine has "
+      << static_cast<double>(PhysicalMemoryBytes()) / kGiB << " GiB)";
+  throw Error(ErrorKind::Memory, out.str());
+}
+
 }  // namespace
 
 void* AllocateBytes(size_t nbytes, size_t* rounded_size) {
+  if (nbytes > PhysicalMemoryBytes()) ThrowOutOfMemory(nbytes, "more than the machine's memory");
   size_t size = RoundSize(nbytes);
   *rounded_size = size;
   Cache& cache = GlobalCache();
@@ -61,7 +88,7 @@ void* AllocateBytes(size_t nbytes, size_t* rounded_size) {
   if (ptr == nullptr) {
     std::lock_guard<std::mutex> lock(GlobalCache().mutex);
     GlobalCache().stats.allocated_bytes -= size;
-    throw std::bad_alloc();
+    ThrowOutOfMemory(nbytes, "the system refused");
   }
   return ptr;
 }

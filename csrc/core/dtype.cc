@@ -1,6 +1,9 @@
 // dtype.cc - dtype names, sizes and the promotion table documented in docs/type_promotion.md.
 #include "core/dtype.h"
 
+#include <limits>
+#include <type_traits>
+
 #include "core/error.h"
 
 namespace kiln {
@@ -82,6 +85,23 @@ DType PromoteTypes(DType a, DType b) {
 DType PromoteWithScalar(DType tensor, DType scalar) {
   if (Category(scalar) <= Category(tensor)) return tensor;
   return Category(scalar) == 1 ? DType::Int64 : DType::Float32;
+}
+
+bool IntFitsDType(int64_t value, DType d) {
+  return DispatchDType(d, [&](auto zero) {
+    using T = decltype(zero);
+    if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+      return value >= static_cast<int64_t>(std::numeric_limits<T>::min()) &&
+             (value < 0 ||
+              static_cast<uint64_t>(value) <= static_cast<uint64_t>(std::numeric_limits<T>::max()));
+    }
+    return true;
+  });
+}
+
+void CheckWeakIntFits(const char* op, int64_t value, DType target) {
+  KILN_CHECK(!IsIntegral(target) || IntFitsDType(value, target), Overflow, op,
+             ": Python integer ", value, " out of bounds for ", DTypeName(target));
 }
 
 std::string ShapeStr(const std::vector<int64_t>& shape) {

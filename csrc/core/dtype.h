@@ -49,6 +49,13 @@ inline bool IsFloating(DType d) {
 inline bool IsIntegral(DType d) { return !IsFloating(d) && d != DType::Bool; }
 inline bool IsSigned(DType d) { return d != DType::Bool && d != DType::UInt8; }
 
+// Whether the integer `value` is representable in the integer dtype `d` (NumPy 2's rule for
+// Python ints joining an integer array: out of range is an OverflowError, never a wrap).
+bool IntFitsDType(int64_t value, DType d);
+// Throws OverflowError naming `op` when a weakly typed Python int scalar (a 0-d int64 tensor
+// marked wrapped_number) is about to be cast to an integer dtype it does not fit.
+void CheckWeakIntFits(const char* op, int64_t value, DType target);
+
 // The type two tensors combine to (docs/type_promotion.md): bool < integers < floats; mixed
 // signed/unsigned ints widen; float16 with bfloat16 gives float32.
 DType PromoteTypes(DType a, DType b);

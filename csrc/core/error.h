@@ -8,7 +8,10 @@
 
 namespace kiln {
 
-enum class ErrorKind { Value, Type, Index, Runtime, NotImplemented };
+// Memory: an allocation larger than the machine can give (MemoryError). Overflow: a number that
+// does not fit its dtype (OverflowError). Interrupted: Ctrl-C seen while a graph ran
+// (KeyboardInterrupt).
+enum class ErrorKind { Value, Type, Index, Runtime, NotImplemented, Memory, Overflow, Interrupted };
 
 class Error : public std::runtime_error {
  public:

@@ -2,16 +2,56 @@
 #include "core/tensor.h"
 
 #include <algorithm>
+#include <cstdint>
 
 #include "core/allocator.h"
 #include "core/error.h"
 
 namespace kiln {
 
-int64_t NumElements(const Shape& shape) {
+namespace {
+
+// The product of `shape`'s dims (zero dims counted as `zero_as`); false when it overflows int64.
+bool CheckedProduct(const Shape& shape, int64_t zero_as, int64_t* product) {
   int64_t n = 1;
-  for (int64_t d : shape) n *= d;
+  bool unknown = false;
+  for (int64_t d : shape) {
+    if (d < 0) {
+      unknown = true;  // -1: unknown until run time; the count is meaningless but harmless
+      continue;
+    }
+    if (__builtin_mul_overflow(n, d == 0 ? zero_as : d, &n)) return false;
+  }
+  *product = unknown ? -n : n;
+  return true;
+}
+
+[[noreturn]] void ThrowTooLarge(const char* op, const Shape& shape, const char* what) {
+  Throw(ErrorKind::Value, op, op[0] ? ": " : "", "a tensor of shape ", ShapeStr(shape),
+        " has too many ", what, " (more than 2**63 - 1)");
+}
+
+}  // namespace
+
+int64_t NumElements(const Shape& shape) {
+  int64_t n = 0;
+  if (!CheckedProduct(shape, 0, &n)) ThrowTooLarge("", shape, "elements");
   return n;
+}
+
+size_t ByteCount(const Shape& shape, DType dtype) {
+  int64_t bytes = 0;
+  if (__builtin_mul_overflow(NumElements(shape), static_cast<int64_t>(ItemSize(dtype)), &bytes))
+    ThrowTooLarge("", shape, "bytes");
+  return static_cast<size_t>(bytes);
+}
+
+void CheckShapeSize(const char* op, const Shape& shape, DType dtype) {
+  int64_t n = 0, bytes = 0;
+  // Zero dims count as one: strides of an empty tensor are still computed from the other dims.
+  if (!CheckedProduct(shape, 1, &n)) ThrowTooLarge(op, shape, "elements");
+  if (__builtin_mul_overflow(n < 0 ? -n : n, static_cast<int64_t>(ItemSize(dtype)), &bytes))
+    ThrowTooLarge(op, shape, "bytes");
 }
 
 Shape ContiguousStrides(const Shape& shape) {
@@ -19,7 +59,10 @@ Shape ContiguousStrides(const Shape& shape) {
   int64_t stride = 1;
   for (int64_t i = static_cast<int64_t>(shape.size()) - 1; i >= 0; --i) {
     strides[i] = stride;
-    stride *= std::max<int64_t>(shape[i], 1);
+    // Only an empty tensor (a zero dim elsewhere) can get here with a product past int64;
+    // its strides are never used to address memory, so saturating is safe.
+    if (__builtin_mul_overflow(stride, std::max<int64_t>(shape[i], 1), &stride))
+      stride = INT64_MAX;
   }
   return strides;
 }
@@ -54,7 +97,7 @@ Storage::~Storage() {
 Tensor Tensor::Empty(const Shape& shape, DType dtype) {
   for (int64_t d : shape)
     KILN_CHECK(d >= 0, Value, "shape dimensions must be non-negative, got ", d);
-  auto storage = Storage::Allocate(NumElements(shape) * ItemSize(dtype));
+  auto storage = Storage::Allocate(ByteCount(shape, dtype));
   return FromStorage(std::move(storage), shape, ContiguousStrides(shape), 0, dtype);
 }
 
@@ -209,6 +252,7 @@ std::optional<Tensor> Tensor::ViewAs(const Shape& target) const {
 }
 
 Shape InferReshape(const Shape& input_shape, Shape shape, const char* op) {
+  CheckShapeSize(op, shape, DType::Bool);  // `known` below cannot overflow after this
   int64_t known = 1, unknown_at = -1;
   for (size_t i = 0; i < shape.size(); ++i) {
     if (shape[i] == -1) {

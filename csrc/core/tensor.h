@@ -18,7 +18,15 @@ namespace kiln {
 
 using Shape = std::vector<int64_t>;
 
+// The element count of `shape`; ValueError when it does not fit int64 (checked arithmetic:
+// a wrapped count would allocate too little and let kernels write past the buffer). Unknown
+// dims (-1, Graph mode's analysis) give a negative count, as before.
 int64_t NumElements(const Shape& shape);
+// The bytes a contiguous tensor of `shape` and `dtype` needs; ValueError on int64 overflow.
+size_t ByteCount(const Shape& shape, DType dtype);
+// Throws ValueError naming `op` when a result shape has more elements or bytes than int64 holds.
+// Called on every inferred output shape (eager and graph), before anything is allocated.
+void CheckShapeSize(const char* op, const Shape& shape, DType dtype);
 Shape ContiguousStrides(const Shape& shape);
 // Wraps a possibly negative axis into [0, ndim); throws IndexError naming `op` when out of range.
 int64_t NormalizeAxis(int64_t axis, int64_t ndim, const char* op);

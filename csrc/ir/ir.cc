@@ -84,6 +84,17 @@ std::vector<ValueRef> Builder::Append(Node node) {
   return outs;
 }
 
+// A Python int constant joining an integer tensor must fit its dtype, as in eager dispatch;
+// checked here so the error arrives at compile time with the user's line.
+void Builder::CheckWeakConstFits(const OpDef& def, ValueRef v, DType target) const {
+  if (v.node < 0) return;
+  const Node& node = func_.nodes[v.node];
+  if (node.kind != NodeKind::Const || !node.value.defined()) return;
+  const Tensor& value = node.value;
+  if (value.impl()->wrapped_number && value.dtype() == DType::Int64)
+    CheckWeakIntFits(def.name, *value.data<int64_t>(), target);
+}
+
 // The casts eager dispatch makes before a promoted op (runtime/eager.cc), as explicit nodes.
 void Builder::PromoteOperands(const OpDef& def, std::vector<ValueRef>& inputs,
                               const SourceLoc& loc) {
@@ -96,6 +107,7 @@ void Builder::PromoteOperands(const OpDef& def, std::vector<ValueRef>& inputs,
                   std::find(def.promoted_inputs.begin(), def.promoted_inputs.end(),
                             static_cast<int>(i)) != def.promoted_inputs.end();
     if (!listed || !metas[i].present || metas[i].dtype == target) continue;
+    CheckWeakConstFits(def, inputs[i], target);
     inputs[i] = Op1(OpKind::Cast, {inputs[i]}, {target}, loc);
   }
 }
@@ -120,6 +132,7 @@ std::vector<ValueRef> Builder::Op(OpKind op, std::vector<ValueRef> inputs, Attrs
   std::vector<TensorMeta> metas;
   for (ValueRef v : inputs) metas.push_back(func_.meta(v));
   node.outputs = def.infer(def, metas, node.attrs);
+  for (const auto& m : node.outputs) CheckShapeSize(def.name, m.shape, m.dtype);
   node.inputs = std::move(inputs);
   node.loc = std::move(loc);
   return Append(std::move(node));

@@ -127,6 +127,7 @@ class Builder {
  private:
   std::vector<ValueRef> Append(Node node);
   void PromoteOperands(const OpDef& def, std::vector<ValueRef>& inputs, const SourceLoc& loc);
+  void CheckWeakConstFits(const OpDef& def, ValueRef v, DType target) const;
   Module& module_;
   Func& func_;
 };

@@ -99,7 +99,7 @@ struct SiluFn {
 struct ReluFn {
   template <typename C>
   C operator()(C a) const {
-    return a > C(0) ? a : C(0);
+    return a < C(0) ? C(0) : a;  // NaN passes through, as in NumPy and PyTorch
   }
 };
 // GELU's pieces at x: 1 + erf(x / sqrt 2) and exp(-x^2 / 2), sharing the exponential: the

@@ -1,6 +1,7 @@
 // linalg_fused.cc - FusedMatMul: act(a @ b + bias) + residual, the epilogue fuse_epilogue folds
 // into a matmul, optionally reading its weight from a copy packed once (pack_weights).
 #include <cmath>
+#include <limits>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -105,7 +106,7 @@ float ApplyActivation(Activation act, float x) {
     case Activation::None:
       return x;
     case Activation::Relu:
-      return x > 0.f ? x : 0.f;
+      return x < 0.f ? 0.f : x;  // NaN passes through, as the Relu op
     case Activation::GeluTanh:
       return 0.5f * x * (1.f + std::tanh(0.7978845608028654f * (x + 0.044715f * x * x * x)));
     case Activation::GeluErf:
@@ -138,7 +139,8 @@ void ApplyEpilogue(const Tensor& c, const Tensor& bias, Activation act, const Te
 dnnl::algorithm EltwiseAlgorithm(Activation act) {
   switch (act) {
     case Activation::Relu:
-      return dnnl::algorithm::eltwise_relu;
+      // clip_v2 to [0, inf) is relu that lets NaN through (oneDNN's eltwise_relu maps it to 0).
+      return dnnl::algorithm::eltwise_clip_v2;
     case Activation::GeluTanh:
       return dnnl::algorithm::eltwise_gelu_tanh;
     case Activation::GeluErf:
@@ -207,7 +209,10 @@ bool OnednnFusedMatMul(const Tensor& a, const Tensor& b, const Tensor& bias, Act
       bias.defined() ? memory::desc(bias_dims, type, bias_strides) : memory::desc();
   auto entry = cpu::CachedPrimitive<MatMulEntry>(key, [&] {
     dnnl::post_ops ops;
-    if (act != Activation::None) ops.append_eltwise(1.f, EltwiseAlgorithm(act), 0.f, 0.f);
+    if (act != Activation::None) {
+      const float beta = act == Activation::Relu ? std::numeric_limits<float>::infinity() : 0.f;
+      ops.append_eltwise(1.f, EltwiseAlgorithm(act), 0.f, beta);
+    }
     if (r.defined()) ops.append_binary(dnnl::algorithm::binary_add, StridedDesc(r, type));
     dnnl::primitive_attr attr;
     attr.set_post_ops(ops);

@@ -35,6 +35,8 @@ void PromoteInputs(const OpDef& def, std::vector<Tensor>& inputs) {
   bool record = AnyTapeActive();
   auto cast = [&](Tensor& t) {
     if (!t.defined() || t.dtype() == target) return;
+    if (t.impl()->wrapped_number && t.dtype() == DType::Int64)
+      CheckWeakIntFits(def.name, *t.data<int64_t>(), target);
     t = record ? CallOp1(OpKind::Cast, {t}, {target}) : t.To(target);
   };
   if (def.promoted_inputs.empty()) {
@@ -80,6 +82,7 @@ std::vector<Tensor> CallOp(OpKind kind, std::vector<Tensor> inputs, Attrs attrs)
   metas.reserve(inputs.size());
   for (const auto& t : inputs) metas.push_back(MetaOf(t));
   std::vector<TensorMeta> out_metas = def.infer(def, metas, attrs);
+  for (const auto& m : out_metas) CheckShapeSize(def.name, m.shape, m.dtype);
 
   std::vector<Tensor> outputs;
   if (!def.allocates_outputs) {

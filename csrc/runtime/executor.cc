@@ -14,6 +14,7 @@
 #include <cstdio>
 
 #include "core/error.h"
+#include "core/interrupt.h"
 #include "runtime/eager.h"
 #include "runtime/fused_elementwise.h"
 
@@ -140,6 +141,7 @@ class Interpreter {
     if (times) times->resize(plan_.nodes.size(), 0.0);
     for (size_t n = 0; n < plan_.nodes.size(); ++n) {
       const NodePlan& np = plan_.nodes[n];
+      CheckInterrupt();
       const auto start =
           times ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
       std::vector<Tensor> outputs = RunNode(np);
@@ -214,8 +216,10 @@ class Interpreter {
       }
       case ir::NodeKind::While: {
         std::vector<Tensor> carried = Gather(np);
-        while (Truth(Call(*np.callees[0], carried).at(0), node))
+        while (Truth(Call(*np.callees[0], carried).at(0), node)) {
+          CheckInterrupt();  // a loop whose body is all chunked calls still stops on Ctrl-C
           carried = Call(*np.callees[1], carried);
+        }
         return carried;
       }
       case ir::NodeKind::Print: {

@@ -52,7 +52,9 @@ def test_fill_exact_values():
     big = 2**62 + 3
     assert ops.full((2,), big).asnumpy().tolist() == [big, big]
     assert_close(ops.full((2,), -1.25, dtype=ms.float64), np.full(2, -1.25))
-    assert_close(ops.full((3,), 300, dtype=ms.uint8), np.full(3, 300).astype(np.uint8))
+    assert_close(ops.full((3,), 255, dtype=ms.uint8), np.full(3, 255, np.uint8))
+    with pytest.raises(OverflowError, match="full: Python integer 300 out of bounds"):
+        ops.full((3,), 300, dtype=ms.uint8)  # NumPy 2 refuses it too: never a silent wrap
 
 
 ARANGES = [(5,), (0, 5), (2, 10, 3), (10, 2, -3), (5, 5), (5, 0), (0, 1, 0.1), (1.5, -2.5, -0.5),

@@ -238,6 +238,7 @@ def setitem(tensor, index, value):
         if value._shares_storage(tensor):
             value = value.copy()  # overlapping source and destination
     elif isinstance(value, (bool, int, float)):
+        mstype.check_int_fits(value, tensor.dtype, "setitem")
         plan.reversed = []  # a number reads the same in either order; the op converts it exactly
     else:
         value = Tensor(_as_value_array(value))

@@ -121,3 +121,25 @@ def pytype_to_dtype(obj):
 def promote_types(a, b):
     """The dtype two tensors of dtypes a and b combine to (docs/type_promotion.md)."""
     return from_enum(_C.promote_types(to_dtype(a)._enum, to_dtype(b)._enum))
+
+
+def check_int_fits(value, dtype, op):
+    """OverflowError naming `op` when the Python int `value` does not fit the integer `dtype`
+    (NumPy 2's rule: a Python int never wraps silently into a narrower tensor)."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        return
+    dtype = to_dtype(dtype)
+    if dtype not in _TO_NUMPY or not np.issubdtype(_TO_NUMPY[dtype], np.integer):
+        return
+    info = np.iinfo(_TO_NUMPY[dtype])
+    if not info.min <= value <= info.max:
+        raise OverflowError(f"{op}: Python integer {value} out of bounds for {dtype}")
+
+
+def check_ints_fit(data, dtype, op):
+    """check_int_fits for every Python int in a nested list/tuple (a Tensor's input data)."""
+    if isinstance(data, (list, tuple)):
+        for item in data:
+            check_ints_fit(item, dtype, op)
+    else:
+        check_int_fits(data, dtype, op)

@@ -14,6 +14,8 @@ def _as_array(data, dtype):
     elif isinstance(data, np.generic):
         arr = np.asarray(data)
     else:
+        if dtype is not None:
+            mstype.check_ints_fit(data, dtype, "Tensor")
         arr = _array_from_python(data)
     if dtype is not None and dtype is not mstype.bfloat16:
         np_type = mstype.dtype_to_nptype(dtype)

@@ -267,6 +267,7 @@ def full_like(input, fill_value, *, dtype=None):  # noqa: A002
 def _fill(size, value, dtype, op):
     if isinstance(size, _tensor_class()):
         size = tuple(int(s) for s in size.asnumpy().reshape(-1))
+    mstype.check_int_fits(value, dtype, op)
     return call("fill", (), (shape_attr(size, op), _scalar(value), dtype_attr(dtype)))
 
 

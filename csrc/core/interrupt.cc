@@ -1,0 +1,18 @@
+// interrupt.cc - the one installed interrupt check (see interrupt.h).
+#include "core/interrupt.h"
+
+#include <atomic>
+
+namespace kiln {
+namespace {
+std::atomic<InterruptCheck> g_check{nullptr};
+}  // namespace
+
+void SetInterruptCheck(InterruptCheck check) { g_check.store(check, std::memory_order_release); }
+
+void CheckInterrupt() {
+  InterruptCheck check = g_check.load(std::memory_order_relaxed);
+  if (check != nullptr) check();
+}
+
+}  // namespace kiln
