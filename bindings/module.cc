@@ -62,6 +62,9 @@ void TranslateErrors(const std::exception_ptr& p, void*) {
       case ErrorKind::Interrupted:
         type = PyExc_KeyboardInterrupt;
         break;
+      case ErrorKind::Recursion:
+        type = PyExc_RecursionError;
+        break;
     }
     PyErr_SetString(type, e.what());
   }

@@ -193,9 +193,8 @@ Tensor AsStridedChecked(const Tensor& t, const Shape& shape, const Shape& stride
 }  // namespace
 
 void BindTensor(nb::module_& m) {
-  m.def(
-      "_set_graph_hook", &SetGraphHook, nb::arg("hook").none(),
-      "Sets (or clears, with None) this thread's hook for operators on eager tensors.");
+  m.def("_set_graph_hook", &SetGraphHook, nb::arg("hook").none(),
+        "Sets (or clears, with None) this thread's hook for operators on eager tensors.");
   nb::class_<Tensor>(m, "TensorBase")
       .def("__init__",
            [](Tensor* self, const Tensor& other) {

@@ -100,8 +100,8 @@ bool IntFitsDType(int64_t value, DType d) {
 }
 
 void CheckWeakIntFits(const char* op, int64_t value, DType target) {
-  KILN_CHECK(!IsIntegral(target) || IntFitsDType(value, target), Overflow, op,
-             ": Python integer ", value, " out of bounds for ", DTypeName(target));
+  KILN_CHECK(!IsIntegral(target) || IntFitsDType(value, target), Overflow, op, ": Python integer ",
+             value, " out of bounds for ", DTypeName(target));
 }
 
 std::string ShapeStr(const std::vector<int64_t>& shape) {

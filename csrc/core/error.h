@@ -10,8 +10,19 @@ namespace kiln {
 
 // Memory: an allocation larger than the machine can give (MemoryError). Overflow: a number that
 // does not fit its dtype (OverflowError). Interrupted: Ctrl-C seen while a graph ran
-// (KeyboardInterrupt).
-enum class ErrorKind { Value, Type, Index, Runtime, NotImplemented, Memory, Overflow, Interrupted };
+// (KeyboardInterrupt). Recursion: calls nested past a fixed depth (RecursionError), never a
+// stack overflow.
+enum class ErrorKind {
+  Value,
+  Type,
+  Index,
+  Runtime,
+  NotImplemented,
+  Memory,
+  Overflow,
+  Interrupted,
+  Recursion
+};
 
 class Error : public std::runtime_error {
  public:

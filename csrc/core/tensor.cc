@@ -61,8 +61,7 @@ Shape ContiguousStrides(const Shape& shape) {
     strides[i] = stride;
     // Only an empty tensor (a zero dim elsewhere) can get here with a product past int64;
     // its strides are never used to address memory, so saturating is safe.
-    if (__builtin_mul_overflow(stride, std::max<int64_t>(shape[i], 1), &stride))
-      stride = INT64_MAX;
+    if (__builtin_mul_overflow(stride, std::max<int64_t>(shape[i], 1), &stride)) stride = INT64_MAX;
   }
   return strides;
 }

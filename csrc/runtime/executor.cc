@@ -123,6 +123,9 @@ std::unique_ptr<FuncPlan> PlanFunc(const ir::Func& f) {
 }
 
 // One call of a planned function: its value table and the nodes run in order.
+constexpr int kMaxCallDepth = 500;
+thread_local int t_call_depth = 0;
+
 class Interpreter {
  public:
   Interpreter(const Program& program, const FuncPlan& plan, const RunOptions& options)
@@ -195,6 +198,14 @@ class Interpreter {
   }
 
   std::vector<Tensor> Call(const FuncPlan& callee, const std::vector<Tensor>& args) const {
+    // IR text may call a function from itself (the front end never emits recursion: Python
+    // recursion is unrolled while compiling); bound the nesting instead of the C stack.
+    KILN_CHECK(t_call_depth < kMaxCallDepth, Recursion, "@", callee.func->name, ": calls nested ",
+               kMaxCallDepth, " deep (recursion in the graph?)");
+    ++t_call_depth;
+    struct Leave {
+      ~Leave() { --t_call_depth; }
+    } leave;
     RunOptions inner = options_;
     inner.node_seconds = nullptr;  // only the entry function's nodes are timed
     return Interpreter(program_, callee, inner).Run(args);

@@ -155,3 +155,21 @@ def test_ctrl_c_interrupts_a_running_graph_while_loop():
         killer.wait()
     # The engine is still usable afterwards.
     assert float(ms.jit(lambda v: v * 2)(ms.Tensor(3.0))) == 6.0
+
+
+# ---- a graph that calls itself is a RecursionError, never a stack overflow ----
+SELF_CALLING_IR = """
+func @main(%0: f32[]) -> (f32[]) {
+  %1 = call @main(%0) : f32[]
+  return %1
+}
+"""
+
+
+def test_self_calling_ir_raises_recursion_error():
+    from kiln import _C
+
+    with pytest.raises(RecursionError, match="@main: calls nested .* deep"):
+        _C.ir_run(SELF_CALLING_IR, [ms.Tensor(1.0)])
+    assert float(_C.ir_run(SELF_CALLING_IR.replace("call @main(%0)", "neg(%0)"),
+                           [ms.Tensor(1.0)])[0]) == -1.0
