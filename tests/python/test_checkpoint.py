@@ -339,11 +339,13 @@ def test_duplicate_names_in_a_file_are_an_error(tmp_path):
     (forge([record(b"")]), "empty name"),
     (forge([record(b"w", dims=(1 << 63, 1 << 63, 0), data=b"")]), "impossible shape"),
     (forge([record(b"w", dims=(0xFFFFFFFFFFFFFFFF,), data=b"")]), "impossible shape"),
+    (forge([record(b"w", dims=(0, 1 << 61), data=b"")]), "impossible shape"),  # 2**63 bytes
     (forge([record(b"w", dims=(3,), data=b"\x00" * 8)]), "needs 12"),
     (forge([record(b"w", dtype=b"\xff\xfe")]), "unknown dtype"),
     (forge([record(b"w")])[:-8] + b"\x00\x00\x00\x00KEND", "CRC32"),
     (forge([record(b"w")], total=(1 << 64) - 1), "truncated"),
-], ids=["utf8", "empty-name", "huge-dims", "u64-dim", "length", "dtype", "crc", "total"])
+], ids=["utf8", "empty-name", "huge-dims", "u64-dim", "span-bytes", "length", "dtype", "crc",
+        "total"])
 def test_damaged_records_raise_checkpoint_error(tmp_path, blob, why):
     bad = str(tmp_path / "damaged.ckpt")
     write(bad, blob)

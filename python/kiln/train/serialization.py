@@ -246,7 +246,7 @@ def save_checkpoint(save_obj, ckpt_file_name, integrated_save=True, async_save=F
 # ---- loading ----
 
 _MIN_RECORD = 4 + 1 + 4 + 8        # a record with a 0-byte name, dtype, shape and data
-_MAX_ELEMENTS = 1 << 62            # beyond this a shape cannot describe a real tensor
+_MAX_BYTES = 1 << 62               # beyond this a shape cannot describe a real tensor
 _CHUNK = 1 << 20                   # bytes read at a time for records that are skipped
 
 
@@ -328,13 +328,14 @@ def _record_shape(reader, index, name, dtype_name):
     if ndim > 64:
         raise reader.error(f"corrupted: record '{name}' claims {ndim} dimensions")
     dims = reader.unpack(f"<{ndim}Q", f"record {index}'s shape")
-    elements = 1
+    itemsize = np.dtype(_STORAGE[dtype_name]).itemsize
+    span = itemsize   # the bytes the shape would span with its zero dimensions taken as 1
     for d in dims:
-        elements *= max(d, 1)
-    if elements > _MAX_ELEMENTS:
+        span *= max(d, 1)
+    if span > _MAX_BYTES:
         raise reader.error(f"corrupted: record '{name}' has an impossible shape {dims}")
     (nbytes,) = reader.unpack("<Q", f"record {index}'s data length")
-    expected = int(np.prod(dims, dtype=object)) * np.dtype(_STORAGE[dtype_name]).itemsize
+    expected = int(np.prod(dims, dtype=object)) * itemsize
     if nbytes != expected:
         raise reader.error(f"corrupted: record '{name}' has {nbytes} data bytes; shape {dims} "
                            f"of {dtype_name} needs {expected}")
