@@ -188,6 +188,12 @@ def gather(input_params, input_indices, axis, batch_dims=0):
 def one_hot(indices, depth, on_value=1, off_value=0, axis=-1):
     """One-hot vectors along a new axis; the dtype is on_value's (int64 for ints, float32 for
     floats). Indices outside [0, depth) give all off_value."""
+    return one_hot_checked(indices, depth, on_value, off_value, axis, out_of_range_error="")
+
+
+def one_hot_checked(indices, depth, on_value, off_value, axis, out_of_range_error):
+    """one_hot for indices that must lie in [0, depth) (class labels, ids): the kernel raises
+    IndexError("<out_of_range_error> <index> is out of range [0, depth)") in both modes."""
     if is_tensor(on_value):
         dtype = on_value.dtype
     elif isinstance(on_value, float) or isinstance(off_value, float):
@@ -196,7 +202,7 @@ def one_hot(indices, depth, on_value=1, off_value=0, axis=-1):
         dtype = mstype.int64
     on, off = _scalar(on_value), _scalar(off_value)
     return call("one_hot", (_as_index_tensor(indices),),
-                (int(depth), int(axis), on, off, dtype_attr(dtype)))
+                (int(depth), int(axis), on, off, dtype_attr(dtype), out_of_range_error))
 
 
 def nonzero(input, as_tuple=False):  # noqa: A002

@@ -5,6 +5,7 @@ import numbers
 from kiln.common import dtype as mstype
 from kiln.ops._core import call
 from kiln.ops.function import elementwise as _ew
+from kiln.ops.function.array import one_hot, one_hot_checked
 from kiln.ops.function.reduce import _check_tensor, _is_int
 from kiln.ops.function.reduce import mean as _mean
 from kiln.ops.function.reduce import sum as _sum
@@ -159,33 +160,18 @@ def nll_loss(inputs, target, weight=None, ignore_index=-100, reduction="mean", l
     if tuple(target.shape) != expected:
         raise ValueError(f"{op}: target shape {tuple(target.shape)} does not match input shape "
                          f"{tuple(inputs.shape)} (expected {expected})")
-    return _nll(inputs, target, weight, ignore_index, reduction, smoothing, axis, classes)
+    return _nll(op, inputs, target, weight, ignore_index, reduction, smoothing, axis, classes)
 
 
-def _check_class_range(target, classes):
-    """A class index outside [0, classes) would silently pick nothing; eagerly it is an
-    IndexError (in a compiled graph the values are not known while compiling)."""
-    from kiln import _graph_state
-
-    if _graph_state.builder is not None or target.size == 0:
-        return
-    values = target.asnumpy()
-    low, high = int(values.min()), int(values.max())
-    if low < 0 or high >= classes:
-        bad = low if low < 0 else high
-        raise IndexError(f"cross_entropy/nll_loss: target class {bad} is out of range for "
-                         f"{classes} classes")
-
-
-def _nll(logp, target, weight, ignore_index, reduction, smoothing, axis, classes):
-    from kiln.ops import one_hot
+def _nll(op, logp, target, weight, ignore_index, reduction, smoothing, axis, classes):
     dtype = logp.dtype
     valid = _ew.not_equal(target, ignore_index)
     safe = _ew.where(valid, target, 0)
-    _check_class_range(safe, classes)
-    # Select with `where`, not multiply: 0 * -inf (a masked-out class) would give NaN.
+    # Select with `where`, not multiply: 0 * -inf (a masked-out class) would give NaN. A class
+    # outside [0, classes) would select nothing: the one_hot kernel raises for it in both modes.
     hot_axis = axis if logp.ndim > 1 else -1
-    picked_mask = _ew.cast(one_hot(safe, classes, 1, 0, hot_axis), mstype.bool_)
+    picked_mask = _ew.cast(one_hot_checked(safe, classes, 1, 0, hot_axis,
+                                           f"{op}: target class"), mstype.bool_)
     picked = _sum(_ew.where(picked_mask, logp, 0.0), axis)
     counted = _ew.cast(valid, dtype)
     if weight is None:
@@ -229,7 +215,7 @@ def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean
         if tuple(target.shape) != expected:
             raise ValueError(f"{op}: target shape {tuple(target.shape)} does not match input "
                              f"shape {tuple(input.shape)} (expected {expected} for class indices)")
-        return _nll(logp, target, weight, ignore_index, reduction, smoothing, axis, classes)
+        return _nll(op, logp, target, weight, ignore_index, reduction, smoothing, axis, classes)
     if tuple(target.shape) != tuple(input.shape):
         raise ValueError(f"{op}: probability target shape {tuple(target.shape)} must equal input "
                          f"shape {tuple(input.shape)}")
