@@ -137,9 +137,12 @@ def test_tensor_methods_and_primitives_check_too():
     lambda: nn.Dense(3.0, 2), lambda: nn.Conv2d(1, 2, 3.0), lambda: nn.Conv2d(1, 2, 3, stride=True),
     lambda: nn.Conv2d(1, 2, 3, pad_mode="pad", padding=(1.0, 1)), lambda: nn.MaxPool2d(2.0),
     lambda: nn.AvgPool2d(2, (1, 1.0)), lambda: nn.Flatten(1.0), lambda: nn.Embedding(4.0, 2),
-    lambda: nn.LayerNorm((4.0,)),
+    lambda: nn.LayerNorm((4.0,)), lambda: nn.ExponentialDecayLR(0.1, 0.9, 2.5),
+    lambda: nn.CosineDecayLR(0.0, 0.1, 10.0), lambda: nn.PolynomialDecayLR(0.1, 0.0, 3.5, 1.0),
+    lambda: nn.WarmUpLR(0.1, 5.0),
 ], ids=["Dense", "Conv2d-kernel", "Conv2d-stride", "Conv2d-padding", "MaxPool2d", "AvgPool2d",
-        "Flatten", "Embedding", "LayerNorm"])
+        "Flatten", "Embedding", "LayerNorm", "ExponentialDecayLR", "CosineDecayLR",
+        "PolynomialDecayLR", "WarmUpLR"])
 def test_layers_reject_float_sizes(make):
     with pytest.raises(TypeError):
         make()
