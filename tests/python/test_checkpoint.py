@@ -409,3 +409,25 @@ def test_a_live_save_temp_file_and_user_files_are_kept(tmp_path):
     ms.save_checkpoint({"x": Tensor(np.ones(3, np.float32))}, str(tmp_path / "b.ckpt"))
     assert not os.path.exists(live)                               # its writer is gone
     assert sorted(os.listdir(tmp_path)) == sorted(user_files + ["b.ckpt"])
+
+
+def test_a_temp_file_removed_before_its_lock_is_taken_is_replaced(tmp_path, monkeypatch):
+    """A concurrent save's cleanup may delete a temp file between its creation and its lock;
+    the writer notices (the file has no name left) and starts over with a new one."""
+    import tempfile
+
+    real_mkstemp, made = tempfile.mkstemp, []
+
+    def racing_mkstemp(*args, **kwargs):
+        fd, name = real_mkstemp(*args, **kwargs)
+        if not made:
+            os.unlink(name)          # what the other process's cleanup did
+        made.append(name)
+        return fd, name
+
+    monkeypatch.setattr(serialization.tempfile, "mkstemp", racing_mkstemp)
+    path = str(tmp_path / "m.ckpt")
+    ms.save_checkpoint({"x": Tensor(np.ones(3, np.float32))}, path)
+    assert len(made) == 2
+    np.testing.assert_array_equal(ms.load_checkpoint(path)["x"].asnumpy(), np.ones(3))
+    assert os.listdir(tmp_path) == ["m.ckpt"]
