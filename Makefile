@@ -2,7 +2,7 @@
 VENV := .venv
 PY := $(VENV)/bin/python
 
-.PHONY: build demo test test-cpp test-python bench lint
+.PHONY: build demo test test-cpp test-python bench lint fuzz-checkpoint-short
 
 build:
 	bash scripts/bootstrap.sh
@@ -18,6 +18,12 @@ test-cpp:
 
 test-python:
 	cd tests/python && ../../$(PY) -m pytest -q -p no:cacheprovider .
+
+# About 25 s of libFuzzer (atheris) on the checkpoint loader, seeded with checkpoints kiln saves;
+# any finding is written to build/fuzz/ and fails the target. Needs `make build` first.
+fuzz-checkpoint-short:
+	mkdir -p build/fuzz
+	$(PY) tests/fuzz/fuzz_checkpoint.py -max_total_time=25 -artifact_prefix=build/fuzz/
 
 bench: build
 	$(PY) benchmarks/run_all.py

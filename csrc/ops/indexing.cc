@@ -333,7 +333,7 @@ void GatherKernel(KernelContext& ctx) {
                ctx.outputs[0], ctx.def.name);
 }
 
-// ---- one_hot(indices; depth, axis, on_value, off_value, dtype)
+// ---- one_hot(indices; depth, axis, on_value, off_value, dtype, out_of_range_error)
 
 int64_t OneHotAxis(int64_t axis, int64_t ndim, const char* op) {
   KILN_CHECK(axis >= -1 && axis <= ndim, Index, op, ": axis must be in [-1, ", ndim, "], got ",
@@ -366,10 +366,18 @@ void OneHotKernel(KernelContext& ctx) {
     T on_v = cpu::Convert<T>(on), off_v = cpu::Convert<T>(off);
     T* o = out.data<T>();
     std::fill(o, o + out.numel(), off_v);
-    // Indices outside [0, depth) give an all-off row (TensorFlow's and MindSpore's rule).
+    // Indices outside [0, depth) give an all-off row (TensorFlow's and MindSpore's rule),
+    // unless the caller says such an index is a user error (class labels, ids) by naming it,
+    // as "cross_entropy: target class": then it is an IndexError in both modes (Graph mode
+    // first sees the values here).
+    const std::string& caller = AttrString(ctx.attrs, 5);
     for (int64_t i = 0; i < indices.numel(); ++i) {
       int64_t v = idx[i];
-      if (v >= 0 && v < depth) o[(i / inner) * depth * inner + v * inner + i % inner] = on_v;
+      if (v >= 0 && v < depth) {
+        o[(i / inner) * depth * inner + v * inner + i % inner] = on_v;
+      } else if (!caller.empty()) {
+        Throw(ErrorKind::Index, caller, " ", v, " is out of range [0, ", depth, ")");
+      }
     }
   });
 }
@@ -499,7 +507,8 @@ void RegisterIndexingOps(OpRegistry& r) {
                 {"axis", int64_t{-1}},
                 {"on_value", 1.0},
                 {"off_value", 0.0},
-                {"dtype", DType::Float32}},
+                {"dtype", DType::Float32},
+                {"out_of_range_error", std::string()}},
                InferOneHot, OneHotKernel, NotDifferentiable));
 }
 

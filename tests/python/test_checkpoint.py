@@ -258,3 +258,176 @@ def test_optimizer_state_round_trip(tmp_path):
     ms.load_checkpoint(path, net=fresh)
     assert fresh.global_step.asnumpy().tolist() == [1]
     np.testing.assert_array_equal(fresh.moments[0].asnumpy(), np.ones(opt.moments[0].shape))
+
+
+# ---- hostile files: header first, bounded reads, one exception type ----
+
+def forge(records, count=None, total=None):
+    """A checkpoint with a correct header length and CRC around hand-made record bytes."""
+    body = b"".join(records)
+    size = 24 + len(body) + 8
+    head = struct.pack("<8sIIQ", b"KILNCKPT", 1, len(records) if count is None else count,
+                       size if total is None else total)
+    crc = zlib.crc32(head + body) & 0xFFFFFFFF
+    return head + body + struct.pack("<I4s", crc, b"KEND")
+
+
+def record(name_bytes, dtype=b"float32", dims=(2,), data=None, nbytes=None):
+    data = np.arange(int(np.prod(dims)), dtype=np.float32).tobytes() if data is None else data
+    return (struct.pack("<I", len(name_bytes)) + name_bytes + struct.pack("<B", len(dtype))
+            + dtype + struct.pack(f"<I{len(dims)}QQ", len(dims), *dims,
+                                  len(data) if nbytes is None else nbytes) + data)
+
+
+def test_a_large_non_checkpoint_is_rejected_after_reading_its_header(tmp_path, monkeypatch):
+    big = tmp_path / "huge.bin"
+    with open(big, "wb") as f:
+        f.truncate(64 << 20)               # sparse: 64 MiB of zeros that are never read
+    read_sizes = []
+    real_open = open
+
+    class Spy:
+        def __init__(self, f):
+            self.f = f
+
+        def read(self, n=-1):
+            read_sizes.append(n)
+            return self.f.read(n)
+
+        def __getattr__(self, name):
+            return getattr(self.f, name)
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            self.f.close()
+
+    monkeypatch.setattr(serialization, "open", lambda *a, **k: Spy(real_open(*a, **k)),
+                        raising=False)
+    with pytest.raises(serialization.CheckpointError, match="huge.bin.*not a kiln checkpoint"):
+        ms.load_checkpoint(str(big))
+    assert read_sizes and max(read_sizes) <= 64 and -1 not in read_sizes
+
+
+def test_lengths_are_checked_before_allocating(tmp_path, monkeypatch):
+    """A record claiming 2**40 bytes of data fails before any allocation of that size."""
+    allocations = []
+    real_empty = np.empty
+    monkeypatch.setattr(serialization.np, "empty",
+                        lambda n, *a, **k: allocations.append(n) or real_empty(n, *a, **k))
+    bad = str(tmp_path / "claims.ckpt")
+    write(bad, forge([record(b"w", dims=(1 << 38,), data=b"", nbytes=4 << 38)]))
+    with pytest.raises(serialization.CheckpointError, match="runs past the end"):
+        ms.load_checkpoint(bad)
+    write(bad, forge([record(b"w")], count=1 << 30))
+    with pytest.raises(serialization.CheckpointError, match="cannot fit"):
+        ms.load_checkpoint(bad)
+    assert allocations == []
+
+
+def test_duplicate_names_in_a_file_are_an_error(tmp_path):
+    bad = str(tmp_path / "dup.ckpt")
+    twice = [record(b"fc.weight"), record(b"fc.weight", data=np.ones(2, "<f4").tobytes())]
+    write(bad, forge(twice))
+    with pytest.raises(ValueError, match=r"dup\.ckpt.*'fc\.weight' appears twice"):
+        ms.load_checkpoint(bad)
+
+
+@pytest.mark.parametrize("blob,why", [
+    (forge([record(b"\xff\xfe")]), "not valid UTF-8"),
+    (forge([record(b"")]), "empty name"),
+    (forge([record(b"w", dims=(1 << 63, 1 << 63, 0), data=b"")]), "impossible shape"),
+    (forge([record(b"w", dims=(0xFFFFFFFFFFFFFFFF,), data=b"")]), "impossible shape"),
+    (forge([record(b"w", dims=(0, 1 << 61), data=b"")]), "impossible shape"),  # 2**63 bytes
+    (forge([record(b"w", dims=(3,), data=b"\x00" * 8)]), "needs 12"),
+    (forge([record(b"w", dtype=b"\xff\xfe")]), "unknown dtype"),
+    (forge([record(b"w")])[:-8] + b"\x00\x00\x00\x00KEND", "CRC32"),
+    (forge([record(b"w")], total=(1 << 64) - 1), "truncated"),
+], ids=["utf8", "empty-name", "huge-dims", "u64-dim", "span-bytes", "length", "dtype", "crc",
+        "total"])
+def test_damaged_records_raise_checkpoint_error(tmp_path, blob, why):
+    bad = str(tmp_path / "damaged.ckpt")
+    write(bad, blob)
+    with pytest.raises(serialization.CheckpointError, match=f"damaged.ckpt.*{why}"):
+        ms.load_checkpoint(bad)
+
+
+def test_forged_file_loads_when_consistent(tmp_path):
+    """The forging helpers above describe the real format: a consistent forgery loads."""
+    good = str(tmp_path / "forged.ckpt")
+    write(good, forge([record(b"a"), record(b"b", dims=(2, 3))]))
+    loaded = ms.load_checkpoint(good)
+    np.testing.assert_array_equal(loaded["b"].asnumpy(), np.arange(6).reshape(2, 3))
+
+
+# ---- temp files of killed saves ----
+
+KILLED_SAVE = """
+import os, signal, sys
+import numpy as np
+import kiln as ms
+from kiln.train import serialization
+real = serialization._write_records
+def die(f, items):
+    f.write(b"partial")
+    f.flush()
+    os.kill(os.getpid(), signal.SIGKILL)
+serialization._write_records = die
+ms.save_checkpoint({"x": ms.Tensor(np.zeros(3, np.float32))}, sys.argv[1])
+"""
+
+
+def temp_files(directory):
+    return sorted(n for n in os.listdir(directory) if n.endswith(".kiln-tmp"))
+
+
+def test_a_killed_save_leaves_a_temp_file_the_next_save_removes(tmp_path):
+    import subprocess
+    import sys
+
+    path = str(tmp_path / "model.ckpt")
+    ms.save_checkpoint({"x": Tensor(np.ones(3, np.float32))}, path)
+    proc = subprocess.run([sys.executable, "-c", KILLED_SAVE, path], env=dict(os.environ),
+                          check=False)
+    assert proc.returncode == -9
+    assert len(temp_files(tmp_path)) == 1                         # the killed save's file
+    np.testing.assert_array_equal(ms.load_checkpoint(path)["x"].asnumpy(), np.ones(3))
+    ms.save_checkpoint({"y": Tensor(np.ones(2, np.float32))}, str(tmp_path / "other.ckpt"))
+    assert temp_files(tmp_path) == []
+    np.testing.assert_array_equal(ms.load_checkpoint(path)["x"].asnumpy(), np.ones(3))
+
+
+def test_a_live_save_temp_file_and_user_files_are_kept(tmp_path):
+    lock_fd, live = serialization._create_locked_temp(str(tmp_path), "a.ckpt")
+    user_files = [".notes.kiln-tmp", "a.ckpt.tmp", ".a.ckpt.x.kiln-tmp", ".b.bin.abcdefgh.kiln-tmp"]
+    for name in user_files:
+        write(str(tmp_path / name), b"mine")
+    ms.save_checkpoint({"x": Tensor(np.ones(3, np.float32))}, str(tmp_path / "b.ckpt"))
+    assert os.path.exists(live)                                   # its writer is alive
+    os.close(lock_fd)
+    ms.save_checkpoint({"x": Tensor(np.ones(3, np.float32))}, str(tmp_path / "b.ckpt"))
+    assert not os.path.exists(live)                               # its writer is gone
+    assert sorted(os.listdir(tmp_path)) == sorted(user_files + ["b.ckpt"])
+
+
+def test_a_temp_file_removed_before_its_lock_is_taken_is_replaced(tmp_path, monkeypatch):
+    """A concurrent save's cleanup may delete a temp file between its creation and its lock;
+    the writer notices (the file has no name left) and starts over with a new one."""
+    import tempfile
+
+    real_mkstemp, made = tempfile.mkstemp, []
+
+    def racing_mkstemp(*args, **kwargs):
+        fd, name = real_mkstemp(*args, **kwargs)
+        if not made:
+            os.unlink(name)          # what the other process's cleanup did
+        made.append(name)
+        return fd, name
+
+    monkeypatch.setattr(serialization.tempfile, "mkstemp", racing_mkstemp)
+    path = str(tmp_path / "m.ckpt")
+    ms.save_checkpoint({"x": Tensor(np.ones(3, np.float32))}, path)
+    assert len(made) == 2
+    np.testing.assert_array_equal(ms.load_checkpoint(path)["x"].asnumpy(), np.ones(3))
+    assert os.listdir(tmp_path) == ["m.ckpt"]

@@ -204,8 +204,10 @@ def test_conv2d_defaults_and_errors():
         nn.Conv2d(1, 2, 3, padding=1)
     with pytest.raises(ValueError, match="Conv2d: pad_mode"):
         nn.Conv2d(1, 2, 3, pad_mode="full")
-    with pytest.raises(TypeError, match="Conv2d: kernel_size"):
+    with pytest.raises(ValueError, match="Conv2d: kernel_size must be an int or a tuple of 2"):
         nn.Conv2d(1, 2, (3, 3, 3))
+    with pytest.raises(TypeError, match="Conv2d: kernel_size"):
+        nn.Conv2d(1, 2, (3, 3.0))
 
 
 # ---- pooling ----

@@ -23,15 +23,15 @@ def _tensor(x):
 # ---- reductions and shapes (registry signatures are fixed; call them directly) ----
 
 def rsum(x, axis=None, keepdims=False):
-    return _core.call("reduce_sum", (x,), (_core.axes_attr(axis), keepdims, None))
+    return _core.call("reduce_sum", (x,), (_core.axes_attr(axis, "reduce_sum"), keepdims, None))
 
 
 def rmean(x, axis=None, keepdims=False):
-    return _core.call("reduce_mean", (x,), (_core.axes_attr(axis), keepdims))
+    return _core.call("reduce_mean", (x,), (_core.axes_attr(axis, "reduce_mean"), keepdims))
 
 
 def rmax(x, axis=None, keepdims=False):
-    return _core.call("reduce_max", (x,), (_core.axes_attr(axis), keepdims))
+    return _core.call("reduce_max", (x,), (_core.axes_attr(axis, "reduce_max"), keepdims))
 
 
 def argmax(x, axis=-1):
@@ -39,7 +39,7 @@ def argmax(x, axis=-1):
 
 
 def reshape(x, shape):
-    return _core.call("reshape", (x,), (tuple(int(s) for s in shape),))
+    return _core.call("reshape", (x,), (_core.shape_attr(shape, "reshape"),))
 
 
 def transpose(x, perm):
@@ -59,7 +59,7 @@ def slice_nd(x, begin, end, strides):
 
 
 def full(shape, value, dtype):
-    return _core.call("fill", (), (tuple(int(s) for s in shape), value, dtype._enum))
+    return _core.call("fill", (), (_core.shape_attr(shape, "fill"), value, dtype._enum))
 
 
 def cast(x, dtype):
@@ -163,14 +163,7 @@ def dropout(x, p):
 # ---- convolution and pooling ----
 
 def pair(value, who, name):
-    if isinstance(value, bool):
-        raise TypeError(f"{who}: {name} must be an int or a tuple of 2 ints, got {value!r}")
-    if isinstance(value, int):
-        return (value, value)
-    if isinstance(value, (tuple, list)) and len(value) == 2 and all(
-            isinstance(v, int) and not isinstance(v, bool) for v in value):
-        return tuple(value)
-    raise TypeError(f"{who}: {name} must be an int or a tuple of 2 ints, got {value!r}")
+    return _core.pair_attr(value, who, name)
 
 
 def same_padding(size, kernel, stride, dilation):

@@ -1,4 +1,8 @@
 """Calls into the C++ op registry: op kinds by name, dtype and shape argument handling."""
+import operator
+
+import numpy as np
+
 from kiln import _C
 from kiln import _graph_state as _state
 from kiln.common import dtype as mstype
@@ -27,28 +31,63 @@ def dtype_attr(dtype):
     return None if dtype is None else mstype.to_dtype(dtype)._enum
 
 
-def axes_attr(axis):
-    """None, an int or a sequence of ints -> None or a tuple of ints."""
+def int_arg(value, op, name):
+    """One int argument (axis, count, size, ...): a Python or NumPy integer or a one-element
+    integer Tensor. A float, a bool or anything else is a TypeError naming `op` and `name`:
+    an int argument is never truncated."""
+    value_or_none = _index(value)
+    if value_or_none is None:
+        raise TypeError(f"{op}: {name} must be an int, got {_describe(value)}")
+    return value_or_none
+
+
+def axes_attr(axis, op, name="axis"):
+    """None, an int or a sequence of ints -> None or a tuple of ints; TypeError naming `op`."""
     if axis is None:
         return None
-    if isinstance(axis, int):
-        return (axis,)
-    return tuple(int(a) for a in axis)
+    return _int_tuple(axis, op, name, "None, an int or a tuple of ints")
 
 
-def shape_attr(shape, op):
+def shape_attr(shape, op, name="shape"):
     """An int or a sequence of ints -> a tuple of ints; TypeError naming `op` otherwise."""
-    if isinstance(shape, int):
-        return (shape,)
+    return _int_tuple(shape, op, name, "an int or a tuple of ints")
+
+
+def _int_tuple(values, op, name, expected):
+    items = tuple(values) if isinstance(values, (tuple, list)) else (values,)
+    ints = tuple(_index(v) for v in items)
+    if None in ints:
+        raise TypeError(f"{op}: {name} must be {expected}, got {_describe(values)}")
+    return ints
+
+
+def _index(value):
+    """operator.index(value), or None for a bool, a float or a non-integer value."""
+    if isinstance(value, (bool, np.bool_)):
+        return None
     try:
-        return tuple(_as_int(s) for s in shape)
-    except TypeError:
-        raise TypeError(f"{op}: expected a shape (tuple of ints), got {shape!r}") from None
+        return operator.index(value)
+    except (TypeError, ValueError, RuntimeError):
+        return None
 
 
-def _as_int(value):
-    if isinstance(value, bool) or not hasattr(value, "__index__"):
-        if hasattr(value, "item") and getattr(value, "size", 0) == 1:
-            return int(value.item())
-        raise TypeError
-    return int(value)
+def _describe(value):
+    if is_tensor(value):
+        return f"a {value.dtype} Tensor of shape {tuple(value.shape)}"
+    if isinstance(value, (tuple, list)):
+        return repr(value)
+    return f"{type(value).__name__} {value!r}"
+
+
+def pair_attr(value, op, name):
+    """An int or a sequence of 2 ints -> (a, b): a TypeError for a float or bool, a ValueError
+    for a sequence of another length (both naming `op` and `name`)."""
+    if isinstance(value, (tuple, list)):
+        if len(value) != 2:
+            raise ValueError(f"{op}: {name} must be an int or a tuple of 2 ints, got "
+                             f"{len(value)} values {_describe(value)}")
+        return _int_tuple(value, op, name, "an int or a tuple of 2 ints")
+    if _index(value) is None:
+        raise TypeError(f"{op}: {name} must be an int or a tuple of 2 ints, got "
+                        f"{_describe(value)}")
+    return (_index(value),) * 2

@@ -7,12 +7,20 @@ File layout (little-endian), version 1:
              | u32 ndim | u64 dims[ndim] | u64 data length | raw C-order data
     footer   u32 CRC32 (zlib) of every byte before it | b"KEND"
 
-Loading never executes code: only whitelisted dtypes are accepted, every length is checked
-against the bytes that remain, and the checksum is verified before any record is parsed.
+Loading never executes code and reads the file incrementally: the magic, version and total
+length are checked first (a large file that is not a checkpoint costs a 24-byte read), every
+length is checked against the bytes that remain before anything is allocated, names must be
+unique, and the checksum is verified before anything is returned. Every problem with the
+file's contents raises CheckpointError (a ValueError) naming the file and what is wrong.
+
 Saving is atomic: the file is written to a temporary file in the same directory, fsynced and
 moved over the target with os.replace, so a failure mid-save leaves the previous file intact.
+The temporary file is named ".<target>.<random>.kiln-tmp" and its writer holds an exclusive
+flock on it until the rename; a killed writer's lock dies with it, so the next save into the
+same directory deletes every such file nobody holds a lock on (see _remove_stale_temps).
 """
 import os
+import re
 import struct
 import tempfile
 import warnings
@@ -26,6 +34,11 @@ from kiln.common import dtype as mstype
 from kiln.common.parameter import Parameter
 from kiln.common.tensor import Tensor
 
+try:
+    import fcntl
+except ImportError:   # not POSIX: a failed save still removes its temp file, a killed one cannot
+    fcntl = None
+
 __all__ = ["save_checkpoint", "load_checkpoint", "load_param_into_net", "CheckpointError"]
 
 MAGIC = b"KILNCKPT"
@@ -33,6 +46,9 @@ END_MAGIC = b"KEND"
 VERSION = 1
 _HEADER = struct.Struct("<8sIIQ")
 _FOOTER = struct.Struct("<I4s")
+# Temp files: "." + target (always "*.ckpt") + "." + mkstemp's 8 random characters + suffix.
+_TEMP_SUFFIX = ".kiln-tmp"
+_TEMP_NAME = re.compile(r"^\..+\.ckpt\.[A-Za-z0-9_]{8}" + re.escape(_TEMP_SUFFIX) + "$")
 
 # kiln dtype name -> NumPy storage dtype (bfloat16 is stored as its exact float32 values).
 _STORAGE = {
@@ -113,28 +129,75 @@ def _encode_record(name, tensor):
     return head, data
 
 
+def _create_locked_temp(directory, target):
+    """A new temp file for `target` in `directory`, flocked by this process until it closes
+    the descriptor. Retried when a cleaner deleted the file between creation and locking."""
+    while True:
+        fd, tmp = tempfile.mkstemp(prefix=f".{target}.", suffix=_TEMP_SUFFIX, dir=directory)
+        if fcntl is None:
+            return fd, tmp
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        except OSError:   # no locks on this filesystem: cleaners cannot lock it either
+            return fd, tmp
+        if os.fstat(fd).st_nlink > 0:
+            return fd, tmp
+        os.close(fd)
+
+
+def _remove_stale_temps(directory):
+    """Deletes the temp files of saves into `directory` whose process died mid-save: a live
+    writer holds its file's lock until the rename, and the kernel drops a dead one's lock."""
+    if fcntl is None:
+        return
+    try:
+        names = [n for n in os.listdir(directory) if _TEMP_NAME.match(n)]
+    except OSError:
+        return
+    for name in names:
+        tmp = os.path.join(directory, name)
+        try:
+            fd = os.open(tmp, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        except OSError:
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            if os.path.samestat(os.fstat(fd), os.lstat(tmp)):
+                os.unlink(tmp)
+        except OSError:   # held by a live save, already gone, or not lockable here
+            pass
+        finally:
+            os.close(fd)
+
+
+def _write_records(f, items):
+    records = [_encode_record(name, t) for name, t in items.items()]
+    total = _HEADER.size + _FOOTER.size + sum(len(h) + d.nbytes for h, d in records)
+    header = _HEADER.pack(MAGIC, VERSION, len(records), total)
+    crc = zlib.crc32(header)
+    f.write(header)
+    for head, data in records:
+        body = memoryview(data).cast("B") if data.nbytes else b""
+        f.write(head)
+        f.write(body)
+        crc = zlib.crc32(body, zlib.crc32(head, crc))
+    f.write(_FOOTER.pack(crc & 0xFFFFFFFF, END_MAGIC))
+    f.flush()
+    os.fsync(f.fileno())
+
+
 def _write_file(path, items):
-    """Writes the checkpoint to a temp file next to `path`, then os.replace()s it over."""
+    """Writes the checkpoint to a locked temp file next to `path`, then os.replace()s it over;
+    first removes temp files that saves killed earlier left in the directory."""
     directory = os.path.dirname(path) or "."
     if not os.path.isdir(directory):
         raise FileNotFoundError(f"save_checkpoint: directory {directory!r} does not exist")
-    fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp",
-                               dir=directory)
+    _remove_stale_temps(directory)
+    lock_fd, tmp = _create_locked_temp(directory, os.path.basename(path))
     try:
-        with os.fdopen(fd, "wb") as f:
-            records = [_encode_record(name, t) for name, t in items.items()]
-            total = _HEADER.size + _FOOTER.size + sum(len(h) + d.nbytes for h, d in records)
-            header = _HEADER.pack(MAGIC, VERSION, len(records), total)
-            crc = zlib.crc32(header)
-            f.write(header)
-            for head, data in records:
-                f.write(head)
-                f.write(memoryview(data).cast("B") if data.nbytes else b"")
-                crc = zlib.crc32(head, crc)
-                crc = zlib.crc32(memoryview(data).cast("B") if data.nbytes else b"", crc)
-            f.write(_FOOTER.pack(crc & 0xFFFFFFFF, END_MAGIC))
-            f.flush()
-            os.fsync(f.fileno())
+        # A second descriptor for writing: the lock lives on lock_fd until after the rename.
+        with os.fdopen(os.dup(lock_fd), "wb") as f:
+            _write_records(f, items)
         os.chmod(tmp, 0o644)
         os.replace(tmp, path)
     except BaseException:
@@ -143,6 +206,8 @@ def _write_file(path, items):
         except OSError:
             pass
         raise
+    finally:
+        os.close(lock_fd)
     try:  # make the rename itself durable; not every platform can fsync a directory
         dir_fd = os.open(directory, os.O_RDONLY)
         try:
@@ -180,64 +245,150 @@ def save_checkpoint(save_obj, ckpt_file_name, integrated_save=True, async_save=F
 
 # ---- loading ----
 
-def _parse(blob, path):
-    """Validates and decodes a checkpoint's bytes into an ordered name -> ndarray/dtype list."""
+_MIN_RECORD = 4 + 1 + 4 + 8        # a record with a 0-byte name, dtype, shape and data
+_MAX_BYTES = 1 << 62               # beyond this a shape cannot describe a real tensor
+_CHUNK = 1 << 20                   # bytes read at a time for records that are skipped
+
+
+class _Reader:
+    """Reads a checkpoint front to back: every length is checked against the bytes that remain
+    before anything is allocated, and a running CRC32 covers every byte read."""
+
+    def __init__(self, f, path, limit):
+        self.f, self.path, self.limit = f, path, limit
+        self.pos, self.crc = 0, 0
+
+    def error(self, why):
+        return CheckpointError(f"load_checkpoint: {self.path!r} is {why}")
+
+    def _check_room(self, size, what):
+        if size > self.limit - self.pos:
+            raise self.error(f"corrupted: {what} ({size} bytes) runs past the end of the "
+                             f"records ({self.limit - self.pos} bytes left)")
+
+    def read(self, size, what):
+        self._check_room(size, what)
+        data = self.f.read(size)
+        self._consumed(data, what, size)
+        return data
+
+    def unpack(self, fmt, what):
+        return struct.unpack(fmt, self.read(struct.calcsize(fmt), what))
+
+    def read_array(self, storage, dims, nbytes, what):
+        """A fresh array of `dims` filled from the next `nbytes` bytes."""
+        self._check_room(nbytes, what)
+        arr = np.empty(nbytes // storage.itemsize, dtype=storage)
+        view = memoryview(arr).cast("B")
+        got = self.f.readinto(view) if nbytes else 0
+        self._consumed(view[:got], what, nbytes)
+        return arr.reshape(dims)
+
+    def skip(self, nbytes, what):
+        """Reads past `nbytes` bytes (for the checksum) without keeping them."""
+        self._check_room(nbytes, what)
+        while nbytes:
+            step = min(nbytes, _CHUNK)
+            self._consumed(self.f.read(step), what, step)
+            nbytes -= step
+
+    def _consumed(self, data, what, size):
+        if len(data) != size:   # the file shrank while it was being read
+            raise self.error(f"truncated: {what} ended after {len(data)} of {size} bytes")
+        self.crc = zlib.crc32(data, self.crc)
+        self.pos += size
+
+
+def _read_header(f, path, file_size):
+    """Checks magic, version and length before anything else is read; returns the count."""
     def bad(why):
         return CheckpointError(f"load_checkpoint: {path!r} is {why}")
 
-    n = len(blob)
-    if n < len(MAGIC) or blob[:len(MAGIC)] != MAGIC:
+    head = f.read(_HEADER.size)
+    if head[:len(MAGIC)] != MAGIC:
         raise bad("not a kiln checkpoint (bad magic number)")
-    if n < _HEADER.size + _FOOTER.size:
-        raise bad(f"truncated: {n} bytes is shorter than a header and footer")
-    _, version, count, total = _HEADER.unpack_from(blob, 0)
+    if len(head) < _HEADER.size or file_size < _HEADER.size + _FOOTER.size:
+        raise bad(f"truncated: {file_size} bytes is shorter than a header and footer")
+    _, version, count, total = _HEADER.unpack(head)
     if version != VERSION:
         raise bad(f"format version {version}; this kiln reads version {VERSION}")
-    if n < total:
-        raise bad(f"truncated: {n} of {total} bytes present")
-    if n > total:
-        raise bad(f"corrupted: {n - total} unexpected bytes after the end ({total} expected)")
-    crc, end = _FOOTER.unpack_from(blob, n - _FOOTER.size)
+    if file_size < total:
+        raise bad(f"truncated: {file_size} of {total} bytes present")
+    if file_size > total:
+        raise bad(f"corrupted: {file_size - total} unexpected bytes after the end "
+                  f"({total} expected)")
+    if count * _MIN_RECORD > total - _HEADER.size - _FOOTER.size:
+        raise bad(f"corrupted: {count} records cannot fit in {total} bytes")
+    return head, count
+
+
+def _record_shape(reader, index, name, dtype_name):
+    """A record's dims and the data length they imply, after checking both are sane."""
+    (ndim,) = reader.unpack("<I", f"record {index}'s rank")
+    if ndim > 64:
+        raise reader.error(f"corrupted: record '{name}' claims {ndim} dimensions")
+    dims = reader.unpack(f"<{ndim}Q", f"record {index}'s shape")
+    itemsize = np.dtype(_STORAGE[dtype_name]).itemsize
+    span = itemsize   # the bytes the shape would span with its zero dimensions taken as 1
+    for d in dims:
+        span *= max(d, 1)
+    if span > _MAX_BYTES:
+        raise reader.error(f"corrupted: record '{name}' has an impossible shape {dims}")
+    (nbytes,) = reader.unpack("<Q", f"record {index}'s data length")
+    expected = int(np.prod(dims, dtype=object)) * itemsize
+    if nbytes != expected:
+        raise reader.error(f"corrupted: record '{name}' has {nbytes} data bytes; shape {dims} "
+                           f"of {dtype_name} needs {expected}")
+    return dims, nbytes
+
+
+def _read_record(reader, index):
+    """One record's name, dtype name, shape and data length, leaving the data unread."""
+    (name_len,) = reader.unpack("<I", f"record {index}'s name length")
+    try:
+        name = reader.read(name_len, f"record {index}'s name").decode("utf-8")
+    except UnicodeDecodeError:
+        raise reader.error(f"corrupted: record {index}'s name is not valid UTF-8") from None
+    if not name:
+        raise reader.error(f"corrupted: record {index} has an empty name")
+    (dt_len,) = reader.unpack("<B", f"record {index}'s dtype length")
+    dtype_name = reader.read(dt_len, f"record {index}'s dtype").decode("ascii", "replace")
+    if dtype_name not in _STORAGE:
+        raise reader.error(f"corrupted: record '{name}' has unknown dtype {dtype_name!r}")
+    return (name, dtype_name) + _record_shape(reader, index, name, dtype_name)
+
+
+def _read_checkpoint(path, keep):
+    """Validates and decodes a checkpoint file into an ordered list of (name, dtype name,
+    ndarray) for the names `keep` accepts, reading it incrementally: the header is checked
+    before anything else is read and no allocation exceeds the bytes the file still holds."""
+    with open(path, "rb") as f:
+        file_size = os.fstat(f.fileno()).st_size
+        head, count = _read_header(f, path, file_size)
+        reader = _Reader(f, path, file_size - _FOOTER.size)
+        reader.pos, reader.crc = len(head), zlib.crc32(head)
+        out, seen = [], set()
+        for index in range(count):
+            name, dtype_name, dims, nbytes = _read_record(reader, index)
+            if name in seen:
+                raise reader.error(f"corrupted: the name '{name}' appears twice")
+            seen.add(name)
+            if keep(name):
+                storage = np.dtype(_STORAGE[dtype_name])
+                out.append((name, dtype_name,
+                            reader.read_array(storage, dims, nbytes, f"record '{name}'s data")))
+            else:
+                reader.skip(nbytes, f"record '{name}'s data")
+        if reader.pos != reader.limit:
+            raise reader.error("corrupted: the records do not fill the file")
+        footer = f.read(_FOOTER.size)
+    if len(footer) != _FOOTER.size:
+        raise reader.error("truncated: the footer is missing")
+    crc, end = _FOOTER.unpack(footer)
     if end != END_MAGIC:
-        raise bad("corrupted: the end marker is missing")
-    if zlib.crc32(memoryview(blob)[:n - _FOOTER.size]) & 0xFFFFFFFF != crc:
-        raise bad("corrupted: the CRC32 checksum does not match the contents")
-    limit = n - _FOOTER.size
-    pos = _HEADER.size
-    out = []
-
-    def take(size, what):
-        nonlocal pos
-        if size < 0 or pos + size > limit:
-            raise bad(f"corrupted: record {len(out)}'s {what} ({size} bytes) runs past the end")
-        start = pos
-        pos += size
-        return start
-
-    for _ in range(count):
-        (name_len,) = struct.unpack_from("<I", blob, take(4, "name length"))
-        name = bytes(blob[take(name_len, "name"):pos]).decode("utf-8", errors="strict")
-        (dt_len,) = struct.unpack_from("<B", blob, take(1, "dtype length"))
-        dtype_name = bytes(blob[take(dt_len, "dtype"):pos]).decode("ascii", errors="replace")
-        if dtype_name not in _STORAGE:
-            raise bad(f"corrupted: record '{name}' has unknown dtype {dtype_name!r}")
-        (ndim,) = struct.unpack_from("<I", blob, take(4, "rank"))
-        if ndim > 64:
-            raise bad(f"corrupted: record '{name}' claims {ndim} dimensions")
-        dims = struct.unpack_from(f"<{ndim}Q", blob, take(8 * ndim, "shape"))
-        (nbytes,) = struct.unpack_from("<Q", blob, take(8, "data length"))
-        storage = np.dtype(_STORAGE[dtype_name])
-        expected = int(np.prod(dims, dtype=np.float64)) * storage.itemsize if dims else \
-            storage.itemsize
-        if nbytes != expected:
-            raise bad(f"corrupted: record '{name}' has {nbytes} data bytes; shape {dims} of "
-                      f"{dtype_name} needs {expected}")
-        start = take(nbytes, "data")
-        arr = np.frombuffer(blob, dtype=storage, count=nbytes // storage.itemsize,
-                            offset=start).reshape(dims).copy()
-        out.append((name, dtype_name, arr))
-    if pos != limit:
-        raise bad("corrupted: the records do not fill the file")
+        raise reader.error("corrupted: the end marker is missing")
+    if reader.crc & 0xFFFFFFFF != crc:
+        raise reader.error("corrupted: the CRC32 checksum does not match the contents")
     return out
 
 
@@ -263,16 +414,15 @@ def load_checkpoint(ckpt_file_name, net=None, strict_load=False, filter_prefix=N
         raise FileNotFoundError(f"load_checkpoint: checkpoint file {path!r} does not exist")
     filters = _prefix_list(filter_prefix, "load_checkpoint", "filter_prefix")
     specify = _prefix_list(specify_prefix, "load_checkpoint", "specify_prefix")
-    with open(path, "rb") as f:
-        blob = f.read()
-    params = OrderedDict()
-    for name, dtype_name, arr in _parse(blob, path):
+    def keep(name):
         if filters and name.startswith(filters):
-            continue
+            return False
         if specify and not name.startswith(specify):
-            continue
-        if choice_func is not None and not choice_func(name):
-            continue
+            return False
+        return choice_func is None or bool(choice_func(name))
+
+    params = OrderedDict()
+    for name, dtype_name, arr in _read_checkpoint(path, keep):
         dtype = mstype.to_dtype(dtype_name)
         tensor = Tensor(arr, dtype) if dtype is mstype.bfloat16 else Tensor(arr)
         params[name] = Parameter(tensor, name=name)

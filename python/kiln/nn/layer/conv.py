@@ -7,6 +7,7 @@ from kiln.common.parameter import Parameter
 from kiln.nn import _functional as F
 from kiln.nn.cell import Cell
 from kiln.nn.layer.basic import check_bool, check_int
+from kiln.ops._core import pair_attr, shape_attr
 
 __all__ = ["Conv2d", "resolve_padding"]
 
@@ -18,16 +19,14 @@ def resolve_padding(who, pad_mode, padding):
     if not isinstance(pad_mode, str) or pad_mode.lower() not in _PAD_MODES:
         raise ValueError(f"{who}: pad_mode must be one of {_PAD_MODES}, got {pad_mode!r}")
     pad_mode = pad_mode.lower()
-    if isinstance(padding, bool):
-        raise TypeError(f"{who}: padding must be an int or a tuple of 2 or 4 ints, got {padding!r}")
-    if isinstance(padding, int):
-        pads = (padding,) * 4
-    elif isinstance(padding, (tuple, list)) and len(padding) in (2, 4) and all(
-            isinstance(p, int) and not isinstance(p, bool) for p in padding):
-        pads = tuple(padding) if len(padding) == 4 else (padding[0], padding[0],
-                                                           padding[1], padding[1])
+    if isinstance(padding, (tuple, list)) and len(padding) == 4:
+        pads = shape_attr(padding, who, "padding")
+    elif isinstance(padding, (tuple, list)) and len(padding) != 2:
+        raise ValueError(f"{who}: padding must be an int or a tuple of 2 or 4 ints, got "
+                         f"{len(padding)} values {padding!r}")
     else:
-        raise TypeError(f"{who}: padding must be an int or a tuple of 2 or 4 ints, got {padding!r}")
+        h, w = pair_attr(padding, who, "padding")
+        pads = (h, h, w, w)
     if any(p < 0 for p in pads):
         raise ValueError(f"{who}: padding must be non-negative, got {padding!r}")
     if pad_mode != "pad" and any(pads):

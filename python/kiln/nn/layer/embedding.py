@@ -1,7 +1,6 @@
 """Embedding: a (vocab_size, embedding_size) table looked up by integer ids (MindSpore's names)."""
 import numpy as np
 
-from kiln import ops
 from kiln.common import dtype as mstype
 from kiln.common.initializer import initializer
 from kiln.common.parameter import Parameter
@@ -9,6 +8,7 @@ from kiln.nn import _functional as F
 from kiln.nn.cell import Cell
 from kiln.nn.layer.basic import check_bool, check_int
 from kiln.ops import _core
+from kiln.ops.function.array import one_hot_checked
 
 __all__ = ["Embedding"]
 
@@ -51,7 +51,7 @@ class Embedding(Cell):
         shape = tuple(ids.shape)
         flat = F.reshape(ids, (-1,))
         if self.use_one_hot:
-            hot = ops.one_hot(flat, self.vocab_size, 1.0, 0.0)
+            hot = one_hot_checked(flat, self.vocab_size, 1.0, 0.0, -1, "Embedding: id")
             out = F.matmul(F.cast(hot, self.embedding_table.dtype), self.embedding_table)
         else:
             out = _core.call("gather", (self.embedding_table, flat), (0, 0))

@@ -5,6 +5,7 @@ from kiln import _C, ops
 from kiln.common import dtype as mstype
 from kiln.nn import _functional as F
 from kiln.nn.cell import Cell
+from kiln.ops.function.array import one_hot_checked
 
 __all__ = ["LossBase", "MSELoss", "L1Loss", "CrossEntropyLoss", "SoftmaxCrossEntropyWithLogits"]
 
@@ -118,7 +119,8 @@ class CrossEntropyLoss(LossBase):
             idx = F.reshape(labels, (-1,))
             valid = F.cast(ops.not_equal(idx, self.ignore_index), logp.dtype)
             safe = idx * F.cast(ops.not_equal(idx, self.ignore_index), idx.dtype)
-            target = F.cast(ops.one_hot(safe, classes, 1.0, 0.0), logp.dtype)
+            target = F.cast(one_hot_checked(safe, classes, 1.0, 0.0, -1, f"{who}: label"),
+                            logp.dtype)
             wsample = valid if self.weight is None else \
                 F.rsum(target * F.cast(self.weight, logp.dtype), -1) * valid
             if self.label_smoothing:
@@ -164,7 +166,8 @@ class SoftmaxCrossEntropyWithLogits(LossBase):
                 raise ValueError(f"{who}: with sparse=True labels must be integer class ids of "
                                  f"shape ({shape[0]},), got {labels.dtype} "
                                  f"{tuple(labels.shape)}")
-            labels = F.cast(ops.one_hot(labels, shape[1], 1.0, 0.0), logp.dtype)
+            labels = F.cast(one_hot_checked(labels, shape[1], 1.0, 0.0, -1, f"{who}: label"),
+                            logp.dtype)
         else:
             _check_same_shape(logits, labels, who)
             labels = F.cast(labels, logp.dtype)

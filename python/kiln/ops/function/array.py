@@ -3,7 +3,7 @@ import builtins
 import numbers
 
 from kiln.common import dtype as mstype
-from kiln.ops._core import axes_attr, call, dtype_attr, is_tensor, shape_attr
+from kiln.ops._core import axes_attr, call, dtype_attr, int_arg, is_tensor, shape_attr
 
 __all__ = [
     "assign",
@@ -26,9 +26,9 @@ def _ndim(x):
     return len(x.shape)
 
 
-def _axis(axis, ndim, op):
+def _axis(axis, ndim, op, name="axis"):
     """A possibly negative axis wrapped into [0, ndim); IndexError naming `op` otherwise."""
-    axis = int(axis)
+    axis = int_arg(axis, op, name)
     if not -ndim <= axis < ndim:
         raise IndexError(f"{op}: axis {axis} is out of range for a tensor of rank {ndim}")
     return axis + ndim if axis < 0 else axis
@@ -42,17 +42,17 @@ def reshape(input, shape):  # noqa: A002 - MindSpore's argument names
 
 
 def transpose(input, input_perm):  # noqa: A002
-    return call("transpose", (input,), (shape_attr(input_perm, "transpose"),))
+    return call("transpose", (input,), (shape_attr(input_perm, "transpose", "input_perm"),))
 
 
 def permute(input, axis):  # noqa: A002
-    return call("transpose", (input,), (shape_attr(axis, "permute"),))
+    return call("transpose", (input,), (shape_attr(axis, "permute", "axis"),))
 
 
 def swapaxes(input, axis0, axis1):  # noqa: A002
     n = _ndim(input)
     perm = list(range(n))
-    a, b = _axis(axis0, n, "swapaxes"), _axis(axis1, n, "swapaxes")
+    a, b = _axis(axis0, n, "swapaxes", "axis0"), _axis(axis1, n, "swapaxes", "axis1")
     perm[a], perm[b] = perm[b], perm[a]
     return transpose(input, tuple(perm))
 
@@ -64,15 +64,15 @@ def broadcast_to(input, shape):  # noqa: A002
 
 def squeeze(input, axis=None):  # noqa: A002
     """Drops the size-1 axes listed in `axis` (all of them when None)."""
-    return call("squeeze", (input,), (axes_attr(axis),))
+    return call("squeeze", (input,), (axes_attr(axis, "squeeze"),))
 
 
 def expand_dims(input_x, axis):
-    return call("expand_dims", (input_x,), (int(axis),))
+    return call("expand_dims", (input_x,), (int_arg(axis, "expand_dims", "axis"),))
 
 
 def unsqueeze(input, dim):  # noqa: A002
-    return call("expand_dims", (input,), (int(dim),))
+    return call("expand_dims", (input,), (int_arg(dim, "unsqueeze", "dim"),))
 
 
 def flatten(input, order="C", *, start_dim=1, end_dim=-1):  # noqa: A002
@@ -85,7 +85,8 @@ def flatten(input, order="C", *, start_dim=1, end_dim=-1):  # noqa: A002
     if order == "F":
         input = transpose(input, tuple(reversed(range(len(shape)))))
         shape = shape[::-1]
-    start, end = _axis(start_dim, len(shape), "flatten"), _axis(end_dim, len(shape), "flatten")
+    start = _axis(start_dim, len(shape), "flatten", "start_dim")
+    end = _axis(end_dim, len(shape), "flatten", "end_dim")
     if start > end:
         raise ValueError(f"flatten: start_dim {start_dim} comes after end_dim {end_dim}")
     merged = 1
@@ -99,7 +100,8 @@ def narrow(input, axis, start, length):  # noqa: A002
     n = _ndim(input)
     axis = _axis(axis, n, "narrow")
     size = input.shape[axis]
-    start = int(start) + size if int(start) < 0 else int(start)
+    start, length = int_arg(start, "narrow", "start"), int_arg(length, "narrow", "length")
+    start = start + size if start < 0 else start
     if not 0 <= start <= size or length < 0 or start + length > size:
         raise ValueError(f"narrow: start {start} and length {length} do not fit axis {axis} "
                          f"of size {size}")
@@ -119,7 +121,7 @@ def concat(tensors, axis=0):
     tensors = tuple(tensors)
     if not tensors:
         raise ValueError("concat: expected at least one tensor")
-    return call("concat", tensors, (int(axis),))
+    return call("concat", tensors, (int_arg(axis, "concat", "axis"),))
 
 
 cat = concat
@@ -143,13 +145,13 @@ def split(tensor, split_size_or_sections, axis=0):
     listed section sizes. Returns a tuple."""
     axis = _axis(axis, _ndim(tensor), "split")
     size = tensor.shape[axis]
-    if isinstance(split_size_or_sections, numbers.Integral):
-        step = int(split_size_or_sections)
+    if not isinstance(split_size_or_sections, (tuple, list)):
+        step = int_arg(split_size_or_sections, "split", "split_size_or_sections")
         if step <= 0:
             raise ValueError(f"split: split_size must be positive, got {step}")
         sizes = [min(step, size - s) for s in range(0, size, step)] or [0]
     else:
-        sizes = [int(s) for s in split_size_or_sections]
+        sizes = list(shape_attr(split_size_or_sections, "split", "split_size_or_sections"))
         if builtins.sum(sizes) != size:
             raise ValueError(f"split: sections {sizes} do not sum to axis {axis}'s size {size}")
     out = call("split", (tensor,), (axis, tuple(sizes)))
@@ -158,16 +160,17 @@ def split(tensor, split_size_or_sections, axis=0):
 
 def chunk(input, chunks, axis=0):  # noqa: A002
     """At most `chunks` views of equal size ceil(n / chunks) along axis (the last smaller)."""
-    if int(chunks) <= 0:
+    chunks = int_arg(chunks, "chunk", "chunks")
+    if chunks <= 0:
         raise ValueError(f"chunk: chunks must be positive, got {chunks}")
     size = input.shape[_axis(axis, _ndim(input), "chunk")]
-    step = -(-size // int(chunks)) if size else 1
+    step = -(-size // chunks) if size else 1
     return split(input, builtins.max(step, 1), axis)
 
 
 def tile(input, dims):  # noqa: A002
     """Repeats the whole tensor `dims[i]` times along each axis (np.tile)."""
-    dims = shape_attr(dims, "tile")
+    dims = shape_attr(dims, "tile", "dims")
     shape = tuple(input.shape)
     n = builtins.max(len(dims), len(shape))
     dims = (1,) * (n - len(dims)) + dims
@@ -182,12 +185,18 @@ def tile(input, dims):  # noqa: A002
 def gather(input_params, input_indices, axis, batch_dims=0):
     """np.take(input_params, input_indices, axis); negative indices wrap."""
     return call("gather", (input_params, _as_index_tensor(input_indices)),
-                (int(axis), int(batch_dims)))
+                (int_arg(axis, "gather", "axis"), int_arg(batch_dims, "gather", "batch_dims")))
 
 
 def one_hot(indices, depth, on_value=1, off_value=0, axis=-1):
     """One-hot vectors along a new axis; the dtype is on_value's (int64 for ints, float32 for
     floats). Indices outside [0, depth) give all off_value."""
+    return one_hot_checked(indices, depth, on_value, off_value, axis, out_of_range_error="")
+
+
+def one_hot_checked(indices, depth, on_value, off_value, axis, out_of_range_error):
+    """one_hot for indices that must lie in [0, depth) (class labels, ids): the kernel raises
+    IndexError("<out_of_range_error> <index> is out of range [0, depth)") in both modes."""
     if is_tensor(on_value):
         dtype = on_value.dtype
     elif isinstance(on_value, float) or isinstance(off_value, float):
@@ -196,7 +205,8 @@ def one_hot(indices, depth, on_value=1, off_value=0, axis=-1):
         dtype = mstype.int64
     on, off = _scalar(on_value), _scalar(off_value)
     return call("one_hot", (_as_index_tensor(indices),),
-                (int(depth), int(axis), on, off, dtype_attr(dtype)))
+                (int_arg(depth, "one_hot", "depth"), int_arg(axis, "one_hot", "axis"), on, off,
+                 dtype_attr(dtype), out_of_range_error))
 
 
 def nonzero(input, as_tuple=False):  # noqa: A002
@@ -266,9 +276,9 @@ def full_like(input, fill_value, *, dtype=None):  # noqa: A002
 
 def _fill(size, value, dtype, op):
     if isinstance(size, _tensor_class()):
-        size = tuple(int(s) for s in size.asnumpy().reshape(-1))
+        size = tuple(size.asnumpy().reshape(-1).tolist())
     mstype.check_int_fits(value, dtype, op)
-    return call("fill", (), (shape_attr(size, op), _scalar(value), dtype_attr(dtype)))
+    return call("fill", (), (shape_attr(size, op, "size"), _scalar(value), dtype_attr(dtype)))
 
 
 def _value_dtype(value):
@@ -305,32 +315,38 @@ def arange(start=0, end=None, step=1, *, dtype=None):
 # ---- random ----
 
 def _size_args(size, op):
-    if len(size) == 1 and not isinstance(size[0], numbers.Integral):
+    if len(size) == 1 and isinstance(size[0], (tuple, list)):
         size = size[0]
-    return shape_attr(size, op)
+    return shape_attr(size, op, "size")
+
+
+def _seed(seed, op):
+    return None if seed is None else int_arg(seed, op, "seed")
 
 
 def rand(*size, dtype=None, seed=None):
     """Uniform samples in [0, 1)."""
     return call("uniform_real", (), (_size_args(size, "rand"), dtype_attr(dtype or mstype.float32),
-                                     0.0, 1.0, seed))
+                                     0.0, 1.0, _seed(seed, "rand")))
 
 
 def randn(*size, dtype=None, seed=None):
     """Standard normal samples."""
     return call("standard_normal", (), (_size_args(size, "randn"),
-                                        dtype_attr(dtype or mstype.float32), 0.0, 1.0, seed))
+                                        dtype_attr(dtype or mstype.float32), 0.0, 1.0,
+                                        _seed(seed, "randn")))
 
 
 def standard_normal(shape, seed=None, dtype=mstype.float32):
     return call("standard_normal", (), (shape_attr(shape, "standard_normal"), dtype_attr(dtype),
-                                        0.0, 1.0, seed))
+                                        0.0, 1.0, _seed(seed, "standard_normal")))
 
 
 def uniform(shape, minval, maxval, seed=None, dtype=mstype.float32):
     """Uniform samples in [minval, maxval)."""
     return call("uniform_real", (), (shape_attr(shape, "uniform"), dtype_attr(dtype),
-                                     float(_scalar(minval)), float(_scalar(maxval)), seed))
+                                     float(_scalar(minval)), float(_scalar(maxval)),
+                                     _seed(seed, "uniform")))
 
 
 def _as_index_tensor(indices):

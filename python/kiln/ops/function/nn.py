@@ -1,22 +1,14 @@
 """Neural-network functional ops: conv2d (MindSpore pad_mode semantics) and 2-D pooling."""
 
-from kiln.ops._core import call
+from kiln.ops._core import call, int_arg, pair_attr, shape_attr
 
 __all__ = [
-    "apply_momentum","conv2d", "max_pool2d", "avg_pool2d", "adaptive_avg_pool2d"]
+    "apply_momentum", "conv2d", "max_pool2d", "avg_pool2d", "adaptive_avg_pool2d"]
 
 
 def _pair(value, name, op, allow_zero=False):
     """An int or a 2-sequence of ints -> (a, b); positive (or non-negative) ints only."""
-    if isinstance(value, bool):
-        raise TypeError(f"{op}: {name} must be an int or a tuple of 2 ints, got {value!r}")
-    if isinstance(value, int):
-        pair = (value, value)
-    elif isinstance(value, (tuple, list)) and len(value) == 2 and all(
-            isinstance(v, int) and not isinstance(v, bool) for v in value):
-        pair = (int(value[0]), int(value[1]))
-    else:
-        raise TypeError(f"{op}: {name} must be an int or a tuple of 2 ints, got {value!r}")
+    pair = pair_attr(value, op, name)
     low = 0 if allow_zero else 1
     if min(pair) < low:
         kind = "non-negative" if allow_zero else "positive"
@@ -27,11 +19,10 @@ def _pair(value, name, op, allow_zero=False):
 def _padding4(padding, op):
     """conv2d "pad" padding: int, (h, w) or (top, bottom, left, right) -> 4-tuple."""
     if isinstance(padding, (tuple, list)) and len(padding) == 4:
-        if not all(isinstance(p, int) and not isinstance(p, bool) for p in padding):
-            raise TypeError(f"{op}: padding must hold ints, got {padding!r}")
-        if min(padding) < 0:
+        pads = shape_attr(padding, op, "padding")
+        if min(pads) < 0:
             raise ValueError(f"{op}: padding must be non-negative, got {padding!r}")
-        return tuple(int(p) for p in padding)
+        return pads
     h, w = _pair(padding, "padding", op, allow_zero=True)
     return (h, h, w, w)
 
@@ -63,7 +54,8 @@ def conv2d(input, weight, bias=None, stride=1, pad_mode="valid", padding=0, dila
     op = "conv2d"
     stride = _pair(stride, "stride", op)
     dilation = _pair(dilation, "dilation", op)
-    if isinstance(groups, bool) or not isinstance(groups, int) or groups < 1:
+    groups = int_arg(groups, op, "groups")
+    if groups < 1:
         raise ValueError(f"{op}: groups must be a positive int, got {groups!r}")
     if not isinstance(pad_mode, str) or pad_mode.lower() not in ("valid", "same", "pad"):
         raise ValueError(f"{op}: pad_mode must be 'valid', 'same' or 'pad', got {pad_mode!r}")
@@ -108,10 +100,9 @@ def avg_pool2d(input_x, kernel_size=1, stride=1, padding=0, ceil_mode=False,
         padding = (top, left)
     padding = _pair(padding, "padding", op, allow_zero=True)
     if divisor_override is not None:
-        if isinstance(divisor_override, bool) or not isinstance(divisor_override, int) \
-                or divisor_override == 0:
-            raise ValueError(f"{op}: divisor_override must be None or a nonzero int, "
-                             f"got {divisor_override!r}")
+        divisor_override = int_arg(divisor_override, op, "divisor_override")
+        if divisor_override == 0:
+            raise ValueError(f"{op}: divisor_override must be None or a nonzero int, got 0")
     return call("avg_pool2d", (input_x,), (kernel, stride, padding, bool(ceil_mode),
                                            bool(count_include_pad), divisor_override))
 
@@ -121,13 +112,14 @@ def adaptive_avg_pool2d(input, output_size):  # noqa: A002
     other sizes raise NotImplementedError."""
     op = "adaptive_avg_pool2d"
     h, w = _spatial(input, op)
-    if isinstance(output_size, int):
-        output_size = (output_size, output_size)
-    out = tuple(h if o is None else o for o in output_size[:1]) + \
-        tuple(w if o is None else o for o in output_size[1:2])
-    if len(out) != 2 or min(out) < 1:
-        raise ValueError(f"{op}: output_size must be an int or a tuple of 2 ints, got "
-                         f"{output_size!r}")
+    sizes = output_size if isinstance(output_size, (tuple, list)) else (output_size,) * 2
+    if len(sizes) != 2:
+        raise ValueError(f"{op}: output_size must be an int or a tuple of 2 ints (None keeps "
+                         f"that input size), got {len(sizes)} values {output_size!r}")
+    out = tuple(size if o is None else int_arg(o, op, "output_size")
+                for o, size in zip(sizes, (h, w)))
+    if min(out) < 1:
+        raise ValueError(f"{op}: output_size must be positive, got {output_size!r}")
     if h % out[0] or w % out[1]:
         raise NotImplementedError(f"{op}: input size {(h, w)} must be a multiple of output "
                                   f"size {out}")

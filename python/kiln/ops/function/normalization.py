@@ -3,9 +3,10 @@ nll_loss, mse_loss and l1_loss (MindSpore 2.x signatures, PyTorch-compatible sem
 import numbers
 
 from kiln.common import dtype as mstype
-from kiln.ops._core import call
+from kiln.ops._core import call, int_arg, shape_attr
 from kiln.ops.function import elementwise as _ew
-from kiln.ops.function.reduce import _check_tensor, _is_int
+from kiln.ops.function.array import one_hot, one_hot_checked
+from kiln.ops.function.reduce import _check_tensor
 from kiln.ops.function.reduce import mean as _mean
 from kiln.ops.function.reduce import sum as _sum
 
@@ -41,13 +42,7 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):  # no
     """Normalizes over the trailing `normalized_shape` dims: (x - mean) / sqrt(var + eps),
     then scales by weight and shifts by bias when given."""
     _check_tensor("layer_norm", "input", input)
-    if _is_int(normalized_shape):
-        normalized_shape = (normalized_shape,)
-    if not isinstance(normalized_shape, (tuple, list)) or not all(
-            _is_int(d) for d in normalized_shape):
-        raise TypeError(f"layer_norm: normalized_shape must be an int or a tuple of ints, "
-                        f"got {normalized_shape!r}")
-    normalized_shape = tuple(normalized_shape)
+    normalized_shape = shape_attr(normalized_shape, "layer_norm", "normalized_shape")
     if not normalized_shape:
         raise ValueError("layer_norm: normalized_shape must not be empty")
     shape = tuple(input.shape)
@@ -86,8 +81,9 @@ def dropout(input, p=0.5, training=True, seed=None):  # noqa: A002
     itself when not training. set_seed (or `seed`) makes the mask reproducible."""
     _check_tensor("dropout", "input", input)
     p = _number("dropout", "p", p, 0, 1)
-    if seed is not None and (not _is_int(seed) or seed < 0):
-        raise TypeError(f"dropout: seed must be None or a non-negative int, got {seed!r}")
+    seed = None if seed is None else int_arg(seed, "dropout", "seed")
+    if seed is not None and seed < 0:
+        raise ValueError(f"dropout: seed must be None or a non-negative int, got {seed!r}")
     if not training:
         return input
     y, _ = call("dropout", (input,), (p, seed))
@@ -153,39 +149,23 @@ def nll_loss(inputs, target, weight=None, ignore_index=-100, reduction="mean", l
     axis, classes, smoothing = _loss_args(op, inputs, target, weight, reduction, label_smoothing)
     if target.dtype.is_floating_point or target.dtype == mstype.bool_:
         raise TypeError(f"{op}: target must hold integer class indices, got {target.dtype}")
-    if not _is_int(ignore_index):
-        raise TypeError(f"{op}: ignore_index must be an int, got {ignore_index!r}")
+    ignore_index = int_arg(ignore_index, op, "ignore_index")
     expected = tuple(inputs.shape[:axis]) + tuple(inputs.shape[axis + 1:])
     if tuple(target.shape) != expected:
         raise ValueError(f"{op}: target shape {tuple(target.shape)} does not match input shape "
                          f"{tuple(inputs.shape)} (expected {expected})")
-    return _nll(inputs, target, weight, ignore_index, reduction, smoothing, axis, classes)
+    return _nll(op, inputs, target, weight, ignore_index, reduction, smoothing, axis, classes)
 
 
-def _check_class_range(target, classes):
-    """A class index outside [0, classes) would silently pick nothing; eagerly it is an
-    IndexError (in a compiled graph the values are not known while compiling)."""
-    from kiln import _graph_state
-
-    if _graph_state.builder is not None or target.size == 0:
-        return
-    values = target.asnumpy()
-    low, high = int(values.min()), int(values.max())
-    if low < 0 or high >= classes:
-        bad = low if low < 0 else high
-        raise IndexError(f"cross_entropy/nll_loss: target class {bad} is out of range for "
-                         f"{classes} classes")
-
-
-def _nll(logp, target, weight, ignore_index, reduction, smoothing, axis, classes):
-    from kiln.ops import one_hot
+def _nll(op, logp, target, weight, ignore_index, reduction, smoothing, axis, classes):
     dtype = logp.dtype
     valid = _ew.not_equal(target, ignore_index)
     safe = _ew.where(valid, target, 0)
-    _check_class_range(safe, classes)
-    # Select with `where`, not multiply: 0 * -inf (a masked-out class) would give NaN.
+    # Select with `where`, not multiply: 0 * -inf (a masked-out class) would give NaN. A class
+    # outside [0, classes) would select nothing: the one_hot kernel raises for it in both modes.
     hot_axis = axis if logp.ndim > 1 else -1
-    picked_mask = _ew.cast(one_hot(safe, classes, 1, 0, hot_axis), mstype.bool_)
+    picked_mask = _ew.cast(one_hot_checked(safe, classes, 1, 0, hot_axis,
+                                           f"{op}: target class"), mstype.bool_)
     picked = _sum(_ew.where(picked_mask, logp, 0.0), axis)
     counted = _ew.cast(valid, dtype)
     if weight is None:
@@ -223,13 +203,12 @@ def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean
     if not target.dtype.is_floating_point:
         if target.dtype == mstype.bool_:
             raise TypeError(f"{op}: target must hold class indices or probabilities, got bool")
-        if not _is_int(ignore_index):
-            raise TypeError(f"{op}: ignore_index must be an int, got {ignore_index!r}")
+        ignore_index = int_arg(ignore_index, op, "ignore_index")
         expected = tuple(input.shape[:axis]) + tuple(input.shape[axis + 1:])
         if tuple(target.shape) != expected:
             raise ValueError(f"{op}: target shape {tuple(target.shape)} does not match input "
                              f"shape {tuple(input.shape)} (expected {expected} for class indices)")
-        return _nll(logp, target, weight, ignore_index, reduction, smoothing, axis, classes)
+        return _nll(op, logp, target, weight, ignore_index, reduction, smoothing, axis, classes)
     if tuple(target.shape) != tuple(input.shape):
         raise ValueError(f"{op}: probability target shape {tuple(target.shape)} must equal input "
                          f"shape {tuple(input.shape)}")

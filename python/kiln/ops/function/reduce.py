@@ -1,7 +1,7 @@
 """Reduction functional ops: sum, mean, prod, max/min (with indices), amax/amin, argmax/argmin,
 softmax, log_softmax and logsumexp (MindSpore 2.x signatures)."""
 from kiln.common import dtype as mstype
-from kiln.ops._core import call, dtype_attr, is_tensor
+from kiln.ops._core import axes_attr, call, dtype_attr, int_arg, is_tensor
 
 __all__ = [
     "sum", "mean", "prod", "max", "min", "amax", "amin", "argmax", "argmin", "softmax",
@@ -14,28 +14,16 @@ def _check_tensor(op, name, value):
         raise TypeError(f"{op}: {name} must be a Tensor, got {type(value).__name__}")
 
 
-def _is_int(value):
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
 def _axes(op, axis, name="axis"):
     """None, an int or a sequence of ints -> the registry's axes attribute (None or a tuple)."""
-    if axis is None:
-        return None
-    if _is_int(axis):
-        return (axis,)
-    if isinstance(axis, (tuple, list)) and all(_is_int(a) for a in axis):
-        return tuple(axis)
-    raise TypeError(f"{op}: {name} must be None, an int or a tuple of ints, got {axis!r}")
+    return axes_attr(axis, op, name)
 
 
 def _single_axis(op, axis, name="axis"):
     """None or one int (a 1-tuple is accepted too, as MindSpore's softmax does)."""
-    if axis is None or _is_int(axis):
-        return axis
-    if isinstance(axis, (tuple, list)) and len(axis) == 1 and _is_int(axis[0]):
-        return axis[0]
-    raise TypeError(f"{op}: {name} must be None or an int, got {axis!r}")
+    if isinstance(axis, (tuple, list)) and len(axis) == 1:
+        axis = axis[0]
+    return None if axis is None else int_arg(axis, op, name)
 
 
 def _flag(op, name, value):
