@@ -173,3 +173,9 @@ def test_self_calling_ir_raises_recursion_error():
         _C.ir_run(SELF_CALLING_IR, [ms.Tensor(1.0)])
     assert float(_C.ir_run(SELF_CALLING_IR.replace("call @main(%0)", "neg(%0)"),
                            [ms.Tensor(1.0)])[0]) == -1.0
+
+
+@pytest.mark.parametrize("shape", [(2.0,), (2, 3.5), (True, 2)])
+def test_tensor_with_init_refuses_float_or_bool_shape(shape):
+    with pytest.raises(TypeError, match="Tensor: shape must be"):
+        ms.Tensor(shape=shape, dtype=ms.float32, init="zeros")

@@ -331,7 +331,9 @@ def tensor(input_data=None, dtype=None, shape=None, init=None, const_arg=False):
 
 def _initial_values(shape, dtype, init):
     from kiln.common import initializer  # noqa: PLC0415 - initializers import Tensor
+    from kiln.ops._core import shape_attr  # noqa: PLC0415 - ops imports Tensor
 
+    shape = shape_attr(shape, "Tensor")  # TypeError for float or bool dims, never truncation
     return initializer.initializer(init, shape, dtype or mstype.float32).init_data()
 
 
