@@ -20,6 +20,16 @@ void BindJit(nb::module_& m);
 
 namespace {
 
+// The Python exception class of each ErrorKind, in the enum's order (core/error.h).
+PyObject* PythonException(ErrorKind kind) {
+  PyObject* const by_kind[] = {
+      PyExc_ValueError,    PyExc_TypeError,           PyExc_IndexError,
+      PyExc_RuntimeError,  PyExc_NotImplementedError, PyExc_MemoryError,
+      PyExc_OverflowError, PyExc_KeyboardInterrupt,   PyExc_RecursionError};
+  static_assert(static_cast<int>(ErrorKind::Recursion) == 8, "one exception per ErrorKind");
+  return by_kind[static_cast<int>(kind)];
+}
+
 void TranslateErrors(const std::exception_ptr& p, void*) {
   try {
     std::rethrow_exception(p);
@@ -36,37 +46,7 @@ void TranslateErrors(const std::exception_ptr& p, void*) {
     }
     PyErr_SetString(type, e.what());
   } catch (const Error& e) {
-    PyObject* type = PyExc_RuntimeError;
-    switch (e.kind()) {
-      case ErrorKind::Value:
-        type = PyExc_ValueError;
-        break;
-      case ErrorKind::Type:
-        type = PyExc_TypeError;
-        break;
-      case ErrorKind::Index:
-        type = PyExc_IndexError;
-        break;
-      case ErrorKind::NotImplemented:
-        type = PyExc_NotImplementedError;
-        break;
-      case ErrorKind::Runtime:
-        type = PyExc_RuntimeError;
-        break;
-      case ErrorKind::Memory:
-        type = PyExc_MemoryError;
-        break;
-      case ErrorKind::Overflow:
-        type = PyExc_OverflowError;
-        break;
-      case ErrorKind::Interrupted:
-        type = PyExc_KeyboardInterrupt;
-        break;
-      case ErrorKind::Recursion:
-        type = PyExc_RecursionError;
-        break;
-    }
-    PyErr_SetString(type, e.what());
+    PyErr_SetString(PythonException(e.kind()), e.what());
   }
 }
 
