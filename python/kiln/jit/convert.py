@@ -24,9 +24,10 @@ from kiln.jit.frames import (
     RaisedSignal,
     ReturnSignal,
 )
+from kiln.jit.guards import Guards
 from kiln.jit.loops import LoopsMixin
 from kiln.jit.rewrites import NOT_FN, NOTE_RETURN_FN, SELECT_FN, has_return, rewrite_conditionals
-from kiln.jit.scope import CellProxy, Converted, Guards, Scope, is_library
+from kiln.jit.scope import CellProxy, Converted, Scope, is_library
 from kiln.jit.source import FunctionSource, GraphSyntaxError, bind_arguments, check_strict
 from kiln.jit.statements import StatementsMixin
 

@@ -167,7 +167,7 @@ def _check_class_range(target, classes):
     IndexError (in a compiled graph the values are not known while compiling)."""
     from kiln import _graph_state
 
-    if _graph_state.builder is not None or target.size == 0:
+    if _graph_state.compiling.builder is not None or target.size == 0:
         return
     values = target.asnumpy()
     low, high = int(values.min()), int(values.max())
