@@ -160,13 +160,14 @@ def _NO_SELF():  # the _fast_self of a plain function: "called with self_obj Non
 
 
 class _Compiled:
-    def __init__(self, executable, parameters, out_tree, out_leaves, guards, text):
+    def __init__(self, executable, parameters, out_tree, out_leaves, guards, text, raise_types):
         self.executable = executable
         self.parameters = parameters
         self.out_tree = out_tree
         self.out_leaves = out_leaves  # _FROM_GRAPH where the graph produces the leaf
         self.guards = guards
         self.text = text
+        self.raise_types = raise_types  # IR names of the exception classes its raises name
 
 
 def _graph_inputs(emitter, value, inputs, name):
@@ -252,7 +253,8 @@ def compile_function(fn, args, kwargs, self_obj=None, name="graph", level="O1"):
     out_leaves = [_FROM_GRAPH if isinstance(leaf, GraphTensor) else leaf for leaf in leaves]
     _count("compiles")
     _count("compile_seconds", time.perf_counter() - start)
-    return _Compiled(executable, list(emitter.parameters), tree, out_leaves, converter.guards, text)
+    return _Compiled(executable, list(emitter.parameters), tree, out_leaves, converter.guards, text,
+                     emitter.raise_types)
 
 
 def _eager_operator_in_graph(op, tensor, other, swap):
@@ -328,7 +330,10 @@ def run_compiled(compiled, args, kwargs):
             _run_inputs(a, inputs)
     for v in kwargs.values():
         _run_inputs(v, inputs)
-    outs = iter(compiled.executable.run(inputs + compiled.parameters))
+    try:
+        outs = iter(compiled.executable.run(inputs + compiled.parameters))
+    except _C.GraphRaise as e:
+        raise _raised(e, compiled.raise_types) from None
     leaves = [next(outs) if leaf is _FROM_GRAPH else leaf for leaf in compiled.out_leaves]
     return unflatten(compiled.out_tree, leaves)
 
@@ -342,6 +347,22 @@ def _user_stacklevel():
     return level
 
 
+def _raised(error, raise_types):
+    """The exception a graph's `raise` named, as its own class (e.g. the user's MyError)."""
+    import builtins  # noqa: PLC0415
+
+    cls = raise_types.get(error.type_name) or getattr(builtins, error.type_name, None)
+    if not (isinstance(cls, type) and issubclass(cls, BaseException)):
+        return error
+    message = str(error)
+    try:
+        return cls(message)
+    except Exception:  # noqa: BLE001 - a constructor taking other arguments: set them directly
+        exc = cls.__new__(cls)
+        exc.args = (message,)
+        return exc
+
+
 class JitCacheLimitWarning(RuntimeWarning):
     """A jitted function reached jit_cache_limit variants; new variants run in PyNative."""
 
@@ -353,7 +374,7 @@ class JitFunction:
         self.fn = fn
         self.config = config
         self.cache = CompileCache()
-        self._fast = None  # (owner weakref or _NO_SELF, _C.FastCall) of the last graph run
+        self._fast = None  # (owner weakref or _NO_SELF, _C.FastCall, raise_types): last graph run
         self._warned_limit = False
         functools.update_wrapper(self, fn)
 
@@ -369,7 +390,10 @@ class JitFunction:
         armed = self._fast  # one read: another thread may re-arm it meanwhile
         if (armed is not None and not kwargs and _compiling.builder is None
                 and armed[0]() is self_obj and not _C.tape_active()):
-            out = armed[1](args, _state.cell_epoch)
+            try:
+                out = armed[1](args, _state.cell_epoch)
+            except _C.GraphRaise as e:
+                raise _raised(e, armed[2]) from None
             if out is not None:
                 return out
         if _compiling.builder is not None:  # called while compiling an enclosing graph: inline it
@@ -455,7 +479,7 @@ class JitFunction:
             return
         owner = _NO_SELF if self_obj is None else weakref.ref(self_obj, self._disarm)
         fast = _C.FastCall(compiled.executable, list(args), compiled.parameters, _state.cell_epoch)
-        self._fast = (owner, fast)
+        self._fast = (owner, fast, compiled.raise_types)
 
     def _disarm(self, dead_owner):
         """The owner of the armed fast call died: drop its graph and Parameters with it."""

@@ -109,7 +109,7 @@ class StatementsMixin:
         test = self.eval(stmt.test, frame)
         message = "" if stmt.msg is None else self.eval(stmt.msg, frame)
         if isinstance(test, GraphTensor):
-            self._raise_if(test, "AssertionError", _format_literal(str(message)), [], negate=True)
+            self._raise_if(test, AssertionError, _format_literal(str(message)), [], negate=True)
         elif not test:
             raise at_line(AssertionError(message), frame.source, stmt.lineno)
 
@@ -118,6 +118,10 @@ class StatementsMixin:
             raise GraphSyntaxError(where(frame.source, stmt.lineno) + "bare raise is not supported")
         exc = self.eval(stmt.exc, frame)
         exc_type = exc if isinstance(exc, type) else type(exc)
+        if not issubclass(exc_type, BaseException):
+            raise at_line(
+                TypeError("exceptions must derive from BaseException"), frame.source, stmt.lineno
+            )
         args = () if isinstance(exc, type) else exc.args
         parts, values = [], []
         for a in args:
@@ -126,7 +130,7 @@ class StatementsMixin:
                 values.append(a)
             else:
                 parts.append(_format_literal(str(a)))
-        self.emitter.raise_(exc_type.__name__, " ".join(parts), values)
+        self.emitter.raise_(exc_type, " ".join(parts), values)
         raise RaisedSignal()
 
 
