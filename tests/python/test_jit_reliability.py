@@ -1,4 +1,7 @@
 """Graph mode reliability: user exception classes, linear compile time, deep recursion."""
+import sys
+import threading
+import time
 
 import numpy as np
 import pytest
@@ -79,6 +82,106 @@ def test_two_user_classes_with_one_name_stay_apart():
         with pytest.raises(cls) as info:
             ms.jit(pick)(T([1.0]), which)
         assert type(info.value) is cls
+
+
+# ---- unrolled loops compile in linear time ----
+def unrolled(x, n):
+    y = x
+    for _ in range(n):
+        y = y * 0.5 + 1.0
+    return y
+
+
+def unrolled_matmul(x, w, n):
+    y = x
+    for _ in range(n):
+        y = (y @ w) * 0.5 + 1.0
+    return y
+
+
+def _compile_seconds(fn, *args):
+    start = time.perf_counter()
+    fn(*args)
+    return time.perf_counter() - start
+
+
+@pytest.mark.parametrize("case", ["elementwise", "matmul"])
+def test_an_unrolled_loop_compiles_in_linear_time(case):
+    x, w = T([[1.0, 2.0]]), T(np.eye(2) * 0.5)
+
+    def compile_steps(n):
+        if case == "elementwise":
+            return min(_compile_seconds(ms.jit(unrolled), x, n) for _ in range(2))
+        return min(_compile_seconds(ms.jit(unrolled_matmul), x, w, n) for _ in range(2))
+
+    compile_steps(50)  # warm up imports and caches
+    small, large = compile_steps(1000), compile_steps(4000)
+    # 4x the steps: ~4x the time when linear, ~16x when quadratic (it was 30x and more)
+    assert large / small < 8, f"1000 steps: {small:.3f}s, 4000 steps: {large:.3f}s"
+
+
+def test_an_unrolled_loop_result_is_right():
+    expected = np.array([1.0, 2.0], np.float32)
+    for _ in range(300):
+        expected = expected * 0.5 + 1.0
+    np.testing.assert_allclose(ms.jit(unrolled)(T([1.0, 2.0]), 300).asnumpy(), expected)
+
+
+def test_the_fused_elementwise_names_stay_unique_across_many_groups():
+    fn = ms.jit(unrolled_matmul)
+    x, w = T([[1.0, 2.0]]), T(np.eye(2) * 0.5)
+    expected = x.asnumpy()
+    for _ in range(40):
+        expected = (expected @ w.asnumpy()) * 0.5 + 1.0
+    np.testing.assert_allclose(fn(x, w, 40).asnumpy(), expected, rtol=1e-6)
+    text = fn.graph_text()
+    names = [line.split()[1] for line in text.splitlines() if line.startswith("func @")]
+    assert len(names) == len(set(names)) and len(names) > 40
+
+
+# ---- deep recursion is a RecursionError, never a crash ----
+def count_down(x, n):
+    if n.sum() > 0:  # a tensor condition: recursion never stops while compiling
+        return count_down(x * 2.0, n - 1)
+    return x
+
+
+def forever(x, k):
+    return forever(x + 1.0, k + 1)
+
+
+def _expect_recursion_error(fn, *args):
+    with pytest.raises(RecursionError, match="Graph mode: calls nest") as info:
+        ms.jit(fn)(*args)
+    message = str(info.value)
+    assert "constant stopping condition" in message and "line" in message
+    assert len(message) < 1000  # located once, not once per level on the way out
+
+
+@pytest.mark.parametrize("fn, args", [(count_down, (T([1.0]), T(3, np.int32))),
+                                      (forever, (T([1.0]), 0))])
+def test_unbounded_recursion_is_a_recursion_error(fn, args):
+    _expect_recursion_error(fn, *args)
+
+
+def test_unbounded_recursion_under_a_high_recursion_limit_in_a_thread():
+    errors = []
+
+    def run():
+        old = sys.getrecursionlimit()
+        sys.setrecursionlimit(100_000)
+        try:
+            _expect_recursion_error(forever, T([1.0]), 0)
+            _expect_recursion_error(count_down, T([1.0]), T(3, np.int32))
+        except BaseException as e:  # noqa: BLE001 - reported by the main thread
+            errors.append(e)
+        finally:
+            sys.setrecursionlimit(old)
+
+    t = threading.Thread(target=run)
+    t.start()
+    t.join(timeout=300)
+    assert errors == []
 
 
 def test_graph_raise_is_a_runtime_error_for_direct_executable_runs():

@@ -140,10 +140,7 @@ class Converter(StatementsMixin, BranchesMixin, LoopsMixin):
     # ---- expressions ----
     def eval(self, node, frame):
         self.set_loc(node, frame)
-        node = rewrite_conditionals(node)
-        expr = ast.Expression(body=node)
-        ast.fix_missing_locations(expr)
-        code = compile(expr, frame.source.filename, "eval")
+        code = _expression_code(node, frame.source.filename)
         scope = Scope(self, frame.locals, frame.fn_globals, frame.closure)
         scope.locals.setdefault(SELECT_FN, self.select)
         scope.locals.setdefault(NOT_FN, logical_not)
@@ -154,9 +151,25 @@ class Converter(StatementsMixin, BranchesMixin, LoopsMixin):
             raise
         except GraphSyntaxError:
             raise
+        except RecursionError as e:
+            raise self._too_deep(e, frame, node) from None
         except Exception as e:
             e = explain_one_branch_name(e, frame)
             raise at_line(e, frame.source, node.lineno) from None
+
+    def _too_deep(self, error, frame, node):
+        """One RecursionError for calls nested too deep, located at the innermost call (not
+        once more per level on its way out)."""
+        if getattr(error, "kiln_located", False):
+            return error
+        message = str(error)
+        if not message.startswith("Graph mode:"):  # Python's own recursion limit came first
+            message = (f"Graph mode: calls nest {self.depth} deep, past Python's recursion limit "
+                       f"(recursion is unrolled at compile time, so it needs a constant stopping "
+                       f"condition)")
+        located = at_line(RecursionError(message), frame.source, node.lineno)
+        located.kiln_located = True
+        return located
 
     def set_loc(self, node, frame):
         self.emitter.loc = (
@@ -181,6 +194,19 @@ class Converter(StatementsMixin, BranchesMixin, LoopsMixin):
                     + f"{type(stmt).__name__} statements are not supported"
                 )
             handler(stmt, frame)
+
+
+def _expression_code(node, filename):
+    """The compiled code of an expression node, rewritten for graph conditionals; kept on the
+    node, since an unrolled loop evaluates the same node once per iteration."""
+    cached = getattr(node, "_kiln_code", None)
+    if cached is not None and cached[0] == filename:
+        return cached[1]
+    expr = ast.Expression(body=rewrite_conditionals(node))
+    ast.fix_missing_locations(expr)
+    code = compile(expr, filename, "eval")
+    node._kiln_code = (filename, code)
+    return code
 
 
 def _closure_values(fn):

@@ -31,11 +31,11 @@ class StatementsMixin:
             self.assign(stmt.target, self.eval(stmt.value, frame), frame)
 
     def exec_AugAssign(self, stmt, frame):
-        target = stmt.target
-        load = as_load(target)
-        expr = ast.BinOp(left=load, op=stmt.op, right=stmt.value)
-        ast.copy_location(expr, stmt)
-        self.assign(target, self.eval(expr, frame), frame)
+        expr = getattr(stmt, "_kiln_expr", None)  # made once: an unrolled loop runs it often
+        if expr is None:
+            expr = ast.BinOp(left=as_load(stmt.target), op=stmt.op, right=stmt.value)
+            stmt._kiln_expr = ast.copy_location(expr, stmt)
+        self.assign(stmt.target, self.eval(expr, frame), frame)
 
     def assign(self, target, value, frame):
         if isinstance(target, ast.Name):
