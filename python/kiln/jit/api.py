@@ -239,7 +239,7 @@ def compile_function(fn, args, kwargs, self_obj=None, name="graph", level="O1"):
         if self_obj is not None:
             graph_args.insert(0, converter.wrap(self_obj, "self", None, path="self"))
         result = converter.call_function(fn, tuple(graph_args), graph_kwargs)
-        converter.guards.settle()
+        converter.guards.settle(fn.__qualname__)
         leaves, tree = flatten(result)
         outputs = [leaf.handle for leaf in leaves if isinstance(leaf, GraphTensor)]
         emitter.b.set_outputs(outputs)

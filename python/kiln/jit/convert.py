@@ -38,15 +38,18 @@ class Converter(StatementsMixin, BranchesMixin, LoopsMixin):
     def __init__(self, emitter):
         self.emitter = emitter
         self.guards = Guards()
+        emitter.is_outside = self.guards.holds
         self.depth = 0
         self.frames = []  # (frame, graph function it runs in), innermost last
 
     # ---- values entering compiled code ----
-    def wrap(self, value, description, getter, path=None, cell_attr=False):
+    def wrap(self, value, description, getter, path=None, cell_attr=False, key=None):
+        """`value` as compiled code sees it; with a getter, read again by a guard (`key`: what
+        identifies the place it was read from, when the description alone may not)."""
         from kiln.nn import Cell  # noqa: PLC0415
 
         if getter is not None:
-            self.guards.record(description, getter, value, cell_attr)
+            self.guards.record(description, getter, value, cell_attr, key)
         if isinstance(value, Cell):
             return CellProxy(self, value, path or description)
         if isinstance(value, Tensor):
@@ -71,9 +74,15 @@ class Converter(StatementsMixin, BranchesMixin, LoopsMixin):
             bound = sig.bind(*args, **kwargs)
         except TypeError as e:
             raise TypeError(f"{source.name}(): {e}") from None
+        passed = set(bound.arguments)
         bound.apply_defaults()
-        closure = _closure_values(fn)
-        frame = Frame(source, fn.__globals__, closure, bound.arguments)
+        for name, value in bound.arguments.items():
+            if name not in passed and isinstance(value, Tensor):
+                # A default tensor is one object shared by every call, as in Python: a graph
+                # input, so changes to it are seen and index assignment writes it back.
+                bound.arguments[name] = self.emitter.parameter(value)
+        closure, cells = _closure_values(fn)
+        frame = Frame(source, fn.__globals__, closure, bound.arguments, cells)
         if "__class__" in closure and fn.__code__.co_varnames:
             first = frame.locals.get(fn.__code__.co_varnames[0])
             frame.locals.setdefault("super", ZeroArgSuper(self, closure["__class__"], first))
@@ -92,7 +101,8 @@ class Converter(StatementsMixin, BranchesMixin, LoopsMixin):
         )
         closure = dict(outer.closure)
         closure.update(outer.locals)  # closures see the defining frame's values
-        frame = Frame(outer.source, outer.fn_globals, closure, values)
+        cells = {n: c for n, c in outer.closure_cells.items() if n not in outer.locals}
+        frame = Frame(outer.source, outer.fn_globals, closure, values, cells)
         return self.run_body(node.body, frame)
 
     def call_cell(self, cell, proxy, args, kwargs):
@@ -141,7 +151,7 @@ class Converter(StatementsMixin, BranchesMixin, LoopsMixin):
     def eval(self, node, frame):
         self.set_loc(node, frame)
         code = _expression_code(node, frame.source.filename)
-        scope = Scope(self, frame.locals, frame.fn_globals, frame.closure)
+        scope = Scope(self, frame)
         scope.locals.setdefault(SELECT_FN, self.select)
         scope.locals.setdefault(NOT_FN, logical_not)
         scope.locals.setdefault(NOTE_RETURN_FN, self._note_return)
@@ -210,12 +220,14 @@ def _expression_code(node, filename):
 
 
 def _closure_values(fn):
-    """The values of a function's closure cells; a cell not yet assigned is left out."""
-    closure = {}
+    """The values of a function's closure cells, and the cells (read again by the guards); a
+    cell not yet assigned is left out."""
+    closure, cells = {}, {}
     if fn.__closure__:
         for name, cell in zip(fn.__code__.co_freevars, fn.__closure__):
             try:
                 closure[name] = cell.cell_contents
             except ValueError:
-                pass
-    return closure
+                continue
+            cells[name] = cell
+    return closure, cells

@@ -35,6 +35,7 @@ class GraphEmitter:
         self.entries = {}  # id -> graph inputs (arguments, Parameters, outside tensors)
         self.views = {}  # id -> (view, op name, base): outputs of view ops
         self.raise_types = {}  # name in the graph -> exception class, for classes not builtin
+        self.is_outside = lambda tensor: False  # read from outside (set by the Converter)
 
     # ---- values ----
     def wrap(self, handle):
@@ -71,7 +72,12 @@ class GraphEmitter:
         if isinstance(value, GraphTensor):
             return value
         if isinstance(value, Tensor):
-            return self.parameter(value) if _is_parameter(value) else self.constant(value)
+            # A tensor of the user's state (a Parameter, or one reached through a global or
+            # closure list or object) is a graph input: read on every run, written back by
+            # index assignment. Only tensors made while compiling are constants.
+            if _is_parameter(value) or self.is_outside(value):
+                return self.parameter(value)
+            return self.constant(value)
         if isinstance(value, (bool, int, float)):
             return self.constant(value)
         raise TypeError(f"{op_name}: expected a Tensor or a number, got {type(value).__name__}")

@@ -10,6 +10,7 @@ identity, and objects of user classes by identity plus the frozen state of their
 import reprlib
 import sys
 import types
+import warnings
 
 from kiln import _graph_state
 
@@ -123,6 +124,10 @@ def graph_value_inside(frozen):
     return False
 
 
+class JitSideEffectWarning(RuntimeWarning):
+    """Compiling a function changed Python state outside it (done once, not per call)."""
+
+
 class _Guard:
     __slots__ = ("description", "getter", "value", "shown", "always")
 
@@ -146,24 +151,29 @@ class Guards:
 
     def __init__(self):
         self.items = []
+        self._described = set()  # keys of what is guarded: each once, however often read
         self._always = []  # the items checked on every call
         self._passed_at_epoch = None
 
-    def record(self, description, getter, value, cell_attr=False):
+    def record(self, description, getter, value, cell_attr=False, key=None):
         """cell_attr: read from a Cell attribute; unless the value is a mutable container or
         object, it can only change through Cell.__setattr__, which bumps
         kiln._graph_state.cell_epoch."""
-        if not guardable(value):
+        key = description if key is None else key
+        if not guardable(value) or key in self._described:
             return
+        self._described.add(key)
         always = not cell_attr or isinstance(value, (list, dict)) or is_user_object(value)
         self.items.append(_Guard(description, getter, value, always))
         if always:
             self._always.append(self.items[-1])
 
-    def settle(self):
+    def settle(self, function_name):
         """After compiling: the guards hold the values as compilation left them, so state the
         function itself changed (a list it appended to) is not a guard failing on every call.
-        A graph value stored into outside state is an error: it would outlive the graph."""
+        Such a change happened once, while compiling, so it is reported; a graph value stored
+        into outside state is an error: it would outlive the graph."""
+        changed = []
         for guard in self.items:
             now = guard.read()
             if now is not _UNREADABLE and now != guard.value:
@@ -174,6 +184,15 @@ class Guards:
                         f"the tensor instead (or assign into a Tensor with index assignment)"
                     )
                 guard.value, guard.shown = now, show(guard.getter())
+                changed.append(guard.description)
+        if changed:
+            warnings.warn(
+                f"jit: compiling {function_name} changed {', '.join(changed)}; in a compiled "
+                f"function such Python side effects happen once, while compiling, not on "
+                f"every call (return values instead, or run it in PyNative)",
+                JitSideEffectWarning,
+                stacklevel=2,
+            )
 
     def holds(self, obj):
         """True when compilation read `obj` from outside (a global, closure or attribute)."""

@@ -22,21 +22,24 @@ class Scope(dict):
     """The globals mapping expressions are evaluated in (a dict subclass, so comprehensions and
     lambdas inside them resolve names through it as well)."""
 
-    def __init__(self, converter, frame_locals, fn_globals, closure):
+    def __init__(self, converter, frame):
         super().__init__()
         self.converter = converter
-        self.locals = frame_locals
-        self.fn_globals = fn_globals
-        self.closure = closure
+        self.locals = frame.locals
+        self.fn_globals = frame.fn_globals
+        self.closure = frame.closure
+        self.closure_cells = frame.closure_cells
 
     def __getitem__(self, name):
         if name in self.locals:
             return self.locals[name]
         if name in self.closure:
-            return self.converter.wrap(self.closure[name], f"closure variable {name!r}", None)
+            return self._closure_variable(name)
         if name in self.fn_globals:
             g = self.fn_globals
-            return self.converter.wrap(g[name], f"global {name!r}", lambda: g[name])
+            return self.converter.wrap(
+                g[name], f"global {name!r}", lambda: g[name], key=(id(g), name)
+            )
         if name == "__builtins__":
             return builtins
         special = builtins_graph.SPECIAL.get(name)
@@ -45,6 +48,15 @@ class Scope(dict):
         if hasattr(builtins, name):
             return getattr(builtins, name)
         raise NameError(f"name {name!r} is not defined", name=name)
+
+    def _closure_variable(self, name):
+        """A closure variable; one the enclosing function can still rebind (its cell) is
+        guarded, unless compilation already replaced it by a graph value."""
+        value, cell = self.closure[name], self.closure_cells.get(name)
+        getter = None
+        if cell is not None and cell.cell_contents is value:
+            getter = lambda: cell.cell_contents  # noqa: E731 - read on every call
+        return self.converter.wrap(value, f"closure variable {name!r}", getter, key=id(cell))
 
     def __contains__(self, name):
         try:
@@ -98,6 +110,7 @@ class CellProxy:
             lambda: getattr(cell, name),
             path=f"{self._path}.{name}",
             cell_attr=True,
+            key=(id(cell), name),
         )
 
     def __setattr__(self, name, value):

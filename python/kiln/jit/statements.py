@@ -44,6 +44,13 @@ class StatementsMixin:
             self._unpack(target, value, frame)
         elif isinstance(target, ast.Attribute):
             obj = self.eval(target.value, frame)
+            if self.guards.holds(obj):
+                raise GraphSyntaxError(
+                    where(frame.source, target.lineno) + f"assigning the attribute "
+                    f"{target.attr!r} of an object from outside the compiled function: it "
+                    f"would change once, while compiling, not on every call; return the value "
+                    f"instead, or run this code in PyNative"
+                )
             setattr(obj, target.attr, value)
         elif isinstance(target, ast.Subscript):
             self._assign_subscript(target, value, frame)
