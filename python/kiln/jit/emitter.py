@@ -75,9 +75,12 @@ class GraphEmitter:
             # A tensor of the user's state (a Parameter, or one reached through a global or
             # closure list or object) is a graph input: read on every run, written back by
             # index assignment. Only tensors made while compiling are constants.
-            if _is_parameter(value) or self.is_outside(value):
+            if _is_parameter(value) or id(value) in self._param_values:
                 return self.parameter(value)
-            return self.constant(value)
+            hit = self._consts.get((self.b.current_func, id(value)))
+            if hit is not None:  # decided already (is_outside walks the guards)
+                return hit[1]
+            return self.parameter(value) if self.is_outside(value) else self.constant(value)
         if isinstance(value, (bool, int, float)):
             return self.constant(value)
         raise TypeError(f"{op_name}: expected a Tensor or a number, got {type(value).__name__}")
