@@ -168,3 +168,32 @@ def test_a_number_guard_tells_int_from_float():
         assert fn(x).dtype == ms.float32
     finally:
         step = 0
+
+
+class Slotted:
+    __slots__ = ("scale",)
+
+    def __init__(self, scale):
+        self.scale = scale
+
+    @ms.jit
+    def apply(self, x):
+        return x * self.scale
+
+
+class WithClassMethod:
+    factor = 3.0
+
+    @classmethod
+    def scaled(cls, x):
+        return cls._scaled(cls, x)
+
+    @ms.jit
+    def _scaled(cls, x):
+        return x * cls.factor
+
+
+def test_owners_without_an_instance_dict_keep_their_own_variants():
+    for scale in (2.0, 5.0):
+        np.testing.assert_allclose(Slotted(scale).apply(ms.Tensor([1.0])).asnumpy(), [scale])
+    np.testing.assert_allclose(WithClassMethod.scaled(ms.Tensor([1.0])).asnumpy(), [3.0])

@@ -477,7 +477,10 @@ class JitFunction:
             return
         if unflatten(compiled.out_tree, [_FROM_GRAPH]) is not _FROM_GRAPH:
             return
-        owner = _NO_SELF if self_obj is None else weakref.ref(self_obj, self._disarm)
+        try:
+            owner = _NO_SELF if self_obj is None else weakref.ref(self_obj, self._disarm)
+        except TypeError:  # an owner without weak references (__slots__): no fast path
+            return
         fast = _C.FastCall(compiled.executable, list(args), compiled.parameters, _state.cell_epoch)
         self._fast = (owner, fast, compiled.raise_types)
 

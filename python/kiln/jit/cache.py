@@ -98,7 +98,7 @@ class CompileCache:
         if owner is None:
             return self._unowned
         per_owner = getattr(owner, "__dict__", None)
-        if per_owner is None:
+        if not isinstance(per_owner, dict):  # __slots__, or a class's read-only mapping
             return self._strong_variants(owner)
         table = per_owner.get(_ATTRIBUTE)
         if table is None:
