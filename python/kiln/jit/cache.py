@@ -28,15 +28,14 @@ class _SignatureVariants:
     """The variants compiled for one input signature."""
 
     def __init__(self):
-        self.groups = {}  # guard names -> {guard values: compiled}
+        self.groups = {}  # guard names -> (the first variant's guards, {guard values: compiled})
         self.last = None  # the variant found last: checked first (cheap while nothing changed)
 
     def lookup(self):
         last = self.last
         if last is not None and last.guards.first_failure() is None:
             return last
-        for table in self.groups.values():
-            guards = next(iter(table.values())).guards
+        for guards, table in list(self.groups.values()):  # a copy: other threads may insert
             values = guards.current_values()
             hit = None if values is None else table.get(values)
             if hit is not None:
@@ -46,13 +45,13 @@ class _SignatureVariants:
         return None
 
     def insert(self, compiled):
-        table = self.groups.setdefault(compiled.guards.names(), {})
+        _, table = self.groups.setdefault(compiled.guards.names(), (compiled.guards, {}))
         table[compiled.guards.values()] = compiled
         compiled.guards.mark_passed()
         self.last = compiled
 
     def all(self):
-        return [c for table in self.groups.values() for c in table.values()]
+        return [c for _, table in list(self.groups.values()) for c in list(table.values())]
 
 
 class Variants:
@@ -80,7 +79,7 @@ class Variants:
 
     def values(self):
         """Lists of compiled variants, one per input signature."""
-        return [entry.all() for entry in self.by_signature.values()]
+        return [entry.all() for entry in list(self.by_signature.values())]
 
 
 class CompileCache:
@@ -121,7 +120,7 @@ class CompileCache:
         return hit[1]
 
     def all_variants(self, jitted):
-        groups = [self._unowned] + [hit[1] for hit in self._strong.values()]
+        groups = [self._unowned] + [hit[1] for hit in list(self._strong.values())]
         for owner in list(self._owners):
             variants = owner.__dict__.get(_ATTRIBUTE, {}).get(jitted)
             if variants is not None:
