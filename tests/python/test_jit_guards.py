@@ -212,3 +212,29 @@ def builds_and_sets_a_local_object(x):
 
 def test_objects_built_inside_the_function_can_be_changed():
     np.testing.assert_allclose(ms.jit(builds_and_sets_a_local_object)(T([1.0])).asnumpy(), [4.0])
+
+
+# ---- arguments: objects of user classes and unhashable values ----
+def scaled_by(x, config):
+    return x * config.mult
+
+
+def scaled_by_size(x, items):
+    return x * len(items)
+
+
+def test_an_object_argument_is_keyed_by_its_attributes():
+    jitted = ms.jit(scaled_by)
+    config = Config(2.0)
+    np.testing.assert_allclose(jitted(T([1.0]), config).asnumpy(), [2.0])
+    config.mult = 5.0  # was: the graph of mult=2.0, found by the object's hash
+    np.testing.assert_allclose(jitted(T([1.0]), config).asnumpy(), [5.0])
+    before = compiles()
+    np.testing.assert_allclose(jitted(T([1.0]), Config(5.0)).asnumpy(), [5.0])
+    assert compiles() == before  # an equal object reuses the variant
+
+
+def test_an_unhashable_argument_never_reaches_another_objects_variant():
+    jitted = ms.jit(scaled_by_size)
+    for n in range(1, 5):  # fresh sets: their ids are reused as they die
+        np.testing.assert_allclose(jitted(T([1.0]), set(range(n))).asnumpy(), [float(n)])

@@ -15,6 +15,7 @@ from kiln.jit.cache import CompileCache
 from kiln.jit.convert import Converter
 from kiln.jit.emitter import GraphEmitter
 from kiln.jit.graph_tensor import GraphTensor
+from kiln.jit.guards import freeze, is_user_object
 from kiln.jit.trees import flatten, unflatten
 
 _STATS = {"compiles": 0, "cache_hits": 0, "eager_fallbacks": 0, "compile_seconds": 0.0,
@@ -145,11 +146,13 @@ def _signature(value):
         return (type(value).__name__, tuple(_signature(v) for v in value))
     if isinstance(value, dict):
         return ("dict", tuple((k, _signature(v)) for k, v in value.items()))
+    if is_user_object(value):  # compiled with its attributes' values: they are the key
+        return ("U", type(value)) + freeze(value)[2:]  # [2:]: not its identity
     try:
         hash(value)
         return ("C", type(value).__name__, value)
-    except TypeError:
-        return ("O", id(value))
+    except TypeError:  # by content where freeze knows how (sets), else by identity; the key
+        return ("O", freeze(value))  # holds the object, so its id is never another's
 
 
 _FROM_GRAPH = object()  # an output leaf the graph computes (None is a valid constant result)

@@ -74,7 +74,7 @@ def freeze(value, seen=None):
     seen = set() if seen is None else seen
     if id(value) in seen:  # a container or object that contains itself
         return Same(value)
-    if isinstance(value, (list, tuple, dict)) or is_user_object(value):
+    if isinstance(value, (list, tuple, dict, set, frozenset)) or is_user_object(value):
         seen.add(id(value))
         try:
             return _freeze_contents(value, seen)
@@ -94,6 +94,8 @@ def _freeze_contents(value, seen):
         return ("__dict__", type(value)) + tuple(
             (freeze(k, seen), freeze(v, seen)) for k, v in value.items()
         )
+    if isinstance(value, (set, frozenset)):
+        return ("__set__", type(value), frozenset(freeze(v, seen) for v in value))
     attrs = tuple((k, freeze(v, seen)) for k, v in vars(value).items())
     return ("__object__", Same(value)) + attrs
 
