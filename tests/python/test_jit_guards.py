@@ -238,3 +238,30 @@ def test_an_unhashable_argument_never_reaches_another_objects_variant():
     jitted = ms.jit(scaled_by_size)
     for n in range(1, 5):  # fresh sets: their ids are reused as they die
         np.testing.assert_allclose(jitted(T([1.0]), set(range(n))).asnumpy(), [float(n)])
+
+
+offsets = np.array([1.0, 0.0], np.float32)
+
+
+def adds_array_argument(x, array):
+    return x + ms.Tensor(array) * 2.0
+
+
+def adds_global_array(x):
+    return x + ms.Tensor(offsets) * 2.0
+
+
+def test_a_numpy_array_argument_changed_in_place_recompiles():
+    array = np.array([1.0, 0.0], np.float32)
+    same_as_pynative_after(adds_array_argument, lambda: array.__setitem__(0, 10.0),
+                           T([1.0, 2.0]), array)
+
+
+def test_a_global_numpy_array_changed_in_place_recompiles():
+    def change():
+        offsets[0] = 10.0
+
+    try:
+        same_as_pynative_after(adds_global_array, change, T([1.0, 2.0]))
+    finally:
+        offsets[0] = 1.0

@@ -7,6 +7,8 @@ import threading
 import time
 import weakref
 
+import numpy as np
+
 from kiln import _C
 from kiln import _graph_state as _state
 from kiln._graph_state import compiling as _compiling
@@ -146,6 +148,8 @@ def _signature(value):
         return (type(value).__name__, tuple(_signature(v) for v in value))
     if isinstance(value, dict):
         return ("dict", tuple((k, _signature(v)) for k, v in value.items()))
+    if isinstance(value, np.ndarray):
+        return ("A",) + freeze(value)
     if is_user_object(value):  # compiled with its attributes' values: they are the key
         return ("U", type(value)) + freeze(value)[2:]  # [2:]: not its identity
     try:

@@ -4,13 +4,16 @@ A guard is (description, getter, frozen value). Frozen values are hashable and c
 only when the graph built from them would be the same: numbers keep their type (1, 1.0 and True
 build different graphs), containers are compared item by item, tensors, Cells and functions by
 identity, and objects of user classes by identity plus the frozen state of their attributes
-(so changing `cfg.mult` of a global `cfg` recompiles instead of reusing the old constant).
+(so changing `cfg.mult` of a global `cfg` recompiles instead of reusing the old constant), and
+NumPy arrays by content (their values become constants of the graph).
 """
 
 import reprlib
 import sys
 import types
 import warnings
+
+import numpy as np
 
 from kiln import _graph_state
 
@@ -71,6 +74,8 @@ def freeze(value, seen=None):
         return value
     if _by_identity(value):
         return Same(value)
+    if isinstance(value, np.ndarray):  # by content: compiled code makes constants from it
+        return ("__ndarray__", value.dtype.str, value.shape, value.tobytes())
     seen = set() if seen is None else seen
     if id(value) in seen:  # a container or object that contains itself
         return Same(value)
