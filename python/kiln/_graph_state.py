@@ -1,5 +1,6 @@
 """The graph each thread is compiling, if any: ops._core.call sends ops there, not to kernels."""
 
+import itertools
 import threading
 
 
@@ -33,7 +34,15 @@ def end_compile(previous):
     compiling.builder, compiling.converter = previous
     with _counter_lock:
         threads_compiling -= 1
-cell_epoch = 0  # bumped on every Cell attribute change: lets compile-cache guards skip re-reading
+cell_epoch = 0  # changed on every Cell attribute change: lets compile-cache guards skip re-reading
+_epochs = itertools.count(1)
+
+
+def bump_cell_epoch():
+    """A Cell attribute changed. Each change stores a value never used before (next() on a
+    count is atomic), so no change made by one thread is lost to another's at the same time."""
+    global cell_epoch
+    cell_epoch = next(_epochs)
 graph_tensor_type = type(None)  # kiln.jit.graph_tensor.GraphTensor, set when it is imported
 
 
