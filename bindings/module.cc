@@ -30,21 +30,35 @@ PyObject* PythonException(ErrorKind kind) {
   return by_kind[static_cast<int>(kind)];
 }
 
+// kiln._C.GraphRaise: a RuntimeError for `raise` of a class that is not a builtin exception;
+// its `type_name` says which, and kiln.jit turns it back into that class.
+PyObject* g_graph_raise = nullptr;
+
+void SetRaised(const RaisedError& e) {
+  // A builtin exception class raises as itself; any other name (kiln.jit writes a user class
+  // as "module.QualName", which no builtin matches) as GraphRaise carrying the name.
+  nb::object builtins = nb::module_::import_("builtins");
+  const char* name = e.type_name().c_str();
+  if (nb::hasattr(builtins, name)) {
+    nb::object cls = builtins.attr(name);
+    if (PyType_Check(cls.ptr()) &&
+        PyType_IsSubtype(reinterpret_cast<PyTypeObject*>(cls.ptr()),
+                         reinterpret_cast<PyTypeObject*>(PyExc_Exception))) {
+      PyErr_SetString(cls.ptr(), e.what());
+      return;
+    }
+  }
+  nb::object exc = nb::steal(PyObject_CallFunction(g_graph_raise, "s", e.what()));
+  if (!exc.is_valid()) return;  // the call set its own error
+  if (PyObject_SetAttrString(exc.ptr(), "type_name", nb::str(name).ptr()) != 0) return;
+  PyErr_SetObject(g_graph_raise, exc.ptr());
+}
+
 void TranslateErrors(const std::exception_ptr& p, void*) {
   try {
     std::rethrow_exception(p);
   } catch (const RaisedError& e) {
-    // The exception type the user's code named, if it is a builtin exception class.
-    nb::object builtins = nb::module_::import_("builtins");
-    PyObject* type = PyExc_RuntimeError;
-    if (nb::hasattr(builtins, e.type_name().c_str())) {
-      nb::object cls = builtins.attr(e.type_name().c_str());
-      if (PyType_Check(cls.ptr()) &&
-          PyType_IsSubtype(reinterpret_cast<PyTypeObject*>(cls.ptr()),
-                           reinterpret_cast<PyTypeObject*>(PyExc_Exception)))
-        type = cls.ptr();
-    }
-    PyErr_SetString(type, e.what());
+    SetRaised(e);
   } catch (const Error& e) {
     PyErr_SetString(PythonException(e.kind()), e.what());
   }
@@ -99,6 +113,8 @@ void InitModule(nb::module_& m) {
   // kiln.Tensor is held for the life of the process and tensors may still borrow NumPy memory at
   // interpreter exit; nanobind's leak report at shutdown would only be noise.
   nb::set_leak_warnings(false);
+  g_graph_raise = PyErr_NewException("kiln._C.GraphRaise", PyExc_RuntimeError, nullptr);
+  m.attr("GraphRaise") = nb::handle(g_graph_raise);
   nb::register_exception_translator(&TranslateErrors);
   SetInterruptCheck(&CheckPythonSignals);
 

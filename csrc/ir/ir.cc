@@ -38,24 +38,34 @@ Func& Module::AddFunc(const std::string& name) {
   KILN_CHECK(Find(name) == nullptr, Value, "ir: function @", name, " is defined twice");
   funcs_.push_back(std::make_unique<Func>());
   funcs_.back()->name = name;
+  index_[name] = funcs_.size() - 1;
   return *funcs_.back();
 }
 
-Func* Module::Find(const std::string& name) {
-  for (auto& f : funcs_)
-    if (f->name == name) return f.get();
+// By name through index_, in constant time (graphs of unrolled loops hold thousands of
+// functions). Functions are only added through AddFunc, but a pass may drop or reorder
+// funcs(): an entry that no longer matches rebuilds the index.
+const Func* Module::Find(const std::string& name) const {
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    auto hit = index_.find(name);
+    if (hit == index_.end() && index_.size() >= funcs_.size()) return nullptr;
+    if (hit != index_.end() && hit->second < funcs_.size() && funcs_[hit->second]->name == name)
+      return funcs_[hit->second].get();
+    index_.clear();
+    for (size_t i = 0; i < funcs_.size(); ++i) index_[funcs_[i]->name] = i;
+  }
   return nullptr;
 }
 
-const Func* Module::Find(const std::string& name) const {
-  for (const auto& f : funcs_)
-    if (f->name == name) return f.get();
-  return nullptr;
+Func* Module::Find(const std::string& name) {
+  return const_cast<Func*>(static_cast<const Module*>(this)->Find(name));
 }
 
 std::string Module::FreshName(const std::string& prefix) const {
-  for (int i = 0;; ++i) {
-    std::string name = prefix + "_" + std::to_string(i);
+  // Numbers already handed out for the prefix are not tried again (linear, not quadratic).
+  int& next = next_fresh_[prefix];
+  for (;; ++next) {
+    std::string name = prefix + "_" + std::to_string(next);
     if (Find(name) == nullptr) return name;
   }
 }

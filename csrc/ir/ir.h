@@ -15,6 +15,7 @@
 
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "ops/registry.h"
@@ -91,6 +92,8 @@ class Module {
 
  private:
   std::vector<std::unique_ptr<Func>> funcs_;
+  mutable std::unordered_map<std::string, size_t> index_;    // name -> position in funcs_
+  mutable std::unordered_map<std::string, int> next_fresh_;  // prefix -> next number to try
 };
 
 // Builds a Func node by node, inferring each op's outputs with the registry (the same

@@ -11,10 +11,14 @@
 // user of its value is in the group (no intermediate is needed outside it). Values from outside
 // become the body's parameters and must fit a chunked run (FitsElementwiseChunks); one-element
 // constants are copied in. A group needs two ops or more, and no node with a side effect may lie
-// between its first and last op, since the call reads its inputs where the last op was.
+// between its first and last op, since the call reads its inputs where the last op was (the ops
+// before such a node are left out). Grouping is linear in the ops it visits, so a long unrolled
+// loop compiles in linear time.
 #include <algorithm>
+#include <map>
 #include <set>
 #include <string>
+#include <unordered_map>
 
 #include "passes/passes.h"
 #include "passes/rewrite_util.h"
@@ -40,7 +44,11 @@ bool IsScalarConst(const ir::Func& f, const ir::ValueRef& v) {
 class ElementwiseFuser {
  public:
   ElementwiseFuser(ir::Module& module, ir::Func& f)
-      : m_(module), f_(f), users_(f.nodes.size()), removed_(f.nodes.size(), false) {
+      : m_(module),
+        f_(f),
+        users_(f.nodes.size()),
+        removed_(f.nodes.size(), false),
+        tried_(f.nodes.size(), false) {
     for (size_t n = 0; n < f.nodes.size(); ++n)
       for (const auto& v : f.nodes[n].inputs)
         if (!v.is_param() && !v.is_none()) users_[v.node].push_back(static_cast<int>(n));
@@ -50,29 +58,31 @@ class ElementwiseFuser {
 
   void Run() {
     for (int n = static_cast<int>(f_.nodes.size()) - 1; n >= 0; --n)
-      if (!removed_[n] && Fusable(f_.nodes[n])) TryFuse(n);
+      if (!removed_[n] && !tried_[n] && Fusable(f_.nodes[n])) TryFuse(n);
     std::vector<bool> keep(removed_.size());
     for (size_t n = 0; n < keep.size(); ++n) keep[n] = !removed_[n];
     KeepNodes(f_, keep);
   }
 
  private:
-  // The ops that can run with sink n as one chunked pass, in node order.
+  // The ops that can run with sink n as one chunked pass, in node order. A producer joins once
+  // every use of its value is in the group: each member counts the uses it adds, so a chain of
+  // n ops is grouped in O(n log n), not by rescanning the group until nothing joins.
   std::vector<int> Group(int sink) const {
     std::set<int> group = {sink};
+    std::unordered_map<int, size_t> uses_inside;  // candidate producer -> its uses in the group
     const Shape& shape = f_.nodes[sink].outputs[0].shape;
-    for (bool grew = true; grew;) {
-      grew = false;
-      for (int member : std::vector<int>(group.begin(), group.end())) {
-        for (const auto& v : f_.nodes[member].inputs) {
-          if (v.is_param() || v.is_none() || group.count(v.node) || removed_[v.node]) continue;
-          const ir::Node& p = f_.nodes[v.node];
-          if (!Fusable(p) || p.outputs[0].shape != shape) continue;
-          const auto& us = users_[v.node];
-          if (std::all_of(us.begin(), us.end(), [&](int u) { return group.count(u) > 0; })) {
-            group.insert(v.node);
-            grew = true;
-          }
+    std::vector<int> work = {sink};
+    while (!work.empty()) {
+      const int member = work.back();
+      work.pop_back();
+      for (const auto& v : f_.nodes[member].inputs) {
+        if (v.is_param() || v.is_none() || group.count(v.node) || removed_[v.node]) continue;
+        const ir::Node& p = f_.nodes[v.node];
+        if (!Fusable(p) || p.outputs[0].shape != shape) continue;
+        if (++uses_inside[v.node] == users_[v.node].size()) {
+          group.insert(v.node);
+          work.push_back(v.node);
         }
       }
     }
@@ -80,18 +90,20 @@ class ElementwiseFuser {
   }
 
   void TryFuse(int sink) {
-    std::vector<int> group = Group(sink);
+    std::vector<int> group = AfterLastEffect(Group(sink), sink);
     if (group.size() < 2) return;
-    for (int k = group.front() + 1; k < sink; ++k)
-      if (!std::binary_search(group.begin(), group.end(), k) && MayHaveEffect(f_.nodes[k])) return;
     const Shape& shape = f_.nodes[sink].outputs[0].shape;
-    std::vector<ir::ValueRef> outside;  // the body's parameters, in first-use order
+    std::vector<ir::ValueRef> outside;   // the body's parameters, in first-use order
+    std::set<std::pair<int, int>> seen;  // outside values already listed, as (node, index)
     for (int n : group) {
       for (const auto& v : f_.nodes[n].inputs) {
         const bool inside = !v.is_param() && std::binary_search(group.begin(), group.end(), v.node);
-        if (inside || IsScalarConst(f_, v) || std::count(outside.begin(), outside.end(), v))
-          continue;
-        if (!ir::FitsElementwiseChunks(f_.meta(v).shape, shape)) return;
+        if (inside || IsScalarConst(f_, v) || !seen.insert({v.node, v.index}).second) continue;
+        if (!ir::FitsElementwiseChunks(f_.meta(v).shape, shape)) {
+          // Its members would meet the same input as sinks: not tried again (keeps it linear).
+          for (int m : group) tried_[m] = true;
+          return;
+        }
         outside.push_back(v);
       }
     }
@@ -108,19 +120,36 @@ class ElementwiseFuser {
     f_.nodes[sink] = std::move(call);
   }
 
+  // The members after the last node with a side effect between the group's first op and the
+  // sink (the call runs where the sink was). They still form a group: every use of a value
+  // comes after the op making it.
+  std::vector<int> AfterLastEffect(std::vector<int> group, int sink) const {
+    if (group.size() < 2) return group;
+    for (int k = sink - 1; k > group.front(); --k) {
+      if (!std::binary_search(group.begin(), group.end(), k) && MayHaveEffect(f_.nodes[k])) {
+        group.erase(group.begin(), std::upper_bound(group.begin(), group.end(), k));
+        break;
+      }
+    }
+    return group;
+  }
+
   // The group's ops (and the one-element constants they read) as a function of `outside`.
   void BuildBody(ir::Func& body, const std::vector<int>& group,
                  const std::vector<ir::ValueRef>& outside) {
     for (const auto& v : outside) body.params.push_back(f_.meta(v));
-    std::vector<int> index(f_.nodes.size(), -1);  // a node of f_ -> its node in body
+    std::unordered_map<int, int> index;        // a node of f_ -> its node in body (sized by group)
+    std::map<std::pair<int, int>, int> param;  // an outside value (node, index) -> its param
+    for (size_t i = 0; i < outside.size(); ++i)
+      param[{outside[i].node, outside[i].index}] = static_cast<int>(i);
     auto map = [&](const ir::ValueRef& v) -> ir::ValueRef {
-      auto at = std::find(outside.begin(), outside.end(), v);
-      if (at != outside.end()) return ir::ValueRef{-1, static_cast<int>(at - outside.begin())};
-      if (index[v.node] < 0) {  // a one-element constant, copied in
+      auto at = param.find({v.node, v.index});
+      if (at != param.end()) return ir::ValueRef{-1, at->second};
+      if (!index.count(v.node)) {  // a one-element constant, copied in
         index[v.node] = static_cast<int>(body.nodes.size());
         body.nodes.push_back(f_.nodes[v.node]);
       }
-      return ir::ValueRef{index[v.node], v.index};
+      return ir::ValueRef{index.at(v.node), v.index};
     };
     for (int n : group) {
       ir::Node node = f_.nodes[n];
@@ -135,6 +164,7 @@ class ElementwiseFuser {
   ir::Func& f_;
   std::vector<std::vector<int>> users_;  // users of each node's outputs (-1: a result)
   std::vector<bool> removed_;            // moved into a fused body
+  std::vector<bool> tried_;              // in a group that could not fuse: not a sink again
 };
 
 }  // namespace

@@ -64,6 +64,14 @@ def _check_nonnegative_int(name):
     return check
 
 
+def _check_cache_limit(v):
+    if not _is_int(v):
+        raise TypeError(f"set_context: jit_cache_limit must be a positive int, got {v!r}")
+    if v < 1:
+        raise ValueError(f"set_context: jit_cache_limit must be at least 1, got {v}")
+    return v
+
+
 def _set_threads(v):
     if not _is_int(v) or v < 1:
         raise TypeError(f"set_context: runtime_num_threads must be a positive int, got {v!r}")
@@ -81,6 +89,9 @@ _SCHEMA = {
     "device_target": ("CPU", _check_device),
     "device_id": (0, _check_nonnegative_int("device_id")),
     "max_call_depth": (1000, _check_nonnegative_int("max_call_depth")),
+    # compiled variants kept per jitted function (per instance for a method); past it, calls
+    # that need a new variant run in PyNative, with one warning
+    "jit_cache_limit": (64, _check_cache_limit),
     "pynative_synchronize": (False, _check_bool("pynative_synchronize")),
     "runtime_num_threads": (None, _set_threads),
     "deterministic": ("OFF", lambda v: v),

@@ -17,7 +17,7 @@ def compiled_of(fn, *args, level="O0"):
     """The executable of fn; O0 by default, so that fusion leaves the intermediates to plan."""
     jitted = ms.jit(fn, jit_level=level)
     jitted(*args)
-    return [c for entries in jitted.cache.values() for c in entries][0].executable
+    return jitted.variants()[0].executable
 
 
 def test_peak_memory_falls_with_liveness_planning():

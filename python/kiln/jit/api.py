@@ -2,29 +2,51 @@
 
 import functools
 import os
+import sys
+import threading
 import time
 import weakref
 
+import numpy as np
+
 from kiln import _C
 from kiln import _graph_state as _state
+from kiln._graph_state import compiling as _compiling
 from kiln.common.tensor import Tensor
+from kiln.jit.cache import CompileCache
 from kiln.jit.convert import Converter
 from kiln.jit.emitter import GraphEmitter
 from kiln.jit.graph_tensor import GraphTensor
+from kiln.jit.guards import freeze, is_user_object
 from kiln.jit.trees import flatten, unflatten
 
-_STATS = {"compiles": 0, "cache_hits": 0, "compile_seconds": 0.0, "recompile_reasons": []}
+_STATS = {"compiles": 0, "cache_hits": 0, "eager_fallbacks": 0, "compile_seconds": 0.0,
+          "recompile_reasons": []}
+_STATS_LOCK = threading.Lock()  # `+=` on a shared counter is not atomic across threads
 
 
 def get_jit_stats():
-    """Counters for this process: graphs compiled, cache hits, seconds spent compiling, and why
-    each recompilation of an already-compiled function happened."""
-    return {
-        "compiles": _STATS["compiles"],
-        "cache_hits": _STATS["cache_hits"] + _C.fast_call_hits(),
-        "compile_seconds": _STATS["compile_seconds"],
-        "recompile_reasons": list(_STATS["recompile_reasons"]),
-    }
+    """Counters for this process: graphs compiled, cache hits, calls run in PyNative because
+    their function reached jit_cache_limit, seconds spent compiling, and why each recompilation
+    of an already-compiled function happened."""
+    with _STATS_LOCK:
+        return {
+            "compiles": _STATS["compiles"],
+            "cache_hits": _STATS["cache_hits"] + _C.fast_call_hits(),
+            "eager_fallbacks": _STATS["eager_fallbacks"],
+            "compile_seconds": _STATS["compile_seconds"],
+            "recompile_reasons": list(_STATS["recompile_reasons"]),
+        }
+
+
+def _count(name, amount=1):
+    with _STATS_LOCK:
+        _STATS[name] += amount
+
+
+def _note_recompile(reason):
+    with _STATS_LOCK:
+        _STATS["recompile_reasons"].append(reason)
 
 
 class JitConfig:
@@ -126,11 +148,15 @@ def _signature(value):
         return (type(value).__name__, tuple(_signature(v) for v in value))
     if isinstance(value, dict):
         return ("dict", tuple((k, _signature(v)) for k, v in value.items()))
+    if isinstance(value, np.ndarray):
+        return ("A",) + freeze(value)
+    if is_user_object(value):  # compiled with its attributes' values: they are the key
+        return ("U", type(value)) + freeze(value)[2:]  # [2:]: not its identity
     try:
         hash(value)
         return ("C", type(value).__name__, value)
-    except TypeError:
-        return ("O", id(value))
+    except TypeError:  # by content where freeze knows how (sets), else by identity; the key
+        return ("O", freeze(value))  # holds the object, so its id is never another's
 
 
 _FROM_GRAPH = object()  # an output leaf the graph computes (None is a valid constant result)
@@ -141,13 +167,14 @@ def _NO_SELF():  # the _fast_self of a plain function: "called with self_obj Non
 
 
 class _Compiled:
-    def __init__(self, executable, parameters, out_tree, out_leaves, guards, text):
+    def __init__(self, executable, parameters, out_tree, out_leaves, guards, text, raise_types):
         self.executable = executable
         self.parameters = parameters
         self.out_tree = out_tree
         self.out_leaves = out_leaves  # _FROM_GRAPH where the graph produces the leaf
         self.guards = guards
         self.text = text
+        self.raise_types = raise_types  # IR names of the exception classes its raises name
 
 
 def _graph_inputs(emitter, value, inputs, name):
@@ -210,8 +237,7 @@ def compile_function(fn, args, kwargs, self_obj=None, name="graph", level="O1"):
     start = time.perf_counter()
     emitter = GraphEmitter()
     converter = Converter(emitter)
-    previous = (_state.builder, _state.converter)
-    _state.builder, _state.converter = emitter, converter
+    previous = _state.begin_compile(emitter, converter)
     _C._set_graph_hook(_eager_operator_in_graph)
     try:
         graph_args = [_graph_inputs(emitter, a, [], f"arg{i}") for i, a in enumerate(args)]
@@ -220,6 +246,7 @@ def compile_function(fn, args, kwargs, self_obj=None, name="graph", level="O1"):
         if self_obj is not None:
             graph_args.insert(0, converter.wrap(self_obj, "self", None, path="self"))
         result = converter.call_function(fn, tuple(graph_args), graph_kwargs)
+        converter.guards.settle(fn.__qualname__)
         leaves, tree = flatten(result)
         outputs = [leaf.handle for leaf in leaves if isinstance(leaf, GraphTensor)]
         emitter.b.set_outputs(outputs)
@@ -228,19 +255,20 @@ def compile_function(fn, args, kwargs, self_obj=None, name="graph", level="O1"):
         executable = emitter.b.finish(level)
         _save_graph(name, "optimized", executable.text(), get_context)
     finally:
-        _state.builder, _state.converter = previous
+        _state.end_compile(previous)
         _C._set_graph_hook(_eager_operator_in_graph if previous[0] is not None else None)
     out_leaves = [_FROM_GRAPH if isinstance(leaf, GraphTensor) else leaf for leaf in leaves]
-    _STATS["compiles"] += 1
-    _STATS["compile_seconds"] += time.perf_counter() - start
-    return _Compiled(executable, list(emitter.parameters), tree, out_leaves, converter.guards, text)
+    _count("compiles")
+    _count("compile_seconds", time.perf_counter() - start)
+    return _Compiled(executable, list(emitter.parameters), tree, out_leaves, converter.guards, text,
+                     emitter.raise_types)
 
 
 def _eager_operator_in_graph(op, tensor, other, swap):
     """`param * 0.9` on an eager tensor while compiling: a graph node, never a baked-in value."""
     from kiln.ops._core import call  # noqa: PLC0415
 
-    if _state.builder is None:  # compile-time work (initializers) runs eagerly
+    if _compiling.builder is None:  # compile-time work (initializers) runs eagerly
         _C._set_graph_hook(None)
         try:
             return _apply_eagerly(op, tensor, other, swap)
@@ -249,7 +277,7 @@ def _eager_operator_in_graph(op, tensor, other, swap):
     if op == "invert":
         from kiln.jit.graph_tensor import GraphTensor  # noqa: PLC0415
 
-        return GraphTensor.__invert__(_state.builder.to_graph(tensor, "~"))
+        return GraphTensor.__invert__(_compiling.builder.to_graph(tensor, "~"))
     if other is None:
         return call(op, (tensor,))
     if not isinstance(other, (bool, int, float)) and not hasattr(other, "shape"):
@@ -309,9 +337,41 @@ def run_compiled(compiled, args, kwargs):
             _run_inputs(a, inputs)
     for v in kwargs.values():
         _run_inputs(v, inputs)
-    outs = iter(compiled.executable.run(inputs + compiled.parameters))
+    try:
+        outs = iter(compiled.executable.run(inputs + compiled.parameters))
+    except _C.GraphRaise as e:
+        raise _raised(e, compiled.raise_types) from None
     leaves = [next(outs) if leaf is _FROM_GRAPH else leaf for leaf in compiled.out_leaves]
     return unflatten(compiled.out_tree, leaves)
+
+
+def _user_stacklevel():
+    """The warnings.warn stacklevel of the first caller outside kiln (the user's call)."""
+    kiln_dir = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    frame, level = sys._getframe(1), 1  # the frame calling warnings.warn is level 1
+    while frame is not None and frame.f_code.co_filename.startswith(kiln_dir):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
+def _raised(error, raise_types):
+    """The exception a graph's `raise` named, as its own class (e.g. the user's MyError)."""
+    import builtins  # noqa: PLC0415
+
+    cls = raise_types.get(error.type_name) or getattr(builtins, error.type_name, None)
+    if not (isinstance(cls, type) and issubclass(cls, BaseException)):
+        return error
+    message = str(error)
+    try:
+        return cls(message)
+    except Exception:  # noqa: BLE001 - a constructor taking other arguments: set them directly
+        exc = cls.__new__(cls)
+        exc.args = (message,)
+        return exc
+
+
+class JitCacheLimitWarning(RuntimeWarning):
+    """A jitted function reached jit_cache_limit variants; new variants run in PyNative."""
 
 
 class JitFunction:
@@ -320,9 +380,9 @@ class JitFunction:
     def __init__(self, fn, config):
         self.fn = fn
         self.config = config
-        self.cache = {}  # signature -> [compiled]
-        self._fast = None  # _C.FastCall for the last graph run, see _arm_fast_call
-        self._fast_self = _NO_SELF
+        self.cache = CompileCache()
+        self._fast = None  # (owner weakref or _NO_SELF, _C.FastCall, raise_types): last graph run
+        self._warned_limit = False
         functools.update_wrapper(self, fn)
 
     def __get__(self, instance, owner):
@@ -334,45 +394,82 @@ class JitFunction:
         return self.call_bound(None, *args, **kwargs)
 
     def call_bound(self, self_obj, *args, **kwargs):
-        fast = self._fast
-        if (fast is not None and not kwargs and _state.builder is None
-                and self._fast_self() is self_obj and not _C.tape_active()):
-            out = fast(args, _state.cell_epoch)
+        armed = self._fast  # one read: another thread may re-arm it meanwhile
+        if (armed is not None and not kwargs and _compiling.builder is None
+                and armed[0]() is self_obj and not _C.tape_active()):
+            try:
+                out = armed[1](args, _state.cell_epoch)
+            except _C.GraphRaise as e:
+                raise _raised(e, armed[2]) from None
             if out is not None:
                 return out
-        if _state.builder is not None:  # called while compiling an enclosing graph: inline it
+        if _compiling.builder is not None:  # called while compiling an enclosing graph: inline it
             if self_obj is not None:
                 args = (self_obj,) + args
             from kiln.jit.scope import Converted  # noqa: PLC0415
 
-            return Converted(_state.converter, self.fn)(*args, **kwargs)
+            return Converted(_compiling.converter, self.fn)(*args, **kwargs)
         if _C.tape_active():
             # grad(jit(f)) in PyNative: the eager tape must see f's ops, so f runs op by op.
-            if self_obj is not None:
-                args = (self_obj,) + args
-            return self.fn(*args, **kwargs)
+            return self._run_eagerly(self_obj, args, kwargs)
         key = (
-            id(self_obj),
             tuple([_signature(a) for a in args]),
             tuple([(k, _signature(v)) for k, v in sorted(kwargs.items())]) if kwargs else (),
             self.config.key(),
         )
-        entries = self.cache.setdefault(key, [])
-        for compiled in entries:
-            if compiled.guards.first_failure() is None:
-                _STATS["cache_hits"] += 1
-                self._arm_fast_call(compiled, self_obj, args, kwargs)
-                return run_compiled(compiled, args, kwargs)
-        if entries:
-            reason = entries[-1].guards.first_failure()
-            _STATS["recompile_reasons"].append(f"{self.fn.__qualname__}: {reason}")
-        elif any(k[0] == key[0] for k in self.cache if k is not key) and len(self.cache) > 1:
-            _STATS["recompile_reasons"].append(f"{self.fn.__qualname__}: new input signature")
-        compiled = compile_function(
-            self.fn, args, kwargs, self_obj, self.fn.__name__, self.config.jit_level
-        )
-        entries.append(compiled)
+        variants = self.cache.of(self, self_obj)
+        compiled = variants.lookup(key)
+        if compiled is not None:
+            _count("cache_hits")
+        else:
+            compiled = self._compile(variants, key, self_obj, args, kwargs)
+            if compiled is None:
+                return self._run_eagerly(self_obj, args, kwargs)
+        self._arm_fast_call(compiled, self_obj, args, kwargs)
         return run_compiled(compiled, args, kwargs)
+
+    def _compile(self, variants, key, self_obj, args, kwargs):
+        """Compiles and caches the variant for `key`; None past jit_cache_limit variants."""
+        from kiln.context import get_context  # noqa: PLC0415
+
+        with self.cache.lock:
+            compiled = variants.lookup(key)  # another thread may have compiled it meanwhile
+            if compiled is not None:
+                return compiled
+            reason = variants.miss_reason(key)
+            if variants.count >= get_context("jit_cache_limit"):
+                self._warn_limit(reason)
+                return None
+            if reason is not None:
+                _note_recompile(f"{self.fn.__qualname__}: {reason}")
+            compiled = compile_function(
+                self.fn, args, kwargs, self_obj, self.fn.__name__, self.config.jit_level
+            )
+            variants.insert(key, compiled)
+            return compiled
+
+    def _warn_limit(self, reason):
+        _count("eager_fallbacks")
+        if self._warned_limit:
+            return
+        self._warned_limit = True
+        import warnings  # noqa: PLC0415
+
+        from kiln.context import get_context  # noqa: PLC0415
+
+        warnings.warn(
+            f"jit: {self.fn.__qualname__} has compiled {get_context('jit_cache_limit')} "
+            f"variants (jit_cache_limit) and needs another: {reason}. A value it reads as a "
+            f"constant keeps changing; pass it as a Tensor argument or wrap it in ms.mutable() "
+            f"to make it a graph input. Calls that need a new variant now run in PyNative.",
+            JitCacheLimitWarning,
+            stacklevel=_user_stacklevel(),
+        )
+
+    def _run_eagerly(self, self_obj, args, kwargs):
+        if self_obj is not None:
+            args = (self_obj,) + args
+        return self.fn(*args, **kwargs)
 
     def _arm_fast_call(self, compiled, self_obj, args, kwargs):
         """Lets the next calls with the same tensor types skip straight to C++ (_C.FastCall)
@@ -387,17 +484,29 @@ class JitFunction:
             return
         if unflatten(compiled.out_tree, [_FROM_GRAPH]) is not _FROM_GRAPH:
             return
-        self._fast_self = _NO_SELF if self_obj is None else weakref.ref(self_obj)
-        self._fast = _C.FastCall(compiled.executable, list(args), compiled.parameters,
-                                 _state.cell_epoch)
+        try:
+            owner = _NO_SELF if self_obj is None else weakref.ref(self_obj, self._disarm)
+        except TypeError:  # an owner without weak references (__slots__): no fast path
+            return
+        fast = _C.FastCall(compiled.executable, list(args), compiled.parameters, _state.cell_epoch)
+        self._fast = (owner, fast, compiled.raise_types)
+
+    def _disarm(self, dead_owner):
+        """The owner of the armed fast call died: drop its graph and Parameters with it."""
+        armed = self._fast
+        if armed is not None and armed[0] is dead_owner:
+            self._fast = None
+
+    def variants(self):
+        """Every compiled variant (of every owner still alive)."""
+        return [c for entries in self.cache.all_variants(self) for c in entries]
 
     def graph_text(self, stage="optimized"):
         """The IR of every compiled variant: "frontend" (as built from the source) or
         "optimized" (after the jit level's passes, what runs)."""
         if stage not in ("frontend", "optimized"):
             raise ValueError(f"graph_text: stage must be 'frontend' or 'optimized', got {stage!r}")
-        texts = [c.text if stage == "frontend" else c.executable.text()
-                 for entries in self.cache.values() for c in entries]
+        texts = [c.text if stage == "frontend" else c.executable.text() for c in self.variants()]
         return "\n".join(texts)
 
 
@@ -439,11 +548,11 @@ def jit(
 def cell_graph_call(cell, args, kwargs):
     """Cell.__call__ in Graph mode: compiles construct (cached per cell and input signature);
     while another graph is being compiled, the cell is compiled into that graph instead."""
-    if _state.builder is not None:
+    if _compiling.builder is not None:
         from kiln.jit.scope import CellProxy  # noqa: PLC0415
 
-        return _state.converter.call_cell(
-            cell, CellProxy(_state.converter, cell, type(cell).__name__), args, kwargs
+        return _compiling.converter.call_cell(
+            cell, CellProxy(_compiling.converter, cell, type(cell).__name__), args, kwargs
         )
     jitted = cell.__dict__.get("_kiln_graph_fn")
     if jitted is None:

@@ -11,7 +11,7 @@ def _print(*args, sep=" ", end="\n", file=None, flush=False):
     inside tuples, lists and dicts (there, like Python, with the tensor's repr)."""
     values = []
     text = sep.join(_format(a, values, str) for a in args) + ("" if end == "\n" else end)
-    _state.builder.print_(text, values)
+    _state.compiling.builder.print_(text, values)
 
 
 def _format(value, values, outer):

@@ -24,9 +24,10 @@ from kiln.jit.frames import (
     RaisedSignal,
     ReturnSignal,
 )
+from kiln.jit.guards import Guards
 from kiln.jit.loops import LoopsMixin
 from kiln.jit.rewrites import NOT_FN, NOTE_RETURN_FN, SELECT_FN, has_return, rewrite_conditionals
-from kiln.jit.scope import CellProxy, Converted, Guards, Scope, is_library
+from kiln.jit.scope import CellProxy, Converted, Scope, is_library
 from kiln.jit.source import FunctionSource, GraphSyntaxError, bind_arguments, check_strict
 from kiln.jit.statements import StatementsMixin
 
@@ -37,15 +38,18 @@ class Converter(StatementsMixin, BranchesMixin, LoopsMixin):
     def __init__(self, emitter):
         self.emitter = emitter
         self.guards = Guards()
+        emitter.is_outside = self.guards.holds
         self.depth = 0
         self.frames = []  # (frame, graph function it runs in), innermost last
 
     # ---- values entering compiled code ----
-    def wrap(self, value, description, getter, path=None, cell_attr=False):
+    def wrap(self, value, description, getter, path=None, cell_attr=False, key=None):
+        """`value` as compiled code sees it; with a getter, read again by a guard (`key`: what
+        identifies the place it was read from, when the description alone may not)."""
         from kiln.nn import Cell  # noqa: PLC0415
 
         if getter is not None:
-            self.guards.record(description, getter, value, cell_attr)
+            self.guards.record(description, getter, value, cell_attr, key)
         if isinstance(value, Cell):
             return CellProxy(self, value, path or description)
         if isinstance(value, Tensor):
@@ -70,9 +74,15 @@ class Converter(StatementsMixin, BranchesMixin, LoopsMixin):
             bound = sig.bind(*args, **kwargs)
         except TypeError as e:
             raise TypeError(f"{source.name}(): {e}") from None
+        passed = set(bound.arguments)
         bound.apply_defaults()
-        closure = _closure_values(fn)
-        frame = Frame(source, fn.__globals__, closure, bound.arguments)
+        for name, value in bound.arguments.items():
+            if name not in passed and isinstance(value, Tensor):
+                # A default tensor is one object shared by every call, as in Python: a graph
+                # input, so changes to it are seen and index assignment writes it back.
+                bound.arguments[name] = self.emitter.parameter(value)
+        closure, cells = _closure_values(fn)
+        frame = Frame(source, fn.__globals__, closure, bound.arguments, cells)
         if "__class__" in closure and fn.__code__.co_varnames:
             first = frame.locals.get(fn.__code__.co_varnames[0])
             frame.locals.setdefault("super", ZeroArgSuper(self, closure["__class__"], first))
@@ -91,7 +101,8 @@ class Converter(StatementsMixin, BranchesMixin, LoopsMixin):
         )
         closure = dict(outer.closure)
         closure.update(outer.locals)  # closures see the defining frame's values
-        frame = Frame(outer.source, outer.fn_globals, closure, values)
+        cells = {n: c for n, c in outer.closure_cells.items() if n not in outer.locals}
+        frame = Frame(outer.source, outer.fn_globals, closure, values, cells)
         return self.run_body(node.body, frame)
 
     def call_cell(self, cell, proxy, args, kwargs):
@@ -139,11 +150,8 @@ class Converter(StatementsMixin, BranchesMixin, LoopsMixin):
     # ---- expressions ----
     def eval(self, node, frame):
         self.set_loc(node, frame)
-        node = rewrite_conditionals(node)
-        expr = ast.Expression(body=node)
-        ast.fix_missing_locations(expr)
-        code = compile(expr, frame.source.filename, "eval")
-        scope = Scope(self, frame.locals, frame.fn_globals, frame.closure)
+        code = _expression_code(node, frame.source.filename)
+        scope = Scope(self, frame)
         scope.locals.setdefault(SELECT_FN, self.select)
         scope.locals.setdefault(NOT_FN, logical_not)
         scope.locals.setdefault(NOTE_RETURN_FN, self._note_return)
@@ -153,9 +161,25 @@ class Converter(StatementsMixin, BranchesMixin, LoopsMixin):
             raise
         except GraphSyntaxError:
             raise
+        except RecursionError as e:
+            raise self._too_deep(e, frame, node) from None
         except Exception as e:
             e = explain_one_branch_name(e, frame)
             raise at_line(e, frame.source, node.lineno) from None
+
+    def _too_deep(self, error, frame, node):
+        """One RecursionError for calls nested too deep, located at the innermost call (not
+        once more per level on its way out)."""
+        if getattr(error, "kiln_located", False):
+            return error
+        message = str(error)
+        if not message.startswith("Graph mode:"):  # Python's own recursion limit came first
+            message = (f"Graph mode: calls nest {self.depth} deep, past Python's recursion limit "
+                       f"(recursion is unrolled at compile time, so it needs a constant stopping "
+                       f"condition)")
+        located = at_line(RecursionError(message), frame.source, node.lineno)
+        located.kiln_located = True
+        return located
 
     def set_loc(self, node, frame):
         self.emitter.loc = (
@@ -182,13 +206,28 @@ class Converter(StatementsMixin, BranchesMixin, LoopsMixin):
             handler(stmt, frame)
 
 
+def _expression_code(node, filename):
+    """The compiled code of an expression node, rewritten for graph conditionals; kept on the
+    node, since an unrolled loop evaluates the same node once per iteration."""
+    cached = getattr(node, "_kiln_code", None)
+    if cached is not None and cached[0] == filename:
+        return cached[1]
+    expr = ast.Expression(body=rewrite_conditionals(node))
+    ast.fix_missing_locations(expr)
+    code = compile(expr, filename, "eval")
+    node._kiln_code = (filename, code)
+    return code
+
+
 def _closure_values(fn):
-    """The values of a function's closure cells; a cell not yet assigned is left out."""
-    closure = {}
+    """The values of a function's closure cells, and the cells (read again by the guards); a
+    cell not yet assigned is left out."""
+    closure, cells = {}, {}
     if fn.__closure__:
         for name, cell in zip(fn.__code__.co_freevars, fn.__closure__):
             try:
                 closure[name] = cell.cell_contents
             except ValueError:
-                pass
-    return closure
+                continue
+            cells[name] = cell
+    return closure, cells

@@ -1,5 +1,7 @@
 """GraphEmitter: turns op calls on graph values into nodes of the C++ graph builder."""
 
+import builtins
+
 from kiln import _C
 from kiln.common.tensor import Tensor
 from kiln.jit.graph_tensor import GraphTensor
@@ -32,6 +34,8 @@ class GraphEmitter:
         self._consts = {}  # (function, id(tensor)) -> (tensor, GraphTensor)
         self.entries = {}  # id -> graph inputs (arguments, Parameters, outside tensors)
         self.views = {}  # id -> (view, op name, base): outputs of view ops
+        self.raise_types = {}  # name in the graph -> exception class, for classes not builtin
+        self.is_outside = lambda tensor: False  # read from outside (set by the Converter)
 
     # ---- values ----
     def wrap(self, handle):
@@ -68,7 +72,15 @@ class GraphEmitter:
         if isinstance(value, GraphTensor):
             return value
         if isinstance(value, Tensor):
-            return self.parameter(value) if _is_parameter(value) else self.constant(value)
+            # A tensor of the user's state (a Parameter, or one reached through a global or
+            # closure list or object) is a graph input: read on every run, written back by
+            # index assignment. Only tensors made while compiling are constants.
+            if _is_parameter(value) or id(value) in self._param_values:
+                return self.parameter(value)
+            hit = self._consts.get((self.b.current_func, id(value)))
+            if hit is not None:  # decided already (is_outside walks the guards)
+                return hit[1]
+            return self.parameter(value) if self.is_outside(value) else self.constant(value)
         if isinstance(value, (bool, int, float)):
             return self.constant(value)
         raise TypeError(f"{op_name}: expected a Tensor or a number, got {type(value).__name__}")
@@ -101,6 +113,23 @@ class GraphEmitter:
         self.b.print_(format_string, [self.to_graph(v, "print").handle for v in values], *self.loc)
 
     def raise_(self, error_type, format_string, values):
+        """A node raising `error_type` (an exception class) when the graph runs."""
         self.b.raise_(
-            error_type, format_string, [self.to_graph(v, "raise").handle for v in values], *self.loc
+            self._raise_type_name(error_type),
+            format_string,
+            [self.to_graph(v, "raise").handle for v in values],
+            *self.loc,
         )
+
+    def _raise_type_name(self, cls):
+        """A builtin exception by its name; any other class by "module.QualName" (no builtin
+        matches a dotted name), made unique in this graph, and kept in raise_types."""
+        if getattr(builtins, cls.__name__, None) is cls:
+            return cls.__name__
+        name = base = f"{cls.__module__}.{cls.__qualname__}"
+        n = 1
+        while self.raise_types.get(name, cls) is not cls:
+            n += 1
+            name = f"{base}#{n}"
+        self.raise_types[name] = cls
+        return name

@@ -19,8 +19,9 @@ def set_item(converter, container, index, value):
 
     emitter = converter.emitter
     if not isinstance(container, GraphTensor):
-        # A Parameter is a graph input and changes in place; another eager tensor was made at
-        # compile time (a constant): names bound to it see the copy.
+        # A Parameter, or a tensor reached through outside state (a global list), is a graph
+        # input and changes in place; another eager tensor was made at compile time (a
+        # constant): names bound to it see the copy.
         eager, container = container, emitter.to_graph(container, "setitem")
         rebind(converter, eager, container, deep=False)
     op = _visible_base(converter, container)

@@ -2,14 +2,13 @@
 
 Values the compiled code reads are wrapped on the way in: user functions and methods become
 Converted callables (compiled from their source too), Cells become CellProxy objects (their
-Parameters turn into graph inputs), and every plain value read from a global or from `self`
-is recorded as a guard of the compile cache.
+Parameters turn into graph inputs), and every value read from a global, a closure variable or
+`self` is recorded as a guard of the compile cache (jit/guards.py).
 """
 
 import builtins
 import types
 
-from kiln import _graph_state
 from kiln.jit import builtins_graph
 
 
@@ -19,108 +18,28 @@ def is_library(obj):
     return module == "kiln" or module.startswith("kiln.")
 
 
-def _guardable(value):
-    """Values a guard can check: Python constants by value (containers too), and tensors, Cells
-    and functions by identity (rebinding `self.mask` or a global to another tensor recompiles
-    instead of silently running with the old one)."""
-    if isinstance(value, (bool, int, float, str, type(None))) or _by_identity(value):
-        return True
-    if isinstance(value, (tuple, list)):
-        return all(_guardable(v) for v in value)
-    if type(value) is dict:
-        return all(_guardable(k) and _guardable(v) for k, v in value.items())
-    return False
-
-
-def _by_identity(value):
-    from kiln.common.tensor import Tensor  # noqa: PLC0415
-    from kiln.nn import Cell  # noqa: PLC0415
-
-    return isinstance(value, (Tensor, Cell, types.FunctionType))
-
-
-class _Same:
-    """Compares equal only to a guard value holding the very same object."""
-
-    __slots__ = ("obj",)
-
-    def __init__(self, obj):
-        self.obj = obj
-
-    def __eq__(self, other):
-        return isinstance(other, _Same) and other.obj is self.obj
-
-    def __repr__(self):
-        return f"<{type(self.obj).__name__} object at {id(self.obj):#x}>"
-
-
-class Guards:
-    """Values compilation read as constants; a cached graph is reused only while they hold."""
-
-    def __init__(self):
-        self.items = []  # (description, getter, value, always)
-        self._always = []  # the items checked on every call
-        self._passed_at_epoch = None
-
-    def record(self, description, getter, value, cell_attr=False):
-        """cell_attr: read from a Cell attribute; unless the value is a mutable container, it can
-        only change through Cell.__setattr__, which bumps kiln._graph_state.cell_epoch."""
-        if _guardable(value):
-            always = not cell_attr or isinstance(value, (list, dict))
-            self.items.append((description, getter, _freeze(value), always))
-            if always:
-                self._always.append(self.items[-1])
-
-    def has_per_call_checks(self):
-        return bool(self._always)
-
-    def first_failure(self):
-        epoch = _graph_state.cell_epoch
-        # Unless a Cell attribute was set since the last pass, only the always-checked guards.
-        items = self.items if epoch != self._passed_at_epoch else self._always
-        for description, getter, value, _ in items:
-            try:
-                now = getter()
-                now = _freeze(now) if _guardable(now) else _Same(now)
-            except Exception:  # noqa: BLE001 - a vanished attribute fails the guard
-                return f"{description} can no longer be read"
-            if now != value:
-                return f"{description} changed from {value!r} to {now!r}"
-        self._passed_at_epoch = epoch
-        return None
-
-
-def _freeze(value):
-    if _by_identity(value):
-        return _Same(value)
-    if isinstance(value, list):
-        return ("__list__",) + tuple(_freeze(v) for v in value)
-    if isinstance(value, tuple):
-        return tuple(_freeze(v) for v in value)
-    if isinstance(value, dict):
-        return ("__dict__",) + tuple((_freeze(k), _freeze(v)) for k, v in value.items())
-    return value
-
-
 class Scope(dict):
     """The globals mapping expressions are evaluated in (a dict subclass, so comprehensions and
     lambdas inside them resolve names through it as well)."""
 
-    def __init__(self, converter, frame_locals, fn_globals, closure):
+    def __init__(self, converter, frame):
         super().__init__()
         self.converter = converter
-        self.locals = frame_locals
-        self.fn_globals = fn_globals
-        self.closure = closure
+        self.locals = frame.locals
+        self.fn_globals = frame.fn_globals
+        self.closure = frame.closure
+        self.closure_cells = frame.closure_cells
 
     def __getitem__(self, name):
         if name in self.locals:
             return self.locals[name]
         if name in self.closure:
-            return self.converter.wrap(self.closure[name], f"closure variable {name!r}", None)
+            return self._closure_variable(name)
         if name in self.fn_globals:
             g = self.fn_globals
-            return self.converter.wrap(g[name], f"global {name!r}", lambda: g[name])
+            return self.converter.wrap(
+                g[name], f"global {name!r}", lambda: g[name], key=(id(g), name)
+            )
         if name == "__builtins__":
             return builtins
         special = builtins_graph.SPECIAL.get(name)
@@ -129,6 +48,15 @@ class Scope(dict):
         if hasattr(builtins, name):
             return getattr(builtins, name)
         raise NameError(f"name {name!r} is not defined", name=name)
+
+    def _closure_variable(self, name):
+        """A closure variable; one the enclosing function can still rebind (its cell) is
+        guarded, unless compilation already replaced it by a graph value."""
+        value, cell = self.closure[name], self.closure_cells.get(name)
+        getter = None
+        if cell is not None and cell.cell_contents is value:
+            getter = lambda: cell.cell_contents  # noqa: E731 - read on every call
+        return self.converter.wrap(value, f"closure variable {name!r}", getter, key=id(cell))
 
     def __contains__(self, name):
         try:
@@ -182,6 +110,7 @@ class CellProxy:
             lambda: getattr(cell, name),
             path=f"{self._path}.{name}",
             cell_attr=True,
+            key=(id(cell), name),
         )
 
     def __setattr__(self, name, value):

@@ -31,11 +31,11 @@ class StatementsMixin:
             self.assign(stmt.target, self.eval(stmt.value, frame), frame)
 
     def exec_AugAssign(self, stmt, frame):
-        target = stmt.target
-        load = as_load(target)
-        expr = ast.BinOp(left=load, op=stmt.op, right=stmt.value)
-        ast.copy_location(expr, stmt)
-        self.assign(target, self.eval(expr, frame), frame)
+        expr = getattr(stmt, "_kiln_expr", None)  # made once: an unrolled loop runs it often
+        if expr is None:
+            expr = ast.BinOp(left=as_load(stmt.target), op=stmt.op, right=stmt.value)
+            stmt._kiln_expr = ast.copy_location(expr, stmt)
+        self.assign(stmt.target, self.eval(expr, frame), frame)
 
     def assign(self, target, value, frame):
         if isinstance(target, ast.Name):
@@ -44,6 +44,13 @@ class StatementsMixin:
             self._unpack(target, value, frame)
         elif isinstance(target, ast.Attribute):
             obj = self.eval(target.value, frame)
+            if self.guards.holds(obj):
+                raise GraphSyntaxError(
+                    where(frame.source, target.lineno) + f"assigning the attribute "
+                    f"{target.attr!r} of an object from outside the compiled function: it "
+                    f"would change once, while compiling, not on every call; return the value "
+                    f"instead, or run this code in PyNative"
+                )
             setattr(obj, target.attr, value)
         elif isinstance(target, ast.Subscript):
             self._assign_subscript(target, value, frame)
@@ -109,7 +116,7 @@ class StatementsMixin:
         test = self.eval(stmt.test, frame)
         message = "" if stmt.msg is None else self.eval(stmt.msg, frame)
         if isinstance(test, GraphTensor):
-            self._raise_if(test, "AssertionError", _format_literal(str(message)), [], negate=True)
+            self._raise_if(test, AssertionError, _format_literal(str(message)), [], negate=True)
         elif not test:
             raise at_line(AssertionError(message), frame.source, stmt.lineno)
 
@@ -118,6 +125,10 @@ class StatementsMixin:
             raise GraphSyntaxError(where(frame.source, stmt.lineno) + "bare raise is not supported")
         exc = self.eval(stmt.exc, frame)
         exc_type = exc if isinstance(exc, type) else type(exc)
+        if not issubclass(exc_type, BaseException):
+            raise at_line(
+                TypeError("exceptions must derive from BaseException"), frame.source, stmt.lineno
+            )
         args = () if isinstance(exc, type) else exc.args
         parts, values = [], []
         for a in args:
@@ -126,7 +137,7 @@ class StatementsMixin:
                 values.append(a)
             else:
                 parts.append(_format_literal(str(a)))
-        self.emitter.raise_(exc_type.__name__, " ".join(parts), values)
+        self.emitter.raise_(exc_type, " ".join(parts), values)
         raise RaisedSignal()
 
 

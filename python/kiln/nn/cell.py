@@ -57,7 +57,8 @@ class Cell:
             raise RuntimeError(f"{type(self).__name__}.__init__ must call super().__init__() "
                                f"before the cell is used")
         # Inside a graph being compiled, or in GRAPH_MODE, the compiler takes the call.
-        if _GRAPH_RUNNER is not None and (_graph_state.builder is not None or _graph_mode()):
+        compiling = _graph_state.compiling.builder is not None
+        if _GRAPH_RUNNER is not None and (compiling or _graph_mode()):
             return _GRAPH_RUNNER(self, args, kwargs)
         return self.construct(*args, **kwargs)
 
@@ -71,7 +72,7 @@ class Cell:
         raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
 
     def __setattr__(self, name, value):
-        _graph_state.cell_epoch += 1  # compiled graphs re-check what they read from cells
+        _graph_state.bump_cell_epoch()  # compiled graphs re-check what they read from cells
         d = self.__dict__
         if "_params" not in d:
             if isinstance(value, (Parameter, Cell, ParameterTuple)):
@@ -231,18 +232,18 @@ class Cell:
         if not isinstance(mode, bool):
             raise TypeError(f"{type(self).__name__}.set_train: mode must be a bool, got {mode!r}")
         for _, cell in self.cells_and_names():
-            _graph_state.cell_epoch += 1
+            _graph_state.bump_cell_epoch()
             object.__setattr__(cell, "training", mode)
         return self
 
     def set_grad(self, requires_grad=True):
-        _graph_state.cell_epoch += 1
+        _graph_state.bump_cell_epoch()
         object.__setattr__(self, "requires_grad", bool(requires_grad))
         return self
 
     def set_jit_config(self, jit_config):
         """Stores the JitConfig used when this cell is compiled (Graph mode / @jit)."""
-        _graph_state.cell_epoch += 1
+        _graph_state.bump_cell_epoch()
         object.__setattr__(self, "_jit_config_dict", jit_config)
         return self
 

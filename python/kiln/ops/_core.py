@@ -5,6 +5,7 @@ import numpy as np
 
 from kiln import _C
 from kiln import _graph_state as _state
+from kiln._graph_state import compiling as _compiling
 from kiln.common import dtype as mstype
 
 KIND = {name: i for i, name in enumerate(_C.op_names())}
@@ -16,9 +17,12 @@ def call(name, inputs, attrs=()):
     The single interception point between eager and graph mode: while a function is being
     compiled, the op becomes a node of the graph under construction instead of running.
     """
-    if _state.builder is None:
+    if not _state.threads_compiling:  # the common case: no thread is compiling
         return _C.call(KIND[name], inputs, attrs)
-    return _state.builder.emit(name, inputs, attrs)
+    builder = _compiling.builder  # this thread's graph under construction, if any
+    if builder is None:
+        return _C.call(KIND[name], inputs, attrs)
+    return builder.emit(name, inputs, attrs)
 
 
 def is_tensor(value):

@@ -65,7 +65,7 @@ def _outputs(out, has_aux, fn_name):
 
 def _differentiate(fn, args, kwargs, positions, weights, has_aux, sens, fn_name):
     """Runs fn on a tape; returns (fn's output, gradients for positions, gradients for weights)."""
-    if _graph_state.builder is not None:
+    if _graph_state.compiling.builder is not None:
         return _differentiate_in_graph(fn, args, kwargs, positions, weights, has_aux, sens, fn_name)
     args = list(args)
     for p in positions:
@@ -94,7 +94,7 @@ def _differentiate(fn, args, kwargs, positions, weights, has_aux, sens, fn_name)
 def _differentiate_in_graph(fn, args, kwargs, positions, weights, has_aux, sens, fn_name):
     """Inside a function being compiled: fn's nodes are added to the graph, then its backward
     nodes, built by reverse-mode autodiff on the IR (csrc/autodiff) from the same rules."""
-    emitter = _graph_state.builder
+    emitter = _graph_state.compiling.builder
     args = list(args)
     for p in positions:
         if not is_tensor(args[p]):
