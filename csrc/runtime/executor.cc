@@ -243,6 +243,8 @@ class Interpreter {
 }  // namespace
 
 Program::Program(const ir::Module& module) : module_(module) {
+  // Plans index operands and kernels by the schema: a malformed module must never reach them.
+  ir::Verify(module);
   for (const auto& f : module.funcs()) plans_[f->name] = PlanFunc(*f);
   for (auto& [name, plan] : plans_) {
     for (NodePlan& np : plan->nodes) {
