@@ -35,4 +35,4 @@ mkdir -p build/fuzz/corpus
 # finding (sizes are bounded, so nothing legitimate takes that long).
 exec env OMP_NUM_THREADS=1 build/fuzz/fuzz_ir -max_total_time="$SECONDS_TO_RUN" -timeout=10 \
   -rss_limit_mb=4096 -close_fd_mask=1 -print_final_stats=1 -artifact_prefix=build/fuzz/ "$@" \
-  build/fuzz/corpus tests/fuzz/corpus_ir tests/ir
+  build/fuzz/corpus tests/fuzz/corpus_ir tests/fuzz/regressions_ir tests/ir
