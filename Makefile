@@ -32,8 +32,11 @@ lint:
 # ---- Sanitizers and fuzzing (docs/reliability.md); not part of `make test` ----
 # AddressSanitizer + UndefinedBehaviorSanitizer build with g++ in build/asan (-O2 -g).
 ASAN_DIR := build/asan
-# CPython itself is not instrumented: the runtime must load first, and its allocations are not
-# ours to leak-check. The UBSan runtime comes with the instrumented extension.
+# CPython itself is not instrumented: the ASan runtime must load first, and CPython's allocations
+# are not ours to leak-check. libstdc++ is preloaded too, or ASan's __cxa_throw interceptor finds
+# no real function (python does not link libstdc++) and aborts on the first C++ exception. The
+# UBSan runtime comes with the instrumented extension. --capture=sys: reports go to the real fd 2.
+ASAN_PRELOAD = $$(g++ -print-file-name=libasan.so) $$(g++ -print-file-name=libstdc++.so)
 ASAN_ENV := ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1
 
 asan: asan-cpp asan-python
@@ -51,8 +54,9 @@ asan-cpp: asan-build
 
 asan-python: asan-build
 	$(VENV)/bin/ninja -C $(ASAN_DIR) -j2 _C
-	cd tests/python && LD_PRELOAD=$$(g++ -print-file-name=libasan.so) $(ASAN_ENV) \
-	  PYTHONPATH=$(CURDIR)/$(ASAN_DIR)/python $(abspath $(PY)) -m pytest -q -p no:cacheprovider .
+	cd tests/python && LD_PRELOAD="$(ASAN_PRELOAD)" $(ASAN_ENV) \
+	  PYTHONPATH=$(CURDIR)/$(ASAN_DIR)/python $(abspath $(PY)) -m pytest -q -p no:cacheprovider \
+	  --capture=sys .
 
 # libFuzzer on the IR parser, verifier and executor (clang; installs it on first use).
 fuzz-ir-short:
