@@ -4,8 +4,9 @@
 // Any input may be rejected, but only with a kiln::Error (a clear Python exception for users).
 // A module that verifies must print to text that parses back and prints the same, and is run on
 // ones-filled inputs when every value is small and static and there is no `while` (a fuzzed loop
-// need not end), so the executor and kernels are checked too. A finding escapes as an exception
-// that is not a kiln::Error (or as a crash or sanitizer report).
+// need not end), so the executor and kernels are checked too; so is the O2 pass pipeline, which
+// must leave a valid module. A finding escapes as an exception that is not a kiln::Error (or as
+// a crash or sanitizer report).
 #pragma once
 
 #include <stdexcept>
@@ -15,6 +16,7 @@
 #include "core/error.h"
 #include "ir/ir.h"
 #include "kernels/cpu/copy.h"
+#include "passes/passes.h"
 #include "runtime/executor.h"
 
 namespace kiln::fuzz {
@@ -68,6 +70,28 @@ inline void RunOnOnes(const ir::Module& module) {
   Run(module, inputs);
 }
 
+// The O2 pipeline on a module that verifies may reject it with an Error (folding runs kernels),
+// but must leave it valid: a pass that breaks the module is a finding. The result runs too.
+inline void CheckPasses(const std::string& printed, bool run) {
+  ir::Module optimized = ir::Parse(printed);
+  try {
+    passes::RunPipeline(optimized, "O2", /*verify_each=*/false);
+  } catch (const Error&) {
+    return;
+  }
+  try {
+    ir::Verify(optimized);
+  } catch (const Error& e) {
+    throw std::logic_error("the O2 passes left an invalid module: " + std::string(e.what()) + "\n" +
+                           printed);
+  }
+  if (!run) return;
+  try {
+    RunOnOnes(optimized);
+  } catch (const Error&) {
+  }
+}
+
 inline void CheckIRInput(const std::string& text) {
   ir::Module module;
   try {
@@ -77,12 +101,15 @@ inline void CheckIRInput(const std::string& text) {
     return;  // rejected with a message: what bad input should get
   }
   CheckRoundTrip(module);
-  if (!WorthRunning(module)) return;
-  try {
-    RunOnOnes(module);
-  } catch (const Error&) {
-    // a run-time error (raise nodes, value checks) is an answer too
+  const bool run = WorthRunning(module);
+  if (run) {
+    try {
+      RunOnOnes(module);
+    } catch (const Error&) {
+      // a run-time error (raise nodes, value checks) is an answer too
+    }
   }
+  CheckPasses(ir::Print(module), run);
 }
 
 }  // namespace kiln::fuzz
