@@ -2,7 +2,8 @@
 VENV := .venv
 PY := $(VENV)/bin/python
 
-.PHONY: build demo test test-cpp test-python bench lint fuzz-checkpoint-short
+.PHONY: build demo test test-cpp test-python bench lint fuzz-checkpoint-short \
+	asan asan-build asan-cpp asan-python fuzz-ir-short fuzz-ir
 
 build:
 	bash scripts/bootstrap.sh
@@ -34,3 +35,40 @@ CPP_SOURCES = $(sort $(shell find csrc bindings tools tests/cpp benchmarks/cpp -
 lint:
 	$(PY) -m ruff check python tests benchmarks examples
 	$(VENV)/bin/clang-format --dry-run --Werror $(CPP_SOURCES)
+
+# ---- Sanitizers and fuzzing (docs/reliability.md); not part of `make test` ----
+# AddressSanitizer + UndefinedBehaviorSanitizer build with g++ in build/asan (-O2 -g).
+ASAN_DIR := build/asan
+# CPython itself is not instrumented: the ASan runtime must load first, and CPython's allocations
+# are not ours to leak-check. libstdc++ is preloaded too, or ASan's __cxa_throw interceptor finds
+# no real function (python does not link libstdc++) and aborts on the first C++ exception. The
+# UBSan runtime comes with the instrumented extension. --capture=sys: reports go to the real fd 2.
+ASAN_PRELOAD = $$(g++ -print-file-name=libasan.so) $$(g++ -print-file-name=libstdc++.so)
+ASAN_ENV := ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1
+
+asan: asan-cpp asan-python
+
+asan-build:
+	$(VENV)/bin/cmake -S . -B $(ASAN_DIR) -G Ninja -DCMAKE_MAKE_PROGRAM=$(abspath $(VENV)/bin/ninja) \
+	  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKILN_SANITIZE=ON -DKILN_BUILD_TESTS=ON \
+	  -DPython_EXECUTABLE=$(abspath $(PY)) >/dev/null
+
+# The C++ suite (leak checking on: the tests own every allocation).
+asan-cpp: asan-build
+	$(VENV)/bin/ninja -C $(ASAN_DIR) -j2 kiln_tests kiln-cli
+	ASAN_OPTIONS=abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+	  $(VENV)/bin/ctest --test-dir $(ASAN_DIR) --output-on-failure -j2
+
+asan-python: asan-build
+	$(VENV)/bin/ninja -C $(ASAN_DIR) -j2 _C
+	cd tests/python && LD_PRELOAD="$(ASAN_PRELOAD)" $(ASAN_ENV) \
+	  PYTHONPATH=$(CURDIR)/$(ASAN_DIR)/python $(abspath $(PY)) -m pytest -q -p no:cacheprovider \
+	  --capture=sys .
+
+# libFuzzer on the IR parser, verifier and executor (clang; installs it on first use).
+fuzz-ir-short:
+	VENV=$(VENV) bash scripts/fuzz_ir.sh 30
+
+FUZZ_SECONDS ?= 3600
+fuzz-ir:
+	VENV=$(VENV) bash scripts/fuzz_ir.sh $(FUZZ_SECONDS)

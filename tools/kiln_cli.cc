@@ -6,9 +6,12 @@
 //   kiln-cli ir-run FILE              ...and run it on ones-filled inputs of its parameter types
 //
 // SHAPE is like 2x3 (or "scalar"). Exits non-zero with the error message on bad input.
+#include <charconv>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <limits>
+#include <new>
 #include <sstream>
 #include <string>
 
@@ -20,12 +23,27 @@
 
 namespace {
 
+// A command-line shape such as 2x3: each dim a non-negative integer, and the float32 tensor's
+// byte count must fit an int64 (the sizes the core computes from it).
 kiln::Shape ParseShape(const std::string& text) {
   kiln::Shape shape;
   if (text == "scalar") return shape;
+  const int64_t kMaxBytes = std::numeric_limits<int64_t>::max();
+  int64_t bytes = static_cast<int64_t>(kiln::ItemSize(kiln::DType::Float32));
   std::stringstream in(text);
   std::string part;
-  while (std::getline(in, part, 'x')) shape.push_back(std::stoll(part));
+  while (std::getline(in, part, 'x')) {
+    int64_t d = -1;
+    auto [end, ec] = std::from_chars(part.data(), part.data() + part.size(), d);
+    KILN_CHECK(ec == std::errc() && end == part.data() + part.size() && d >= 0, Value, "shape '",
+               text, "': '", part, "' is not a dimension (a non-negative integer)");
+    KILN_CHECK(d == 0 || bytes <= kMaxBytes / d, Value, "shape '", text,
+               "' is too large: its float32 tensor would need more than 2^63 bytes");
+    bytes *= d;
+    shape.push_back(d);
+  }
+  KILN_CHECK(!text.empty() && text.back() != 'x', Value, "shape '", text,
+             "' is not like 2x3 or scalar");
   return shape;
 }
 
@@ -101,6 +119,9 @@ int main(int argc, char** argv) {
     if (command == "run" && argc > 2) return RunOp(argc, argv);
     if (command == "ir" && argc == 3) return RunIR(argv[2], false);
     if (command == "ir-run" && argc == 3) return RunIR(argv[2], true);
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "error: out of memory (a tensor is larger than this machine can hold)\n");
+    return 1;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "error: %s\n", e.what());
     return 1;

@@ -2,9 +2,14 @@
 //
 // A hand-written recursive-descent parser over a small tokenizer. Node output types come from
 // the `: types` annotation; Verify() then re-derives them, so a wrong annotation is reported.
+// Every literal is converted with a range check (the text may come from anywhere), and every
+// error names the line:column it was found at.
 #include <cctype>
+#include <cerrno>
+#include <charconv>
 #include <cmath>
 #include <cstdlib>
+#include <limits>
 #include <unordered_map>
 
 #include "core/error.h"
@@ -20,20 +25,52 @@ struct Token {
   Tok kind;
   std::string text;
   int line;
+  int column;
 };
+
+[[noreturn]] void FailAt(const Token& tok, const std::string& what) {
+  Throw(ErrorKind::Value, "ir parse error at line ", tok.line, ":", tok.column, ": ", what);
+}
+
+// The whole token as an int64 in [lo, hi]; a parse error otherwise (never a bare std::stoll).
+int64_t ToInt(const Token& tok, const char* what, int64_t lo, int64_t hi) {
+  int64_t v = 0;
+  const char* begin = tok.text.data();
+  const char* end = begin + tok.text.size();
+  if (begin != end && *begin == '+') ++begin;
+  auto [ptr, ec] = std::from_chars(begin, end, v);
+  if (ec == std::errc::result_out_of_range ||
+      (ec == std::errc() && ptr == end && (v < lo || v > hi)))
+    FailAt(tok, std::string(what) + " '" + tok.text + "' is out of range [" + std::to_string(lo) +
+                    ", " + std::to_string(hi) + "]");
+  if (ec != std::errc() || ptr != end)
+    FailAt(tok, "expected " + std::string(what) + ", found '" + tok.text + "'");
+  return v;
+}
+
+// The whole token as a double; inf and nan are spelled out, so overflow to inf is an error.
+double ToDouble(const Token& tok, const char* what) {
+  errno = 0;
+  char* end = nullptr;
+  double v = std::strtod(tok.text.c_str(), &end);
+  if (tok.text.empty() || end != tok.text.c_str() + tok.text.size())
+    FailAt(tok, "expected " + std::string(what) + ", found '" + tok.text + "'");
+  if (errno == ERANGE && std::isinf(v))
+    FailAt(tok, std::string(what) + " '" + tok.text + "' is out of range for a float64");
+  return v;
+}
 
 std::vector<Token> Tokenize(const std::string& src) {
   std::vector<Token> out;
   int line = 1;
-  size_t i = 0;
-  auto error = [&](const std::string& what) {
-    Throw(ErrorKind::Value, "ir parse error at line ", line, ": ", what);
-  };
+  size_t i = 0, line_start = 0;
+  auto column = [&](size_t at) { return static_cast<int>(at - line_start) + 1; };
+  auto error = [&](const std::string& what) { FailAt({Tok::End, "", line, column(i)}, what); };
   while (i < src.size()) {
     char c = src[i];
     if (c == '\n') {
       ++line;
-      ++i;
+      line_start = ++i;
       continue;
     }
     if (std::isspace(static_cast<unsigned char>(c))) {
@@ -50,13 +87,15 @@ std::vector<Token> Tokenize(const std::string& src) {
       while (i < src.size() &&
              (std::isalnum(static_cast<unsigned char>(src[i])) || src[i] == '_' || src[i] == '.'))
         ++i;
-      out.push_back(
-          {c == '%' ? Tok::Value : Tok::Global, src.substr(start + 1, i - start - 1), line});
+      out.push_back({c == '%' ? Tok::Value : Tok::Global, src.substr(start + 1, i - start - 1),
+                     line, column(start)});
       continue;
     }
     if (c == '"') {
-      std::string s;
+      Token tok{Tok::String, "", line, column(start)};
+      std::string& s = tok.text;
       for (++i; i < src.size() && src[i] != '"'; ++i) {
+        if (src[i] == '\n') line_start = i + 1, ++line;  // keep later columns right
         if (src[i] == '\\' && i + 1 < src.size()) {
           ++i;
           s += src[i] == 'n' ? '\n' : src[i];
@@ -66,7 +105,7 @@ std::vector<Token> Tokenize(const std::string& src) {
       }
       if (i >= src.size()) error("unterminated string");
       ++i;
-      out.push_back({Tok::String, s, line});
+      out.push_back(std::move(tok));
       continue;
     }
     bool sign = (c == '-' || c == '+') && i + 1 < src.size() &&
@@ -78,38 +117,37 @@ std::vector<Token> Tokenize(const std::string& src) {
              (std::isalnum(static_cast<unsigned char>(src[i])) || src[i] == '.' ||
               ((src[i] == '-' || src[i] == '+') && (src[i - 1] == 'e' || src[i - 1] == 'E'))))
         ++i;
-      out.push_back({Tok::Number, src.substr(start, i - start), line});
+      out.push_back({Tok::Number, src.substr(start, i - start), line, column(start)});
       continue;
     }
     if (std::isalpha(static_cast<unsigned char>(c)) || c == '_') {
       while (i < src.size() && (std::isalnum(static_cast<unsigned char>(src[i])) || src[i] == '_'))
         ++i;
-      out.push_back({Tok::Ident, src.substr(start, i - start), line});
+      out.push_back({Tok::Ident, src.substr(start, i - start), line, column(start)});
       continue;
     }
     if (c == '-' && i + 1 < src.size() && src[i + 1] == '>') {
-      out.push_back({Tok::Punct, "->", line});
+      out.push_back({Tok::Punct, "->", line, column(start)});
       i += 2;
       continue;
     }
     if (std::string("()[]{},:=?").find(c) == std::string::npos)
       error(std::string("unexpected '") + c + "'");
-    out.push_back({Tok::Punct, std::string(1, c), line});
+    out.push_back({Tok::Punct, std::string(1, c), line, column(start)});
     ++i;
   }
-  out.push_back({Tok::End, "", line});
+  out.push_back({Tok::End, "", line, column(i)});
   return out;
 }
 
-DType DTypeFromShort(const std::string& s, int line) {
+DType DTypeFromShort(const std::string& s, const Token& tok) {
   static const std::unordered_map<std::string, DType> kTable = {
       {"b", DType::Bool},      {"u8", DType::UInt8},      {"i8", DType::Int8},
       {"i16", DType::Int16},   {"i32", DType::Int32},     {"i64", DType::Int64},
       {"f16", DType::Float16}, {"bf16", DType::BFloat16}, {"f32", DType::Float32},
       {"f64", DType::Float64}};
   auto it = kTable.find(s);
-  if (it == kTable.end())
-    Throw(ErrorKind::Value, "ir parse error at line ", line, ": unknown type '", s, "'");
+  if (it == kTable.end()) FailAt(tok, "unknown type '" + s + "'");
   return it->second;
 }
 
@@ -125,11 +163,12 @@ class Parser {
   }
 
  private:
+  static constexpr int64_t kInt64Min = std::numeric_limits<int64_t>::min();
+  static constexpr int64_t kInt64Max = std::numeric_limits<int64_t>::max();
   const Token& Peek() const { return toks_[pos_]; }
-  Token Next() { return toks_[pos_++]; }
+  const Token& Next() { return toks_[pos_++]; }
   [[noreturn]] void Fail(const std::string& what) {
-    Throw(ErrorKind::Value, "ir parse error at line ", Peek().line, ": ", what, ", found '",
-          Peek().text, "'");
+    FailAt(Peek(), what + ", found '" + Peek().text + "'");
   }
   bool IsPunct(const char* p) const { return Peek().kind == Tok::Punct && Peek().text == p; }
   bool IsIdent(const char* w) const { return Peek().kind == Tok::Ident && Peek().text == w; }
@@ -141,10 +180,11 @@ class Parser {
     if (!IsIdent(w)) Fail(std::string("expected '") + w + "'");
     ++pos_;
   }
-  std::string ExpectKind(Tok kind, const char* what) {
+  const Token& Expect(Tok kind, const char* what) {
     if (Peek().kind != kind) Fail(std::string("expected ") + what);
-    return Next().text;
+    return toks_[pos_++];
   }
+  std::string ExpectKind(Tok kind, const char* what) { return Expect(kind, what).text; }
 
   TensorMeta ParseType() {
     TensorMeta meta;
@@ -152,15 +192,22 @@ class Parser {
       ++pos_;
       meta.weak = true;
     }
-    int line = Peek().line;
-    meta.dtype = DTypeFromShort(ExpectKind(Tok::Ident, "a type"), line);
+    const Token type_tok = Peek();
+    meta.dtype = DTypeFromShort(ExpectKind(Tok::Ident, "a type"), type_tok);
     Expect("[");
+    // Every size computed from a shape (elements, bytes, strides) must fit an int64.
+    const int64_t max_bytes = std::numeric_limits<int64_t>::max();
+    int64_t bytes = static_cast<int64_t>(ItemSize(meta.dtype));
     while (!IsPunct("]")) {
       if (IsPunct("?")) {
         ++pos_;
         meta.shape.push_back(-1);
       } else {
-        meta.shape.push_back(std::stoll(ExpectKind(Tok::Number, "a dimension")));
+        int64_t d = ToInt(Expect(Tok::Number, "a dimension"), "a dimension", 0, max_bytes);
+        if (d > 0 && bytes > max_bytes / d)
+          FailAt(type_tok, "type has more than 2^63 bytes (dimension " + std::to_string(d) + ")");
+        bytes = d == 0 ? 0 : bytes * d;
+        meta.shape.push_back(d);
       }
       if (IsPunct(",")) ++pos_;
     }
@@ -195,7 +242,7 @@ class Parser {
       ++pos_;
       std::vector<int64_t> items;
       while (!IsPunct(")")) {
-        items.push_back(std::stoll(ExpectKind(Tok::Number, "an int")));
+        items.push_back(ToInt(Expect(Tok::Number, "an int"), "an int", kInt64Min, kInt64Max));
         if (IsPunct(",")) ++pos_;
       }
       Expect(")");
@@ -203,18 +250,23 @@ class Parser {
     }
     if (Peek().kind == Tok::String) return Next().text;
     if (Peek().kind == Tok::Number) {
-      std::string t = Next().text;
-      bool is_float = t.find_first_of(".eEin") != std::string::npos;
-      if (is_float) return std::strtod(t.c_str(), nullptr);
-      return static_cast<int64_t>(std::stoll(t));
+      const Token& t = Next();
+      bool is_float = t.text.find_first_of(".eEin") != std::string::npos;
+      if (is_float) return ToDouble(t, "a float");
+      return ToInt(t, "an int", kInt64Min, kInt64Max);
     }
-    std::string word = ExpectKind(Tok::Ident, "an attribute value");
+    const Token& word_tok = Expect(Tok::Ident, "an attribute value");
+    const std::string& word = word_tok.text;
     if (word == "None") return std::monostate{};
     if (word == "True") return true;
     if (word == "False") return false;
     if (word == "inf") return HUGE_VAL;
     if (word == "nan") return std::nan("");
-    return DTypeFromName(word);
+    try {
+      return DTypeFromName(word);
+    } catch (const Error& e) {
+      FailAt(word_tok, e.what());
+    }
   }
 
   void ParseFunc(Module& module) {
@@ -268,15 +320,13 @@ class Parser {
     if (head == "const") {
       node.kind = NodeKind::Const;
       Expect("[");
-      std::vector<double> values;
+      const_values_.clear();
       while (!IsPunct("]")) {
         bool word = IsIdent("inf") || IsIdent("nan");
-        std::string t = word ? Next().text : ExpectKind(Tok::Number, "a number");
-        values.push_back(std::strtod(t.c_str(), nullptr));
+        const_values_.push_back(word ? Next() : Expect(Tok::Number, "a number"));
         if (IsPunct(",")) ++pos_;
       }
       Expect("]");
-      const_values_ = std::move(values);
     } else if (head == "if") {
       node.kind = NodeKind::If;
       node.inputs = {ParseOperand()};
@@ -303,7 +353,11 @@ class Parser {
       node.inputs = ParseOperands();
     } else {
       node.kind = NodeKind::Op;
-      node.op = OpKindFromName(head);
+      try {
+        node.op = OpKindFromName(head);
+      } catch (const Error& e) {
+        FailAt(toks_[pos_ - 1], e.what());
+      }
       node.inputs = ParseOperands();
       ParseOpAttrs(node);
     }
@@ -316,7 +370,10 @@ class Parser {
     }
     if (IsIdent("loc")) ParseLoc(node.loc);
     if (node.outputs.size() != names.size()) Fail("the number of results does not match the types");
-    if (node.kind == NodeKind::Const) node.value = MakeConst(node.outputs.at(0));
+    if (node.kind == NodeKind::Const) {
+      if (node.outputs.size() != 1) Fail("a constant has exactly one result");
+      node.value = MakeConst(node.outputs[0]);
+    }
     f.nodes.push_back(std::move(node));
     int id = static_cast<int>(f.nodes.size()) - 1;
     for (size_t k = 0; k < names.size(); ++k) Define(names[k], {id, static_cast<int>(k)});
@@ -345,31 +402,70 @@ class Parser {
     Expect("(");
     loc.file = ExpectKind(Tok::String, "a file name");
     Expect(":");
-    loc.line = std::stoi(ExpectKind(Tok::Number, "a line"));
+    const int64_t kIntMax = std::numeric_limits<int>::max();
+    loc.line = static_cast<int>(ToInt(Expect(Tok::Number, "a line"), "a line", 0, kIntMax));
     Expect(":");
-    loc.column = std::stoi(ExpectKind(Tok::Number, "a column"));
+    loc.column = static_cast<int>(ToInt(Expect(Tok::Number, "a column"), "a column", 0, kIntMax));
     Expect(")");
   }
 
+  // A constant's values, each checked to fit its dtype: integers are read as integers (not
+  // through a double, which would round above 2^53), floats must not overflow the type.
   Tensor MakeConst(const TensorMeta& meta) {
-    Shape shape = meta.shape;
+    const Shape& shape = meta.shape;
     for (int64_t d : shape)
       if (d < 0) Fail("a constant needs a known shape");
     if (static_cast<int64_t>(const_values_.size()) != NumElements(shape))
       Fail("constant has the wrong number of values");
-    Tensor src = Tensor::Empty(shape, DType::Float64);
-    for (size_t i = 0; i < const_values_.size(); ++i) src.data<double>()[i] = const_values_[i];
+    const bool floating = IsFloating(meta.dtype);
+    Tensor src = Tensor::Empty(shape, floating ? DType::Float64 : DType::Int64);
+    for (size_t i = 0; i < const_values_.size(); ++i) {
+      if (floating) {
+        src.data<double>()[i] = ConstFloat(const_values_[i], meta.dtype);
+      } else {
+        auto [lo, hi] = IntRange(meta.dtype);
+        src.data<int64_t>()[i] = ToInt(const_values_[i], DTypeName(meta.dtype), lo, hi);
+      }
+    }
     Tensor out = src.To(meta.dtype);
     if (out.same_storage(src)) out = out.Clone();
     out.impl()->wrapped_number = meta.weak;
     return out;
   }
 
+  static std::pair<int64_t, int64_t> IntRange(DType dtype) {
+    switch (dtype) {
+      case DType::Bool:
+        return {0, 1};
+      case DType::UInt8:
+        return {0, 255};
+      case DType::Int8:
+        return {-128, 127};
+      case DType::Int16:
+        return {-32768, 32767};
+      case DType::Int32:
+        return {std::numeric_limits<int32_t>::min(), std::numeric_limits<int32_t>::max()};
+      default:
+        return {kInt64Min, kInt64Max};
+    }
+  }
+
+  static double ConstFloat(const Token& tok, DType dtype) {
+    double v = ToDouble(tok, DTypeName(dtype));
+    double max = dtype == DType::Float16    ? 65504.0
+                 : dtype == DType::BFloat16 ? 3.3895313892515355e38
+                 : dtype == DType::Float32  ? std::numeric_limits<float>::max()
+                                            : std::numeric_limits<double>::max();
+    if (std::isfinite(v) && std::fabs(v) > max)
+      FailAt(tok, "'" + tok.text + "' is out of range for " + DTypeName(dtype));
+    return v;
+  }
+
   std::vector<Token> toks_;
   size_t pos_ = 0;
   std::unordered_map<std::string, ValueRef> values_;
   int next_ = 0;
-  std::vector<double> const_values_;
+  std::vector<Token> const_values_;
 };
 
 }  // namespace

@@ -75,13 +75,14 @@ std::string AttrText(const AttrValue& value) {
   return AttrToString(value);
 }
 
+// Integer constants print through int64, not double, so values above 2^53 keep every digit.
 std::string ConstText(const Tensor& value) {
-  Tensor values = value.To(DType::Float64).Contiguous();
+  const bool floating = IsFloating(value.dtype());
+  Tensor values = value.To(floating ? DType::Float64 : DType::Int64).Contiguous();
   std::string out = "[";
   for (int64_t i = 0; i < values.numel(); ++i) {
-    double v = values.data<double>()[i];
-    out += (i ? ", " : "") +
-           (IsFloating(value.dtype()) ? FormatDouble(v) : std::to_string(static_cast<int64_t>(v)));
+    out += (i ? ", " : "") + (floating ? FormatDouble(values.data<double>()[i])
+                                       : std::to_string(values.data<int64_t>()[i]));
   }
   return out + "]";
 }

@@ -1,10 +1,15 @@
 // verifier.cc - checks a module is well formed and typed; runs after every pass in tests.
 //
 // 1. Every operand is a param or an output of an earlier node of the same function.
-// 2. Op nodes: attributes fit the schema and the registry's inference gives the recorded types.
+// 2. Op nodes: operands and attributes fit the schema (arity, optional and variadic inputs,
+//    attribute types), then the registry's inference gives the recorded types.
 // 3. if/while/call: callees exist and their signatures match operands and results; a while's
 //    cond returns one bool scalar and its body returns the carried types unchanged.
 // 4. Every function returns values it defines.
+// 5. No function reaches itself through if/while/call (the executor would recurse forever).
+#include <string>
+#include <unordered_map>
+
 #include "core/error.h"
 #include "ir/ir.h"
 
@@ -24,6 +29,9 @@ class FuncVerifier {
       node_ = static_cast<int>(n);
       const Node& node = f_.nodes[n];
       for (ValueRef v : node.inputs) CheckDefined(v);
+      // Only an op's optional input may be absent; regions, calls and prints need values.
+      for (ValueRef v : node.inputs)
+        Require(node.kind == NodeKind::Op || !v.is_none(), "takes 'none' as an operand");
       switch (node.kind) {
         case NodeKind::Op:
           CheckOp(node);
@@ -49,6 +57,11 @@ class FuncVerifier {
           break;
       }
     }
+    CheckResults();
+  }
+
+  // Run by Verify for every function first, so a callee's result types can be read.
+  void CheckResults() {
     node_ = -1;
     for (ValueRef v : f_.results) CheckDefined(v);
   }
@@ -56,9 +69,15 @@ class FuncVerifier {
  private:
   template <typename... Args>
   [[noreturn]] void Fail(const Args&... args) {
-    std::string where = node_ >= 0 ? " node " + std::to_string(node_) + " (" +
-                                         NodeKindName(f_.nodes[node_].kind) + ")"
-                                   : " return";
+    std::string where = " return";
+    if (node_ >= 0) {
+      const Node& node = f_.nodes[node_];
+      where = " node " + std::to_string(node_) + " (" +
+              (node.kind == NodeKind::Op ? OpName(node.op) : NodeKindName(node.kind)) + ")";
+      if (node.loc.known())
+        where += " at " + node.loc.file + ":" + std::to_string(node.loc.line) + ":" +
+                 std::to_string(node.loc.column);
+    }
     Throw(ErrorKind::Value, "ir verifier: @", f_.name, where, ": ", args...);
   }
   template <typename... Args>
@@ -80,12 +99,22 @@ class FuncVerifier {
             "uses output ", v.index, " of node ", v.node, " which has no such output");
   }
 
+  // Arity and attribute types come first, so no inference function sees a malformed node.
   void CheckOp(const Node& node) {
     const OpDef& def = GetOpDef(node.op);
-    Require(node.attrs.size() == def.attrs.size(), def.name, " has ", node.attrs.size(),
-            " attributes, its schema ", def.attrs.size());
+    std::vector<bool> given;
+    for (ValueRef v : node.inputs) given.push_back(!v.is_none());
+    try {
+      CheckInputArity(def, given);
+      CheckAttrTypes(def, node.attrs);
+    } catch (const Error& e) {
+      Fail(e.what());
+    }
+    // Omitted trailing optional inputs are absent, as eager dispatch and the executor pad them.
     std::vector<TensorMeta> metas;
     for (ValueRef v : node.inputs) metas.push_back(f_.meta(v));
+    while (metas.size() < def.inputs.size() && std::string(def.inputs[metas.size()]).back() == '?')
+      metas.push_back(f_.meta(ValueRef::None()));
     std::vector<TensorMeta> inferred;
     try {
       inferred = def.infer(def, metas, node.attrs);
@@ -108,7 +137,8 @@ class FuncVerifier {
   }
 
   const Func& Callee(const Node& node, int which) {
-    const Func* f = m_.Find(node.callees.at(which));
+    Require(static_cast<int>(node.callees.size()) > which, "names no callee ", which);
+    const Func* f = m_.Find(node.callees[which]);
     Require(f != nullptr, "calls @", node.callees[which], ", which does not exist");
     return *f;
   }
@@ -145,6 +175,8 @@ class FuncVerifier {
     CheckSignature(node, body, node.inputs, 0);
     Require(cond.params.size() == node.inputs.size(), "@", cond.name, " must take the ",
             node.inputs.size(), " carried values");
+    Require(body.results.size() == node.inputs.size(), "@", body.name, " must return the ",
+            node.inputs.size(), " carried values");
     auto cond_results = cond.result_metas();
     Require(cond_results.size() == 1 && cond_results[0].dtype == DType::Bool &&
                 NumElements(cond_results[0].shape) == 1,
@@ -160,11 +192,41 @@ class FuncVerifier {
   int node_ = -1;
 };
 
+// Regions and calls must not recurse: the executor runs a callee on the machine stack, so a
+// cycle would overflow it (the front end never makes one). Depth-first over callee names.
+class CallCycleFinder {
+ public:
+  explicit CallCycleFinder(const Module& m) : m_(m) {}
+
+  void Visit(const Func& f) {
+    int& state = state_[f.name];
+    if (state == kDone) return;
+    KILN_CHECK(state != kOnPath, Value, "ir verifier: @", f.name,
+               " calls itself (through if/while/call); recursion is not supported");
+    state = kOnPath;
+    for (const Node& node : f.nodes) {
+      if (node.kind != NodeKind::If && node.kind != NodeKind::While && node.kind != NodeKind::Call)
+        continue;
+      for (const std::string& name : node.callees)
+        if (const Func* callee = m_.Find(name)) Visit(*callee);
+    }
+    state = kDone;  // unordered_map references survive the insertions made meanwhile
+  }
+
+ private:
+  enum { kNew = 0, kOnPath, kDone };
+  const Module& m_;
+  std::unordered_map<std::string, int> state_;
+};
+
 }  // namespace
 
 void Verify(const Module& module) {
   KILN_CHECK(!module.empty(), Value, "ir verifier: the module has no functions");
+  for (const auto& f : module.funcs()) FuncVerifier(module, *f).CheckResults();
   for (const auto& f : module.funcs()) FuncVerifier(module, *f).Run();
+  CallCycleFinder cycles(module);
+  for (const auto& f : module.funcs()) cycles.Visit(*f);
 }
 
 }  // namespace kiln::ir

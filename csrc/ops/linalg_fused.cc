@@ -172,8 +172,9 @@ std::shared_ptr<Tensor> PackedRowMajor(const Tensor& b) {
 std::shared_ptr<Tensor> PackedWeights(const Tensor& b, const dnnl::memory::desc& desc) {
   // The layout is part of the key: oneDNN may pick another blocking for other shapes of A.
   const auto* bytes = reinterpret_cast<const unsigned char*>(&desc.data);
-  int64_t hash = 1469598103934665603ll;
-  for (size_t i = 0; i < sizeof(desc.data); ++i) hash = (hash ^ bytes[i]) * 1099511628211ll;
+  uint64_t fnv = 1469598103934665603ull;  // FNV-1a wraps: unsigned (signed overflow is UB)
+  for (size_t i = 0; i < sizeof(desc.data); ++i) fnv = (fnv ^ bytes[i]) * 1099511628211ull;
+  const auto hash = static_cast<int64_t>(fnv);
   auto packed = std::static_pointer_cast<Tensor>(cpu::DerivedLookup(b, {kPackOnednnTag, hash}, [&] {
     auto& engine = cpu::OnednnEngine();
     Tensor buffer =

@@ -1,6 +1,7 @@
 // registry.cc - the registry table, attribute accessors and inference helpers shared by ops.
 #include "ops/registry.h"
 
+#include <algorithm>
 #include <sstream>
 
 #include "core/error.h"
@@ -143,6 +144,58 @@ std::string AttrToString(const AttrValue& value) {
       },
       value);
   return out.str();
+}
+
+// ---- Schema checks ----
+
+namespace {
+bool EndsWith(const char* name, char c) {
+  std::string s(name);
+  return !s.empty() && s.back() == c;
+}
+
+// Which variant alternatives an attribute whose default is `def` may hold (the accessors'
+// conversions: AttrInt takes a bool, AttrFloat an int or bool, AttrBool an int).
+bool AttrFits(const AttrValue& def, const AttrValue& value) {
+  if (std::holds_alternative<std::monostate>(def) || def.index() == value.index()) return true;
+  const bool is_int = std::holds_alternative<int64_t>(value);
+  const bool is_bool = std::holds_alternative<bool>(value);
+  if (std::holds_alternative<int64_t>(def)) return is_bool;
+  if (std::holds_alternative<double>(def)) return is_int || is_bool;
+  if (std::holds_alternative<bool>(def)) return is_int;
+  return false;
+}
+
+const char* AttrTypeName(const AttrValue& value) {
+  static const char* const kNames[] = {"None",     "a bool",          "an int", "a float",
+                                       "a string", "a tuple of ints", "a dtype"};
+  return kNames[value.index()];
+}
+}  // namespace
+
+void CheckInputArity(const OpDef& def, const std::vector<bool>& given) {
+  const size_t declared = def.inputs.size();
+  const bool variadic = declared > 0 && EndsWith(def.inputs.back(), '*');
+  const size_t fixed = variadic ? declared - 1 : declared;
+  KILN_CHECK(variadic || given.size() <= declared, Type, def.name, ": expected at most ", declared,
+             " tensor inputs, got ", given.size());
+  for (size_t i = 0; i < std::max(fixed, given.size()); ++i) {
+    const bool present = i < given.size() && given[i];
+    const char* name = def.inputs[std::min(i, declared - 1)];
+    KILN_CHECK(present || (i < fixed && EndsWith(name, '?')), Type, def.name, ": input ", i, " ('",
+               name, "') is required, got ", given.size(), " of ", declared,
+               variadic ? " or more" : "", " tensor inputs");
+  }
+}
+
+void CheckAttrTypes(const OpDef& def, const Attrs& attrs) {
+  KILN_CHECK(attrs.size() == def.attrs.size(), Type, def.name, ": expected ", def.attrs.size(),
+             " attributes, got ", attrs.size());
+  for (size_t i = 0; i < attrs.size(); ++i) {
+    const AttrValue& want = def.attrs[i].default_value;
+    KILN_CHECK(AttrFits(want, attrs[i]), Type, def.name, ": attribute '", def.attrs[i].name,
+               "' must be ", AttrTypeName(want), ", got ", AttrToString(attrs[i]));
+  }
 }
 
 // ---- Inference helpers ----

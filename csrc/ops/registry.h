@@ -132,6 +132,16 @@ const std::vector<int64_t>& AttrInts(const Attrs& a, size_t i);
 DType AttrDType(const Attrs& a, size_t i);
 std::string AttrToString(const AttrValue& value);
 
+// ---- Schema checks (eager dispatch and the IR verifier, before any inference runs) ----
+// `given[i]` says whether input i is present (false for an omitted optional one). Required inputs
+// must be given, surplus ones are refused, and a variadic last input ("tensors*") takes any
+// number of present tensors. TypeError naming the op otherwise.
+void CheckInputArity(const OpDef& def, const std::vector<bool>& given);
+// Each attribute has the type of its schema default (an int attribute also takes a bool, a
+// float one an int or bool); a None default accepts any type. `attrs` must be complete.
+// TypeError naming the op and the attribute otherwise.
+void CheckAttrTypes(const OpDef& def, const Attrs& attrs);
+
 // ---- Shared inference helpers ----
 // NumPy broadcasting of two shapes; -1 (unknown) joins with anything but a mismatch.
 Shape BroadcastShapes(const Shape& a, const Shape& b, const char* op);

@@ -50,19 +50,10 @@ void PromoteInputs(const OpDef& def, std::vector<Tensor>& inputs) {
 namespace {
 
 void CheckArity(const OpDef& def, const std::vector<Tensor>& inputs) {
-  size_t declared = def.inputs.size();
-  bool variadic = declared > 0 && std::string(def.inputs.back()).back() == '*';
-  size_t optional = 0;
-  for (const char* name : def.inputs) optional += std::string(name).back() == '?';
-  size_t count = inputs.size();
-  bool ok = variadic ? count >= declared - 1 : (count <= declared && count + optional >= declared);
-  KILN_CHECK(ok, Type, def.name, ": expected ", declared, variadic ? " or more" : "",
-             " tensor inputs, got ", count);
-  for (size_t i = 0; i < count && i < declared; ++i) {
-    bool may_be_missing = std::string(def.inputs[i]).back() == '?';
-    KILN_CHECK(inputs[i].defined() || may_be_missing, Type, def.name, ": input '", def.inputs[i],
-               "' is required");
-  }
+  std::vector<bool> given;
+  given.reserve(inputs.size());
+  for (const auto& t : inputs) given.push_back(t.defined());
+  CheckInputArity(def, given);
 }
 
 }  // namespace

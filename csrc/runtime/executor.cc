@@ -177,7 +177,11 @@ class Interpreter {
     const ir::Node& node = *np.node;
     std::vector<Tensor> inputs = Gather(np);
     if (!np.static_outputs || def.allocates_outputs) return CallOp(node.op, inputs, node.attrs);
-    while (inputs.size() < def.inputs.size()) inputs.emplace_back();  // absent optional inputs
+    // Absent trailing optional inputs, as eager dispatch pads them; never an empty variadic tail
+    // (advanced_index(%x) got an undefined index tensor the verifier had not seen).
+    while (inputs.size() < def.inputs.size() &&
+           std::string(def.inputs[inputs.size()]).back() == '?')
+      inputs.emplace_back();
     std::vector<Tensor> outputs;
     outputs.reserve(node.outputs.size());
     if (np.reuse_input >= 0 && options_.free_dead_values && Unshared(inputs[np.reuse_input])) {
@@ -258,6 +262,8 @@ class Interpreter {
 }  // namespace
 
 Program::Program(const ir::Module& module) : module_(module) {
+  // Plans index operands and kernels by the schema: a malformed module must never reach them.
+  ir::Verify(module);
   for (const auto& f : module.funcs()) plans_[f->name] = PlanFunc(*f);
   for (auto& [name, plan] : plans_) {
     for (NodePlan& np : plan->nodes) {

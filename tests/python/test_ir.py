@@ -107,3 +107,51 @@ def test_pass_golden_files(path):
 def test_non_tensor_inputs_are_a_type_error():
     with pytest.raises(TypeError, match="Tensors"):
         _C.ir_run(SIMPLE, [1, 2])
+
+
+# ---- Malformed IR (the kinds of mutant the IR fuzzer makes): a ValueError, never a crash ----
+
+
+def _one_node(node, param="f32[2,2]"):
+    return f"func @main(%0: {param}) -> () {{\n  {node}\n  return\n}}\n"
+
+
+@pytest.mark.parametrize(
+    "text,words",
+    [
+        # missing operands: the verifier checks arity before any inference function runs
+        (_one_node("%1 = matmul(%0) : f32[2,2]"), ["matmul", "@main node 0", "'other'"]),
+        (_one_node("%1 = max_pool2d() : f32[2,2]"), ["max_pool2d", "required"]),
+        (_one_node("%1 = add(%0, none) : f32[2,2]"), ["add", "required"]),
+        # surplus operands
+        (_one_node("%1 = add(%0, %0, %0) : f32[2,2]"), ["add", "at most 2"]),
+        # wrong attribute types
+        (_one_node('%1 = reduce_sum(%0) {keepdims="yes"} : f32[]'), ["'keepdims' must be a bool"]),
+        (_one_node("%1 = transpose(%0) {perm=1.5} : f32[2,2]"), ["'perm' must be a tuple"]),
+        # out-of-range ints and floats: parse errors with line:column
+        (_one_node("%1 = neg(%0) : f32[2,2]", "f32[99999999999999999999]"), ["line 1:20"]),
+        (_one_node("%1 = reduce_sum(%0) {axes=(99999999999999999999,)} : f32[]"), ["line 2:"]),
+        (_one_node("%1 = const [300] : u8[]"), ["line 2:15", "out of range"]),
+        (_one_node("%1 = const [1e999] : f64[]"), ["out of range"]),
+        (_one_node("%1 = const [1e39] : f32[]"), ["out of range for float32"]),
+        (_one_node('%1 = neg(%0) : f32[2,2] loc("m.py":99999999999:1)'), ["a line", "range"]),
+        # huge dims: no size computed from the type may overflow
+        (_one_node("%1 = neg(%0) : f32[2,2]", "f32[4611686018427387904,4]"), ["2^63 bytes"]),
+    ],
+)
+def test_malformed_ir_is_a_clear_error(text, words):
+    with pytest.raises(ValueError) as info:
+        _C.ir_verify(text)
+    for word in words:
+        assert word in str(info.value)
+
+
+def test_every_op_without_its_operands_is_an_error_not_a_crash():
+    for name in _C.op_names():
+        with pytest.raises((ValueError, TypeError), match=name):
+            _C.ir_verify(_one_node(f"%1 = {name}() : f32[2,2]"))
+
+
+def test_int64_constants_round_trip_exactly():
+    text = _one_node("%1 = const [9007199254740993] : i64[]")
+    assert "[9007199254740993]" in _C.ir_reprint(text)

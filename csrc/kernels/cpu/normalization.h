@@ -36,7 +36,9 @@ inline float ExpF(float x) {
   const float y = p * r * r + r + 1.0f;
   // 2^n as bits; n reaches 128 near the top, beyond float's exponent: then 2^127 times 2.
   const int32_t top = n_int > 127 ? 1 : 0;
-  const int32_t bits = (n_int - top + 127) << 23;
+  // Shifted as unsigned: for a NaN x, n_int is garbage and may be negative (a signed left shift
+  // of a negative value is undefined; the result is NaN through y either way).
+  const uint32_t bits = static_cast<uint32_t>(n_int - top + 127) << 23;
   float scale;
   std::memcpy(&scale, &bits, sizeof scale);
   const float result = (y * scale) * (top ? 2.0f : 1.0f);

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# fuzz_ir.sh SECONDS - builds the IR libFuzzer target (clang, ASan+UBSan) and fuzzes it.
+#
+# Installs clang, libFuzzer and LLVM's OpenMP runtime (Debian) only when missing, so `make test`
+# never pays for them. The kiln core is built with clang into build/fuzz (OpenMP from libomp:
+# clang cannot use GCC's libgomp headers). The seed corpus is the repo's IR files and IR printed
+# from compiled graphs (tests/fuzz/corpus_ir); new inputs go to build/fuzz/corpus, crashes to
+# build/fuzz/crash-*. Extra arguments go to libFuzzer (e.g. -runs=N, -jobs=N).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+SECONDS_TO_RUN=${1:-30}
+shift || true
+VENV=${VENV:-.venv}
+
+missing=()
+command -v clang++ >/dev/null || missing+=(clang)
+compgen -G "/usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a" >/dev/null ||
+  missing+=(libclang-rt-14-dev)
+compgen -G "/usr/lib/llvm-*/lib/clang/*/include/omp.h" >/dev/null || missing+=(libomp-dev)
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "fuzz_ir: installing Debian packages: ${missing[*]}"
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO=sudo
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+"$VENV/bin/cmake" -S . -B build/fuzz -G Ninja -DCMAKE_MAKE_PROGRAM="$(realpath "$VENV/bin/ninja")" \
+  -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKILN_FUZZ=ON \
+  -DKILN_BUILD_PYTHON=OFF -DKILN_BUILD_TESTS=OFF >/dev/null
+"$VENV/bin/ninja" -C build/fuzz -j"${CMAKE_BUILD_PARALLEL_LEVEL:-2}" fuzz_ir
+
+mkdir -p build/fuzz/corpus
+# -close_fd_mask=1: fuzzed `print` nodes write to stdout. -timeout: a single input over 10 s is a
+# finding (sizes are bounded, so nothing legitimate takes that long). -max_len=4096: the largest
+# seeds (training graphs, 21 KB) would otherwise set the limit and cut executions 6x.
+exec env OMP_NUM_THREADS=1 build/fuzz/fuzz_ir -max_total_time="$SECONDS_TO_RUN" -timeout=10 \
+  -rss_limit_mb=4096 -max_len=4096 -close_fd_mask=1 -print_final_stats=1 \
+  -artifact_prefix=build/fuzz/ "$@" \
+  build/fuzz/corpus tests/fuzz/corpus_ir tests/fuzz/regressions_ir tests/ir

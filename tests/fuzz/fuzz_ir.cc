@@ -1,0 +1,25 @@
+// fuzz_ir.cc - libFuzzer target: IR text -> parse -> verify -> print round trip -> run.
+//
+// The checks are in ir_input_check.h (shared with the ctest that replays past crashes). Anything
+// but a kiln::Error escaping them aborts, which libFuzzer reports as a crash with its input.
+// Build and run: `make fuzz-ir-short` (scripts/fuzz_ir.sh).
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+
+#include "ir_input_check.h"
+
+extern "C" int LLVMFuzzerInitialize(int*, char***) {
+  setenv("OMP_NUM_THREADS", "1", 0);  // one thread: reproducible runs, no pool start-up per run
+  return 0;
+}
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  try {
+    kiln::fuzz::CheckIRInput(std::string(reinterpret_cast<const char*>(data), size));
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "finding: %s\n", e.what());
+    std::abort();
+  }
+  return 0;
+}
