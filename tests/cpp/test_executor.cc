@@ -2,7 +2,6 @@
 // reuse, and the derived cache behind packed weights.
 #include <gtest/gtest.h>
 
-#include "core/error.h"
 #include "ir/ir.h"
 #include "kernels/cpu/copy.h"
 #include "kernels/cpu/derived_cache.h"
@@ -52,22 +51,6 @@ TEST(Executor, InPlaceReuseNeverWritesTheInputs) {
   Tensor out = program.Run({x, bias}).at(0);
   EXPECT_FALSE(out.same_storage(x));
   for (int64_t i = 0; i < x.numel(); ++i) ASSERT_EQ(x.data<float>()[i], x_copy.data<float>()[i]);
-}
-
-// The verifier refuses recursion; a module that skipped it must still not overflow the stack.
-TEST(Executor, SelfCallingModuleIsARecursionErrorNotAStackOverflow) {
-  const ir::Module module = ir::Parse(R"(func @main(%0: f32[]) -> (f32[]) {
-  %1 = call @main(%0) : f32[]
-  return %1
-}
-)");
-  Program program(module);
-  try {
-    program.Run({Iota({}, 1.0f)});
-    FAIL() << "expected an error";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), ErrorKind::Recursion);
-  }
 }
 
 TEST(DerivedCache, MadeOnTheSecondSightingAndDroppedOnAWrite) {

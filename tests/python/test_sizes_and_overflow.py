@@ -158,7 +158,6 @@ def test_ctrl_c_interrupts_a_running_graph_while_loop():
 
 
 # ---- a graph that calls itself is refused, never a stack overflow ----
-# (the executor also bounds nesting for modules that skip the verifier: tests/cpp)
 SELF_CALLING_IR = """
 func @main(%0: f32[]) -> (f32[]) {
   %1 = call @main(%0) : f32[]
