@@ -11,8 +11,12 @@ build:
 demo: build
 	$(PY) examples/demo.py
 
+# All tests: the C++ and Python suites, lint, then the reliability checks (docs/reliability.md):
+# the C++ suite under AddressSanitizer + UBSan and short fuzz runs of the checkpoint loader and
+# the IR parser/verifier/executor (about 15 minutes more on 2 cores, most of it the two
+# instrumented builds; `make test-cpp test-python` alone for quick iterations).
 test: build
-	$(MAKE) --no-print-directory test-cpp test-python lint
+	$(MAKE) --no-print-directory test-cpp test-python lint fuzz-checkpoint-short asan-cpp fuzz-ir-short
 
 test-cpp:
 	$(VENV)/bin/ctest --test-dir build/wheel --output-on-failure -j2
@@ -36,7 +40,7 @@ lint:
 	$(PY) -m ruff check python tests benchmarks examples
 	$(VENV)/bin/clang-format --dry-run --Werror $(CPP_SOURCES)
 
-# ---- Sanitizers and fuzzing (docs/reliability.md); not part of `make test` ----
+# ---- Sanitizers and fuzzing (docs/reliability.md); `make test` runs the short ones ----
 # AddressSanitizer + UndefinedBehaviorSanitizer build with g++ in build/asan (-O2 -g).
 ASAN_DIR := build/asan
 # CPython itself is not instrumented: the ASan runtime must load first, and CPython's allocations
