@@ -2,8 +2,9 @@
 # fuzz_ir.sh SECONDS - builds the IR libFuzzer target (clang, ASan+UBSan) and fuzzes it.
 #
 # Installs clang, libFuzzer and LLVM's OpenMP runtime (Debian) only when missing, so `make test`
-# never pays for them. The kiln core is built with clang into build/fuzz (OpenMP from libomp:
-# clang cannot use GCC's libgomp headers). The seed corpus is the repo's IR files and IR printed
+# never pays for them. The kiln core is built with clang into build/fuzz; CMake's OpenMP for clang
+# is LLVM's libomp while Debian's oneDNN keeps GCC's libgomp, so the target loads both runtimes,
+# harmless with one thread (OMP_NUM_THREADS=1, which also makes runs reproducible). The seed corpus is the repo's IR files and IR printed
 # from compiled graphs (tests/fuzz/corpus_ir); new inputs go to build/fuzz/corpus, crashes to
 # build/fuzz/crash-*. Extra arguments go to libFuzzer (e.g. -runs=N, -jobs=N).
 set -euo pipefail
@@ -11,6 +12,10 @@ cd "$(dirname "$0")/.."
 SECONDS_TO_RUN=${1:-30}
 shift || true
 VENV=${VENV:-.venv}
+if [ ! -x "$VENV/bin/cmake" ]; then
+  echo "fuzz_ir: no cmake in $VENV; run 'make build' (scripts/bootstrap.sh) first" >&2
+  exit 2
+fi
 
 missing=()
 command -v clang++ >/dev/null || missing+=(clang)
