@@ -132,7 +132,7 @@ _MUTABLE_TYPES = (_MutableInt, _MutableFloat, _MutableBool, _MutableTuple, _Muta
 def mutable(input_data, dynamic_len=False):
     """Marks a scalar, tuple or list as a run-time variable of compiled functions (a graph
     input), so new values do not recompile; in PyNative it behaves like the plain value."""
-    if isinstance(input_data, Tensor):
+    if isinstance(input_data, (Tensor, GraphTensor)):  # GraphTensor: mutable() inside a graph
         return input_data
     if isinstance(input_data, bool):
         return _MutableBool(input_data)

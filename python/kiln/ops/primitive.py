@@ -73,12 +73,31 @@ class Primitive:
 
 
 def _is_variable(value):
-    """True when a value is only known when the graph runs (a graph value, or holds one)."""
+    """True when a value is only known when the graph runs: a graph value, a mutable() value,
+    or a container holding one."""
+    from kiln.jit.api import _MUTABLE_TYPES  # noqa: PLC0415 - kiln.jit imports kiln.ops
+
+    if isinstance(value, _MUTABLE_TYPES):
+        return True
     if isinstance(value, (tuple, list)):
         return any(_is_variable(v) for v in value)
     if isinstance(value, dict):
         return any(_is_variable(v) for v in value.values())
     return is_tensor(value) and _graph_state.compiling.builder is not None
+
+
+def _known_part(value):
+    """What compile time knows of a value (MindSpore's constexpr inputs): each run-time value
+    becomes None, inside tuples, lists and dicts too; a mutable() container is None throughout."""
+    from kiln.jit.api import _MUTABLE_TYPES  # noqa: PLC0415
+
+    if isinstance(value, (list, tuple)) and isinstance(value, _MUTABLE_TYPES):
+        return [None] * len(value) if isinstance(value, list) else (None,) * len(value)
+    if isinstance(value, (tuple, list)):
+        return type(value)(_known_part(v) for v in value)
+    if isinstance(value, dict):
+        return {k: _known_part(v) for k, v in value.items()}
+    return None if _is_variable(value) else value
 
 
 class PrimitiveWithInfer(Primitive):
@@ -167,7 +186,9 @@ def _constexpr_on_variable(op, args, kwargs, check):
 
         log.warning(f'The "{op.name}" is a constexpr function. The input arguments must be all '
                     f"constant value.")
-    return op.fn(*args, **kwargs)  # kiln: the graph value itself, not MindSpore's None
+    args = [_known_part(a) for a in args]
+    kwargs = {k: _known_part(v) for k, v in kwargs.items()}
+    return op.fn(*args, **kwargs)
 
 
 def _primexpr_on_variable(op, args, kwargs):
@@ -177,8 +198,8 @@ def _primexpr_on_variable(op, args, kwargs):
 
 def constexpr(fn=None, get_instance=True, name=None, reuse_result=True, check=True):
     """Marks a function evaluated at compile time on constant inputs (its result is a constant
-    of the graph). With check, a call on a run-time value logs a warning, as MindSpore does; kiln
-    then calls the function on the graph value (MindSpore passes None for it)."""
+    of the graph). Run-time values reach it as None (inside tuples, lists and dicts too), and with
+    check such a call logs a warning, as in MindSpore."""
 
     def deco(fn):
         on_variable = functools.partial(_constexpr_on_variable, check=check)
