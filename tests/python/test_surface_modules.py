@@ -58,6 +58,18 @@ def test_cell_graph_executor_compiles_without_running():
     assert ms.get_jit_stats()["compiles"] == before + 1
 
 
+def test_cell_graph_executor_compile_applies_a_jit_config():
+    from kiln.common.api import _cell_graph_executor
+
+    net = Doubler()
+    _cell_graph_executor.compile(net, ones(2))
+    assert net._kiln_graph_fn.config.level() == "O1"
+    before = ms.get_jit_stats()["compiles"]
+    _, fresh = _cell_graph_executor.compile(net, ones(2), jit_config_dict={"jit_level": "O0"})
+    assert fresh and ms.get_jit_stats()["compiles"] == before + 1
+    assert net._kiln_graph_fn.config.level() == "O0"  # not the graph compiled before the change
+
+
 def test_cell_graph_executor_reports_compile_errors_and_bad_objects():
     from kiln.common.api import _cell_graph_executor
 
