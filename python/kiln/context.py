@@ -57,8 +57,9 @@ def _check_device(v):
 
 
 _JIT_LEVELS = ("O0", "O1", "O2")
-# jit_config keys MindSpore's set_context takes; only jit_level changes what kiln compiles
-_JIT_CONFIG_KEYS = ("jit_level", "infer_boost", "exec_mode", "jit_syntax_level", "debug_level")
+# jit_config keys MindSpore's set_context takes: jit_level sets the default level; infer_boost
+# ("on"/"off", an Ascend inference switch) is accepted and has no effect on kiln's CPU backend
+_JIT_CONFIG_KEYS = ("jit_level", "infer_boost")
 
 
 def _check_jit_level(v):
@@ -78,6 +79,9 @@ def _check_jit_config(v):
                          f"{', '.join(_JIT_CONFIG_KEYS)}")
     if "jit_level" in v:
         _check_jit_level(v["jit_level"])
+    if v.get("infer_boost", "off") not in ("on", "off"):
+        raise ValueError(f"set_context: jit_config infer_boost must be 'on' or 'off', got "
+                         f"{v['infer_boost']!r}")
     return dict(v)
 
 

@@ -218,6 +218,11 @@ def test_context_jit_level_errors():
         ms.set_context(jit_config={"level": "O0"})
     with pytest.raises(ValueError, match="jit_level"):
         ms.set_context(jit_config={"jit_level": "fast"})
+    with pytest.raises(ValueError, match="jit_config"):  # a syntax level is not set this way
+        ms.set_context(jit_config={"jit_syntax_level": "STRICT"})
+    with pytest.raises(ValueError, match="infer_boost"):
+        ms.set_context(jit_config={"infer_boost": 1})
+    ms.set_context(jit_config={"infer_boost": "on"})
 
 
 def test_set_device():
