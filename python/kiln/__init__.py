@@ -2,6 +2,8 @@
 
 ``import kiln as ms`` is the one line a MindSpore program changes.
 """
+import builtins
+
 from kiln import _C, ops  # noqa: F401
 from kiln.common import dtype  # noqa: F401 - public as ms.dtype
 from kiln.common.dtype import (  # noqa: F401
@@ -18,6 +20,8 @@ from kiln.common.dtype import (  # noqa: F401
     int32,
     int64,
     int_,
+    list_,
+    tuple_,
     uint8,
 )
 from kiln.common.tensor import Tensor, tensor  # noqa: F401
@@ -30,6 +34,7 @@ from kiln.context import (  # noqa: F401
     get_context,
     reset_context,
     set_context,
+    set_device,
 )
 from kiln.jit import GraphSyntaxError, JitConfig, get_jit_stats, jit, mutable  # noqa: F401
 from kiln.ops.composite import grad, value_and_grad  # noqa: F401
@@ -48,7 +53,7 @@ def get_num_threads():
 
 def set_seed(seed):
     """Makes random ops, dropout and parameter initialisation reproducible."""
-    if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
+    if not isinstance(seed, int) or isinstance(seed, builtins.bool) or seed < 0:
         raise TypeError(f"set_seed: seed must be a non-negative int, got {seed!r}")
     _C.set_seed(seed)
     _seed_state["seed"] = seed
@@ -60,11 +65,22 @@ def get_seed():
 
 _seed_state = {"seed": None}
 
-# nn, parameters and checkpoints (added by the nn engineer).
-from kiln import nn, train  # noqa: E402,F401
+# nn, parameters and checkpoints (added by the nn engineer), and the rest of the module surface
+# MindSpore code imports (docs/graph_mode.md, "Module surface").
+from kiln import common as _common  # noqa: E402
+from kiln import log, nn, train  # noqa: E402,F401
+from kiln.common.api import jit_class  # noqa: E402,F401
+from kiln.common.mutable import mutable as _mutable  # noqa: E402
 from kiln.common.parameter import Parameter, ParameterTuple  # noqa: E402,F401
+from kiln.ops.primitive import constexpr  # noqa: E402,F401
 from kiln.train.serialization import (  # noqa: E402,F401
     load_checkpoint,
     load_param_into_net,
     save_checkpoint,
 )
+
+# `from kiln.common import mutable` gives the function, as in MindSpore (importing the submodule
+# above bound the module under that name)
+_common.mutable = _mutable
+_common.Parameter, _common.ParameterTuple, _common.Tensor = Parameter, ParameterTuple, Tensor
+globals()["bool"] = bool_  # ms.bool, MindSpore's alias of bool_ (this module uses builtins.bool)

@@ -4,7 +4,7 @@ import os
 from kiln import _C
 
 __all__ = ["GRAPH_MODE", "PYNATIVE_MODE", "STRICT", "COMPATIBLE", "LAX", "set_context",
-           "get_context", "reset_context"]
+           "get_context", "reset_context", "set_device"]
 
 GRAPH_MODE = 0
 PYNATIVE_MODE = 1
@@ -56,6 +56,35 @@ def _check_device(v):
     return "CPU"
 
 
+_JIT_LEVELS = ("O0", "O1", "O2")
+# jit_config keys MindSpore's set_context takes: jit_level sets the default level; infer_boost
+# ("on"/"off", an Ascend inference switch) is accepted and has no effect on kiln's CPU backend
+_JIT_CONFIG_KEYS = ("jit_level", "infer_boost")
+
+
+def _check_jit_level(v):
+    if not isinstance(v, str):
+        raise TypeError(f"set_context: jit_level must be 'O0', 'O1' or 'O2', got {v!r}")
+    if v not in _JIT_LEVELS:
+        raise ValueError(f"set_context: jit_level must be 'O0', 'O1' or 'O2', got {v!r}")
+    return v
+
+
+def _check_jit_config(v):
+    if not isinstance(v, dict):
+        raise TypeError(f"set_context: jit_config must be a dict, got {type(v).__name__}")
+    unknown = sorted(set(v) - set(_JIT_CONFIG_KEYS))
+    if unknown:
+        raise ValueError(f"set_context: unknown jit_config keys {unknown}; known keys: "
+                         f"{', '.join(_JIT_CONFIG_KEYS)}")
+    if "jit_level" in v:
+        _check_jit_level(v["jit_level"])
+    if v.get("infer_boost", "off") not in ("on", "off"):
+        raise ValueError(f"set_context: jit_config infer_boost must be 'on' or 'off', got "
+                         f"{v['infer_boost']!r}")
+    return dict(v)
+
+
 def _check_nonnegative_int(name):
     def check(v):
         if not _is_int(v) or v < 0:
@@ -96,6 +125,9 @@ _SCHEMA = {
     "runtime_num_threads": (None, _set_threads),
     "deterministic": ("OFF", lambda v: v),
     "max_device_memory": ("1024GB", lambda v: v),
+    # the level of graphs compiled without an explicit jit_level (ms.jit(), Graph-mode Cells)
+    "jit_level": ("O1", _check_jit_level),
+    "jit_config": ({}, _check_jit_config),
 }
 
 _settings = {key: default for key, (default, _) in _SCHEMA.items()}
@@ -110,6 +142,12 @@ def set_context(**kwargs):
             raise ValueError(f"set_context: unknown option {key!r}; known options: "
                              f"{', '.join(sorted(_SCHEMA))}")
         checked[key] = _SCHEMA[key][1](value)
+    if "jit_level" in checked.get("jit_config", {}):  # jit_config={"jit_level": ...} sets it too
+        checked.setdefault("jit_level", checked["jit_config"]["jit_level"])
+    if "jit_level" in checked:
+        from kiln import _graph_state  # noqa: PLC0415
+
+        _graph_state.bump_cell_epoch()  # armed fast calls ran graphs of the old level
     _settings.update(checked)
 
 
@@ -121,6 +159,15 @@ def get_context(key):
     if key == "runtime_num_threads":
         return _C.get_num_threads()
     return _settings[key]
+
+
+def set_device(device_target, device_id=None):
+    """MindSpore's set_device: the backend to run on. kiln runs on "CPU"; any other target is a
+    ValueError naming it."""
+    options = {"device_target": device_target}
+    if device_id is not None:
+        options["device_id"] = device_id
+    set_context(**options)
 
 
 def reset_context():

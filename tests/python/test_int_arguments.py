@@ -57,6 +57,7 @@ CASES = {
     "zeros": {"size": lambda v: ops.zeros((2, v))},
     "ones": {"size": lambda v: ops.ones(v)},
     "full": {"size": lambda v: ops.full((v, 2), 0.5)},
+    "fill": {"shape": lambda v: ops.fill(ms.float32, (v, 2), 0.5)},
     "rand": {"size": lambda v: ops.rand(2, v), "seed": lambda v: ops.rand(2, seed=v)},
     "randn": {"size": lambda v: ops.randn((v, 2)), "seed": lambda v: ops.randn(2, seed=v)},
     "standard_normal": {"shape": lambda v: ops.standard_normal((v,)),

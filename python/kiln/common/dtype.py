@@ -1,4 +1,6 @@
 """kiln.common.dtype -- the element types (imported as ``mstype`` by MindSpore code)."""
+import builtins
+
 import numpy as np
 
 from kiln import _C
@@ -6,7 +8,8 @@ from kiln import _C
 __all__ = [
     "Type", "bool_", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16",
     "float32", "float64", "float_", "double", "half", "int_", "number_type", "float_type",
-    "int_type", "dtype_to_nptype", "pytype_to_dtype", "to_dtype",
+    "int_type", "dtype_to_nptype", "pytype_to_dtype", "to_dtype", "tuple_", "list_",
+    "dtype_to_pytype",
 ]
 
 
@@ -36,6 +39,25 @@ class Type:
         return (to_dtype, (self._name,))
 
 
+class _SequenceType:
+    """The type of a Python tuple or list (MindSpore's ``mstype.tuple_``/``list_``): compared
+    with ``==`` and mapped to and from the Python type; not a tensor element type."""
+
+    __slots__ = ("_name", "pytype")
+
+    def __init__(self, name, pytype):
+        self._name, self.pytype = name, pytype
+
+    def __repr__(self):
+        return self._name
+
+    __str__ = __repr__
+
+
+tuple_ = _SequenceType("Tuple", tuple)
+list_ = _SequenceType("List", list)
+_SEQUENCE_TYPES = {tuple: tuple_, list: list_}
+
 _BY_ENUM = {}
 
 
@@ -60,6 +82,7 @@ float_ = float32
 double = float64
 half = float16
 int_ = int64
+globals()["bool"] = bool_  # MindSpore's alias; the module uses builtins.bool for Python's bool
 
 number_type = (uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64)
 float_type = (float16, bfloat16, float32, float64)
@@ -84,7 +107,9 @@ def to_dtype(value):
     """A kiln dtype from a kiln dtype, a NumPy dtype or type, a name, or a Python type."""
     if isinstance(value, Type):
         return value
-    if value is bool:
+    if isinstance(value, _SequenceType):
+        raise TypeError(f"{value} is a sequence type, not a tensor dtype")
+    if value is builtins.bool:
         return bool_
     if value is int:
         return int64
@@ -115,7 +140,21 @@ def dtype_to_nptype(dtype):
 
 
 def pytype_to_dtype(obj):
+    """The kiln type of a Python type: tuple and list give tuple_ and list_."""
+    if obj in _SEQUENCE_TYPES:
+        return _SEQUENCE_TYPES[obj]
     return to_dtype(obj)
+
+
+def dtype_to_pytype(type_):
+    """The Python type of a kiln type: bool, int or float for a dtype; tuple or list for
+    tuple_ or list_."""
+    if isinstance(type_, _SequenceType):
+        return type_.pytype
+    type_ = to_dtype(type_)
+    if type_ is bool_:
+        return builtins.bool
+    return float if type_ in float_type else int
 
 
 def promote_types(a, b):
@@ -126,7 +165,7 @@ def promote_types(a, b):
 def check_int_fits(value, dtype, op):
     """OverflowError naming `op` when the Python int `value` does not fit the integer `dtype`
     (NumPy 2's rule: a Python int never wraps silently into a narrower tensor)."""
-    if isinstance(value, bool) or not isinstance(value, int):
+    if isinstance(value, builtins.bool) or not isinstance(value, int):
         return
     dtype = to_dtype(dtype)
     if dtype not in _TO_NUMPY or not np.issubdtype(_TO_NUMPY[dtype], np.integer):

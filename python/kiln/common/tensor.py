@@ -97,6 +97,15 @@ class Tensor(_C.TensorBase):
         return self.transpose()
 
     # ---- NumPy exchange ----
+    @staticmethod
+    def from_numpy(array):
+        """A tensor sharing the array's memory (copied first only when its strides are negative
+        or it is read-only); the dtype is the array's."""
+        if not isinstance(array, np.ndarray):
+            raise TypeError(f"Tensor.from_numpy: expected a numpy.ndarray, got "
+                            f"{type(array).__name__}")
+        return Tensor(array)
+
     def asnumpy(self):
         """A NumPy array sharing this tensor's memory (bfloat16 is converted to float32)."""
         if self._dtype == mstype.bfloat16._enum:

@@ -50,11 +50,12 @@ def _note_recompile(reason):
 
 
 class JitConfig:
-    """Compile options: jit_level "O0" (only what correctness needs), "O1" (default), "O2"."""
+    """Compile options: jit_level "O0" (only what correctness needs), "O1", "O2", or "" (the
+    default, as in MindSpore: set_context's jit_level, itself "O1" unless set)."""
 
     def __init__(
         self,
-        jit_level="O1",
+        jit_level="",
         exec_mode="auto",
         jit_syntax_level="",
         debug_level="RELEASE",
@@ -65,8 +66,10 @@ class JitConfig:
             exec_mode = kwargs.pop("exc_mode")
         if kwargs:
             raise ValueError(f"JitConfig: unknown options {sorted(kwargs)}")
-        if jit_level not in ("O0", "O1", "O2"):
-            raise ValueError(f"JitConfig: jit_level must be 'O0', 'O1' or 'O2', got {jit_level!r}")
+        if jit_level not in ("", "O0", "O1", "O2"):
+            raise ValueError(
+                f"JitConfig: jit_level must be '', 'O0', 'O1' or 'O2', got {jit_level!r}"
+            )
         if exec_mode not in ("auto", "kernel_by_kernel"):
             raise ValueError(
                 f"JitConfig: exec_mode must be 'auto' or 'kernel_by_kernel', got {exec_mode!r}"
@@ -87,8 +90,16 @@ class JitConfig:
             "jit_syntax_level": jit_syntax_level,
         }
 
+    def level(self):
+        """The level graphs compile at: this config's, else set_context(jit_level=...)'s."""
+        if self.jit_level:
+            return self.jit_level
+        from kiln.context import get_context  # noqa: PLC0415
+
+        return get_context("jit_level")
+
     def key(self):
-        return (self.jit_level, self.exec_mode, self.jit_syntax_level)
+        return (self.level(), self.exec_mode, self.jit_syntax_level)
 
     def __repr__(self):
         return f"JitConfig(jit_level={self.jit_level!r}, exec_mode={self.exec_mode!r})"
@@ -121,7 +132,7 @@ _MUTABLE_TYPES = (_MutableInt, _MutableFloat, _MutableBool, _MutableTuple, _Muta
 def mutable(input_data, dynamic_len=False):
     """Marks a scalar, tuple or list as a run-time variable of compiled functions (a graph
     input), so new values do not recompile; in PyNative it behaves like the plain value."""
-    if isinstance(input_data, Tensor):
+    if isinstance(input_data, (Tensor, GraphTensor)):  # GraphTensor: mutable() inside a graph
         return input_data
     if isinstance(input_data, bool):
         return _MutableBool(input_data)
@@ -412,6 +423,15 @@ class JitFunction:
         if _C.tape_active():
             # grad(jit(f)) in PyNative: the eager tape must see f's ops, so f runs op by op.
             return self._run_eagerly(self_obj, args, kwargs)
+        compiled = self.compiled_for(self_obj, args, kwargs)
+        if compiled is None:
+            return self._run_eagerly(self_obj, args, kwargs)
+        self._arm_fast_call(compiled, self_obj, args, kwargs)
+        return run_compiled(compiled, args, kwargs)
+
+    def compiled_for(self, self_obj, args, kwargs):
+        """The compiled variant for these arguments, compiled now if the cache has none; None
+        past jit_cache_limit (the call then runs in PyNative)."""
         key = (
             tuple([_signature(a) for a in args]),
             tuple([(k, _signature(v)) for k, v in sorted(kwargs.items())]) if kwargs else (),
@@ -421,12 +441,8 @@ class JitFunction:
         compiled = variants.lookup(key)
         if compiled is not None:
             _count("cache_hits")
-        else:
-            compiled = self._compile(variants, key, self_obj, args, kwargs)
-            if compiled is None:
-                return self._run_eagerly(self_obj, args, kwargs)
-        self._arm_fast_call(compiled, self_obj, args, kwargs)
-        return run_compiled(compiled, args, kwargs)
+            return compiled
+        return self._compile(variants, key, self_obj, args, kwargs)
 
     def _compile(self, variants, key, self_obj, args, kwargs):
         """Compiles and caches the variant for `key`; None past jit_cache_limit variants."""
@@ -443,7 +459,7 @@ class JitFunction:
             if reason is not None:
                 _note_recompile(f"{self.fn.__qualname__}: {reason}")
             compiled = compile_function(
-                self.fn, args, kwargs, self_obj, self.fn.__name__, self.config.jit_level
+                self.fn, args, kwargs, self_obj, self.fn.__name__, self.config.level()
             )
             variants.insert(key, compiled)
             return compiled
@@ -527,7 +543,7 @@ def jit(
         raise ValueError(f"jit: unknown options {sorted(options)}")
     if jit_config is None:
         jit_config = JitConfig(
-            jit_level=jit_level or "O1", jit_syntax_level="STRICT" if fullgraph else ""
+            jit_level=jit_level or "", jit_syntax_level="STRICT" if fullgraph else ""
         )
     elif not isinstance(jit_config, JitConfig):
         raise TypeError(f"jit: jit_config must be a JitConfig, got {type(jit_config).__name__}")
@@ -554,6 +570,11 @@ def cell_graph_call(cell, args, kwargs):
         return _compiling.converter.call_cell(
             cell, CellProxy(_compiling.converter, cell, type(cell).__name__), args, kwargs
         )
+    return cell_jit_function(cell).call_bound(cell, *args, **kwargs)
+
+
+def cell_jit_function(cell):
+    """The JitFunction that compiles and caches a Cell's construct (made on first use)."""
     jitted = cell.__dict__.get("_kiln_graph_fn")
     if jitted is None:
         construct = type(cell).construct
@@ -561,7 +582,7 @@ def cell_graph_call(cell, args, kwargs):
             construct = construct.fn
         jitted = JitFunction(construct, _cell_config(cell))
         object.__setattr__(cell, "_kiln_graph_fn", jitted)
-    return jitted.call_bound(cell, *args, **kwargs)
+    return jitted
 
 
 def _cell_config(cell):

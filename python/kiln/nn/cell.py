@@ -245,6 +245,8 @@ class Cell:
         """Stores the JitConfig used when this cell is compiled (Graph mode / @jit)."""
         _graph_state.bump_cell_epoch()
         object.__setattr__(self, "_jit_config_dict", jit_config)
+        # the compiled construct was made with the old config: the next call compiles afresh
+        self.__dict__.pop("_kiln_graph_fn", None)
         return self
 
     def get_jit_config(self):

@@ -4,29 +4,17 @@ A primitive is configured once (``ops.MatMul(transpose_b=True)``) and called on 
 call goes to the same registry op the functional form uses.
 """
 import kiln.ops as _ops
+from kiln.ops.primitive import Primitive, PrimitiveWithCheck, PrimitiveWithInfer
 
 __all__ = [
-    "Primitive", "Add", "Sub", "Mul", "Div", "RealDiv", "Pow", "Neg", "Abs", "Exp", "Log",
-    "Sqrt", "Rsqrt", "Sin", "Cos", "Tanh", "Sigmoid", "ReLU", "GeLU", "SiLU", "Square",
+    "Primitive", "PrimitiveWithInfer", "PrimitiveWithCheck", "Add", "Sub", "Mul", "Div",
+    "RealDiv", "Pow", "Neg", "Abs", "Exp", "Log", "Sqrt", "Rsqrt", "Sin", "Cos", "Tanh",
+    "Sigmoid", "ReLU", "GeLU", "SiLU", "Square",
     "Maximum", "Minimum", "Equal", "Less", "Greater", "Select", "Cast", "MatMul",
     "BatchMatMul", "ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "Softmax",
     "LogSoftmax", "Reshape", "Transpose", "ExpandDims", "Squeeze", "Concat", "Stack",
     "Gather", "OneHot", "ZerosLike", "OnesLike", "Argmax", "Flatten", "Depend",
 ]
-
-
-class Primitive:
-    """Base of the primitive classes: holds attributes, calls the op."""
-
-    def __init__(self, name=None):
-        self.name = name or type(self).__name__
-
-    def __call__(self, *args):
-        raise TypeError(f"{self.name} is not callable")  # every subclass defines __call__
-
-    def __repr__(self):
-        attrs = ", ".join(f"{k}={v!r}" for k, v in vars(self).items() if k != "name")
-        return f"Prim[{self.name}]" + (f"<{attrs}>" if attrs else "")
 
 
 def _elementwise(name, fn_name):
