@@ -202,10 +202,10 @@ class Interpreter {
   }
 
   std::vector<Tensor> Call(const FuncPlan& callee, const std::vector<Tensor>& args) const {
-    // The verifier refuses call cycles and a Program is built only from verified modules, so
-    // this never fires today; it keeps a future caller that skips verification off the C stack.
-    KILN_CHECK(t_call_depth < kMaxCallDepth, Recursion, "@", callee.func->name, ": calls nested ",
-               kMaxCallDepth, " deep (recursion in the graph?)");
+    // The verifier refuses call cycles, but IR text may still chain thousands of functions,
+    // each calling the next: bound the nesting instead of overflowing the C stack.
+    KILN_CHECK(t_call_depth < kMaxCallDepth, Recursion, "@", callee.func->name,
+               ": calls nested more than ", kMaxCallDepth, " deep");
     ++t_call_depth;
     struct Leave {
       ~Leave() { --t_call_depth; }

@@ -2,6 +2,7 @@
 // reuse, and the derived cache behind packed weights.
 #include <gtest/gtest.h>
 
+#include "core/error.h"
 #include "ir/ir.h"
 #include "kernels/cpu/copy.h"
 #include "kernels/cpu/derived_cache.h"
@@ -51,6 +52,28 @@ TEST(Executor, InPlaceReuseNeverWritesTheInputs) {
   Tensor out = program.Run({x, bias}).at(0);
   EXPECT_FALSE(out.same_storage(x));
   for (int64_t i = 0; i < x.numel(); ++i) ASSERT_EQ(x.data<float>()[i], x_copy.data<float>()[i]);
+}
+
+// A verified module may still nest calls arbitrarily deep (a chain of functions, each calling
+// the next): past a fixed depth that is a RecursionError, never a stack overflow.
+TEST(Executor, DeeplyChainedCallsAreARecursionErrorNotAStackOverflow) {
+  std::string text;
+  const int depth = 20000;
+  for (int i = 0; i < depth; ++i) {
+    text += "func @f" + std::to_string(i) + "(%0: f32[]) -> (f32[]) {\n";
+    if (i + 1 < depth)
+      text += "  %1 = call @f" + std::to_string(i + 1) + "(%0) : f32[]\n  return %1\n}\n";
+    else
+      text += "  return %0\n}\n";
+  }
+  const ir::Module module = ir::Parse(text);
+  Program program(module);
+  try {
+    program.RunFunc("f0", {Iota({}, 1.0f)});
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::Recursion) << e.what();
+  }
 }
 
 TEST(DerivedCache, MadeOnTheSecondSightingAndDroppedOnAWrite) {
