@@ -34,7 +34,7 @@ bench: build
 	$(PY) benchmarks/run_all.py
 
 # C++ sources under clang-format (.clang-format); csrc/ops/op_list.def is an X-macro list, not C++.
-CPP_SOURCES = $(sort $(shell find csrc bindings tools tests/cpp benchmarks/cpp -name '*.cc' -o -name '*.h'))
+CPP_SOURCES = $(sort $(shell find csrc bindings tools tests/cpp tests/fuzz benchmarks/cpp -name '*.cc' -o -name '*.h'))
 
 lint:
 	$(PY) -m ruff check python tests benchmarks examples
