@@ -1,5 +1,6 @@
-"""MultitypeFuncGraph, HyperMap and Map (ops.composite), in PyNative and in compiled code,
-against NumPy or plain Python."""
+"""MultitypeFuncGraph, HyperMap and Map (ops.composite), AddN/addn, the Split primitive and the
+sequence predicates F.is_sequence_value_unknown / F.is_sequence_shape_unknown, in PyNative and
+in compiled code, against NumPy or plain Python."""
 
 import numpy as np
 import pytest
@@ -8,6 +9,7 @@ import kiln as ms
 from kiln import Tensor, nn, ops
 from kiln.ops import composite as C
 from kiln.ops import functional as F
+from kiln.ops import operations as P
 
 
 @pytest.fixture(autouse=True)
@@ -213,3 +215,80 @@ def test_map_goes_one_level_deep(compiled):
     np.testing.assert_allclose(first.asnumpy(), [2, 4])
     np.testing.assert_allclose(second.asnumpy(), [3, 6])
     assert (n1, n2) == (2, 1)
+
+
+# ---- AddN / addn ----
+@pytest.mark.parametrize("compiled", [False, True])
+def test_addn_sums_a_sequence_like_numpy(compiled):
+    rng = np.random.default_rng(0)
+    values = [rng.standard_normal((2, 3)).astype(np.float32) for _ in range(4)]
+
+    def fn(a, b, c, d):
+        return ops.addn([a, b, c, d]), P.AddN()((a, b)), ops.AddN()((c,))
+
+    out = (ms.jit(fn) if compiled else fn)(*map(Tensor, values))
+    np.testing.assert_allclose(out[0].asnumpy(), sum(values), rtol=1e-6)
+    np.testing.assert_allclose(out[1].asnumpy(), values[0] + values[1], rtol=1e-6)
+    np.testing.assert_allclose(out[2].asnumpy(), values[2])
+
+
+def test_addn_checks_its_input():
+    with pytest.raises(ValueError, match=r"addn: .*x\[1\] is Float32\(3,\)"):
+        ops.addn([Tensor(arr(1, 2)), Tensor(arr(1, 2, 3))])
+    with pytest.raises(ValueError, match="addn: all tensors must have one shape and dtype"):
+        ops.addn((Tensor(arr(1)), Tensor(np.array([1], np.int32))))
+    with pytest.raises(ValueError, match="at least one"):
+        ops.addn([])
+    with pytest.raises(TypeError, match=r"addn: x\[0\] must be a Tensor"):
+        ops.addn([1, 2])
+    with pytest.raises(TypeError, match="tuple or list"):
+        ops.addn(Tensor(arr(1)))
+
+
+# ---- Split ----
+@pytest.mark.parametrize("compiled", [False, True])
+def test_split_primitive_makes_equal_parts(compiled):
+    x_np = np.arange(24, dtype=np.float32).reshape(4, 2, 3)
+
+    def fn(x):
+        return P.Split(axis=0, output_num=4)(x), ops.Split(axis=-1, output_num=3)(x)
+
+    rows, cols = (ms.jit(fn) if compiled else fn)(Tensor(x_np))
+    assert isinstance(rows, tuple) and len(rows) == 4 and len(cols) == 3
+    for got, ref in zip(rows + cols, np.split(x_np, 4, 0) + np.split(x_np, 3, -1)):
+        np.testing.assert_array_equal(got.asnumpy(), ref)
+
+
+def test_split_primitive_checks_its_arguments():
+    with pytest.raises(ValueError, match="size 3, not a multiple of output_num 2"):
+        P.Split(1, 2)(Tensor(np.ones((2, 3), np.float32)))
+    with pytest.raises(ValueError, match="axis 2 is out of range for shape"):
+        P.Split(2, 1)(Tensor(np.ones((2, 3), np.float32)))
+    with pytest.raises(ValueError, match="output_num must be positive"):
+        P.Split(0, 0)
+    with pytest.raises(TypeError, match="Split"):
+        P.Split(0.5, 1)
+
+
+# ---- sequence predicates ----
+def test_sequence_predicates_at_compile_time():
+    @ms.jit
+    def f(x, n):
+        dynamic = ms.mutable([1, 2], True)
+        fixed = ms.mutable((1, 2))
+        return (F.is_sequence_value_unknown((x, 1)), F.is_sequence_value_unknown((1, 2)),
+                F.is_sequence_value_unknown([[n]]), F.is_sequence_value_unknown(fixed),
+                F.is_sequence_shape_unknown(dynamic), F.is_sequence_shape_unknown(fixed),
+                F.is_sequence_shape_unknown((x,)))
+
+    out = f(Tensor(arr(1)), ms.mutable(2))
+    assert out == (True, False, True, True, True, False, False)
+
+
+def test_sequence_predicates_outside_compiled_code_and_bad_input():
+    assert not F.is_sequence_value_unknown((Tensor(arr(1)), ms.mutable(2)))
+    assert not F.is_sequence_shape_unknown(ms.mutable([1, 2], True))
+    with pytest.raises(TypeError, match="is_sequence_shape_unknown: x must be a tuple or list"):
+        F.is_sequence_shape_unknown(3)
+    with pytest.raises(TypeError, match="is_sequence_value_unknown"):
+        ms.jit(lambda x: F.is_sequence_value_unknown(x))(Tensor(arr(1)))

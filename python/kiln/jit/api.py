@@ -140,10 +140,11 @@ def mutable(input_data, dynamic_len=False):
         return _MutableInt(input_data)
     if isinstance(input_data, float):
         return _MutableFloat(input_data)
-    if isinstance(input_data, tuple):
-        return _MutableTuple(mutable(v) for v in input_data)
-    if isinstance(input_data, list):
-        return _MutableList(mutable(v) for v in input_data)
+    if isinstance(input_data, (tuple, list)):
+        kind = _MutableTuple if isinstance(input_data, tuple) else _MutableList
+        sequence = kind(mutable(v) for v in input_data)
+        sequence.dynamic_len = bool(dynamic_len)  # F.is_sequence_shape_unknown reads it
+        return sequence
     raise TypeError(
         f"mutable: expected a number, tuple, list or Tensor, got {type(input_data).__name__}"
     )
