@@ -176,7 +176,11 @@ def test_hyper_map_in_a_graph_mode_cell_runs_user_functions_compiled():
     grads = (Tensor(arr(-3, 1)), Tensor(arr(2, 0.5)))
     eager = Clip()(grads)
     ms.set_context(mode=ms.GRAPH_MODE)
-    compiled = Clip()(grads)
+    net = Clip()
+    compiled = net(grads)
+    compiles = ms.get_jit_stats()["compiles"]
+    net(grads)
+    assert ms.get_jit_stats()["compiles"] == compiles  # the HyperMap attribute is no recompile
     for e, c, ref in zip(eager, compiled, ([-1.5, 1], [1.5, 0.5])):
         np.testing.assert_allclose(e.asnumpy(), ref)
         np.testing.assert_allclose(c.asnumpy(), ref)
@@ -283,6 +287,16 @@ def test_sequence_predicates_at_compile_time():
 
     out = f(Tensor(arr(1)), ms.mutable(2))
     assert out == (True, False, True, True, True, False, False)
+
+
+def test_sequence_shape_unknown_of_an_argument_is_part_of_the_cache_key():
+    f = ms.jit(lambda seq: (F.is_sequence_shape_unknown(seq), seq[0] + seq[1]))
+    x = Tensor(arr(1, 2))
+    unknown, total = f(ms.mutable([x, x], True))
+    assert unknown is True
+    np.testing.assert_allclose(total.asnumpy(), [2, 4])
+    assert f(ms.mutable([x, x]))[0] is False  # same types, not declared dynamic: recompiled
+    assert f(ms.mutable([x, x], True))[0] is True
 
 
 def test_sequence_predicates_outside_compiled_code_and_bad_input():

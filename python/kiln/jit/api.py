@@ -150,6 +150,10 @@ def mutable(input_data, dynamic_len=False):
     )
 
 
+def _is_dynamic_len(value):
+    return getattr(value, "dynamic_len", False) is True
+
+
 def _signature(value):
     """The part of an argument the compiled graph depends on (the cache key)."""
     if isinstance(value, Tensor):
@@ -157,7 +161,8 @@ def _signature(value):
     if isinstance(value, (_MutableInt, _MutableFloat, _MutableBool)):
         return ("M", type(value).__name__)
     if isinstance(value, (tuple, list)):
-        return (type(value).__name__, tuple(_signature(v) for v in value))
+        kind = type(value).__name__ + ("(dynamic_len)" if _is_dynamic_len(value) else "")
+        return (kind, tuple(_signature(v) for v in value))
     if isinstance(value, dict):
         return ("dict", tuple((k, _signature(v)) for k, v in value.items()))
     if isinstance(value, np.ndarray):
@@ -206,6 +211,10 @@ def _graph_inputs(emitter, value, inputs, name):
         return emitter.input(t._dtype, t.shape, name)
     if isinstance(value, (tuple, list)):
         items = [_graph_inputs(emitter, v, inputs, f"{name}[{i}]") for i, v in enumerate(value)]
+        if _is_dynamic_len(value):  # keeps the declaration for F.is_sequence_shape_unknown
+            items = type(value)(items)
+            items.dynamic_len = True
+            return items
         return tuple(items) if isinstance(value, tuple) else items
     if isinstance(value, dict):
         return {k: _graph_inputs(emitter, v, inputs, f"{name}[{k!r}]") for k, v in value.items()}
