@@ -92,6 +92,12 @@ def test_multitype_in_a_graph_mode_cell():
 def test_multitype_without_a_match_is_a_value_error_in_both_modes():
     with pytest.raises(ValueError, match=r"'scale'.*\(Tensor, String\)"):
         scale(Tensor(arr(1)), "text")
+
+    class Number:  # a user class named like a MindSpore type is not that type
+        pass
+
+    with pytest.raises(ValueError, match=r"\(Number object, Int\)"):
+        scale(Number(), 2)
     with pytest.raises(ValueError, match="no function registered"):
         ms.jit(lambda x: scale(x, ("text",)))(Tensor(arr(1)))
 

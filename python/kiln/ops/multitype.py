@@ -38,7 +38,7 @@ def type_name(value):
         return "Ellipsis"
     if callable(value):
         return "Function"
-    return type(value).__name__
+    return f"{type(value).__name__} object"  # never a registered name, even for a class "Tensor"
 
 
 def _matches(name, registered):
