@@ -140,13 +140,18 @@ def mutable(input_data, dynamic_len=False):
         return _MutableInt(input_data)
     if isinstance(input_data, float):
         return _MutableFloat(input_data)
-    if isinstance(input_data, tuple):
-        return _MutableTuple(mutable(v) for v in input_data)
-    if isinstance(input_data, list):
-        return _MutableList(mutable(v) for v in input_data)
+    if isinstance(input_data, (tuple, list)):
+        kind = _MutableTuple if isinstance(input_data, tuple) else _MutableList
+        sequence = kind(mutable(v) for v in input_data)
+        sequence.dynamic_len = bool(dynamic_len)  # F.is_sequence_shape_unknown reads it
+        return sequence
     raise TypeError(
         f"mutable: expected a number, tuple, list or Tensor, got {type(input_data).__name__}"
     )
+
+
+def _is_dynamic_len(value):
+    return getattr(value, "dynamic_len", False) is True
 
 
 def _signature(value):
@@ -156,7 +161,8 @@ def _signature(value):
     if isinstance(value, (_MutableInt, _MutableFloat, _MutableBool)):
         return ("M", type(value).__name__)
     if isinstance(value, (tuple, list)):
-        return (type(value).__name__, tuple(_signature(v) for v in value))
+        kind = type(value).__name__ + ("(dynamic_len)" if _is_dynamic_len(value) else "")
+        return (kind, tuple(_signature(v) for v in value))
     if isinstance(value, dict):
         return ("dict", tuple((k, _signature(v)) for k, v in value.items()))
     if isinstance(value, np.ndarray):
@@ -205,6 +211,10 @@ def _graph_inputs(emitter, value, inputs, name):
         return emitter.input(t._dtype, t.shape, name)
     if isinstance(value, (tuple, list)):
         items = [_graph_inputs(emitter, v, inputs, f"{name}[{i}]") for i, v in enumerate(value)]
+        if _is_dynamic_len(value):  # keeps the declaration for F.is_sequence_shape_unknown
+            items = type(value)(items)
+            items.dynamic_len = True
+            return items
         return tuple(items) if isinstance(value, tuple) else items
     if isinstance(value, dict):
         return {k: _graph_inputs(emitter, v, inputs, f"{name}[{k!r}]") for k, v in value.items()}

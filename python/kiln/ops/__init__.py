@@ -13,7 +13,15 @@ __all__ = sorted({name for module in (array, elementwise, helpers, linalg, nn, n
                   for name in module.__all__})
 
 from kiln.ops import composite, operations  # noqa: E402
-from kiln.ops.composite import GradOperation, grad, stop_gradient, value_and_grad  # noqa: E402,F401
+from kiln.ops.composite import (  # noqa: E402,F401
+    GradOperation,
+    HyperMap,
+    Map,
+    MultitypeFuncGraph,
+    grad,
+    stop_gradient,
+    value_and_grad,
+)
 from kiln.ops.operations import *  # noqa: E402,F401,F403
 from kiln.ops.primitive import (  # noqa: E402,F401
     PrimitiveWithCheck,

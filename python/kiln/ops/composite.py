@@ -1,11 +1,14 @@
 """kiln.ops.composite (imported as ``C``) -- gradients of Python functions: grad, value_and_grad,
-GradOperation. PyNative mode records ops on a C++ tape (runtime/tape.h) and sweeps it backwards
-with the registry's gradient rules.
+GradOperation; and MultitypeFuncGraph, HyperMap and Map (ops/multitype.py). PyNative mode
+records ops on a C++ tape (runtime/tape.h) and sweeps it backwards with the registry's gradient
+rules.
 """
 from kiln import _C, _graph_state
 from kiln.ops._core import call, is_tensor
+from kiln.ops.multitype import HyperMap, Map, MultitypeFuncGraph
 
-__all__ = ["grad", "value_and_grad", "GradOperation", "stop_gradient"]
+__all__ = ["grad", "value_and_grad", "GradOperation", "stop_gradient", "MultitypeFuncGraph",
+           "HyperMap", "Map"]
 
 
 def stop_gradient(value):

@@ -8,12 +8,31 @@ __all__ = [
     "sigmoid", "relu", "gelu", "silu", "square", "sign", "floor", "maximum", "minimum", "equal",
     "not_equal", "ne", "less", "lt", "less_equal", "le", "greater", "gt", "greater_equal", "ge",
     "logical_and", "logical_or", "logical_xor", "logical_not", "where", "cast", "clamp", "clip",
-    "subtract", "multiply", "true_divide",
+    "subtract", "multiply", "true_divide", "addn",
 ]
 
 
 def add(input, other):  # noqa: A002 - MindSpore's argument names
     return call("add", (input, other))
+
+
+def addn(x):
+    """The element-wise sum of a tuple or list of tensors of one shape and dtype (AddN)."""
+    if not isinstance(x, (tuple, list)):
+        raise TypeError(f"addn: x must be a tuple or list of Tensors, got {type(x).__name__}")
+    if not x:
+        raise ValueError("addn: x must hold at least one Tensor, got an empty sequence")
+    for i, t in enumerate(x):
+        if not is_tensor(t):
+            raise TypeError(f"addn: x[{i}] must be a Tensor, got {type(t).__name__}")
+        if tuple(t.shape) != tuple(x[0].shape) or t.dtype != x[0].dtype:
+            raise ValueError(f"addn: all tensors must have one shape and dtype; x[0] is "
+                             f"{x[0].dtype}{tuple(x[0].shape)}, x[{i}] is "
+                             f"{t.dtype}{tuple(t.shape)}")
+    total = call("identity", (x[0],))
+    for t in x[1:]:
+        total = call("add", (total, t))
+    return total
 
 
 def sub(input, other):  # noqa: A002

@@ -1,13 +1,15 @@
 """Small functional helpers MindSpore code calls as ``ops.x`` or ``F.x``: fill, shape, dtype,
-select, partial. Each works alike in PyNative and in compiled code."""
+select, partial, and the compile-time predicates is_sequence_value_unknown and
+is_sequence_shape_unknown. Each works alike in PyNative and in compiled code."""
 import functools
 
-from kiln import _C
+from kiln import _C, _graph_state
 from kiln.common import dtype as mstype
 from kiln.ops._core import call, is_tensor, shape_attr
 from kiln.ops.function.array import _fill
 
-__all__ = ["fill", "shape", "dtype", "select", "partial"]
+__all__ = ["fill", "shape", "dtype", "select", "partial", "is_sequence_value_unknown",
+           "is_sequence_shape_unknown"]
 
 
 def fill(type, shape, value):  # noqa: A002 - MindSpore's argument names
@@ -57,6 +59,29 @@ def partial(func, *args):
     if not callable(func):
         raise TypeError(f"partial: func must be callable, got {type(func).__name__}")
     return functools.partial(func, *args)
+
+
+def is_sequence_value_unknown(x):
+    """True when some item of the tuple/list x (at any depth) is only known when the compiled
+    graph runs: a graph value or a mutable() number. Always False outside compiled code."""
+    from kiln.ops.primitive import _is_variable  # noqa: PLC0415 - primitive imports ops
+
+    _check_sequence(x, "is_sequence_value_unknown")
+    return _graph_state.compiling.builder is not None and any(_is_variable(v) for v in x)
+
+
+def is_sequence_shape_unknown(x):
+    """True when the tuple/list x is a mutable(seq, dynamic_len=True) sequence: its length is
+    declared variable. kiln compiles a graph per length of such a sequence (a new length
+    recompiles), and tuple()/list() of it is an ordinary fixed-length sequence. Always False
+    outside compiled code."""
+    _check_sequence(x, "is_sequence_shape_unknown")
+    return _graph_state.compiling.builder is not None and bool(getattr(x, "dynamic_len", False))
+
+
+def _check_sequence(value, op):
+    if not isinstance(value, (tuple, list)):
+        raise TypeError(f"{op}: x must be a tuple or list, got {type(value).__name__}")
 
 
 def _check_tensor(value, op, name="input"):

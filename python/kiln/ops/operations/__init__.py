@@ -4,6 +4,7 @@ A primitive is configured once (``ops.MatMul(transpose_b=True)``) and called on 
 call goes to the same registry op the functional form uses.
 """
 import kiln.ops as _ops
+from kiln.ops import _core
 from kiln.ops.primitive import Primitive, PrimitiveWithCheck, PrimitiveWithInfer
 
 __all__ = [
@@ -13,7 +14,7 @@ __all__ = [
     "Maximum", "Minimum", "Equal", "Less", "Greater", "Select", "Cast", "MatMul",
     "BatchMatMul", "ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "Softmax",
     "LogSoftmax", "Reshape", "Transpose", "ExpandDims", "Squeeze", "Concat", "Stack",
-    "Gather", "OneHot", "ZerosLike", "OnesLike", "Argmax", "Flatten", "Depend",
+    "Gather", "OneHot", "ZerosLike", "OnesLike", "Argmax", "Flatten", "Depend", "AddN", "Split",
 ]
 
 
@@ -56,6 +57,7 @@ ExpandDims = _elementwise("ExpandDims", "expand_dims")
 ZerosLike = _elementwise("ZerosLike", "zeros_like")
 OnesLike = _elementwise("OnesLike", "ones_like")
 Depend = _elementwise("Depend", "depend")
+AddN = _elementwise("AddN", "addn")
 
 
 class GeLU(Primitive):
@@ -160,6 +162,31 @@ class Concat(Primitive):
 class Stack(Concat):
     def __call__(self, tensors):
         return _ops.stack(tensors, self.axis)
+
+
+class Split(Primitive):
+    """``Split(axis=0, output_num=1)(x)``: `output_num` equal parts of x along axis, as a tuple;
+    the axis's size must be a multiple of output_num."""
+
+    def __init__(self, axis=0, output_num=1):
+        super().__init__()
+        self.axis = _core.int_arg(axis, "Split", "axis")
+        self.output_num = _core.int_arg(output_num, "Split", "output_num")
+        if self.output_num <= 0:
+            raise ValueError(f"Split: output_num must be positive, got {self.output_num}")
+
+    def __call__(self, x):
+        if not _core.is_tensor(x):
+            raise TypeError(f"Split: x must be a Tensor, got {type(x).__name__}")
+        if not -x.ndim <= self.axis < x.ndim:
+            raise ValueError(f"Split: axis {self.axis} is out of range for shape {tuple(x.shape)}")
+        size = x.shape[self.axis]
+        if size % self.output_num:
+            raise ValueError(f"Split: axis {self.axis} of shape {tuple(x.shape)} has size {size}, "
+                             f"not a multiple of output_num {self.output_num}")
+        if size == 0:
+            return (x,) * self.output_num
+        return _ops.split(x, size // self.output_num, self.axis)
 
 
 class Gather(Primitive):
