@@ -154,25 +154,6 @@ nb::object UnaryOperator(const Tensor& self) {
   return Wrap(CallOp1(kKind, {self}));
 }
 
-nb::object Invert(const Tensor& self) {
-  if (Building()) return ToGraph("invert", self, nb::none(), false);
-  if (self.dtype() != DType::Bool)
-    throw nb::type_error("~ is defined for bool tensors only; use ops.logical_not or -x");
-  return Wrap(CallOp1(OpKind::LogicalNot, {self}));
-}
-
-// &, |, ^ on bool tensors (logical); other dtypes are not supported.
-template <OpKind kKind, bool kSwap>
-nb::object LogicalOperator(const Tensor& self, nb::handle other) {
-  if (Building()) return ToGraph(OpName(kKind), self, other, kSwap);
-  Tensor rhs;
-  if (!ToOperand(other, &rhs) || !rhs.defined()) return nb::borrow(Py_NotImplemented);
-  if (self.dtype() != DType::Bool || rhs.dtype() != DType::Bool)
-    throw nb::type_error("&, | and ^ are defined for bool tensors only");
-  if constexpr (kSwap) return Wrap(CallOp1(kKind, {rhs, self}));
-  return Wrap(CallOp1(kKind, {self, rhs}));
-}
-
 // A raw strided view for tests and indexing internals; checked to stay inside the storage.
 Tensor AsStridedChecked(const Tensor& t, const Shape& shape, const Shape& strides, int64_t offset) {
   if (shape.size() != strides.size())
@@ -241,15 +222,19 @@ void BindTensor(nb::module_& m) {
       .def("__le__", &BinaryOperator<OpKind::LessEqual, false>)
       .def("__gt__", &BinaryOperator<OpKind::Greater, false>)
       .def("__ge__", &BinaryOperator<OpKind::GreaterEqual, false>)
-      .def("__and__", &LogicalOperator<OpKind::LogicalAnd, false>)
-      .def("__rand__", &LogicalOperator<OpKind::LogicalAnd, true>)
-      .def("__or__", &LogicalOperator<OpKind::LogicalOr, false>)
-      .def("__ror__", &LogicalOperator<OpKind::LogicalOr, true>)
-      .def("__xor__", &LogicalOperator<OpKind::LogicalXor, false>)
-      .def("__rxor__", &LogicalOperator<OpKind::LogicalXor, true>)
+      .def("__and__", &BinaryOperator<OpKind::BitwiseAnd, false>)
+      .def("__rand__", &BinaryOperator<OpKind::BitwiseAnd, true>)
+      .def("__or__", &BinaryOperator<OpKind::BitwiseOr, false>)
+      .def("__ror__", &BinaryOperator<OpKind::BitwiseOr, true>)
+      .def("__xor__", &BinaryOperator<OpKind::BitwiseXor, false>)
+      .def("__rxor__", &BinaryOperator<OpKind::BitwiseXor, true>)
       .def("__neg__", &UnaryOperator<OpKind::Neg>)
       .def("__abs__", &UnaryOperator<OpKind::Abs>)
-      .def("__invert__", &Invert)
+      .def("__lshift__", &BinaryOperator<OpKind::LeftShift, false>)
+      .def("__rlshift__", &BinaryOperator<OpKind::LeftShift, true>)
+      .def("__rshift__", &BinaryOperator<OpKind::RightShift, false>)
+      .def("__rrshift__", &BinaryOperator<OpKind::RightShift, true>)
+      .def("__invert__", &UnaryOperator<OpKind::BitwiseNot>)  // logical for bools
       .def("__hash__", [](nb::handle self) { return reinterpret_cast<intptr_t>(self.ptr()); });
 }
 

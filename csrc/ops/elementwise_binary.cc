@@ -1,5 +1,6 @@
-// elementwise_binary.cc - arithmetic, comparison and logical ops on two broadcast tensors.
+// elementwise_binary.cc - arithmetic, comparison, logical and bitwise ops on two broadcast tensors.
 #include <cmath>
+#include <functional>
 #include <type_traits>
 
 #include "core/error.h"
@@ -186,6 +187,41 @@ void BinaryOpKernel(KernelContext& ctx) {
   });
 }
 
+// ---- Bitwise functors: integer (and bool) operands only, which inference guarantees; the float
+// instantiations the dtype dispatch makes are never run.
+template <typename Op>
+struct BitwiseFn {
+  template <typename C>
+  C operator()(C a, C b) const {
+    if constexpr (std::is_integral_v<C>) return static_cast<C>(Op{}(a, b));
+    return a;
+  }
+};
+
+// NumPy's shifts: a shift by a negative count or by the bit width or more gives 0 (or -1 for a
+// right shift of a negative value) instead of C++'s undefined behaviour; left shifts wrap.
+struct LeftShiftFn {
+  template <typename C>
+  C operator()(C a, C b) const {
+    if constexpr (std::is_integral_v<C> && !std::is_same_v<C, bool>) {
+      if (b < 0 || b >= static_cast<C>(sizeof(C) * 8)) return C(0);
+      using U = std::make_unsigned_t<C>;
+      return static_cast<C>(static_cast<U>(static_cast<U>(a) << b));
+    }
+    return a;
+  }
+};
+struct RightShiftFn {
+  template <typename C>
+  C operator()(C a, C b) const {
+    if constexpr (std::is_integral_v<C> && !std::is_same_v<C, bool>) {
+      if (b < 0 || b >= static_cast<C>(sizeof(C) * 8)) return a < 0 ? C(-1) : C(0);
+      return static_cast<C>(a >> b);  // arithmetic for signed types (C++20, and GCC always)
+    }
+    return a;
+  }
+};
+
 // ---- Inference
 
 std::vector<TensorMeta> InferBinarySameType(const OpDef& def, const std::vector<TensorMeta>& in,
@@ -199,6 +235,16 @@ std::vector<TensorMeta> InferArithNoBool(const OpDef& def, const std::vector<Ten
                                          const Attrs& attrs) {
   KILN_CHECK(in[0].dtype != DType::Bool, Type, def.name,
              ": not supported for bool tensors; cast them to an integer or float type first");
+  return InferBinarySameType(def, in, attrs);
+}
+
+// Bitwise and/or/xor take integers or bools; shifts take integers only.
+template <bool kAllowBool>
+std::vector<TensorMeta> InferBitwise(const OpDef& def, const std::vector<TensorMeta>& in,
+                                     const Attrs& attrs) {
+  const bool ok = IsIntegral(in[0].dtype) || (kAllowBool && in[0].dtype == DType::Bool);
+  KILN_CHECK(ok, Type, def.name, ": expected ", kAllowBool ? "integer or bool" : "integer",
+             " tensors, got ", DTypeName(in[0].dtype));
   return InferBinarySameType(def, in, attrs);
 }
 
@@ -318,6 +364,16 @@ void RegisterElementwiseOps(OpRegistry& r) {
   r.Add(Binary(OpKind::LogicalAnd, InferPredicate, BinaryOpKernel<AndFn, true>, NotDifferentiable));
   r.Add(Binary(OpKind::LogicalOr, InferPredicate, BinaryOpKernel<OrFn, true>, NotDifferentiable));
   r.Add(Binary(OpKind::LogicalXor, InferPredicate, BinaryOpKernel<XorFn, true>, NotDifferentiable));
+  r.Add(Binary(OpKind::BitwiseAnd, InferBitwise<true>,
+               BinaryOpKernel<BitwiseFn<std::bit_and<>>, false>, NotDifferentiable));
+  r.Add(Binary(OpKind::BitwiseOr, InferBitwise<true>,
+               BinaryOpKernel<BitwiseFn<std::bit_or<>>, false>, NotDifferentiable));
+  r.Add(Binary(OpKind::BitwiseXor, InferBitwise<true>,
+               BinaryOpKernel<BitwiseFn<std::bit_xor<>>, false>, NotDifferentiable));
+  r.Add(Binary(OpKind::LeftShift, InferBitwise<false>, BinaryOpKernel<LeftShiftFn, false>,
+               NotDifferentiable));
+  r.Add(Binary(OpKind::RightShift, InferBitwise<false>, BinaryOpKernel<RightShiftFn, false>,
+               NotDifferentiable));
 }
 
 }  // namespace kiln

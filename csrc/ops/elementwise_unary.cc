@@ -135,6 +135,15 @@ struct LogicalNotFn {
     return a == C(0);
   }
 };
+// ~x: bitwise for integers, logical for bools (inference admits nothing else).
+struct BitwiseNotFn {
+  template <typename C>
+  C operator()(C a) const {
+    if constexpr (std::is_same_v<C, bool>) return !a;
+    if constexpr (std::is_integral_v<C>) return static_cast<C>(~a);
+    return a;
+  }
+};
 struct SignFn {
   template <typename C>
   C operator()(C a) const {
@@ -201,6 +210,14 @@ std::vector<TensorMeta> InferNoBool(const OpDef& def, const std::vector<TensorMe
 
 std::vector<TensorMeta> InferBool(const OpDef&, const std::vector<TensorMeta>& in, const Attrs&) {
   return {TensorMeta{DType::Bool, in[0].shape}};
+}
+
+std::vector<TensorMeta> InferBitwiseNot(const OpDef& def, const std::vector<TensorMeta>& in,
+                                        const Attrs& attrs) {
+  KILN_CHECK(IsIntegral(in[0].dtype) || in[0].dtype == DType::Bool, Type, def.name,
+             ": expected an integer or bool tensor, got ", DTypeName(in[0].dtype),
+             " (use -x to negate)");
+  return InferSame(def, in, attrs);
 }
 
 std::vector<TensorMeta> InferGelu(const OpDef& def, const std::vector<TensorMeta>& in,
@@ -416,6 +433,8 @@ void RegisterUnaryOps(OpRegistry& r) {
   gelu.attrs = {{"approximate", std::string("none")}};
   r.Add(std::move(gelu));
   r.Add(Unary(OpKind::LogicalNot, InferBool, LogicalNotKernel, NotDifferentiable));
+  r.Add(Unary(OpKind::BitwiseNot, InferBitwiseNot, UnaryOpKernel<BitwiseNotFn, false>,
+              NotDifferentiable));
   r.Add(Unary(OpKind::Sign, InferNoBool, UnaryOpKernel<SignFn, false>, NotDifferentiable));
   r.Add(Unary(OpKind::Square, InferNoBool, UnaryOpKernel<SquareFn, false>, SquareGrad));
   r.Add(Unary(OpKind::Floor, InferNoBool, UnaryOpKernel<FloorFn, false>, NotDifferentiable));

@@ -230,6 +230,21 @@ class Tensor(_C.TensorBase):
     def relu(self):
         return _ops().relu(self)
 
+    def bitwise_and(self, other):
+        return _ops().bitwise_and(self, other)
+
+    def bitwise_or(self, other):
+        return _ops().bitwise_or(self, other)
+
+    def bitwise_xor(self, other):
+        return _ops().bitwise_xor(self, other)
+
+    def bitwise_left_shift(self, other):
+        return _ops().bitwise_left_shift(self, other)
+
+    def bitwise_right_shift(self, other):
+        return _ops().bitwise_right_shift(self, other)
+
     def clamp(self, min=None, max=None):  # noqa: A002 - MindSpore's argument names
         return _ops().clamp(self, min, max)
 

@@ -15,6 +15,7 @@ from kiln._graph_state import compiling as _compiling
 from kiln.common.tensor import Tensor
 from kiln.jit.cache import CompileCache
 from kiln.jit.convert import Converter
+from kiln.jit.eager_operators import eager_operator_in_graph
 from kiln.jit.emitter import GraphEmitter
 from kiln.jit.graph_tensor import GraphTensor
 from kiln.jit.guards import freeze, is_user_object
@@ -259,7 +260,7 @@ def compile_function(fn, args, kwargs, self_obj=None, name="graph", level="O1"):
     emitter = GraphEmitter()
     converter = Converter(emitter)
     previous = _state.begin_compile(emitter, converter)
-    _C._set_graph_hook(_eager_operator_in_graph)
+    _C._set_graph_hook(eager_operator_in_graph)
     try:
         graph_args = [_graph_inputs(emitter, a, [], f"arg{i}") for i, a in enumerate(args)]
         graph_args = [_wrap_cells(converter, a, f"arg{i}") for i, a in enumerate(graph_args)]
@@ -277,63 +278,12 @@ def compile_function(fn, args, kwargs, self_obj=None, name="graph", level="O1"):
         _save_graph(name, "optimized", executable.text(), get_context)
     finally:
         _state.end_compile(previous)
-        _C._set_graph_hook(_eager_operator_in_graph if previous[0] is not None else None)
+        _C._set_graph_hook(eager_operator_in_graph if previous[0] is not None else None)
     out_leaves = [_FROM_GRAPH if isinstance(leaf, GraphTensor) else leaf for leaf in leaves]
     _count("compiles")
     _count("compile_seconds", time.perf_counter() - start)
     return _Compiled(executable, list(emitter.parameters), tree, out_leaves, converter.guards, text,
                      emitter.raise_types)
-
-
-def _eager_operator_in_graph(op, tensor, other, swap):
-    """`param * 0.9` on an eager tensor while compiling: a graph node, never a baked-in value."""
-    from kiln.ops._core import call  # noqa: PLC0415
-
-    if _compiling.builder is None:  # compile-time work (initializers) runs eagerly
-        _C._set_graph_hook(None)
-        try:
-            return _apply_eagerly(op, tensor, other, swap)
-        finally:
-            _C._set_graph_hook(_eager_operator_in_graph)
-    if op == "invert":
-        from kiln.jit.graph_tensor import GraphTensor  # noqa: PLC0415
-
-        return GraphTensor.__invert__(_compiling.builder.to_graph(tensor, "~"))
-    if other is None:
-        return call(op, (tensor,))
-    if not isinstance(other, (bool, int, float)) and not hasattr(other, "shape"):
-        return NotImplemented
-    return call(op, (other, tensor) if swap else (tensor, other))
-
-
-def _apply_eagerly(op, tensor, other, swap):
-    import operator  # noqa: PLC0415
-
-    names = {
-        "add": operator.add,
-        "sub": operator.sub,
-        "mul": operator.mul,
-        "div": operator.truediv,
-        "floor_div": operator.floordiv,
-        "mod": operator.mod,
-        "pow": operator.pow,
-        "matmul": operator.matmul,
-        "equal": operator.eq,
-        "not_equal": operator.ne,
-        "less": operator.lt,
-        "less_equal": operator.le,
-        "greater": operator.gt,
-        "greater_equal": operator.ge,
-        "logical_and": operator.and_,
-        "logical_or": operator.or_,
-        "logical_xor": operator.xor,
-    }
-    if op == "invert":
-        return ~tensor
-    if other is None:
-        return {"neg": operator.neg, "abs": operator.abs}[op](tensor)
-    fn = names[op]
-    return fn(other, tensor) if swap else fn(tensor, other)
 
 
 _SAVE_COUNTER = [0]

@@ -115,6 +115,12 @@ def _install_operators():
         "mod": "mod",
         "pow": "pow",
         "matmul": "matmul",
+        # &, |, ^, <<, >> (and ~ below) as in PyNative: bitwise on integers, logical on bools.
+        "and": "bitwise_and",
+        "or": "bitwise_or",
+        "xor": "bitwise_xor",
+        "lshift": "bitwise_left_shift",
+        "rshift": "bitwise_right_shift",
     }
     for dunder, op in pairs.items():
         setattr(GraphTensor, f"__{dunder}__", _binary(op))
@@ -131,24 +137,10 @@ def _install_operators():
 
     from kiln.ops._core import call
 
-    def logical(op):
-        def method(self, other):
-            return call(op, (self, other))
-
-        return method
-
-    GraphTensor.__and__ = GraphTensor.__rand__ = logical("logical_and")
-    GraphTensor.__or__ = GraphTensor.__ror__ = logical("logical_or")
-    GraphTensor.__xor__ = GraphTensor.__rxor__ = logical("logical_xor")
     GraphTensor.__neg__ = lambda self: call("neg", (self,))
     GraphTensor.__abs__ = lambda self: call("abs", (self,))
 
-    def invert(self):
-        if self.dtype is not mstype.bool_:
-            raise TypeError("~ is defined for bool tensors only; use ops.logical_not or -x")
-        return call("logical_not", (self,))
-
-    GraphTensor.__invert__ = invert
+    GraphTensor.__invert__ = lambda self: call("bitwise_not", (self,))
 
     def getitem(self, index):
         from kiln.common import _indexing

@@ -8,6 +8,8 @@ __all__ = [
     "sigmoid", "relu", "gelu", "silu", "square", "sign", "floor", "maximum", "minimum", "equal",
     "not_equal", "ne", "less", "lt", "less_equal", "le", "greater", "gt", "greater_equal", "ge",
     "logical_and", "logical_or", "logical_xor", "logical_not", "where", "cast", "clamp", "clip",
+    "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_left_shift", "bitwise_right_shift",
+    "invert",
     "subtract", "multiply", "true_divide", "addn",
 ]
 
@@ -176,6 +178,34 @@ def greater(input, other):  # noqa: A002
 
 def greater_equal(input, other):  # noqa: A002
     return call("greater_equal", (input, other))
+
+
+# ---- bitwise: integers (and bools for and/or/xor/invert); a TypeError for floats, both modes
+def bitwise_and(input, other):  # noqa: A002
+    return call("bitwise_and", (input, other))
+
+
+def bitwise_or(input, other):  # noqa: A002
+    return call("bitwise_or", (input, other))
+
+
+def bitwise_xor(input, other):  # noqa: A002
+    return call("bitwise_xor", (input, other))
+
+
+def bitwise_left_shift(input, other):  # noqa: A002
+    """input << other; a shift by a negative count or by the bit width or more gives 0."""
+    return call("bitwise_left_shift", (input, other))
+
+
+def bitwise_right_shift(input, other):  # noqa: A002
+    """input >> other (arithmetic); a shift past the bit width gives 0, or -1 when negative."""
+    return call("bitwise_right_shift", (input, other))
+
+
+def invert(input):  # noqa: A002
+    """~input: bitwise not of an integer tensor, logical not of a bool tensor."""
+    return call("bitwise_not", (input,))
 
 
 def logical_and(input, other):  # noqa: A002

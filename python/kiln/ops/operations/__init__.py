@@ -12,6 +12,7 @@ __all__ = [
     "RealDiv", "Pow", "Neg", "Abs", "Exp", "Log", "Sqrt", "Rsqrt", "Sin", "Cos", "Tanh",
     "Sigmoid", "ReLU", "GeLU", "SiLU", "Square",
     "Maximum", "Minimum", "Equal", "Less", "Greater", "Select", "Cast", "MatMul",
+    "BitwiseAnd", "BitwiseOr", "BitwiseXor", "Invert", "LeftShift", "RightShift",
     "BatchMatMul", "ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "Softmax",
     "LogSoftmax", "Reshape", "Transpose", "ExpandDims", "Squeeze", "Concat", "Stack",
     "Gather", "OneHot", "ZerosLike", "OnesLike", "Argmax", "Flatten", "Depend", "AddN", "Split",
@@ -49,6 +50,12 @@ Minimum = _elementwise("Minimum", "minimum")
 Equal = _elementwise("Equal", "equal")
 Less = _elementwise("Less", "less")
 Greater = _elementwise("Greater", "greater")
+BitwiseAnd = _elementwise("BitwiseAnd", "bitwise_and")
+BitwiseOr = _elementwise("BitwiseOr", "bitwise_or")
+BitwiseXor = _elementwise("BitwiseXor", "bitwise_xor")
+Invert = _elementwise("Invert", "invert")
+LeftShift = _elementwise("LeftShift", "bitwise_left_shift")
+RightShift = _elementwise("RightShift", "bitwise_right_shift")
 Select = _elementwise("Select", "where")
 Cast = _elementwise("Cast", "cast")
 Reshape = _elementwise("Reshape", "reshape")
