@@ -9,19 +9,15 @@ cd "$(dirname "$0")/.."
 
 PYTHON=${PYTHON:-python3}
 VENV=${VENV:-.venv}
-APT_PACKAGES=(libdnnl-dev libgtest-dev g++ make)
+# shellcheck source=scripts/apt_install.sh
+source scripts/apt_install.sh
 
 missing=()
 [ -f /usr/include/dnnl.hpp ] || missing+=(libdnnl-dev)
 [ -d /usr/include/gtest ] || missing+=(libgtest-dev)
 command -v g++ >/dev/null || missing+=(g++)
-if [ ${#missing[@]} -gt 0 ]; then
-  echo "bootstrap: installing Debian packages: ${missing[*]}"
-  SUDO=""
-  [ "$(id -u)" -eq 0 ] || SUDO=sudo
-  $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${APT_PACKAGES[@]}" >/dev/null
-fi
+command -v make >/dev/null || missing+=(make)
+apt_install bootstrap "${missing[@]}"
 
 if [ ! -x "$VENV/bin/python" ]; then
   echo "bootstrap: creating $VENV"

@@ -22,13 +22,9 @@ command -v clang++ >/dev/null || missing+=(clang)
 compgen -G "/usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a" >/dev/null ||
   missing+=(libclang-rt-14-dev)
 compgen -G "/usr/lib/llvm-*/lib/clang/*/include/omp.h" >/dev/null || missing+=(libomp-dev)
-if [ ${#missing[@]} -gt 0 ]; then
-  echo "fuzz_ir: installing Debian packages: ${missing[*]}"
-  SUDO=""
-  [ "$(id -u)" -eq 0 ] || SUDO=sudo
-  $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
-fi
+# shellcheck source=scripts/apt_install.sh
+source scripts/apt_install.sh
+apt_install fuzz_ir "${missing[@]}"
 
 "$VENV/bin/cmake" -S . -B build/fuzz -G Ninja -DCMAKE_MAKE_PROGRAM="$(realpath "$VENV/bin/ninja")" \
   -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKILN_FUZZ=ON \
