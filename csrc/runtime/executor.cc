@@ -12,6 +12,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <sstream>
 
 #include "core/error.h"
 #include "core/interrupt.h"
@@ -123,6 +124,15 @@ std::unique_ptr<FuncPlan> PlanFunc(const ir::Func& f) {
 }
 
 // One call of a planned function: its value table and the nodes run in order.
+// A kernel's error (a bad label, a shape known only at run time) names the user's line, as the
+// same mistake does in PyNative (where Python's traceback shows it).
+Error AtSource(const Error& e, const ir::SourceLoc& loc) {
+  if (!loc.known()) return e;
+  std::ostringstream out;
+  out << e.what() << " (at " << loc.file << ":" << loc.line << ")";
+  return Error(e.kind(), out.str());
+}
+
 constexpr int kMaxCallDepth = 500;
 thread_local int t_call_depth = 0;
 
@@ -219,7 +229,13 @@ class Interpreter {
     const ir::Node& node = *np.node;
     switch (node.kind) {
       case ir::NodeKind::Op:
-        return RunOp(np);
+        try {
+          return RunOp(np);
+        } catch (const RaisedError&) {
+          throw;
+        } catch (const Error& e) {
+          throw AtSource(e, node.loc);
+        }
       case ir::NodeKind::Const:
         return {node.value};
       case ir::NodeKind::Call:

@@ -179,3 +179,17 @@ def test_self_calling_ir_is_refused_by_the_verifier():
 def test_tensor_with_init_refuses_float_or_bool_shape(shape):
     with pytest.raises(TypeError, match="Tensor: shape must be"):
         ms.Tensor(shape=shape, dtype=ms.float32, init="zeros")
+
+
+# ---- a kernel's error in a compiled graph names the user's line ----
+def test_kernel_error_in_graph_mode_names_the_source_line():
+    @ms.jit
+    def loss(logits, labels):
+        scaled = logits * 2
+        return ops.cross_entropy(scaled, labels)  # the line the error must name
+
+    with open(__file__) as source:
+        line = next(i for i, text in enumerate(source, 1) if "error must name" in text)
+    where = rf"\(at .*test_sizes_and_overflow.py:{line}\)"
+    with pytest.raises(IndexError, match=rf"target class 7 .*{where}"):
+        loss(ms.Tensor(np.ones((2, 3), np.float32)), ms.Tensor(np.array([0, 7], np.int32)))
