@@ -3,7 +3,8 @@ VENV := .venv
 PY := $(VENV)/bin/python
 
 .PHONY: build demo test test-cpp test-python bench lint fuzz-checkpoint-short \
-	asan asan-build asan-cpp asan-python fuzz-ir-short fuzz-ir
+	asan asan-build asan-cpp asan-python fuzz-ir-short fuzz-ir \
+	sanitized-cpp-and-fuzz-ir
 
 build:
 	bash scripts/bootstrap.sh
@@ -13,10 +14,10 @@ demo: build
 
 # All tests: the C++ and Python suites, lint, then the reliability checks (docs/reliability.md):
 # the C++ suite under AddressSanitizer + UBSan and short fuzz runs of the checkpoint loader and
-# the IR parser/verifier/executor (about 15 minutes more on 2 cores, most of it the two
-# instrumented builds; `make test-cpp test-python` alone for quick iterations).
+# the IR parser/verifier/executor (about 10 minutes more on 2 cores, most of it the one
+# instrumented build; `make test-cpp test-python` alone for quick iterations).
 test: build
-	$(MAKE) --no-print-directory test-cpp test-python lint fuzz-checkpoint-short asan-cpp fuzz-ir-short
+	$(MAKE) --no-print-directory test-cpp test-python lint fuzz-checkpoint-short sanitized-cpp-and-fuzz-ir
 
 test-cpp:
 	$(VENV)/bin/ctest --test-dir build/wheel --output-on-failure -j2
@@ -71,6 +72,14 @@ asan-python: asan-build
 
 # libFuzzer on the IR parser, verifier and executor (clang; installs it on first use).
 fuzz-ir-short:
+	VENV=$(VENV) bash scripts/fuzz_ir.sh 30
+
+# The IR fuzzer's clang build (ASan + UBSan) also builds the C++ suite; it runs before 30 s of
+# fuzzing. `make test` uses this: one instrumented build instead of asan-cpp's g++ one.
+sanitized-cpp-and-fuzz-ir:
+	FUZZ_BUILD_ONLY=1 FUZZ_EXTRA_TARGETS="kiln_tests kiln-cli" VENV=$(VENV) bash scripts/fuzz_ir.sh
+	ASAN_OPTIONS=abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+	  $(VENV)/bin/ctest --test-dir build/fuzz --output-on-failure -j2
 	VENV=$(VENV) bash scripts/fuzz_ir.sh 30
 
 FUZZ_SECONDS ?= 3600

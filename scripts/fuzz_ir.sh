@@ -28,8 +28,12 @@ apt_install fuzz_ir "${missing[@]}"
 
 "$VENV/bin/cmake" -S . -B build/fuzz -G Ninja -DCMAKE_MAKE_PROGRAM="$(realpath "$VENV/bin/ninja")" \
   -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKILN_FUZZ=ON \
-  -DKILN_BUILD_PYTHON=OFF -DKILN_BUILD_TESTS=OFF >/dev/null
-"$VENV/bin/ninja" -C build/fuzz -j"${CMAKE_BUILD_PARALLEL_LEVEL:-2}" fuzz_ir
+  -DKILN_BUILD_PYTHON=OFF -DKILN_BUILD_TESTS=ON >/dev/null
+# FUZZ_EXTRA_TARGETS (e.g. "kiln_tests kiln-cli"): more of this instrumented build, so that CI
+# runs the C++ suite under clang's ASan+UBSan without a second instrumented build.
+# shellcheck disable=SC2086
+"$VENV/bin/ninja" -C build/fuzz -j"${CMAKE_BUILD_PARALLEL_LEVEL:-2}" fuzz_ir ${FUZZ_EXTRA_TARGETS:-}
+[ "${FUZZ_BUILD_ONLY:-0}" = 1 ] && exit 0
 
 mkdir -p build/fuzz/corpus
 # -close_fd_mask=1: fuzzed `print` nodes write to stdout. -timeout: a single input over 10 s is a
