@@ -209,7 +209,7 @@ def _graph_inputs(emitter, value, inputs, name):
             else float(value)
         )
         inputs.append(t)
-        return emitter.input(t._dtype, t.shape, name)
+        return emitter.input(t._dtype, t.shape, name, source=value)
     if isinstance(value, (tuple, list)):
         items = [_graph_inputs(emitter, v, inputs, f"{name}[{i}]") for i, v in enumerate(value)]
         if _is_dynamic_len(value):  # keeps the declaration for F.is_sequence_shape_unknown

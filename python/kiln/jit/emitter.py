@@ -33,6 +33,7 @@ class GraphEmitter:
         self._param_values = {}  # id(Parameter) -> GraphTensor
         self._consts = {}  # (function, id(tensor)) -> (tensor, GraphTensor)
         self.entries = {}  # id -> graph inputs (arguments, Parameters, outside tensors)
+        self._sources = {}  # id(graph input) -> the mutable number it stands for
         self.views = {}  # id -> (view, op name, base): outputs of view ops
         self.raise_types = {}  # name in the graph -> exception class, for classes not builtin
         self.is_outside = lambda tensor: False  # read from outside (set by the Converter)
@@ -42,9 +43,13 @@ class GraphEmitter:
         dtype, shape, _ = self.b.meta(handle)
         return GraphTensor(handle, dtype, shape)
 
-    def input(self, dtype_enum, shape, name):
+    def input(self, dtype_enum, shape, name, source=None):
+        """A graph input; `source` is the Python value it stands for where that is not a plain
+        tensor (a mutable number: isinstance(n, int) holds in compiled code too)."""
         value = self.wrap(self.b.input(dtype_enum, list(shape), name))
         self.entries[id(value)] = value
+        if source is not None:
+            self._sources[id(value)] = source
         return value
 
     def parameter(self, param):
@@ -55,6 +60,16 @@ class GraphEmitter:
             self._param_values[id(param)] = value
             self.parameters.append(param)
         return value
+
+    def source_of(self, value):
+        """What a graph input stands for: a Parameter, an outside tensor or a mutable number;
+        None for other values."""
+        if id(value) in self._sources and self.entries.get(id(value)) is value:
+            return self._sources[id(value)]
+        for param in self.parameters:
+            if self._param_values[id(param)] is value:
+                return param
+        return None
 
     def constant(self, value):
         """A graph constant from a Tensor or a Python number (weakly typed)."""

@@ -1,0 +1,85 @@
+"""Python semantics compiled code keeps, as PyNative has them: isinstance, super(Cls, self),
+raise's arguments, builtins' results, bound methods, grad's aux outputs, assert, in, round."""
+
+import numpy as np
+import pytest
+from graph_check import assert_same_in_both_modes
+
+import kiln as ms
+from kiln import Parameter, Tensor, nn
+
+
+def t(*values):
+    return Tensor(np.array(values, np.float32))
+
+
+# ---- isinstance and super ----
+class Scaled(nn.Cell):
+    def __init__(self):
+        super().__init__()
+        self.w = Parameter(t(2.0, 3.0), name="w")
+        self.act = nn.ReLU()
+
+    def construct(self, x):
+        checks = (
+            isinstance(self.w, Parameter),
+            isinstance(self.w, Tensor),
+            isinstance(x, Parameter),
+            isinstance(self, Scaled),
+            isinstance(self, nn.Cell),
+            isinstance(self.act, (Scaled, nn.ReLU)),
+            isinstance(self.act, Scaled),
+        )
+        return checks, self.w * x
+
+
+class Base(nn.Cell):
+    def shift(self, x):
+        return x + 1.0
+
+
+class Derived(Base):
+    def shift(self, x):
+        return x * 10.0
+
+    def construct(self, x):
+        return super(Derived, self).shift(x), super().shift(x), self.shift(x)  # noqa: UP008
+
+
+SCALED, DERIVED = Scaled(), Derived()
+
+
+def run_scaled(x):
+    return SCALED(x)
+
+
+def run_derived(x):
+    return DERIVED(x)
+
+
+def test_isinstance_sees_parameters_and_cell_classes_in_both_modes():
+    checks, _ = assert_same_in_both_modes(run_scaled, t(1.0, 1.0))
+    assert checks == (True, True, False, True, True, True, False)
+
+
+def test_two_argument_super_in_both_modes():
+    graph = assert_same_in_both_modes(run_derived, t(1.0, 2.0))
+    np.testing.assert_allclose(graph[0].asnumpy(), [2.0, 3.0])
+
+
+def test_super_with_a_class_the_object_is_not_an_instance_of_is_a_type_error():
+    class Other(nn.Cell):
+        def construct(self, x):
+            return super(Derived, self).shift(x)
+
+    other = Other()
+    with pytest.raises(TypeError, match="super"):
+        ms.jit(lambda x: other(x))(t(1.0))
+
+
+def is_int(n):
+    return isinstance(n, int), isinstance(ms.mutable(3), int), isinstance(n, Tensor)
+
+
+def test_isinstance_of_mutable_numbers_in_both_modes():
+    assert assert_same_in_both_modes(is_int, ms.mutable(2)) == (True, True, False)
