@@ -83,3 +83,36 @@ def is_int(n):
 
 def test_isinstance_of_mutable_numbers_in_both_modes():
     assert assert_same_in_both_modes(is_int, ms.mutable(2)) == (True, True, False)
+
+
+# ---- raise E(a, b) ----
+class StepError(Exception):
+    pass
+
+
+def raises_always(x):
+    raise ValueError("bad value", 2)
+
+
+def raises_when_large(x, limit):
+    if x.sum() > limit:
+        raise StepError("too large", x.sum(), limit)
+    if x.sum() < 0:
+        raise KeyError
+    return x
+
+
+@pytest.mark.parametrize("mode", ["eager", "graph"])
+def test_raise_carries_python_arguments(mode):
+    run = (lambda f: f) if mode == "eager" else ms.jit
+    with pytest.raises(ValueError) as info:
+        run(raises_always)(t(1.0))
+    assert info.value.args == ("bad value", 2)
+    with pytest.raises(StepError) as info:
+        run(raises_when_large)(t(4.0), 3)
+    assert info.value.args[0] == "too large" and info.value.args[2] == 3
+    # A tensor argument: the tensor in PyNative, the text of its value from a compiled graph.
+    assert "4" in str(info.value.args[1])
+    with pytest.raises(KeyError) as info:
+        run(raises_when_large)(t(-1.0), 3)
+    assert info.value.args == ()

@@ -16,7 +16,7 @@ from kiln.common.tensor import Tensor
 from kiln.jit.cache import CompileCache
 from kiln.jit.convert import Converter
 from kiln.jit.eager_operators import eager_operator_in_graph
-from kiln.jit.emitter import GraphEmitter
+from kiln.jit.emitter import RAISE_ARG_SEPARATOR, RAISE_TENSOR_ARG, GraphEmitter
 from kiln.jit.graph_tensor import GraphTensor
 from kiln.jit.guards import freeze, is_user_object
 from kiln.jit.trees import flatten, unflatten
@@ -330,14 +330,19 @@ def _raised(error, raise_types):
     import builtins  # noqa: PLC0415
 
     cls = raise_types.get(error.type_name) or getattr(builtins, error.type_name, None)
+    if isinstance(cls, tuple):  # raised with Python's arguments (emitter.raise_)
+        cls, template = cls
+        texts = iter(str(error).split(RAISE_ARG_SEPARATOR))
+        args = tuple(next(texts) if a is RAISE_TENSOR_ARG else a for a in template)
+    else:
+        args = (str(error),)
     if not (isinstance(cls, type) and issubclass(cls, BaseException)):
         return error
-    message = str(error)
     try:
-        return cls(message)
+        return cls(*args)
     except Exception:  # noqa: BLE001 - a constructor taking other arguments: set them directly
         exc = cls.__new__(cls)
-        exc.args = (message,)
+        exc.args = args
         return exc
 
 

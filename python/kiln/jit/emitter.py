@@ -23,6 +23,10 @@ def _view_ops():
 _VIEW_OPS = _view_ops()  # ops whose outputs share their first input's storage in PyNative
 
 
+RAISE_TENSOR_ARG = object()  # where a raised exception's argument is a tensor's run-time value
+RAISE_ARG_SEPARATOR = "\x1f"  # between those values in the run-time message
+
+
 class GraphEmitter:
     """Owns one _C.GraphBuilder while a function compiles; ops._core.call forwards ops here."""
 
@@ -127,10 +131,18 @@ class GraphEmitter:
     def print_(self, format_string, values):
         self.b.print_(format_string, [self.to_graph(v, "print").handle for v in values], *self.loc)
 
-    def raise_(self, error_type, format_string, values):
-        """A node raising `error_type` (an exception class) when the graph runs."""
+    def raise_(self, error_type, format_string, values, args=None):
+        """A node raising `error_type` (an exception class) when the graph runs; with `args`
+        (the exception's arguments, RAISE_TENSOR_ARG where a tensor's value goes, which the
+        message carries as text, one per RAISE_ARG_SEPARATOR-separated field), the run-time
+        exception is rebuilt with them."""
+        if args is None:
+            name = self._raise_type_name(error_type)
+        else:  # a name no builtin has, unique to this node: the exception comes back through us
+            name = f"{error_type.__module__}.{error_type.__qualname__}@{len(self.raise_types)}"
+            self.raise_types[name] = (error_type, tuple(args))
         self.b.raise_(
-            self._raise_type_name(error_type),
+            name,
             format_string,
             [self.to_graph(v, "raise").handle for v in values],
             *self.loc,
