@@ -116,3 +116,19 @@ def test_raise_carries_python_arguments(mode):
     with pytest.raises(KeyError) as info:
         run(raises_when_large)(t(-1.0), 3)
     assert info.value.args == ()
+
+
+# ---- lazy builtins returned from a graph ----
+def lazy_results(x):
+    return (map(lambda a: a * 2, (1, 2)), zip((1, 2), (x, x)), range(3),
+            [enumerate((5, 6))], {"f": filter(lambda a: a > 1, (1, 2, 3))}, reversed((1, 2)))
+
+
+def test_lazy_builtins_returned_from_a_graph_are_tuples():
+    out = ms.jit(lazy_results)(t(1.0))
+    doubled, zipped, numbers, [pairs], named, backwards = out
+    assert doubled == (2, 4) and numbers == (0, 1, 2) and backwards == (2, 1)
+    assert pairs == ((0, 5), (1, 6)) and named == {"f": (2, 3)}
+    assert type(zipped) is tuple and zipped[1][0] == 2
+    assert all(isinstance(v, Tensor) for v in (zipped[0][1], zipped[1][1]))
+    np.testing.assert_allclose(zipped[0][1].asnumpy(), [1.0])

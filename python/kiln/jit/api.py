@@ -19,7 +19,7 @@ from kiln.jit.eager_operators import eager_operator_in_graph
 from kiln.jit.emitter import RAISE_ARG_SEPARATOR, RAISE_TENSOR_ARG, GraphEmitter
 from kiln.jit.graph_tensor import GraphTensor
 from kiln.jit.guards import freeze, is_user_object
-from kiln.jit.trees import flatten, unflatten
+from kiln.jit.trees import flatten, lazy_as_tuples, unflatten
 
 _STATS = {"compiles": 0, "cache_hits": 0, "eager_fallbacks": 0, "compile_seconds": 0.0,
           "recompile_reasons": []}
@@ -267,7 +267,7 @@ def compile_function(fn, args, kwargs, self_obj=None, name="graph", level="O1"):
         graph_kwargs = {k: _graph_inputs(emitter, v, [], k) for k, v in kwargs.items()}
         if self_obj is not None:
             graph_args.insert(0, converter.wrap(self_obj, "self", None, path="self"))
-        result = converter.call_function(fn, tuple(graph_args), graph_kwargs)
+        result = lazy_as_tuples(converter.call_function(fn, tuple(graph_args), graph_kwargs))
         converter.guards.settle(fn.__qualname__)
         leaves, tree = flatten(result)
         outputs = [leaf.handle for leaf in leaves if isinstance(leaf, GraphTensor)]
