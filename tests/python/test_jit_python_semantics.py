@@ -132,3 +132,21 @@ def test_lazy_builtins_returned_from_a_graph_are_tuples():
     assert type(zipped) is tuple and zipped[1][0] == 2
     assert all(isinstance(v, Tensor) for v in (zipped[0][1], zipped[1][1]))
     np.testing.assert_allclose(zipped[0][1].asnumpy(), [1.0])
+
+
+# ---- jit of a bound method ----
+def test_jit_of_a_cell_s_bound_construct_matches_the_cell():
+    net = Scaled()
+    jitted = ms.jit(net.construct)
+    checks, out = jitted(t(1.0, 2.0))
+    assert checks == (True, True, False, True, True, True, False)
+    np.testing.assert_allclose(out.asnumpy(), [2.0, 6.0])
+    net.w.set_data(t(5.0, 5.0))  # a Parameter stays a graph input: no stale value
+    np.testing.assert_allclose(jitted(t(1.0, 2.0))[1].asnumpy(), [5.0, 10.0])
+    np.testing.assert_allclose(ms.jit(DERIVED.construct)(t(1.0))[0].asnumpy(), [2.0])
+
+
+def test_jit_of_a_bound_method_inside_a_graph():
+    inner = ms.jit(DERIVED.construct)
+    graph = assert_same_in_both_modes(lambda x: inner(x)[2], t(1.0, 2.0))
+    np.testing.assert_allclose(graph.asnumpy(), [10.0, 20.0])

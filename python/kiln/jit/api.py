@@ -5,6 +5,7 @@ import os
 import sys
 import threading
 import time
+import types
 import weakref
 
 import numpy as np
@@ -354,6 +355,9 @@ class JitFunction:
     """A function (or method) compiled to a graph on its first call per input signature."""
 
     def __init__(self, fn, config):
+        self.bound_self = None
+        if isinstance(fn, types.MethodType):  # jit(net.construct): compiled with its self
+            fn, self.bound_self = fn.__func__, fn.__self__
         self.fn = fn
         self.config = config
         self.cache = CompileCache()
@@ -362,12 +366,12 @@ class JitFunction:
         functools.update_wrapper(self, fn)
 
     def __get__(self, instance, owner):
-        if instance is None:
+        if instance is None or self.bound_self is not None:
             return self
         return functools.partial(self.call_bound, instance)
 
     def __call__(self, *args, **kwargs):
-        return self.call_bound(None, *args, **kwargs)
+        return self.call_bound(self.bound_self, *args, **kwargs)
 
     def call_bound(self, self_obj, *args, **kwargs):
         armed = self._fast  # one read: another thread may re-arm it meanwhile
@@ -380,8 +384,8 @@ class JitFunction:
             if out is not None:
                 return out
         if _compiling.builder is not None:  # called while compiling an enclosing graph: inline it
-            if self_obj is not None:
-                args = (self_obj,) + args
+            if self_obj is not None:  # a Cell is seen through its proxy, as `self` is
+                args = (_compiling.converter.wrap(self_obj, "self", None, path="self"),) + args
             from kiln.jit.scope import Converted  # noqa: PLC0415
 
             return Converted(_compiling.converter, self.fn)(*args, **kwargs)
