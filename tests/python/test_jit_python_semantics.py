@@ -150,3 +150,40 @@ def test_jit_of_a_bound_method_inside_a_graph():
     inner = ms.jit(DERIVED.construct)
     graph = assert_same_in_both_modes(lambda x: inner(x)[2], t(1.0, 2.0))
     np.testing.assert_allclose(graph.asnumpy(), [10.0, 20.0])
+
+
+# ---- grad(..., has_aux=True) ----
+def loss_and_aux(x, y):
+    return (x * y).sum(), x + y
+
+
+def loss_and_two_aux(x, y):
+    return (x * y).sum(), x + y, x * 2.0
+
+
+def grads_with_aux(x, y):
+    return ms.grad(loss_and_aux, grad_position=(0, 1), has_aux=True)(x, y)
+
+
+def grads_with_two_aux(x, y):
+    return ms.grad(loss_and_two_aux, has_aux=True)(x, y)
+
+
+def test_grad_has_aux_returns_the_aux_outputs_as_a_tuple_in_both_modes():
+    x, y = t(1.0, 2.0), t(3.0, 4.0)
+    (gx, gy), aux = assert_same_in_both_modes(grads_with_aux, x, y)
+    np.testing.assert_allclose(gx.asnumpy(), [3.0, 4.0])
+    np.testing.assert_allclose(gy.asnumpy(), [1.0, 2.0])
+    assert isinstance(aux, tuple) and len(aux) == 1  # one aux output: still a tuple
+    np.testing.assert_allclose(aux[0].asnumpy(), [4.0, 6.0])
+    gx, aux = assert_same_in_both_modes(grads_with_two_aux, x, y)
+    assert len(aux) == 2
+    np.testing.assert_allclose(aux[1].asnumpy(), [2.0, 4.0])
+
+
+def test_aux_outputs_do_not_contribute_to_an_outer_gradient():
+    def outer(x):
+        _, (aux,) = ms.grad(loss_and_aux, has_aux=True)(x, t(3.0, 4.0))
+        return aux.sum()
+
+    np.testing.assert_allclose(ms.grad(outer)(t(1.0, 2.0)).asnumpy(), [0.0, 0.0])
