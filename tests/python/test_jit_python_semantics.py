@@ -187,3 +187,42 @@ def test_aux_outputs_do_not_contribute_to_an_outer_gradient():
         return aux.sum()
 
     np.testing.assert_allclose(ms.grad(outer)(t(1.0, 2.0)).asnumpy(), [0.0, 0.0])
+
+
+# ---- assert and `in` act when the graph runs ----
+def checked_double(x):
+    assert x.sum() > 0, "the sum must be positive"
+    return x * 2.0
+
+
+def test_assert_on_a_tensor_is_checked_each_time_the_graph_runs():
+    fn = ms.jit(checked_double)
+    np.testing.assert_allclose(fn(t(1.0, 2.0)).asnumpy(), [2.0, 4.0])
+    for _ in range(2):  # the same compiled graph: the condition is a run-time value
+        with pytest.raises(AssertionError, match="the sum must be positive"):
+            fn(t(-1.0, -2.0))
+    assert len(fn.variants()) == 1
+
+
+def membership(x, a, b):
+    return (x in (a, b), x not in [a, b], 3.0 in x, 7.0 not in x, x in (x, a),
+            2 in (1, 2), a.sum() in (b.sum(), 3.0))
+
+
+@pytest.mark.parametrize("x", [t(3.0), t(5.0), t(6.0)])
+def test_in_on_graph_values_in_both_modes(x):
+    assert_same_in_both_modes(membership, x, t(5.0), t(6.0))
+
+
+def test_in_is_decided_when_the_graph_runs():
+    fn = ms.jit(lambda x, a: ms.ops.where(x in (a,), x, -x))
+    np.testing.assert_allclose(fn(t(2.0), t(2.0)).asnumpy(), [2.0])
+    np.testing.assert_allclose(fn(t(3.0), t(2.0)).asnumpy(), [-3.0])
+    assert 2.0 in t(1.0, 2.0) and 5.0 not in t(1.0, 2.0)  # NumPy's rule in PyNative
+
+
+def test_in_on_tensors_of_several_elements_is_an_error_in_both_modes():
+    with pytest.raises(ValueError, match="ambiguous"):
+        membership(t(1.0, 2.0), t(1.0, 3.0), t(4.0, 5.0))
+    with pytest.raises(TypeError, match="single value"):
+        ms.jit(membership)(t(1.0, 2.0), t(1.0, 3.0), t(4.0, 5.0))

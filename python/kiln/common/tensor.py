@@ -169,6 +169,11 @@ class Tensor(_C.TensorBase):
         for i in range(self.shape[0]):
             yield self[i]
 
+    def __contains__(self, value):
+        """`value in tensor` as NumPy has it: whether any element equals value (a 0-d bool
+        tensor in compiled code, decided when the graph runs)."""
+        return (self == value).any()
+
     def __repr__(self):
         body = np.array2string(self._read_numpy(), separator=", ", threshold=1000)
         return f"Tensor(shape={list(self.shape)}, dtype={self.dtype}, value=\n{body})"
