@@ -226,3 +226,21 @@ def test_in_on_tensors_of_several_elements_is_an_error_in_both_modes():
         membership(t(1.0, 2.0), t(1.0, 3.0), t(4.0, 5.0))
     with pytest.raises(TypeError, match="single value"):
         ms.jit(membership)(t(1.0, 2.0), t(1.0, 3.0), t(4.0, 5.0))
+
+
+# ---- round(tensor) ----
+def rounded(x):
+    return round(x), round(x, 1), ms.ops.round(x)
+
+
+def test_round_of_a_tensor_is_a_tensor_rounded_half_to_even_in_both_modes():
+    values = np.array([-2.5, -1.5, -0.5, 0.5, 1.5, 2.5, 2.4, 2.6, -2.6, 1e8 + 0.5, 0.25],
+                      np.float32)
+    whole, tenths, via_ops = assert_same_in_both_modes(rounded, Tensor(values))
+    np.testing.assert_array_equal(whole.asnumpy(), np.round(values))
+    np.testing.assert_array_equal(via_ops.asnumpy(), np.round(values))
+    np.testing.assert_allclose(tenths.asnumpy(), np.round(values, 1), rtol=1e-6)
+    ints = Tensor(np.array([1, -2], np.int32))
+    assert round(ints).dtype == ms.int32
+    graph = assert_same_in_both_modes(lambda x: round(x), ints)
+    np.testing.assert_array_equal(graph.asnumpy(), [1, -2])
