@@ -171,13 +171,23 @@ void AdvancedIndexKernel(KernelContext& ctx) {
 
 // ---- index_put(input, values, indices*; axes, accumulate): input[index] = values (or +=)
 
+// values must broadcast to the indexed shape without changing it. While compiling, a dim of the
+// indexed shape may be -1 (a boolean mask's count of True elements): any length of values fits
+// there, and the kernel checks the same rule again with the run-time shapes.
+void CheckValuesFit(const Shape& indexed, const Shape& values, const char* op) {
+  Shape joined = BroadcastShapes(indexed, values, op);
+  bool fits = joined.size() == indexed.size();
+  for (size_t i = 0; fits && i < joined.size(); ++i)
+    fits = joined[i] == indexed[i] || indexed[i] == -1;
+  KILN_CHECK(fits, Value, op, ": values of shape ", ShapeStr(values),
+             " cannot be broadcast to the indexed shape ", ShapeStr(indexed));
+}
+
 std::vector<TensorMeta> InferIndexPut(const OpDef& def, const std::vector<TensorMeta>& in,
                                       const Attrs& attrs) {
   CheckIndexDTypes(in, 2, def.name);
   IndexLayout p = PlanIndex(in[0].shape, ShapesFrom(in, 2), AttrInts(attrs, 0), def.name);
-  Shape joined = BroadcastShapes(p.out_shape, in[1].shape, def.name);
-  KILN_CHECK(joined == p.out_shape, Value, def.name, ": values of shape ", ShapeStr(in[1].shape),
-             " cannot be broadcast to the indexed shape ", ShapeStr(p.out_shape));
+  CheckValuesFit(p.out_shape, in[1].shape, def.name);
   return {TensorMeta{in[0].dtype, in[0].shape}};
 }
 
@@ -187,6 +197,7 @@ void IndexPutKernel(KernelContext& ctx) {
   IndexLayout p =
       PlanIndex(in.shape(), ShapesFrom(ctx.inputs, 2), AttrInts(ctx.attrs, 0), ctx.def.name);
   bool accumulate = AttrBool(ctx.attrs, 1);
+  CheckValuesFit(p.out_shape, ctx.inputs[1].shape(), ctx.def.name);
   Tensor values = ctx.inputs[1].To(in.dtype());
   if (values.same_storage(in)) values = values.Clone();  // x[i] = x[j] reads before writing
   values = values.Expand(p.out_shape);

@@ -45,14 +45,16 @@ def test_a_user_exception_raised_at_run_time_keeps_its_class():
     fn = ms.jit(raise_when_positive)
     np.testing.assert_allclose(fn(T([-1.0, -2.0])).asnumpy(), [-2.0, -4.0])
     for _ in range(2):  # the checked path, then the one-call fast path
-        with pytest.raises(MyError, match=r"sum is positive: 3"):
+        with pytest.raises(MyError) as info:  # Python's arguments; the tensor's as text
             fn(T([1.0, 2.0]))
+        assert info.value.args[0] == "sum is positive:" and float(info.value.args[1]) == 3.0
 
 
 def test_user_exceptions_decided_at_compile_time_keep_their_class():
     fn = ms.jit(raise_decided_at_compile_time)
-    with pytest.raises(TwoArgError, match="flag set 7"):
+    with pytest.raises(TwoArgError) as info:
         fn(T([1.0]), True)
+    assert info.value.args == ("flag set", 7)
     with pytest.raises(ValueError, match="the shadowing class") as info:
         fn(T([1.0]), False)
     assert type(info.value) is ValueError  # the user's class, not the builtin of that name

@@ -278,16 +278,31 @@ def _strip_leading_ones(value, ndim):
 
 def _indexed_shape(target, plan):
     """The shape target[advanced part] has (what advanced_index would return)."""
-    shapes = [tuple(t.shape) for _, t in plan.advanced]
-    b = ()
-    for s in shapes:
-        b = np.broadcast_shapes(b, s)
+    b = _broadcast_index_shapes([tuple(t.shape) for _, t in plan.advanced])
     axes = [a for a, _ in plan.advanced]
     rest = [d for i, d in enumerate(target.shape) if i not in axes]
     if all(y == x + 1 for x, y in zip(axes, axes[1:])):
         k = axes[0]
         return tuple(rest[:k]) + tuple(b) + tuple(rest[k:])
     return tuple(b) + tuple(rest)
+
+
+def _broadcast_index_shapes(shapes):
+    """np.broadcast_shapes of the index arrays' shapes, where a dim may be -1: a boolean
+    mask's count of True elements while compiling, known only when the graph runs."""
+    ndim = max((len(s) for s in shapes), default=0)
+    out = [1] * ndim
+    for s in shapes:
+        for i, d in enumerate(s, ndim - len(s)):
+            if -1 in (d, out[i]):  # a run-time count: broadcasts with 1, must equal the rest
+                other = out[i] if d == -1 else d
+                out[i] = -1 if other in (1, -1) else other
+            elif out[i] == 1 or d in (1, out[i]):
+                out[i] = max(d, out[i])
+            else:
+                raise IndexError(f"shape mismatch: indexing arrays could not be broadcast "
+                                 f"together with shapes {' '.join(map(str, shapes))}")
+    return tuple(out)
 
 
 def _reversed_value(value, plan, shape):

@@ -169,6 +169,15 @@ class Tensor(_C.TensorBase):
         for i in range(self.shape[0]):
             yield self[i]
 
+    def __round__(self, ndigits=None):
+        """round(tensor): a tensor rounded half to even, as MindSpore returns it."""
+        return _ops().round(self, decimals=0 if ndigits is None else ndigits)
+
+    def __contains__(self, value):
+        """`value in tensor` as NumPy has it: whether any element equals value (a 0-d bool
+        tensor in compiled code, decided when the graph runs)."""
+        return (self == value).any()
+
     def __repr__(self):
         body = np.array2string(self._read_numpy(), separator=", ", threshold=1000)
         return f"Tensor(shape={list(self.shape)}, dtype={self.dtype}, value=\n{body})"

@@ -5,6 +5,7 @@ import os
 import sys
 import threading
 import time
+import types
 import weakref
 
 import numpy as np
@@ -16,10 +17,10 @@ from kiln.common.tensor import Tensor
 from kiln.jit.cache import CompileCache
 from kiln.jit.convert import Converter
 from kiln.jit.eager_operators import eager_operator_in_graph
-from kiln.jit.emitter import GraphEmitter
+from kiln.jit.emitter import RAISE_ARG_SEPARATOR, RAISE_TENSOR_ARG, GraphEmitter
 from kiln.jit.graph_tensor import GraphTensor
 from kiln.jit.guards import freeze, is_user_object
-from kiln.jit.trees import flatten, unflatten
+from kiln.jit.trees import flatten, lazy_as_tuples, unflatten
 
 _STATS = {"compiles": 0, "cache_hits": 0, "eager_fallbacks": 0, "compile_seconds": 0.0,
           "recompile_reasons": []}
@@ -209,7 +210,7 @@ def _graph_inputs(emitter, value, inputs, name):
             else float(value)
         )
         inputs.append(t)
-        return emitter.input(t._dtype, t.shape, name)
+        return emitter.input(t._dtype, t.shape, name, source=value)
     if isinstance(value, (tuple, list)):
         items = [_graph_inputs(emitter, v, inputs, f"{name}[{i}]") for i, v in enumerate(value)]
         if _is_dynamic_len(value):  # keeps the declaration for F.is_sequence_shape_unknown
@@ -267,7 +268,7 @@ def compile_function(fn, args, kwargs, self_obj=None, name="graph", level="O1"):
         graph_kwargs = {k: _graph_inputs(emitter, v, [], k) for k, v in kwargs.items()}
         if self_obj is not None:
             graph_args.insert(0, converter.wrap(self_obj, "self", None, path="self"))
-        result = converter.call_function(fn, tuple(graph_args), graph_kwargs)
+        result = lazy_as_tuples(converter.call_function(fn, tuple(graph_args), graph_kwargs))
         converter.guards.settle(fn.__qualname__)
         leaves, tree = flatten(result)
         outputs = [leaf.handle for leaf in leaves if isinstance(leaf, GraphTensor)]
@@ -330,14 +331,19 @@ def _raised(error, raise_types):
     import builtins  # noqa: PLC0415
 
     cls = raise_types.get(error.type_name) or getattr(builtins, error.type_name, None)
+    if isinstance(cls, tuple):  # raised with Python's arguments (emitter.raise_)
+        cls, template = cls
+        texts = iter(str(error).split(RAISE_ARG_SEPARATOR))
+        args = tuple(next(texts) if a is RAISE_TENSOR_ARG else a for a in template)
+    else:
+        args = (str(error),)
     if not (isinstance(cls, type) and issubclass(cls, BaseException)):
         return error
-    message = str(error)
     try:
-        return cls(message)
+        return cls(*args)
     except Exception:  # noqa: BLE001 - a constructor taking other arguments: set them directly
         exc = cls.__new__(cls)
-        exc.args = (message,)
+        exc.args = args
         return exc
 
 
@@ -349,6 +355,9 @@ class JitFunction:
     """A function (or method) compiled to a graph on its first call per input signature."""
 
     def __init__(self, fn, config):
+        self.bound_self = None
+        if isinstance(fn, types.MethodType):  # jit(net.construct): compiled with its self
+            fn, self.bound_self = fn.__func__, fn.__self__
         self.fn = fn
         self.config = config
         self.cache = CompileCache()
@@ -357,12 +366,12 @@ class JitFunction:
         functools.update_wrapper(self, fn)
 
     def __get__(self, instance, owner):
-        if instance is None:
+        if instance is None or self.bound_self is not None:
             return self
         return functools.partial(self.call_bound, instance)
 
     def __call__(self, *args, **kwargs):
-        return self.call_bound(None, *args, **kwargs)
+        return self.call_bound(self.bound_self, *args, **kwargs)
 
     def call_bound(self, self_obj, *args, **kwargs):
         armed = self._fast  # one read: another thread may re-arm it meanwhile
@@ -375,8 +384,8 @@ class JitFunction:
             if out is not None:
                 return out
         if _compiling.builder is not None:  # called while compiling an enclosing graph: inline it
-            if self_obj is not None:
-                args = (self_obj,) + args
+            if self_obj is not None:  # a Cell is seen through its proxy, as `self` is
+                args = (_compiling.converter.wrap(self_obj, "self", None, path="self"),) + args
             from kiln.jit.scope import Converted  # noqa: PLC0415
 
             return Converted(_compiling.converter, self.fn)(*args, **kwargs)

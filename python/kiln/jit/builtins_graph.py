@@ -38,12 +38,42 @@ def _escape(text):
 
 
 def _isinstance(obj, classinfo):
+    """isinstance on what compiled code sees: a Cell class stands for itself (not the wrapper
+    that builds it at compile time), `self` and sub-Cells for their Cell, and a graph value for
+    the tensor it was made from (a Parameter stays a Parameter)."""
     from kiln.common.tensor import Tensor  # noqa: PLC0415
+    from kiln.jit.scope import CellProxy  # noqa: PLC0415 - scope imports this module
 
+    classes = _real_classes(classinfo)
+    if isinstance(obj, CellProxy):
+        obj = obj._cell
     if isinstance(obj, GraphTensor):
-        classes = classinfo if isinstance(classinfo, tuple) else (classinfo,)
-        return any(c is Tensor or c is GraphTensor for c in classes)
-    return builtins.isinstance(obj, classinfo)
+        source = _state.compiling.builder.source_of(obj)
+        if source is not None:
+            return builtins.isinstance(source, classes) or GraphTensor in classes
+        return any(builtins.isinstance(c, type) and issubclass(Tensor, c) or c is GraphTensor
+                   for c in classes)
+    return builtins.isinstance(obj, classes)
+
+
+def _real_classes(classinfo):
+    """classinfo as a tuple of real classes (a Cell class read by compiled code is wrapped)."""
+    from kiln.jit.callables import BuildAtCompileTime  # noqa: PLC0415
+
+    if isinstance(classinfo, tuple):
+        return tuple(c for item in classinfo for c in _real_classes(item))
+    return (classinfo.cls if isinstance(classinfo, BuildAtCompileTime) else classinfo,)
+
+
+def _super(*args):
+    """Two-argument super(Cls, self): looks past Cls in the MRO of self's Cell; what it finds
+    is compiled like any other method (zero-argument super() is set up per call)."""
+    from kiln.jit.callables import super_view  # noqa: PLC0415 - callables imports scope
+
+    if len(args) != 2:
+        raise TypeError("super() in compiled code takes no arguments or (class, object)")
+    cls = _real_classes(args[0])[0]
+    return super_view(_state.compiling.converter, cls, args[1])
 
 
 class TensorRange:
@@ -64,4 +94,10 @@ def _len(obj):
     return len(obj)
 
 
-SPECIAL = {"print": _print, "isinstance": _isinstance, "range": _range, "len": _len}
+SPECIAL = {
+    "print": _print,
+    "isinstance": _isinstance,
+    "range": _range,
+    "len": _len,
+    "super": _super,
+}

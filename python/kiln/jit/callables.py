@@ -25,10 +25,20 @@ class ZeroArgSuper:
 
     def __call__(self, *args):
         if args:
-            return super(*args)  # noqa: UP008 - explicit two-argument form passes through
-        real = getattr(self.self_obj, "_cell", self.self_obj)
-        mro = type(real).__mro__
-        return _SuperView(self.converter, mro[mro.index(self.cls) + 1 :], self.self_obj)
+            from kiln.jit.builtins_graph import SPECIAL  # noqa: PLC0415
+
+            return SPECIAL["super"](*args)
+        return super_view(self.converter, self.cls, self.self_obj)
+
+
+def super_view(converter, cls, self_obj):
+    """super(cls, self_obj) in compiled code; self_obj may be a CellProxy."""
+    real = getattr(self_obj, "_cell", self_obj)
+    mro = type(real).__mro__
+    if cls not in mro:
+        raise TypeError(f"super(type, obj): obj must be an instance or subtype of type "
+                        f"({type(real).__name__} is not a {getattr(cls, '__name__', cls)})")
+    return _SuperView(converter, mro[mro.index(cls) + 1 :], self_obj)
 
 
 class _SuperView:

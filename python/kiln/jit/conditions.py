@@ -19,6 +19,32 @@ def scalar_bool(value):
     return value
 
 
+def contains(item, container):
+    """`item in container` in compiled code: Python's rule (each element `is` item or `==` it),
+    where an element comparison that is a graph value is decided when the graph runs; a tensor
+    container holds item if any element equals it. Either answer may be a 0-d bool tensor."""
+    from kiln.ops._core import call  # noqa: PLC0415
+
+    if isinstance(container, GraphTensor):
+        return container.__contains__(item)
+    if type(container) not in (tuple, list) or not any(
+        isinstance(v, GraphTensor) for v in (item, *container)
+    ):
+        return item in container
+    found = False
+    for element in container:
+        if element is item:
+            return True
+        same = element == item
+        if not isinstance(same, GraphTensor):
+            if same:
+                return True
+            continue
+        same = scalar_bool(same)
+        found = same if found is False else call("logical_or", (found, same))
+    return found
+
+
 def logical_not(value):
     if isinstance(value, GraphTensor):
         from kiln.ops._core import call  # noqa: PLC0415

@@ -15,7 +15,7 @@ import types
 from kiln.common.tensor import Tensor
 from kiln.jit.branches import BranchesMixin
 from kiln.jit.callables import BuildAtCompileTime, ZeroArgSuper
-from kiln.jit.conditions import logical_not
+from kiln.jit.conditions import contains, logical_not
 from kiln.jit.errors import at_line, explain_one_branch_name, where
 from kiln.jit.frames import (
     BreakSignal,
@@ -26,7 +26,14 @@ from kiln.jit.frames import (
 )
 from kiln.jit.guards import Guards
 from kiln.jit.loops import LoopsMixin
-from kiln.jit.rewrites import NOT_FN, NOTE_RETURN_FN, SELECT_FN, has_return, rewrite_conditionals
+from kiln.jit.rewrites import (
+    CONTAINS_FN,
+    NOT_FN,
+    NOTE_RETURN_FN,
+    SELECT_FN,
+    has_return,
+    rewrite_conditionals,
+)
 from kiln.jit.scope import CellProxy, Converted, Scope, is_library
 from kiln.jit.source import FunctionSource, GraphSyntaxError, bind_arguments, check_strict
 from kiln.jit.statements import StatementsMixin
@@ -154,6 +161,7 @@ class Converter(StatementsMixin, BranchesMixin, LoopsMixin):
         scope = Scope(self, frame)
         scope.locals.setdefault(SELECT_FN, self.select)
         scope.locals.setdefault(NOT_FN, logical_not)
+        scope.locals.setdefault(CONTAINS_FN, contains)
         scope.locals.setdefault(NOTE_RETURN_FN, self._note_return)
         try:
             return eval(code, scope)  # noqa: S307 - compiled user code, as Python would run it

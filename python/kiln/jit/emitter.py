@@ -23,6 +23,10 @@ def _view_ops():
 _VIEW_OPS = _view_ops()  # ops whose outputs share their first input's storage in PyNative
 
 
+RAISE_TENSOR_ARG = object()  # where a raised exception's argument is a tensor's run-time value
+RAISE_ARG_SEPARATOR = "\x1f"  # between those values in the run-time message
+
+
 class GraphEmitter:
     """Owns one _C.GraphBuilder while a function compiles; ops._core.call forwards ops here."""
 
@@ -33,6 +37,7 @@ class GraphEmitter:
         self._param_values = {}  # id(Parameter) -> GraphTensor
         self._consts = {}  # (function, id(tensor)) -> (tensor, GraphTensor)
         self.entries = {}  # id -> graph inputs (arguments, Parameters, outside tensors)
+        self._sources = {}  # id(graph input) -> the mutable number it stands for
         self.views = {}  # id -> (view, op name, base): outputs of view ops
         self.raise_types = {}  # name in the graph -> exception class, for classes not builtin
         self.is_outside = lambda tensor: False  # read from outside (set by the Converter)
@@ -42,9 +47,13 @@ class GraphEmitter:
         dtype, shape, _ = self.b.meta(handle)
         return GraphTensor(handle, dtype, shape)
 
-    def input(self, dtype_enum, shape, name):
+    def input(self, dtype_enum, shape, name, source=None):
+        """A graph input; `source` is the Python value it stands for where that is not a plain
+        tensor (a mutable number: isinstance(n, int) holds in compiled code too)."""
         value = self.wrap(self.b.input(dtype_enum, list(shape), name))
         self.entries[id(value)] = value
+        if source is not None:
+            self._sources[id(value)] = source
         return value
 
     def parameter(self, param):
@@ -55,6 +64,16 @@ class GraphEmitter:
             self._param_values[id(param)] = value
             self.parameters.append(param)
         return value
+
+    def source_of(self, value):
+        """What a graph input stands for: a Parameter, an outside tensor or a mutable number;
+        None for other values."""
+        if id(value) in self._sources and self.entries.get(id(value)) is value:
+            return self._sources[id(value)]
+        for param in self.parameters:
+            if self._param_values[id(param)] is value:
+                return param
+        return None
 
     def constant(self, value):
         """A graph constant from a Tensor or a Python number (weakly typed)."""
@@ -112,10 +131,18 @@ class GraphEmitter:
     def print_(self, format_string, values):
         self.b.print_(format_string, [self.to_graph(v, "print").handle for v in values], *self.loc)
 
-    def raise_(self, error_type, format_string, values):
-        """A node raising `error_type` (an exception class) when the graph runs."""
+    def raise_(self, error_type, format_string, values, args=None):
+        """A node raising `error_type` (an exception class) when the graph runs; with `args`
+        (the exception's arguments, RAISE_TENSOR_ARG where a tensor's value goes, which the
+        message carries as text, one per RAISE_ARG_SEPARATOR-separated field), the run-time
+        exception is rebuilt with them."""
+        if args is None:
+            name = self._raise_type_name(error_type)
+        else:  # a name no builtin has, unique to this node: the exception comes back through us
+            name = f"{error_type.__module__}.{error_type.__qualname__}@{len(self.raise_types)}"
+            self.raise_types[name] = (error_type, tuple(args))
         self.b.raise_(
-            self._raise_type_name(error_type),
+            name,
             format_string,
             [self.to_graph(v, "raise").handle for v in values],
             *self.loc,

@@ -5,6 +5,7 @@ import copy
 
 # Names the rewritten code calls; the converter puts them in the scope expressions run in.
 SELECT_FN, NOT_FN, NOTE_RETURN_FN = "__kiln_select__", "__kiln_not__", "__kiln_note_return__"
+CONTAINS_FN = "__kiln_contains__"
 # Locals the rewritten loops set; names starting with "__kiln_" are the converter's own.
 BREAK_FLAG, SKIP_FLAG = "__kiln_brk", "__kiln_skip"
 RETURN_VALUE, RETURNED_FLAG = "__kiln_ret", "__kiln_returned"
@@ -151,7 +152,7 @@ class _ConditionalExpressions(ast.NodeTransformer):
         """a < b < c -> (a < b) and (b < c), so chained comparisons of tensors become graph ops."""
         self.generic_visit(node)
         if len(node.ops) == 1:
-            return node
+            return self._membership(node)
         operands = [node.left] + node.comparators
         parts = [
             ast.copy_location(
@@ -160,6 +161,14 @@ class _ConditionalExpressions(ast.NodeTransformer):
             for i, op in enumerate(node.ops)
         ]
         return self.visit_BoolOp(ast.copy_location(ast.BoolOp(op=ast.And(), values=parts), node))
+
+    def _membership(self, node):
+        """a in b -> __kiln_contains__(a, b) (`not in` negated), whose answer may be a tensor."""
+        op = node.ops[0]
+        if not isinstance(op, (ast.In, ast.NotIn)):
+            return node
+        found = _call(CONTAINS_FN, [node.left, node.comparators[0]], node)
+        return _call(NOT_FN, [found], node) if isinstance(op, ast.NotIn) else found
 
     def visit_UnaryOp(self, node):
         self.generic_visit(node)

@@ -5,6 +5,7 @@ import ast
 from kiln.common.tensor import Tensor
 from kiln.jit import mutation
 from kiln.jit.callables import NestedFunction
+from kiln.jit.emitter import RAISE_ARG_SEPARATOR, RAISE_TENSOR_ARG
 from kiln.jit.errors import at_line, where
 from kiln.jit.frames import BreakSignal, ContinueSignal, RaisedSignal, ReturnSignal, TensorExit
 from kiln.jit.graph_tensor import GraphTensor
@@ -130,14 +131,15 @@ class StatementsMixin:
                 TypeError("exceptions must derive from BaseException"), frame.source, stmt.lineno
             )
         args = () if isinstance(exc, type) else exc.args
-        parts, values = [], []
-        for a in args:
-            if isinstance(a, (GraphTensor, Tensor)):
-                parts.append("{}")
-                values.append(a)
-            else:
-                parts.append(_format_literal(str(a)))
-        self.emitter.raise_(exc_type, " ".join(parts), values)
+        if len(args) == 1 and isinstance(args[0], str):  # the message, as the exception's text
+            self.emitter.raise_(exc_type, _format_literal(args[0]), [])
+            raise RaisedSignal()
+        # Other arguments come back as they were (e.args == (a, b)); a tensor's as the text
+        # of its value when the graph runs.
+        values = [a for a in args if isinstance(a, (GraphTensor, Tensor))]
+        template = [RAISE_TENSOR_ARG if isinstance(a, (GraphTensor, Tensor)) else a for a in args]
+        self.emitter.raise_(exc_type, RAISE_ARG_SEPARATOR.join("{}" for _ in values), values,
+                            template)
         raise RaisedSignal()
 
 

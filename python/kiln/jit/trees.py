@@ -20,6 +20,24 @@ def _flatten(value, leaves):
     return "*"
 
 
+_LAZY_SEQUENCES = (map, zip, filter, enumerate, range, reversed)
+
+
+def lazy_as_tuples(value):
+    """A graph's result as MindSpore returns it: map, zip, filter, enumerate, range and
+    reversed objects (also inside tuples, lists and dicts) become tuples, made while compiling
+    (a lazy object cannot leave the graph)."""
+    if isinstance(value, _LAZY_SEQUENCES):
+        return tuple(lazy_as_tuples(v) for v in value)
+    if type(value) is tuple:
+        return tuple(lazy_as_tuples(v) for v in value)
+    if type(value) is list:
+        return [lazy_as_tuples(v) for v in value]
+    if type(value) is dict:
+        return {k: lazy_as_tuples(v) for k, v in value.items()}
+    return value
+
+
 def unflatten(structure, leaves):
     it = iter(leaves)
     return _build(structure, it)

@@ -131,7 +131,8 @@ def grad(fn, grad_position=0, weights=None, has_aux=False, return_ids=False):
     """A function returning d fn / d (the inputs at grad_position, and weights).
 
     grad_position: int, tuple of ints, or None (then only weights). With has_aux, fn returns
-    (loss, aux...) and the result is (gradients, aux).
+    (loss, aux...) and the result is (gradients, (aux...)): the aux outputs as a tuple, even
+    one, cut off from differentiation.
     """
     weight_list = _weights_list(weights, "grad")
 
@@ -142,8 +143,8 @@ def grad(fn, grad_position=0, weights=None, has_aux=False, return_ids=False):
         out, pg, wg = _differentiate(fn, args, kwargs, positions, weight_list, has_aux, None,
                                      "grad")
         grads = _pack(pg, wg, grad_position, weights)
-        if has_aux:
-            return grads, out[1] if len(out) == 2 else tuple(out[1:])
+        if has_aux:  # MindSpore: (gradients, (aux, ...)), the aux outputs always as a tuple
+            return grads, stop_gradient(tuple(out[1:]))
         return grads
 
     return grad_fn

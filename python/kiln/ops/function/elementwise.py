@@ -5,7 +5,8 @@ from kiln.ops._core import call, dtype_attr, is_tensor
 __all__ = [
     "add", "sub", "mul", "div", "divide", "floor_divide", "remainder", "fmod", "pow", "neg",
     "negative", "abs", "absolute", "exp", "log", "sqrt", "rsqrt", "sin", "cos", "tanh",
-    "sigmoid", "relu", "gelu", "silu", "square", "sign", "floor", "maximum", "minimum", "equal",
+    "sigmoid", "relu", "gelu", "silu", "square", "sign", "floor", "round", "maximum", "minimum",
+    "equal",
     "not_equal", "ne", "less", "lt", "less_equal", "le", "greater", "gt", "greater_equal", "ge",
     "logical_and", "logical_or", "logical_xor", "logical_not", "where", "cast", "clamp", "clip",
     "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_left_shift", "bitwise_right_shift",
@@ -146,6 +147,27 @@ def sign(input):  # noqa: A002
 
 def floor(input):  # noqa: A002
     return call("floor", (input,))
+
+
+def round(input, *, decimals=0):  # noqa: A001,A002 - MindSpore's names
+    """Rounds half to even (NumPy's and MindSpore's rule); integer and bool tensors come back
+    unchanged. Made of registry ops, so PyNative and compiled graphs round alike."""
+    if not is_tensor(input):
+        raise TypeError(f"round: input must be a Tensor, got {type(input).__name__}")
+    if not isinstance(decimals, int) or isinstance(decimals, bool):
+        raise TypeError(f"round: decimals must be an int, got {type(decimals).__name__}")
+    if not input.dtype.is_floating_point:
+        return call("mul", (input, 1))  # a new tensor, as for floats
+    if decimals:
+        scale = 10.0 ** decimals
+        return call("div", (round(call("mul", (input, scale))), scale))
+    low = call("floor", (input,))
+    above = call("sub", (input, low))  # in [0, 1), exact
+    half = call("mul", (low, 0.5))
+    low_is_odd = call("not_equal", (call("floor", (half,)), half))
+    up = call("logical_or", (call("greater", (above, 0.5)),
+                             call("logical_and", (call("equal", (above, 0.5)), low_is_odd))))
+    return call("where", (up, call("add", (low, 1)), low))
 
 
 def maximum(input, other):  # noqa: A002
