@@ -7,12 +7,6 @@ import kiln as ms
 from kiln import Tensor, nn, ops
 
 
-@pytest.fixture(autouse=True)
-def _pynative():
-    yield
-    ms.reset_context()
-
-
 def ones(*shape):
     return Tensor(np.ones(shape, np.float32))
 

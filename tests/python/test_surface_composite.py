@@ -12,12 +12,6 @@ from kiln.ops import functional as F
 from kiln.ops import operations as P
 
 
-@pytest.fixture(autouse=True)
-def _pynative():
-    yield
-    ms.reset_context()
-
-
 def arr(*values):
     return np.array(values, np.float32)
 

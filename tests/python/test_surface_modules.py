@@ -11,12 +11,6 @@ import kiln as ms
 from kiln import Tensor, nn
 
 
-@pytest.fixture(autouse=True)
-def _pynative():
-    yield
-    ms.reset_context()
-
-
 class Doubler(nn.Cell):
     def construct(self, x):
         return x * 2.0

@@ -12,12 +12,6 @@ from kiln import Tensor, nn, ops
 from kiln.ops import functional as F
 
 
-@pytest.fixture(autouse=True)
-def _pynative():
-    yield
-    ms.reset_context()
-
-
 def ones(*shape):
     return Tensor(np.ones(shape, np.float32))
 
