@@ -67,6 +67,19 @@ def _worker(kind, start, results, errors):
         errors.append(f"{kind} thread: {type(e).__name__}: {e}")
 
 
+def run_interleaved(threads, timeout):
+    """Starts and joins `threads` while Python switches between them as often as it can."""
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=timeout)
+    finally:
+        sys.setswitchinterval(old)
+
+
 def test_compile_eager_and_grad_threads_never_mix():
     expected = _reference()
     results, errors = [], []
@@ -75,15 +88,7 @@ def test_compile_eager_and_grad_threads_never_mix():
         for copy in range(2)
         for kind in KINDS
     ]
-    old = sys.getswitchinterval()
-    sys.setswitchinterval(1e-6)  # switch threads as often as possible: interleave every step
-    try:
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(timeout=300)
-    finally:
-        sys.setswitchinterval(old)
+    run_interleaved(threads, timeout=300)
     assert not any(t.is_alive() for t in threads), "a thread hung"
     assert errors == []
     assert len(results) == len(threads) * ROUNDS
@@ -109,15 +114,7 @@ def test_threads_calling_one_jitted_function_compile_each_variant_once():
 
     threads = [threading.Thread(target=call, args=(shapes[i % 3],)) for i in range(6)]
     compiles = ms.get_jit_stats()["compiles"]
-    old = sys.getswitchinterval()
-    sys.setswitchinterval(1e-6)
-    try:
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(timeout=120)
-    finally:
-        sys.setswitchinterval(old)
+    run_interleaved(threads, timeout=120)
     assert errors == []
     assert ms.get_jit_stats()["compiles"] - compiles == len(shapes)  # each compiled once
     assert len(fn.variants()) == len(shapes)
