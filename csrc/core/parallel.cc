@@ -4,16 +4,33 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <atomic>
 
 #include "core/error.h"
 
 namespace kiln {
 
-int GetNumThreads() { return omp_get_max_threads(); }
+namespace {
+std::atomic<int> g_num_threads{0};  // 0: never set, OpenMP's default (the cores)
+thread_local int t_applied = 0;
+}  // namespace
+
+int GetNumThreads() {
+  SyncThreadCount();
+  return omp_get_max_threads();
+}
 
 void SetNumThreads(int n) {
   KILN_CHECK(n >= 1, Value, "set_num_threads: expected a positive count, got ", n);
-  omp_set_num_threads(n);
+  g_num_threads.store(n, std::memory_order_relaxed);
+  SyncThreadCount();
+}
+
+void SyncThreadCount() {
+  const int wanted = g_num_threads.load(std::memory_order_relaxed);
+  if (wanted == t_applied) return;
+  omp_set_num_threads(wanted);
+  t_applied = wanted;
 }
 
 void ParallelFor(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn) {

@@ -10,8 +10,13 @@
 namespace kiln {
 
 int GetNumThreads();
-// Sets the number of intra-op threads (the default is the number of cores); n >= 1.
+// Sets the number of intra-op threads for every thread of the process (the default is the
+// number of cores); n >= 1. OpenMP's own setting is per thread, so each thread adopts this one
+// the next time it runs a parallel kernel (SyncThreadCount).
 void SetNumThreads(int n);
+// Makes the calling thread's OpenMP setting match SetNumThreads (a thread-local compare when it
+// already does). Called before every parallel region kiln or oneDNN starts.
+void SyncThreadCount();
 
 // Runs fn(begin, end) over [0, n) in chunks of at least `grain` items, in parallel when n is
 // large enough to pay for waking the team.

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "core/parallel.h"
 #include "kernels/cpu/copy.h"
 #include "kernels/cpu/gemm.h"
 #include "ops/linalg_internal.h"
@@ -110,6 +111,7 @@ bool TrySgemm(const Tensor& a, const Tensor& b, const Tensor& c) {
   char ta, tb;
   int64_t lda, ldb;
   if (!BlasLayout(a, &ta, &lda) || !BlasLayout(b, &tb, &ldb)) return false;
+  SyncThreadCount();  // oneDNN's sgemm sizes its OpenMP team from this thread's setting
   return dnnl_sgemm(ta, tb, m, n, k, 1.f, a.data<float>(), lda, b.data<float>(), ldb, 0.f,
                     c.data<float>(), n) == dnnl_success;
 }

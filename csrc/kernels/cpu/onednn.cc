@@ -5,6 +5,8 @@
 #include <string>
 #include <unordered_map>
 
+#include "core/parallel.h"
+
 namespace kiln::cpu {
 
 dnnl::engine& OnednnEngine() {
@@ -13,8 +15,11 @@ dnnl::engine& OnednnEngine() {
 }
 
 dnnl::stream& OnednnStream() {
-  // CPU streams run in order on the calling thread (with OpenMP inside), so one suffices.
-  static dnnl::stream stream(OnednnEngine());
+  // A stream is not thread-safe, and eager ops run from any Python thread (data loading,
+  // serving): one per thread. Every primitive runs through here, so this is also where a
+  // thread takes kiln's thread count for oneDNN's OpenMP team.
+  thread_local dnnl::stream stream(OnednnEngine());
+  SyncThreadCount();
   return stream;
 }
 
