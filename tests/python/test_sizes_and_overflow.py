@@ -193,3 +193,11 @@ def test_kernel_error_in_graph_mode_names_the_source_line():
     where = rf"\(at .*test_sizes_and_overflow.py:{line}\)"
     with pytest.raises(IndexError, match=rf"target class 7 .*{where}"):
         loss(ms.Tensor(np.ones((2, 3), np.float32)), ms.Tensor(np.array([0, 7], np.int32)))
+
+
+@pytest.mark.parametrize("method", ["any", "all"])
+def test_tensor_any_all_name_themselves_for_a_float_axis(method):
+    t = ms.Tensor(np.array([[True, False]]))
+    with pytest.raises(TypeError, match=rf"Tensor.{method}: axis must be"):
+        getattr(t, method)(1.0)
+    assert getattr(t, method)(1).asnumpy().tolist() == [method == "any"]

@@ -287,9 +287,11 @@ class Tensor(_C.TensorBase):
         return _ops().argmin(self, axis, keepdims)
 
     def any(self, axis=None, keep_dims=False):  # noqa: A003
+        _check_axes(axis, "Tensor.any")  # a float axis names this method, not amax
         return _ops().amax(_ops().cast(self, mstype.bool_), axis, keep_dims)
 
     def all(self, axis=None, keep_dims=False):  # noqa: A003
+        _check_axes(axis, "Tensor.all")
         return _ops().amin(_ops().cast(self, mstype.bool_), axis, keep_dims)
 
     def softmax(self, axis=-1):
@@ -348,6 +350,12 @@ class Tensor(_C.TensorBase):
         from kiln.common import _indexing  # noqa: PLC0415
 
         _indexing.setitem(self, index, value)
+
+
+def _check_axes(axis, op):
+    from kiln.ops._core import axes_attr  # noqa: PLC0415 - ops imports Tensor
+
+    axes_attr(axis, op)
 
 
 def _varargs_shape(args):
