@@ -248,7 +248,7 @@ class Interpreter {
       case ir::NodeKind::While: {
         std::vector<Tensor> carried = Gather(np);
         while (Truth(Call(*np.callees[0], carried).at(0), node)) {
-          CheckInterrupt();  // a loop whose body is all chunked calls still stops on Ctrl-C
+          CheckInterrupt();  // also a loop whose cond and body have no nodes (a carried flag)
           carried = Call(*np.callees[1], carried);
         }
         return carried;
