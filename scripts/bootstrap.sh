@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # bootstrap.sh - installs what kiln needs on a fresh Debian machine and builds it into .venv.
 #
-# System packages (Debian): oneDNN (matmul/conv), GoogleTest (C++ tests), a C++ compiler.
-# Python packages go into .venv, so the system Python is never modified. Re-running is cheap:
+# System packages (Debian): GoogleTest (C++ tests), a C++ compiler. oneDNN (matmul/conv) and
+# oneTBB (the thread pool) come from PyPI with the other Python packages: Debian's oneDNN runs
+# only on OpenMP (docs/architecture.md, "Threading"). Python packages go into .venv, so the system Python is never modified. Re-running is cheap:
 # installed packages are skipped and the C++ build is incremental (build/wheel).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -13,7 +14,6 @@ VENV=${VENV:-.venv}
 source scripts/apt_install.sh
 
 missing=()
-[ -f /usr/include/dnnl.hpp ] || missing+=(libdnnl-dev)
 [ -d /usr/include/gtest ] || missing+=(libgtest-dev)
 command -v g++ >/dev/null || missing+=(g++)
 command -v make >/dev/null || missing+=(make)

@@ -1,10 +1,9 @@
 #!/usr/bin/env bash
 # fuzz_ir.sh SECONDS - builds the IR libFuzzer target (clang, ASan+UBSan) and fuzzes it.
 #
-# Installs clang, libFuzzer and LLVM's OpenMP runtime (Debian) only when missing, so `make test`
-# never pays for them. The kiln core is built with clang into build/fuzz; CMake's OpenMP for clang
-# is LLVM's libomp while Debian's oneDNN keeps GCC's libgomp, so the target loads both runtimes,
-# harmless with one thread (OMP_NUM_THREADS=1, which also makes runs reproducible). The seed corpus is the repo's IR files and IR printed
+# Installs clang and libFuzzer (Debian) only when missing, so `make test` never pays for them. The
+# kiln core is built with clang into build/fuzz against the oneDNN and oneTBB of $VENV; the target
+# runs kernels on one thread (reproducible runs). The seed corpus is the repo's IR files and IR printed
 # from compiled graphs (tests/fuzz/corpus_ir); new inputs go to build/fuzz/corpus, crashes to
 # build/fuzz/crash-*. Extra arguments go to libFuzzer (e.g. -runs=N, -jobs=N).
 set -euo pipefail
@@ -21,14 +20,13 @@ missing=()
 command -v clang++ >/dev/null || missing+=(clang)
 compgen -G "/usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a" >/dev/null ||
   missing+=(libclang-rt-14-dev)
-compgen -G "/usr/lib/llvm-*/lib/clang/*/include/omp.h" >/dev/null || missing+=(libomp-dev)
 # shellcheck source=scripts/apt_install.sh
 source scripts/apt_install.sh
 apt_install fuzz_ir "${missing[@]}"
 
 "$VENV/bin/cmake" -S . -B build/fuzz -G Ninja -DCMAKE_MAKE_PROGRAM="$(realpath "$VENV/bin/ninja")" \
   -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKILN_FUZZ=ON \
-  -DKILN_BUILD_PYTHON=OFF -DKILN_BUILD_TESTS=ON >/dev/null
+  -DKILN_BUILD_PYTHON=OFF -DKILN_BUILD_TESTS=ON -DKILN_DEPS_PREFIX="$(realpath "$VENV")" >/dev/null
 # FUZZ_EXTRA_TARGETS (e.g. "kiln_tests kiln-cli"): more of this instrumented build, so that CI
 # runs the C++ suite under clang's ASan+UBSan without a second instrumented build.
 # shellcheck disable=SC2086
@@ -39,7 +37,7 @@ mkdir -p build/fuzz/corpus
 # -close_fd_mask=1: fuzzed `print` nodes write to stdout. -timeout: a single input over 10 s is a
 # finding (sizes are bounded, so nothing legitimate takes that long). -max_len=4096: the largest
 # seeds (training graphs, 21 KB) would otherwise set the limit and cut executions 6x.
-exec env OMP_NUM_THREADS=1 build/fuzz/fuzz_ir -max_total_time="$SECONDS_TO_RUN" -timeout=10 \
+exec build/fuzz/fuzz_ir -max_total_time="$SECONDS_TO_RUN" -timeout=10 \
   -rss_limit_mb=4096 -max_len=4096 -close_fd_mask=1 -print_final_stats=1 \
   -artifact_prefix=build/fuzz/ "$@" \
   build/fuzz/corpus tests/fuzz/corpus_ir tests/fuzz/regressions_ir tests/ir

@@ -1,52 +1,87 @@
-// parallel.cc - ParallelFor over OpenMP.
+// parallel.cc - ParallelFor and the thread count over oneTBB.
 #include "core/parallel.h"
 
-#include <omp.h>
+#include <oneapi/tbb/blocked_range.h>
+#include <oneapi/tbb/info.h>
+#include <oneapi/tbb/parallel_for.h>
+#include <oneapi/tbb/partitioner.h>
+#include <oneapi/tbb/task_arena.h>
 
 #include <algorithm>
 #include <atomic>
+#include <memory>
+#include <mutex>
 
 #include "core/error.h"
 
 namespace kiln {
 
 namespace {
-std::atomic<int> g_num_threads{0};  // 0: never set, OpenMP's default (the cores)
-thread_local int t_applied = 0;
+
+// Fewer threads than the default run in an arena of that many slots; the default runs in
+// oneTBB's implicit arena, which costs nothing to enter. An arena, not a global_control limit,
+// because oneDNN sizes its work split from the arena it runs in.
+struct Pool {
+  std::atomic<int> threads{0};  // 0: the default (kernels read this on every call)
+  std::mutex mutex;             // guards arena
+  std::shared_ptr<tbb::task_arena> arena;
+};
+
+Pool& ThePool() {
+  static Pool* pool = new Pool();  // never destroyed: kernels may run during static teardown
+  return *pool;
+}
+
+int DefaultThreads() {
+  static const int threads = std::max(1, tbb::info::default_concurrency());
+  return threads;
+}
+
 }  // namespace
 
 int GetNumThreads() {
-  SyncThreadCount();
-  return omp_get_max_threads();
+  int n = ThePool().threads.load(std::memory_order_relaxed);
+  return n > 0 ? n : DefaultThreads();
 }
 
 void SetNumThreads(int n) {
   KILN_CHECK(n >= 1, Value, "set_num_threads: expected a positive count, got ", n);
-  g_num_threads.store(n, std::memory_order_relaxed);
-  SyncThreadCount();
+  Pool& pool = ThePool();
+  std::lock_guard<std::mutex> lock(pool.mutex);
+  if (n == GetNumThreads()) return;
+  // Work already running keeps its own reference to the old arena.
+  pool.arena = n == DefaultThreads() ? nullptr : std::make_shared<tbb::task_arena>(n);
+  pool.threads.store(n, std::memory_order_relaxed);
 }
 
-void SyncThreadCount() {
-  const int wanted = g_num_threads.load(std::memory_order_relaxed);
-  if (wanted == t_applied) return;
-  omp_set_num_threads(wanted);
-  t_applied = wanted;
+void RunInPool(const std::function<void()>& fn) {
+  Pool& pool = ThePool();
+  if (pool.threads.load(std::memory_order_relaxed) <= 0) return fn();
+  std::shared_ptr<tbb::task_arena> arena;
+  {
+    std::lock_guard<std::mutex> lock(pool.mutex);
+    arena = pool.arena;
+  }
+  if (arena == nullptr) return fn();
+  arena->execute(fn);  // runs fn directly when this thread is already in the arena
 }
 
 void ParallelFor(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn) {
   if (n <= 0) return;
-  int64_t max_chunks = std::max<int64_t>(1, n / std::max<int64_t>(grain, 1));
-  int threads = static_cast<int>(std::min<int64_t>(GetNumThreads(), max_chunks));
-  if (threads <= 1 || omp_in_parallel()) {
+  grain = std::max<int64_t>(grain, 1);
+  if (n < 2 * grain || GetNumThreads() <= 1) {
     fn(0, n);
     return;
   }
-#pragma omp parallel num_threads(threads)
-  {
-    int64_t id = omp_get_thread_num(), count = omp_get_num_threads();
-    int64_t begin = n * id / count, end = n * (id + 1) / count;
-    if (begin < end) fn(begin, end);
-  }
+  // Whole blocks of `grain` items (the last takes the remainder), so no call gets less; oneTBB's
+  // partitioner groups blocks into tasks and idle threads steal them.
+  const int64_t blocks = n / grain;
+  RunInPool([&] {
+    tbb::parallel_for(tbb::blocked_range<int64_t>(0, blocks),
+                      [&](const tbb::blocked_range<int64_t>& r) {
+                        fn(r.begin() * grain, r.end() == blocks ? n : r.end() * grain);
+                      });
+  });
 }
 
 }  // namespace kiln

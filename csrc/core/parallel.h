@@ -1,7 +1,10 @@
-// parallel.h - the intra-op thread pool: OpenMP's, shared with oneDNN so the two never compete.
+// parallel.h - the intra-op thread pool: oneTBB's, shared with oneDNN so the two never compete.
 //
-// kiln's own kernels and oneDNN's primitives run on the same OpenMP team; a second pool would
-// oversubscribe the cores whenever both are busy. Nested calls run serially.
+// kiln's own kernels and oneDNN's primitives run on one oneTBB pool. oneTBB is work-stealing and
+// the calling thread takes part: when a worker is descheduled (a busy machine), the caller runs
+// the work that worker has not started instead of waiting for it, so a loaded machine slows kiln
+// down by about its fair share rather than by scheduler ticks (OpenMP's end-of-region barrier
+// waits for every team member; docs/architecture.md, "Threading"). Nested calls are fine.
 #pragma once
 
 #include <cstdint>
@@ -9,17 +12,17 @@
 
 namespace kiln {
 
+// The number of threads kiln's kernels use (the default: the cores this process may run on).
 int GetNumThreads();
-// Sets the number of intra-op threads for every thread of the process (the default is the
-// number of cores); n >= 1. OpenMP's own setting is per thread, so each thread adopts this one
-// the next time it runs a parallel kernel (SyncThreadCount).
+// Sets that number for every thread of the process; n >= 1.
 void SetNumThreads(int n);
-// Makes the calling thread's OpenMP setting match SetNumThreads (a thread-local compare when it
-// already does). Called before every parallel region kiln or oneDNN starts.
-void SyncThreadCount();
 
 // Runs fn(begin, end) over [0, n) in chunks of at least `grain` items, in parallel when n is
-// large enough to pay for waking the team.
+// large enough to pay for waking the pool.
 void ParallelFor(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn);
+
+// Runs fn inside kiln's pool: oneDNN primitives and anything else that parallelizes through
+// oneTBB itself go through here so that they honour SetNumThreads.
+void RunInPool(const std::function<void()>& fn);
 
 }  // namespace kiln

@@ -140,16 +140,12 @@ dnnl::memory::dims PadEnd(const ConvGeometry& g) { return {g.pad[1], g.pad[3]}; 
 dnnl::convolution_forward::primitive_desc ForwardPd(const ConvGeometry& g, const ConvDescs& d,
                                                     const dnnl::memory::desc& bias,
                                                     dnnl::prop_kind prop) {
-  dnnl::convolution_forward::desc desc(prop, dnnl::algorithm::convolution_direct, d.src, d.weights,
-                                       bias, d.dst, {g.stride[0], g.stride[1]}, OnednnDilation(g),
-                                       PadBegin(g), PadEnd(g));
-  return dnnl::convolution_forward::primitive_desc(desc, cpu::OnednnEngine());
+  return dnnl::convolution_forward::primitive_desc(
+      cpu::OnednnEngine(), prop, dnnl::algorithm::convolution_direct, d.src, d.weights, bias, d.dst,
+      {g.stride[0], g.stride[1]}, OnednnDilation(g), PadBegin(g), PadEnd(g));
 }
 
-void Execute(const dnnl::primitive& prim, const std::unordered_map<int, dnnl::memory>& args) {
-  prim.execute(cpu::OnednnStream(), args);
-  cpu::OnednnStream().wait();
-}
+using cpu::OnednnExecute;
 
 struct ConvEntry {
   dnnl::convolution_forward prim;
@@ -175,7 +171,7 @@ void OnednnConv(const ConvGeometry& g, const Tensor& x, const Tensor& w, const T
       {DNNL_ARG_WEIGHTS, memory(entry->weights, engine, w.raw_data())},
       {DNNL_ARG_DST, memory(entry->dst, engine, out.raw_data())}};
   if (has_bias) args.emplace(DNNL_ARG_BIAS, memory(entry->bias, engine, bias.raw_data()));
-  Execute(entry->prim, args);
+  OnednnExecute(entry->prim, args);
 }
 
 // Backward primitives take a forward_training primitive_desc as their hint; the plain layouts
@@ -193,16 +189,16 @@ void OnednnConvBackwardData(const ConvGeometry& g, const Tensor& dy, const Tenso
       cpu::CachedPrimitive<ConvBackwardDataEntry>(ConvKey(kConvBackwardDataTag, g, false), [&] {
         ConvDescs d = MakeConvDescs(g);
         auto hint = ForwardPd(g, d, memory::desc(), dnnl::prop_kind::forward_training);
-        dnnl::convolution_backward_data::desc desc(dnnl::algorithm::convolution_direct, d.src,
-                                                   d.weights, d.dst, {g.stride[0], g.stride[1]},
-                                                   OnednnDilation(g), PadBegin(g), PadEnd(g));
-        dnnl::convolution_backward_data::primitive_desc pd(desc, cpu::OnednnEngine(), hint);
+        dnnl::convolution_backward_data::primitive_desc pd(
+            cpu::OnednnEngine(), dnnl::algorithm::convolution_direct, d.src, d.weights, d.dst,
+            {g.stride[0], g.stride[1]}, OnednnDilation(g), PadBegin(g), PadEnd(g), hint);
         return ConvBackwardDataEntry{dnnl::convolution_backward_data(pd), d};
       });
   auto& engine = cpu::OnednnEngine();
-  Execute(entry->prim, {{DNNL_ARG_DIFF_DST, memory(entry->descs.dst, engine, dy.raw_data())},
-                        {DNNL_ARG_WEIGHTS, memory(entry->descs.weights, engine, w.raw_data())},
-                        {DNNL_ARG_DIFF_SRC, memory(entry->descs.src, engine, dx.raw_data())}});
+  OnednnExecute(entry->prim,
+                {{DNNL_ARG_DIFF_DST, memory(entry->descs.dst, engine, dy.raw_data())},
+                 {DNNL_ARG_WEIGHTS, memory(entry->descs.weights, engine, w.raw_data())},
+                 {DNNL_ARG_DIFF_SRC, memory(entry->descs.src, engine, dx.raw_data())}});
 }
 
 // On plain nchw/oihw oneDNN 2.6 runs backward-weights with its gemm implementation, 1.7x (dense
@@ -225,14 +221,13 @@ void OnednnConvBackwardWeights(const ConvGeometry& g, const Tensor& dy, const Te
         ConvDescs plain = MakeConvDescs(g), any;
         const auto f32 = memory::data_type::f32;
         const auto tag_any = memory::format_tag::any;
-        any.src = memory::desc(plain.src.dims(), f32, tag_any);
-        any.weights = memory::desc(plain.weights.dims(), f32, tag_any);
-        any.dst = memory::desc(plain.dst.dims(), f32, tag_any);
+        any.src = memory::desc(plain.src.get_dims(), f32, tag_any);
+        any.weights = memory::desc(plain.weights.get_dims(), f32, tag_any);
+        any.dst = memory::desc(plain.dst.get_dims(), f32, tag_any);
         auto hint = ForwardPd(g, any, memory::desc(), dnnl::prop_kind::forward_training);
-        dnnl::convolution_backward_weights::desc desc(
-            dnnl::algorithm::convolution_direct, any.src, any.weights, any.dst,
-            {g.stride[0], g.stride[1]}, OnednnDilation(g), PadBegin(g), PadEnd(g));
-        dnnl::convolution_backward_weights::primitive_desc pd(desc, engine, hint);
+        dnnl::convolution_backward_weights::primitive_desc pd(
+            engine, dnnl::algorithm::convolution_direct, any.src, any.weights, any.dst,
+            {g.stride[0], g.stride[1]}, OnednnDilation(g), PadBegin(g), PadEnd(g), hint);
         ConvBackwardWeightsEntry e{
             dnnl::convolution_backward_weights(pd),
             plain,
@@ -256,18 +251,18 @@ void OnednnConvBackwardWeights(const ConvGeometry& g, const Tensor& dy, const Te
     memory m(plain, engine, t.raw_data());
     if (!reorder) return m;
     memory blocked(chosen, engine);
-    Execute(*reorder, {{DNNL_ARG_FROM, m}, {DNNL_ARG_TO, blocked}});
+    OnednnExecute(*reorder, {{DNNL_ARG_FROM, m}, {DNNL_ARG_TO, blocked}});
     return blocked;
   };
   memory src = in_layout(entry->src_in, entry->plain.src, entry->chosen.src, x);
   memory diff_dst = in_layout(entry->dst_in, entry->plain.dst, entry->chosen.dst, dy);
   memory out(entry->plain.weights, engine, dw.raw_data());
   memory diff_weights = entry->weights_out ? memory(entry->chosen.weights, engine) : out;
-  Execute(
+  OnednnExecute(
       entry->prim,
       {{DNNL_ARG_SRC, src}, {DNNL_ARG_DIFF_DST, diff_dst}, {DNNL_ARG_DIFF_WEIGHTS, diff_weights}});
   if (entry->weights_out)
-    Execute(*entry->weights_out, {{DNNL_ARG_FROM, diff_weights}, {DNNL_ARG_TO, out}});
+    OnednnExecute(*entry->weights_out, {{DNNL_ARG_FROM, diff_weights}, {DNNL_ARG_TO, out}});
 }
 
 // A float32 contiguous operand (a no-op for the usual float32 NCHW case).

@@ -139,9 +139,13 @@ struct LogicalNotFn {
 struct BitwiseNotFn {
   template <typename C>
   C operator()(C a) const {
-    if constexpr (std::is_same_v<C, bool>) return !a;
-    if constexpr (std::is_integral_v<C>) return static_cast<C>(~a);
-    return a;
+    if constexpr (std::is_same_v<C, bool>) {
+      return !a;
+    } else if constexpr (std::is_integral_v<C>) {
+      return static_cast<C>(~a);
+    } else {
+      return a;
+    }
   }
 };
 struct SignFn {

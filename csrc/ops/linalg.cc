@@ -111,9 +111,12 @@ bool TrySgemm(const Tensor& a, const Tensor& b, const Tensor& c) {
   char ta, tb;
   int64_t lda, ldb;
   if (!BlasLayout(a, &ta, &lda) || !BlasLayout(b, &tb, &ldb)) return false;
-  SyncThreadCount();  // oneDNN's sgemm sizes its OpenMP team from this thread's setting
-  return dnnl_sgemm(ta, tb, m, n, k, 1.f, a.data<float>(), lda, b.data<float>(), ldb, 0.f,
-                    c.data<float>(), n) == dnnl_success;
+  dnnl_status_t status = dnnl_success;
+  RunInPool([&] {  // oneDNN's sgemm splits its work for the pool it runs in
+    status = dnnl_sgemm(ta, tb, m, n, k, 1.f, a.data<float>(), lda, b.data<float>(), ldb, 0.f,
+                        c.data<float>(), n);
+  });
+  return status == dnnl_success;
 }
 
 bool FoldBatchIntoRows(Tensor& a, Tensor& b, Tensor& c, Tensor& r) {
@@ -197,9 +200,8 @@ void OnednnMatMul(const Tensor& a, const Tensor& b, const Tensor& c) {
   AppendLayout(key, b);
   AppendLayout(key, c);
   auto entry = cpu::CachedPrimitive<MatMulEntry>(key, [&] {
-    dnnl::matmul::primitive_desc pd(
-        dnnl::matmul::desc(StridedDesc(a, type), StridedDesc(b, type), StridedDesc(c, type)),
-        cpu::OnednnEngine());
+    dnnl::matmul::primitive_desc pd(cpu::OnednnEngine(), StridedDesc(a, type), StridedDesc(b, type),
+                                    StridedDesc(c, type));
     return MatMulEntry{dnnl::matmul(pd), cpu::IsReferenceImpl(pd), pd.weights_desc()};
   });
   if (entry->reference && !(a.is_contiguous() && b.is_contiguous())) {
@@ -212,9 +214,7 @@ void OnednnMatMul(const Tensor& a, const Tensor& b, const Tensor& c) {
   dnnl::memory ma(StridedDesc(a, type), engine, a.raw_data());
   dnnl::memory mb(StridedDesc(b, type), engine, b.raw_data());
   dnnl::memory mc(StridedDesc(c, type), engine, c.raw_data());
-  entry->prim.execute(cpu::OnednnStream(),
-                      {{DNNL_ARG_SRC, ma}, {DNNL_ARG_WEIGHTS, mb}, {DNNL_ARG_DST, mc}});
-  cpu::OnednnStream().wait();
+  cpu::OnednnExecute(entry->prim, {{DNNL_ARG_SRC, ma}, {DNNL_ARG_WEIGHTS, mb}, {DNNL_ARG_DST, mc}});
 }
 
 void MatMulKernel(KernelContext& ctx) {

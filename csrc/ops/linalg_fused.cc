@@ -171,9 +171,13 @@ std::shared_ptr<Tensor> PackedRowMajor(const Tensor& b) {
 // b reordered into oneDNN's blocked layout `desc`; null while not cached.
 std::shared_ptr<Tensor> PackedWeights(const Tensor& b, const dnnl::memory::desc& desc) {
   // The layout is part of the key: oneDNN may pick another blocking for other shapes of A.
-  const auto* bytes = reinterpret_cast<const unsigned char*>(&desc.data);
+  // The blocking that defines it: padded dims, outer strides, inner blocks and their dims.
   uint64_t fnv = 1469598103934665603ull;  // FNV-1a wraps: unsigned (signed overflow is UB)
-  for (size_t i = 0; i < sizeof(desc.data); ++i) fnv = (fnv ^ bytes[i]) * 1099511628211ull;
+  for (const auto& part :
+       {desc.get_padded_dims(), desc.get_strides(), desc.get_inner_blks(), desc.get_inner_idxs()}) {
+    for (int64_t v : part) fnv = (fnv ^ static_cast<uint64_t>(v)) * 1099511628211ull;
+    fnv = (fnv ^ 0xffu) * 1099511628211ull;  // a separator, so parts cannot run together
+  }
   const auto hash = static_cast<int64_t>(fnv);
   auto packed = std::static_pointer_cast<Tensor>(cpu::DerivedLookup(b, {kPackOnednnTag, hash}, [&] {
     auto& engine = cpu::OnednnEngine();
@@ -181,8 +185,7 @@ std::shared_ptr<Tensor> PackedWeights(const Tensor& b, const dnnl::memory::desc&
         Tensor::Empty({static_cast<int64_t>(desc.get_size() / sizeof(float))}, DType::Float32);
     dnnl::memory src(StridedDesc(b, dnnl::memory::data_type::f32), engine, b.raw_data());
     dnnl::memory dst(desc, engine, buffer.raw_data());
-    dnnl::reorder(src, dst).execute(cpu::OnednnStream(), src, dst);
-    cpu::OnednnStream().wait();
+    cpu::OnednnExecute(dnnl::reorder(src, dst), {{DNNL_ARG_FROM, src}, {DNNL_ARG_TO, dst}});
     return std::make_shared<Tensor>(buffer);
   }));
   return packed;
@@ -212,7 +215,7 @@ bool OnednnFusedMatMul(const Tensor& a, const Tensor& b, const Tensor& bias, Act
     dnnl::post_ops ops;
     if (act != Activation::None) {
       const float beta = act == Activation::Relu ? std::numeric_limits<float>::infinity() : 0.f;
-      ops.append_eltwise(1.f, EltwiseAlgorithm(act), 0.f, beta);
+      ops.append_eltwise(EltwiseAlgorithm(act), 0.f, beta);
     }
     if (r.defined()) ops.append_binary(dnnl::algorithm::binary_add, StridedDesc(r, type));
     dnnl::primitive_attr attr;
@@ -221,9 +224,10 @@ bool OnednnFusedMatMul(const Tensor& a, const Tensor& b, const Tensor& bias, Act
     const memory::desc weights = packed_weights
                                      ? memory::desc(b.shape(), type, memory::format_tag::any)
                                      : StridedDesc(b, type);
-    dnnl::matmul::desc desc = bias.defined() ? dnnl::matmul::desc(src, weights, bias_md, dst)
-                                             : dnnl::matmul::desc(src, weights, dst);
-    dnnl::matmul::primitive_desc pd(desc, attr, cpu::OnednnEngine());
+    auto& engine = cpu::OnednnEngine();
+    dnnl::matmul::primitive_desc pd =
+        bias.defined() ? dnnl::matmul::primitive_desc(engine, src, weights, bias_md, dst, attr)
+                       : dnnl::matmul::primitive_desc(engine, src, weights, dst, attr);
     return MatMulEntry{dnnl::matmul(pd), cpu::IsReferenceImpl(pd), pd.weights_desc()};
   });
   if (entry->reference && !(a.is_contiguous() && b.is_contiguous()))
@@ -245,8 +249,7 @@ bool OnednnFusedMatMul(const Tensor& a, const Tensor& b, const Tensor& bias, Act
     args.emplace(DNNL_ARG_ATTR_MULTIPLE_POST_OP(index) | DNNL_ARG_SRC_1,
                  memory(StridedDesc(r, type), engine, r.raw_data()));
   }
-  entry->prim.execute(cpu::OnednnStream(), args);
-  cpu::OnednnStream().wait();
+  cpu::OnednnExecute(entry->prim, args);
   return true;
 }
 

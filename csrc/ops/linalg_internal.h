@@ -2,7 +2,7 @@
 // planning, operand views, oneDNN descriptors and the small-product sgemm path.
 #pragma once
 
-#include <dnnl.hpp>
+#include <oneapi/dnnl/dnnl.hpp>
 
 #include "kernels/cpu/onednn.h"
 #include "ops/grad.h"

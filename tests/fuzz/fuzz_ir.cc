@@ -4,13 +4,13 @@
 // but a kiln::Error escaping them aborts, which libFuzzer reports as a crash with its input.
 // Build and run: `make fuzz-ir-short` (scripts/fuzz_ir.sh).
 #include <cstdio>
-#include <cstdlib>
 #include <exception>
 
+#include "core/parallel.h"
 #include "ir_input_check.h"
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
-  setenv("OMP_NUM_THREADS", "1", 0);  // one thread: reproducible runs, no pool start-up per run
+  kiln::SetNumThreads(1);  // one thread: reproducible runs
   return 0;
 }
 

@@ -14,13 +14,14 @@ dnnl::engine& OnednnEngine() {
   return engine;
 }
 
-dnnl::stream& OnednnStream() {
+void OnednnExecute(const dnnl::primitive& prim, const std::unordered_map<int, dnnl::memory>& args) {
   // A stream is not thread-safe, and eager ops run from any Python thread (data loading,
-  // serving): one per thread. Every primitive runs through here, so this is also where a
-  // thread takes kiln's thread count for oneDNN's OpenMP team.
+  // serving): one per thread.
   thread_local dnnl::stream stream(OnednnEngine());
-  SyncThreadCount();
-  return stream;
+  RunInPool([&] {
+    prim.execute(stream, args);
+    stream.wait();
+  });
 }
 
 dnnl::memory::data_type OnednnType(DType dtype) {
@@ -46,7 +47,8 @@ dnnl::memory::data_type OnednnType(DType dtype) {
 bool OnednnHasNativeBF16() {
   static const bool native = [] {
     auto isa = dnnl::get_effective_cpu_isa();
-    return isa == dnnl::cpu_isa::avx512_core_bf16 || isa == dnnl::cpu_isa::avx512_core_amx;
+    return isa == dnnl::cpu_isa::avx512_core_bf16 || isa == dnnl::cpu_isa::avx512_core_fp16 ||
+           isa == dnnl::cpu_isa::avx512_core_amx || isa == dnnl::cpu_isa::avx512_core_amx_fp16;
   }();
   return native;
 }
@@ -98,7 +100,7 @@ std::shared_ptr<void> CacheLookup(const PrimitiveKey& key,
       return it->second;
     }
   }
-  // Created outside the lock: creation is slow and may itself run OpenMP regions.
+  // Created outside the lock: creation is slow and may itself run parallel work.
   std::shared_ptr<void> value = create();
   std::lock_guard<std::mutex> lock(cache.mutex);
   cache.stats.misses++;

@@ -6,10 +6,11 @@
 #pragma once
 
 #include <cstdint>
-#include <dnnl.hpp>
 #include <functional>
 #include <memory>
+#include <oneapi/dnnl/dnnl.hpp>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "core/dtype.h"
@@ -17,7 +18,9 @@
 namespace kiln::cpu {
 
 dnnl::engine& OnednnEngine();
-dnnl::stream& OnednnStream();
+
+// Runs `prim` to completion on this thread's stream, in kiln's pool (core/parallel.h).
+void OnednnExecute(const dnnl::primitive& prim, const std::unordered_map<int, dnnl::memory>& args);
 
 // The oneDNN data type of `dtype`; memory::data_type::undef when oneDNN has none.
 dnnl::memory::data_type OnednnType(DType dtype);

@@ -1,0 +1,117 @@
+// test_parallel.cc - ParallelFor on the oneTBB pool: coverage, nesting, and the thread count.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <mutex>
+#include <set>
+#include <thread>
+#include <vector>
+
+#include "core/error.h"
+#include "core/parallel.h"
+
+namespace kiln {
+namespace {
+
+// Restores the process-wide thread count a test changes.
+class ThreadCountGuard {
+ public:
+  ThreadCountGuard() : saved_(GetNumThreads()) {}
+  ~ThreadCountGuard() { SetNumThreads(saved_); }
+
+ private:
+  int saved_;
+};
+
+std::vector<int> VisitCounts(int64_t n, int64_t grain) {
+  std::vector<std::atomic<int>> seen(static_cast<size_t>(n));
+  ParallelFor(n, grain, [&](int64_t begin, int64_t end) {
+    ASSERT_LE(0, begin);
+    ASSERT_LT(begin, end);
+    ASSERT_LE(end, n);
+    for (int64_t i = begin; i < end; ++i) seen[static_cast<size_t>(i)]++;
+  });
+  std::vector<int> counts;
+  for (auto& s : seen) counts.push_back(s.load());
+  return counts;
+}
+
+TEST(Parallel, EveryIndexRunsExactlyOnce) {
+  for (int64_t n : {0, 1, 2, 7, 1000, 100003})
+    for (int64_t grain : {1, 3, 64, 1 << 20})
+      EXPECT_EQ(VisitCounts(n, grain), std::vector<int>(static_cast<size_t>(n), 1))
+          << "n=" << n << " grain=" << grain;
+}
+
+TEST(Parallel, ChunksAreAtLeastTheGrain) {
+  std::mutex mutex;
+  std::vector<int64_t> sizes;
+  ParallelFor(4096, 100, [&](int64_t begin, int64_t end) {
+    std::lock_guard<std::mutex> lock(mutex);
+    sizes.push_back(end - begin);
+  });
+  int64_t total = 0;
+  for (int64_t s : sizes) {
+    EXPECT_GE(s, 100);
+    total += s;
+  }
+  EXPECT_EQ(total, 4096);
+}
+
+TEST(Parallel, NestedCallsComplete) {
+  std::atomic<int64_t> sum{0};
+  ParallelFor(64, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i)
+      ParallelFor(1000, 10, [&](int64_t b, int64_t e) { sum += e - b; });
+  });
+  EXPECT_EQ(sum.load(), 64 * 1000);
+}
+
+TEST(Parallel, OneThreadRunsOnTheCaller) {
+  ThreadCountGuard guard;
+  SetNumThreads(1);
+  EXPECT_EQ(GetNumThreads(), 1);
+  const auto caller = std::this_thread::get_id();
+  std::atomic<int> elsewhere{0};
+  ParallelFor(1 << 16, 1, [&](int64_t, int64_t) {
+    if (std::this_thread::get_id() != caller) elsewhere++;
+  });
+  EXPECT_EQ(elsewhere.load(), 0);
+}
+
+TEST(Parallel, ThreadCountBoundsTheThreadsThatRun) {
+  ThreadCountGuard guard;
+  const unsigned cores = std::max(2u, std::thread::hardware_concurrency());
+  SetNumThreads(static_cast<int>(cores) + 2);  // more than the cores: an arena of that size
+  EXPECT_EQ(GetNumThreads(), static_cast<int>(cores) + 2);
+  std::mutex mutex;
+  std::set<std::thread::id> threads;
+  for (int round = 0; round < 5; ++round)
+    ParallelFor(1 << 12, 1, [&](int64_t, int64_t) {
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+      std::lock_guard<std::mutex> lock(mutex);
+      threads.insert(std::this_thread::get_id());
+    });
+  EXPECT_LE(threads.size(), cores + 2);
+  EXPECT_GE(threads.size(), 2u);  // the pool really runs work on its workers
+}
+
+TEST(Parallel, ManyCallersShareThePool) {
+  std::atomic<int64_t> sum{0};
+  std::vector<std::thread> callers;
+  for (int t = 0; t < 8; ++t)
+    callers.emplace_back([&] {
+      for (int round = 0; round < 50; ++round)
+        ParallelFor(10000, 100, [&](int64_t b, int64_t e) { sum += e - b; });
+    });
+  for (auto& t : callers) t.join();
+  EXPECT_EQ(sum.load(), 8 * 50 * 10000);
+}
+
+TEST(Parallel, RejectsANonPositiveThreadCount) {
+  EXPECT_THROW(SetNumThreads(0), Error);
+  EXPECT_THROW(SetNumThreads(-3), Error);
+}
+
+}  // namespace
+}  // namespace kiln
