@@ -2,12 +2,10 @@
 processes, worst-of-medians timing), optional peers (PyTorch, JAX, MindSpore), the machine's fp32
 peak."""
 import contextlib
-import ctypes
 import dataclasses
 import functools
 import os
 import shutil
-import signal
 import statistics
 import subprocess
 import sys
@@ -45,26 +43,28 @@ def best_time(fn, number, repeat=7, warmup=3):
 # loop started as its own process at nice 0, unpinned." ----
 
 BUSY_LOOP = "while True: pass"
-_PR_SET_PDEATHSIG = 1  # from <linux/prctl.h>
-_LIBC = ctypes.CDLL(None) if sys.platform.startswith("linux") else None
+# Run by each busy process's interpreter, which then execs into the bare busy loop (exec keeps the
+# pid, the nice, the affinity and the parent-death signal). Done in the parent's preexec_fn
+# instead, it would fork() a process with threads, which JAX warns may deadlock; a plain spawn
+# does not fork. argv: nice, the benchmark's pid, the CPUs to run on.
+_BUSY_LAUNCH = f"""
+import ctypes, os, signal, sys
+nice, parent, cpus = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+try:  # absolute, unlike os.nice; a user may not go below their own nice (load_report tells)
+    os.setpriority(os.PRIO_PROCESS, 0, nice)
+except OSError:
+    pass
+if cpus:  # unpinned: every CPU, whatever pin_to_cpus did to the benchmark
+    os.sched_setaffinity(0, [int(c) for c in cpus.split(",")])
+if sys.platform.startswith("linux"):
+    # Dies with the benchmark even when that is killed by SIGKILL (run_all's timeout), which no
+    # finally block sees; the check closes the race of a benchmark gone before the prctl.
+    ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    if os.getppid() != parent:
+        sys.exit(1)
+os.execv(sys.executable, [sys.executable, "-c", {BUSY_LOOP!r}])
+"""
 _BUSY = []  # the busy processes now running, for load_report
-
-
-def _busy_child_setup(nice, parent):
-    """Runs in each busy child between fork and exec: only plain system calls, since the parent
-    has threads (OpenMP, XLA) whose locks a forked child must not need."""
-    # Absolute, unlike os.nice: "nice 0" is nice 0 even when the benchmark itself runs niced.
-    # A user may not go below their own nice; the child then keeps it, and load_report says so.
-    with contextlib.suppress(OSError):
-        os.setpriority(os.PRIO_PROCESS, 0, nice)
-    if ALL_CPUS:
-        os.sched_setaffinity(0, ALL_CPUS)  # unpinned, whatever pin_to_cpus did to the parent
-    if _LIBC is not None:
-        # Killed with the benchmark even when that dies by SIGKILL (run_all's timeout), which
-        # no finally block sees; the check closes the race of a parent gone before the prctl.
-        _LIBC.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-        if os.getppid() != parent:
-            os._exit(1)
 
 
 @contextlib.contextmanager
@@ -72,16 +72,17 @@ def busy_processes(n, nice=0):
     """Runs n busy processes (`python -c "while True: pass"`, each its own process at `nice`,
     unpinned) for the body of the with-statement; they are killed and reaped on the way out,
     exceptions and Ctrl-C included. n=0 starts nothing."""
+    cpus = ",".join(map(str, ALL_CPUS or []))
     procs = []
     try:
         for _ in range(n):
             procs.append(subprocess.Popen(
-                [sys.executable, "-c", BUSY_LOOP], stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,  # no Ctrl-C tracebacks
-                preexec_fn=functools.partial(_busy_child_setup, nice, os.getpid())))
+                [sys.executable, "-c", _BUSY_LAUNCH, str(nice), str(os.getpid()), cpus],
+                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL))  # no tracebacks when Ctrl-C reaches them too
             _BUSY.append(procs[-1])
         if procs:
-            time.sleep(0.3)  # past the interpreter's start-up, into the loop
+            time.sleep(0.3)  # past the interpreter's start-up and the exec, into the loop
         yield procs
     finally:
         for p in procs:
