@@ -56,6 +56,10 @@ except OSError:
     pass
 if cpus:  # unpinned: every CPU, whatever pin_to_cpus did to the benchmark
     os.sched_setaffinity(0, [int(c) for c in cpus.split(",")])
+# Ctrl-C reaches the terminal's whole process group, but stopping these is the benchmark's job:
+# it kills them on its way out, and should it swallow the interrupt (JAX's gc callback can) and
+# go on, they go on with it instead of leaving it timing alone under a "beside N" label.
+signal.signal(signal.SIGINT, signal.SIG_IGN)  # kept across exec, and the loop's Python honours it
 if sys.platform.startswith("linux"):
     # Dies with the benchmark even when that is killed by SIGKILL (run_all's timeout), which no
     # finally block sees; the check closes the race of a benchmark gone before the prctl.
@@ -79,7 +83,7 @@ def busy_processes(n, nice=0):
             procs.append(subprocess.Popen(
                 [sys.executable, "-c", _BUSY_LAUNCH, str(nice), str(os.getpid()), cpus],
                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL))  # no tracebacks when Ctrl-C reaches them too
+                stderr=subprocess.DEVNULL))
             _BUSY.append(procs[-1])
         if procs:
             time.sleep(0.3)  # past the interpreter's start-up and the exec, into the loop
@@ -90,6 +94,14 @@ def busy_processes(n, nice=0):
         for p in procs:
             p.wait()
             _BUSY.remove(p)
+
+
+def check_busy():
+    """Raises RuntimeError when a busy process has died: the figures just taken were not taken
+    beside as many as their label says."""
+    dead = [p.pid for p in _BUSY if p.poll() is not None]
+    if dead:
+        raise RuntimeError(f"busy process(es) {dead} died while timing")
 
 
 def contended_time(fn, figures=5, seconds=1.0, warmup=3, inner=1):
@@ -207,7 +219,9 @@ def bench_time(fn, number, inner=1):
     if not _SESSION["started"]:
         _SESSION["stack"].enter_context(busy_processes(PROTOCOL.contention, PROTOCOL.nice))
         _SESSION["started"] = True
-    return contended_time(fn, PROTOCOL.figures, PROTOCOL.seconds, inner=inner)
+    seconds = contended_time(fn, PROTOCOL.figures, PROTOCOL.seconds, inner=inner)
+    check_busy()
+    return seconds
 
 
 def protocol_header():

@@ -22,6 +22,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from _common import (  # noqa: E402
     busy_processes,
+    check_busy,
     contended_time,
     import_jax,
     import_torch,
@@ -176,6 +177,7 @@ def measure(workloads, levels, args):
                 for framework, fn in fns.items():
                     figures[name, framework, level] = contended_time(fn, args.figures,
                                                                      args.seconds)
+            check_busy()
             loads[level] = load_report()  # while they still run
     return figures, loads
 
