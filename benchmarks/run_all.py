@@ -207,8 +207,9 @@ def main():
     args = parser.parse_args()
     thread_counts = [int(t) for t in args.threads.split(",")]
     levels = [None] if args.contention is None else [int(n) for n in args.contention.split(",")]
+    length = "one" if args.seconds == 1.0 else f"{args.seconds:g}"
     how = ("best of 7" if args.contention is None else
-           f"worst of {args.figures} {args.seconds:g}-second medians")
+           f"worst of {args.figures} {length}-second medians")
     lines = header_lines(args, how)
     ratios, failed = [], []
     for threads in thread_counts:
