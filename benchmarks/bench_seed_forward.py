@@ -1,6 +1,7 @@
 """Eager forward of the SPEC section 4 seed network: kiln vs NumPy vs PyTorch, in one process.
 
 Usage: PYTHONPATH=build/<dir>/python python benchmarks/bench_seed_forward.py [--threads N]
+       [--contention N [--nice K]]   (beside busy processes, issue #16: see _common.py)
 
 The network is flatten -> dense 784->512 -> relu -> dense 512->512 -> relu -> dense 512->10,
 built from kiln.ops functional calls (nn.Cell is not used), with the same weights in each
@@ -14,7 +15,15 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import kiln as ms  # noqa: E402
-from _common import best_time, import_torch, table  # noqa: E402
+from _common import (  # noqa: E402
+    add_protocol_args,
+    bench_time,
+    contention_session,
+    import_torch,
+    protocol_header,
+    table,
+    use_protocol,
+)
 from kiln import ops  # noqa: E402
 
 LAYERS = [(784, 512), (512, 512), (512, 10)]
@@ -74,7 +83,9 @@ def torch_forward(torch, params):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--threads", type=int, default=ms.get_num_threads())
+    add_protocol_args(parser)
     args = parser.parse_args()
+    use_protocol(args)
     ms.set_num_threads(args.threads)
     torch = import_torch(args.threads)
     params = make_weights(np.random.default_rng(0))
@@ -90,13 +101,16 @@ def main():
         expected = fn(x)
         np.testing.assert_allclose(fk(kx).asnumpy(), expected, rtol=1e-4, atol=1e-4)
         number = 200 if batch == 64 else 2000
-        tk = best_time(lambda kx=kx: fk(kx), number) * 1e6
-        tn = best_time(lambda x=x: fn(x), number) * 1e6
-        tt = best_time(lambda tx=tx: ft(tx), number) * 1e6 if torch else None
+        tk = bench_time(lambda kx=kx: fk(kx), number) * 1e6
+        tn = bench_time(lambda x=x: fn(x), number) * 1e6
+        tt = bench_time(lambda tx=tx: ft(tx), number) * 1e6 if torch else None
         rows.append([batch, f"{tk:.1f}", f"{tn:.1f}", "-" if tt is None else f"{tt:.1f}",
                      f"{tk / tn:.2f}", "-" if tt is None else f"{tk / tt:.2f}"])
+    for line in protocol_header():
+        print(line)
     print(table(["batch", "kiln us", "NumPy us", "PyTorch us", "kiln/NumPy", "kiln/PyTorch"], rows))
 
 
 if __name__ == "__main__":
-    main()
+    with contention_session():  # busy processes (--contention) stop with main, however it ends
+        main()

@@ -17,6 +17,7 @@ counting the three matmuls (2 FLOPs per multiply-add); the training step counts 
 
 Run: PYTHONPATH=build/rel/python python benchmarks/bench_seed_network.py --threads 1 [--no-compile]
 (with MindSpore: the venv of benchmarks/requirements-peers.txt instead of `python`)
+Beside busy processes (issue #16): add --contention N [--nice K] (see _common.py).
 """
 import os
 import sys
@@ -29,9 +30,10 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "examples"))
 import kiln as ms  # noqa: E402
 from _common import (  # noqa: E402
+    bench_time,
     benchmark_setup,
-    best_time,
     check_close,
+    contention_session,
     jax_momentum_step,
     kiln_momentum_step,
     mindspore_forward_times,
@@ -154,27 +156,27 @@ def main():
         t = {}
         ms.set_context(mode=ms.PYNATIVE_MODE)
         want = net(x).asnumpy()  # what MindSpore must agree with
-        t["pynative"] = best_time(lambda x=x: net(x), number)
+        t["pynative"] = bench_time(lambda x=x: net(x), number)
         ms.set_context(mode=ms.GRAPH_MODE)
-        t["graph"] = best_time(lambda x=x: net(x), number)
+        t["graph"] = bench_time(lambda x=x: net(x), number)
         ms.set_context(mode=ms.PYNATIVE_MODE)
         if torch is not None:
             model = torch_mlp(torch)
             xt = torch.from_numpy(x.asnumpy().copy())
             with torch.no_grad():
-                t["torch"] = best_time(lambda model=model, xt=xt: model(xt), number)
+                t["torch"] = bench_time(lambda model=model, xt=xt: model(xt), number)
                 compiled = (torch_compiled(torch, model, xt, f"forward, batch {batch}", notes)
                             if compile_ok else None)
                 compile_ok = compiled is not None
                 if compiled is not None:
                     check_close(f"forward, batch {batch}, torch.compile vs PyTorch eager",
                                 compiled(xt).numpy(), model(xt).numpy(), 1e-4, 1e-5)
-                    t["compile"] = best_time(lambda c=compiled, xt=xt: c(xt), number)
+                    t["compile"] = bench_time(lambda c=compiled, xt=xt: c(xt), number)
         if jx is not None:
             jforward, _, jparams, _ = jx
             xj = jax.numpy.asarray(x.asnumpy())
-            t["jax"] = best_time(lambda f=jforward, p=jparams, a=xj: f(p, a).block_until_ready(),
-                                 number)
+            t["jax"] = bench_time(lambda f=jforward, p=jparams, a=xj: f(p, a).block_until_ready(),
+                                  number)
         if mindspore is not None:  # timed last: MindSpore's runtime threads spin once started
             deferred.append((t, lambda x=x, want=want, batch=batch, number=number:
                              mindspore_forward_times(
@@ -190,11 +192,11 @@ def main():
     ms.set_seed(0)
     eager_step = kiln_train_step(Network())
     kiln_losses = [float(eager_step(x, y).asnumpy()) for _ in range(3)]
-    t["pynative"] = best_time(lambda: eager_step(x, y), 20)
+    t["pynative"] = bench_time(lambda: eager_step(x, y), 20)
     ms.set_seed(0)
     graph_step = ms.jit(kiln_train_step(Network()))
     compiles = ms.get_jit_stats()["compiles"]
-    t["graph"] = best_time(lambda: graph_step(x, y), 20)
+    t["graph"] = bench_time(lambda: graph_step(x, y), 20)
     recompiled = ms.get_jit_stats()["compiles"] - compiles
     if recompiled > 1:
         notes.append(f"kiln Graph train step: {recompiled} compiles while timed")
@@ -205,7 +207,7 @@ def main():
         yt = torch.from_numpy(y.asnumpy().copy())
         tstep = torch_train_step(torch, tmodel)
         torch_losses = [float(tstep(xt, yt)) for _ in range(3)]
-        t["torch"] = best_time(lambda: tstep(xt, yt), 20)
+        t["torch"] = bench_time(lambda: tstep(xt, yt), 20)
         compiled = (torch_compiled(torch, cmodel, xt, "train step, batch 64", notes)
                     if compile_ok else None)
         if compiled is not None:
@@ -216,7 +218,7 @@ def main():
                   f"{time.perf_counter() - start:.1f} s")
             check_close("train step losses (3 steps), torch.compile vs PyTorch eager", closs,
                         torch_losses, 1e-3, 1e-4)
-            t["compile"] = best_time(lambda: cstep(xt, yt), 20)
+            t["compile"] = bench_time(lambda: cstep(xt, yt), 20)
     if jx is not None:
         _, jstep, jparams, jvel = jx
         xj, yj = jax.numpy.asarray(x.asnumpy()), jax.numpy.asarray(y.asnumpy())
@@ -226,7 +228,7 @@ def main():
             state[0], state[1], value = jstep(state[0], state[1], xj, yj)
             value.block_until_ready()
 
-        t["jax"] = best_time(run_jax, 20)
+        t["jax"] = bench_time(run_jax, 20)
     if mindspore is not None:
         deferred.append((t, lambda: mindspore_train_times(
             mindspore, lambda: mindspore_network(mindspore, net), mindspore.nn.CrossEntropyLoss,
@@ -243,4 +245,5 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    with contention_session():  # busy processes (--contention) stop with main, however it ends
+        main()

@@ -23,6 +23,7 @@ timed after every other framework (see _common.py).
 
 Run: PYTHONPATH=build/bench/python python benchmarks/bench_transformer.py --threads 1
 (with MindSpore: the venv of benchmarks/requirements-peers.txt instead of `python`)
+Beside busy processes (issue #16): add --contention N [--nice K] (see _common.py).
 """
 import math
 import sys
@@ -32,9 +33,10 @@ import numpy as np
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
 from _common import (  # noqa: E402
+    bench_time,
     benchmark_setup,
-    best_time,
     check_close,
+    contention_session,
     jax_momentum_step,
     jax_step_time,
     kiln_momentum_step,
@@ -208,9 +210,9 @@ def main():
     ms.set_context(mode=ms.PYNATIVE_MODE)
     check_close("forward, kiln Graph vs PyNative", graph_out, eager_out, 1e-4, 1e-5)
     fwd = {}
-    fwd["pynative"] = best_time(lambda: net(x), 10)
+    fwd["pynative"] = bench_time(lambda: net(x), 10)
     ms.set_context(mode=ms.GRAPH_MODE)
-    fwd["graph"] = best_time(lambda: net(x), 10)
+    fwd["graph"] = bench_time(lambda: net(x), 10)
     ms.set_context(mode=ms.PYNATIVE_MODE)
     notes = ["torch.compile: skipped (--no-compile)"] if args.no_compile else []
     if torch is not None:
@@ -219,7 +221,7 @@ def main():
         with torch.no_grad():
             check_close("forward, kiln PyNative vs PyTorch", eager_out, model(xt).numpy(),
                         1e-3, 1e-4)
-            fwd["torch"] = best_time(lambda: model(xt), 10)
+            fwd["torch"] = bench_time(lambda: model(xt), 10)
             if not args.no_compile:
                 compiled, seconds, note = try_torch_compile(torch, model, xt)
                 notes += [f"forward: {note}"] if note else []
@@ -227,13 +229,13 @@ def main():
                     check_close("forward, torch.compile vs PyTorch eager",
                                 compiled(xt).numpy(), model(xt).numpy(), 1e-4, 1e-5)
                     print(f"torch.compile forward compile (first call): {seconds:.1f} s")
-                    fwd["compile"] = best_time(lambda: compiled(xt), 10)
+                    fwd["compile"] = bench_time(lambda: compiled(xt), 10)
     if jax is not None:
         jforward, jstep, jparams, jvel = jax_block(jax, weights)
         xj, tj = jax.numpy.asarray(x_np), jax.numpy.asarray(t_np)
         check_close("forward, JAX vs kiln PyNative", np.asarray(jforward(jparams, xj)),
                     eager_out, 1e-3, 1e-4)
-        fwd["jax"] = best_time(lambda: jforward(jparams, xj).block_until_ready(), 10)
+        fwd["jax"] = bench_time(lambda: jforward(jparams, xj).block_until_ready(), 10)
 
     # ---- training step: three steps from the same weights must agree, then timing ----
     eager_net = load_kiln(Block(), weights, Tensor)
@@ -268,13 +270,13 @@ def main():
                     eager_net.fc1.weight.asnumpy(), tmodel.fc1.weight.detach().numpy(),
                     1e-3, 1e-4)
     train = {}
-    train["pynative"] = best_time(lambda: eager_step(x, target), 5)
+    train["pynative"] = bench_time(lambda: eager_step(x, target), 5)
     compiles = ms.get_jit_stats()["compiles"]
-    train["graph"] = best_time(lambda: graph_step(x, target), 5)
+    train["graph"] = bench_time(lambda: graph_step(x, target), 5)
     if ms.get_jit_stats()["compiles"] != compiles:
         raise AssertionError("kiln Graph train step recompiled while being timed")
     if torch is not None:
-        train["torch"] = best_time(lambda: tstep(xt, tt), 5)
+        train["torch"] = bench_time(lambda: tstep(xt, tt), 5)
         if "compile" in fwd:
             seconds = torch_compiled_step_time(
                 torch, lambda: torch_block(torch, weights), torch.nn.MSELoss(), xt, tt,
@@ -305,4 +307,5 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    with contention_session():  # busy processes (--contention) stop with main, however it ends
+        main()
