@@ -18,9 +18,9 @@ def best_time(fn, number, repeat=7, warmup=3):
 
     The minimum, not the mean: on a shared machine other work only ever adds time.
     """
-    # NumPy's OpenBLAS, PyTorch's OpenMP and kiln's oneTBB each keep their worker threads spinning for
-    # a while after a parallel call; on a 2-core machine a spinning idle pool of the previous
-    # framework halves the next one's speed. Let them fall asleep first.
+    # NumPy's OpenBLAS, PyTorch's OpenMP and kiln's oneTBB each keep their worker threads
+    # spinning for a while after a parallel call; on a 2-core machine a spinning idle pool of the
+    # previous framework halves the next one's speed. Let them fall asleep first.
     time.sleep(0.1)
     for _ in range(warmup):
         fn()
