@@ -4,6 +4,7 @@
 
 #include "convert.h"
 #include "core/allocator.h"
+#include "core/contention.h"
 #include "core/error.h"
 #include "core/interrupt.h"
 #include "core/parallel.h"
@@ -148,6 +149,17 @@ void InitModule(nb::module_& m) {
 
   m.def("get_num_threads", &GetNumThreads);
   m.def("set_num_threads", &SetNumThreads);
+  m.def("contention_stats", [] {
+    ContentionStats s = GetContentionStats();
+    nb::dict d;
+    d["checks"] = s.checks;
+    d["contended_checks"] = s.contended_checks;
+    d["last_fraction"] = s.last_fraction;
+    d["contended"] = s.contended;
+    d["available"] = s.available;
+    return d;
+  });
+  m.def("set_contention_override", &SetContentionOverride);
   m.def("set_seed", &SetGlobalSeed);
   m.def("empty_cache", &EmptyCache);
   m.def("allocator_stats", [] {

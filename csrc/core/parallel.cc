@@ -12,6 +12,7 @@
 #include <memory>
 #include <mutex>
 
+#include "core/contention.h"
 #include "core/error.h"
 
 namespace kiln {
@@ -54,9 +55,20 @@ void SetNumThreads(int n) {
   pool.threads.store(n, std::memory_order_relaxed);
 }
 
+// One slot: oneDNN plans a single-threaded split in it (the contended state).
+static tbb::task_arena& SerialArena() {
+  static tbb::task_arena* arena = new tbb::task_arena(1);  // never destroyed, as ThePool
+  return *arena;
+}
+
 void RunInPool(const std::function<void()>& fn) {
   Pool& pool = ThePool();
-  if (pool.threads.load(std::memory_order_relaxed) <= 0) return fn();
+  const int threads = pool.threads.load(std::memory_order_relaxed);
+  if (threads == 1 || (GetNumThreads() > 1 && MachineContended())) {
+    SerialArena().execute(fn);  // runs fn directly when this thread is already in it
+    return;
+  }
+  if (threads <= 0) return fn();
   std::shared_ptr<tbb::task_arena> arena;
   {
     std::lock_guard<std::mutex> lock(pool.mutex);
@@ -69,7 +81,7 @@ void RunInPool(const std::function<void()>& fn) {
 void ParallelFor(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn) {
   if (n <= 0) return;
   grain = std::max<int64_t>(grain, 1);
-  if (n < 2 * grain || GetNumThreads() <= 1) {
+  if (n < 2 * grain || GetNumThreads() <= 1 || MachineContended()) {
     fn(0, n);
     return;
   }

@@ -2,11 +2,13 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <mutex>
 #include <set>
 #include <thread>
 #include <vector>
 
+#include "core/contention.h"
 #include "core/error.h"
 #include "core/parallel.h"
 
@@ -106,6 +108,55 @@ TEST(Parallel, ManyCallersShareThePool) {
     });
   for (auto& t : callers) t.join();
   EXPECT_EQ(sum.load(), 8 * 50 * 10000);
+}
+
+// Restores the contention monitor's measuring state.
+class ContentionOverride {
+ public:
+  explicit ContentionOverride(int state) { SetContentionOverride(state); }
+  ~ContentionOverride() { SetContentionOverride(-1); }
+};
+
+TEST(Parallel, AContendedMachineRunsKernelsOnTheCaller) {
+  ThreadCountGuard guard;
+  SetNumThreads(std::max(2u, std::thread::hardware_concurrency()));
+  ContentionOverride contended(1);
+  EXPECT_TRUE(MachineContended());
+  EXPECT_TRUE(GetContentionStats().contended);
+  const auto caller = std::this_thread::get_id();
+  std::atomic<int> elsewhere{0}, calls{0};
+  ParallelFor(1 << 16, 1, [&](int64_t begin, int64_t end) {
+    calls++;
+    if (std::this_thread::get_id() != caller) elsewhere++;
+  });
+  EXPECT_EQ(elsewhere.load(), 0);
+  EXPECT_EQ(calls.load(), 1);  // one serial call over the whole range
+  EXPECT_EQ(GetNumThreads(), static_cast<int>(std::max(2u, std::thread::hardware_concurrency())));
+}
+
+TEST(Parallel, AQuietMachineSplitsKernels) {
+  ContentionOverride quiet(0);
+  EXPECT_FALSE(MachineContended());
+  std::atomic<int> calls{0};
+  ParallelFor(1 << 16, 1, [&](int64_t, int64_t) { calls++; });
+  if (GetNumThreads() > 1) {
+    EXPECT_GT(calls.load(), 1);
+  }
+}
+
+TEST(Parallel, TheMonitorReadsThisThreadsRunQueueWait) {
+  // Linux reports schedstat for every thread; the monitor takes a reading per 10 ms of use.
+  const ContentionStats before = GetContentionStats();
+  for (int i = 0; i < 3; ++i) {
+    MachineContended();
+    std::this_thread::sleep_for(std::chrono::milliseconds(12));
+  }
+  MachineContended();
+  const ContentionStats after = GetContentionStats();
+  ASSERT_TRUE(after.available) << "no /proc/thread-self/schedstat";
+  EXPECT_GT(after.checks, before.checks);
+  EXPECT_GE(after.last_fraction, 0.0);
+  EXPECT_LE(after.last_fraction, 1.0);
 }
 
 TEST(Parallel, RejectsANonPositiveThreadCount) {
