@@ -1,4 +1,4 @@
-// module.cc - the kiln._C extension module: error mapping, dtypes, op calls and runtime knobs.
+// module.cc - the kiln._C extension module: error mapping, dtypes, the op table and runtime knobs.
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
@@ -18,6 +18,7 @@ void BindTensor(nb::module_& m);
 void BindAutodiff(nb::module_& m);
 void BindIR(nb::module_& m);
 void BindJit(nb::module_& m);
+void BindDispatch(nb::module_& m);
 
 namespace {
 
@@ -65,24 +66,6 @@ void TranslateErrors(const std::exception_ptr& p, void*) {
   }
 }
 
-// _C.call(kind, inputs, attrs): runs one registry op eagerly.
-nb::object Call(int kind, nb::sequence inputs, nb::sequence attrs) {
-  std::vector<Tensor> tensors;
-  for (nb::handle h : inputs) {
-    Tensor t;
-    if (!ToOperand(h, &t)) {
-      throw nb::type_error((std::string(OpName(static_cast<OpKind>(kind))) +
-                            ": expected a Tensor or a number, got " +
-                            nb::cast<std::string>(nb::str(h.type())))
-                               .c_str());
-    }
-    tensors.push_back(std::move(t));
-  }
-  Attrs values;
-  for (nb::handle h : attrs) values.push_back(ToAttr(h));
-  return WrapOutputs(CallOp(static_cast<OpKind>(kind), std::move(tensors), std::move(values)));
-}
-
 nb::dict OpSchema(int kind) {
   const OpDef& def = GetOpDef(static_cast<OpKind>(kind));
   nb::dict d;
@@ -127,6 +110,7 @@ void InitModule(nb::module_& m) {
   m.def("promote_types", &PromoteTypes);
   m.def("promote_with_scalar", &PromoteWithScalar);
 
+  BindDispatch(m);
   BindTensor(m);
   BindAutodiff(m);
   BindIR(m);
@@ -138,7 +122,6 @@ void InitModule(nb::module_& m) {
     if (!ToOperand(h, &t) || !t.defined()) throw nb::type_error("weak_scalar: expected a number");
     return Wrap(t);
   });
-  m.def("call", &Call, nb::arg("kind"), nb::arg("inputs"), nb::arg("attrs"));
   m.def("op_names", [] {
     std::vector<std::string> names;
     for (int i = 0; i < kNumOps; ++i) names.push_back(OpName(static_cast<OpKind>(i)));

@@ -4,6 +4,7 @@
 #include <nanobind/stl/vector.h>
 
 #include "convert.h"
+#include "dispatch.h"
 #include "runtime/eager.h"
 
 namespace kiln::bind {
@@ -107,41 +108,22 @@ nb::object ToNumpy(const Tensor& t, bool writable) {
   return result;
 }
 
-// While a graph is being compiled, operators on eager tensors (Parameters, constants) must add
-// graph nodes instead of computing now; the Python compiler installs this hook for that time.
-// The hook is per thread: a thread that compiles never captures another thread's eager ops.
-// It holds a borrowed reference: the compiler keeps its hook function alive (a module-level
-// function), and a thread_local owning reference would be released without the GIL at exit.
-thread_local PyObject* t_graph_hook = nullptr;
-
-bool Building() { return t_graph_hook != nullptr; }
-
-nb::object ToGraph(const char* op, const Tensor& self, nb::handle other, bool swap) {
-  return nb::handle(t_graph_hook)(op, nb::find(&self), other, swap);
-}
-
-// Hooks installed by any thread; kept alive for the process so borrowed pointers stay valid.
-std::vector<nb::object>& KeptHooks() {
-  static auto* hooks = new std::vector<nb::object>();
-  return *hooks;
-}
-
-void SetGraphHook(nb::object hook) {
-  if (hook.is_none()) {
-    t_graph_hook = nullptr;
-    return;
-  }
-  auto& kept = KeptHooks();
-  bool known = false;
-  for (const auto& h : kept) known = known || h.is(hook);
-  if (!known) kept.push_back(hook);
-  t_graph_hook = hook.ptr();
+// `param * 0.9` on an eager tensor (a Parameter, a constant) while this thread compiles: a node
+// of the graph, never a value baked in now. An operand that is neither a number nor tensor-like
+// (with a shape) gets NotImplemented, as in eager mode.
+nb::object BinaryToGraph(PyObject* graph, OpKind kind, const Tensor& self, nb::handle other,
+                         bool swap) {
+  bool number = PyLong_Check(other.ptr()) || PyFloat_Check(other.ptr());  // bool is an int
+  if (!number && !nb::hasattr(other, "shape")) return nb::borrow(Py_NotImplemented);
+  nb::handle me = nb::find(&self);
+  return EmitToGraph(graph, kind, swap ? nb::make_tuple(other, me) : nb::make_tuple(me, other),
+                     nb::tuple());
 }
 
 // Binary operator: Tensor op (Tensor | scalar), reflected when `swap`; NotImplemented otherwise.
 template <OpKind kKind, bool kSwap>
 nb::object BinaryOperator(const Tensor& self, nb::handle other) {
-  if (Building()) return ToGraph(OpName(kKind), self, other, kSwap);
+  if (PyObject* graph = GraphTarget()) return BinaryToGraph(graph, kKind, self, other, kSwap);
   Tensor rhs;
   if (!ToOperand(other, &rhs) || !rhs.defined()) return nb::borrow(Py_NotImplemented);
   if constexpr (kSwap) return Wrap(CallOp1(kKind, {rhs, self}));
@@ -150,7 +132,9 @@ nb::object BinaryOperator(const Tensor& self, nb::handle other) {
 
 template <OpKind kKind>
 nb::object UnaryOperator(const Tensor& self) {
-  if (Building()) return ToGraph(OpName(kKind), self, nb::none(), false);
+  if (PyObject* graph = GraphTarget()) {
+    return EmitToGraph(graph, kKind, nb::make_tuple(nb::find(&self)), nb::tuple());
+  }
   return Wrap(CallOp1(kKind, {self}));
 }
 
@@ -174,8 +158,6 @@ Tensor AsStridedChecked(const Tensor& t, const Shape& shape, const Shape& stride
 }  // namespace
 
 void BindTensor(nb::module_& m) {
-  m.def("_set_graph_hook", &SetGraphHook, nb::arg("hook").none(),
-        "Sets (or clears, with None) this thread's hook for operators on eager tensors.");
   nb::class_<Tensor>(m, "TensorBase")
       .def("__init__",
            [](Tensor* self, const Tensor& other) {

@@ -1,39 +1,58 @@
-"""The graph each thread is compiling, if any: ops._core.call sends ops there, not to kernels."""
+"""The graph this thread is compiling, if any; the state itself is kept in C++.
+
+Whether an op runs now or becomes a node is decided in one place, bindings/dispatch.cc, from
+one per-thread value: the GraphEmitter the thread compiles into (None while it runs eagerly).
+`_C.call` (ops._core.call) and the Tensor operators both read it there; this module is how
+Python code sets and reads that same value.
+"""
 
 import itertools
-import threading
+
+from kiln import _C
+
+# This thread's GraphEmitter (kiln.jit.emitter) while it compiles a function, else None.
+emitter = _C.graph_target
 
 
-class _Compiling(threading.local):
-    """What this thread is compiling. Per thread, so a thread running eager ops (or compiling
-    its own function) while another thread compiles never has its ops sent into that graph."""
-
-    builder = None  # a kiln.jit.emitter.GraphEmitter while this thread compiles a function
-    converter = None  # the kiln.jit.convert.Converter of that compilation
+def compiling():
+    """True while this thread compiles a function (its ops become graph nodes)."""
+    return _C.graph_target() is not None
 
 
-compiling = _Compiling()
-# How many threads are compiling now. A thread-local read costs ~40 ns more than a module
-# attribute, so ops._core.call reads `compiling` only while this is not 0.
-threads_compiling = 0
-_counter_lock = threading.Lock()
+def converter():
+    """The kiln.jit.convert.Converter of this thread's compilation, or None."""
+    target = _C.graph_target()
+    return None if target is None else target.converter
 
 
-def begin_compile(builder, converter):
-    """Makes `builder` this thread's graph under construction; returns what to restore."""
-    global threads_compiling
-    previous = (compiling.builder, compiling.converter)
-    with _counter_lock:
-        threads_compiling += 1
-    compiling.builder, compiling.converter = builder, converter
-    return previous
+def begin_compile(target):
+    """Makes `target` (a GraphEmitter) this thread's graph under construction; returns what
+    end_compile restores (the enclosing compilation's, when compiles nest)."""
+    return _C.set_graph_target(target)
 
 
 def end_compile(previous):
-    global threads_compiling
-    compiling.builder, compiling.converter = previous
-    with _counter_lock:
-        threads_compiling -= 1
+    _C.set_graph_target(previous)
+
+
+class eager:  # noqa: N801 - used as `with _graph_state.eager():`
+    """Runs ops eagerly even while a graph is being compiled (compile-time work such as
+    initialising the Parameters of a Cell built inside a jitted function)."""
+
+    def __enter__(self):
+        self.saved = _C.set_graph_target(None)
+
+    def __exit__(self, *exc):
+        _C.set_graph_target(self.saved)
+
+
+class GraphValue:
+    """Base of the values of a graph under construction (kiln.jit.graph_tensor.GraphTensor):
+    code below the compiler recognises them by this class without importing kiln.jit."""
+
+    __slots__ = ()
+
+
 cell_epoch = 0  # changed on every Cell attribute change: lets compile-cache guards skip re-reading
 _epochs = itertools.count(1)
 
@@ -43,15 +62,3 @@ def bump_cell_epoch():
     count is atomic), so no change made by one thread is lost to another's at the same time."""
     global cell_epoch
     cell_epoch = next(_epochs)
-graph_tensor_type = type(None)  # kiln.jit.graph_tensor.GraphTensor, set when it is imported
-
-
-class eager:  # noqa: N801 - used as `with _graph_state.eager():`
-    """Runs ops eagerly even while a graph is being compiled (compile-time work such as
-    initialising the Parameters of a Cell built inside a jitted function)."""
-
-    def __enter__(self):
-        self.saved, compiling.builder = compiling.builder, None
-
-    def __exit__(self, *exc):
-        compiling.builder = self.saved

@@ -38,7 +38,7 @@ class _CellGraphExecutor:
         if not isinstance(obj, Cell):
             raise TypeError(f"_cell_graph_executor.compile: expected an nn.Cell, got "
                             f"{type(obj).__name__}")
-        if _graph_state.compiling.builder is not None:
+        if _graph_state.compiling():
             raise RuntimeError("_cell_graph_executor.compile cannot be called while a graph is "
                                "being compiled")
         if jit_config_dict is not None:

@@ -12,11 +12,9 @@ import numpy as np
 
 from kiln import _C
 from kiln import _graph_state as _state
-from kiln._graph_state import compiling as _compiling
 from kiln.common.tensor import Tensor
 from kiln.jit.cache import CompileCache
 from kiln.jit.convert import Converter
-from kiln.jit.eager_operators import eager_operator_in_graph
 from kiln.jit.emitter import RAISE_ARG_SEPARATOR, RAISE_TENSOR_ARG, GraphEmitter
 from kiln.jit.graph_tensor import GraphTensor
 from kiln.jit.guards import freeze, is_user_object
@@ -260,8 +258,7 @@ def compile_function(fn, args, kwargs, self_obj=None, name="graph", level="O1"):
     start = time.perf_counter()
     emitter = GraphEmitter()
     converter = Converter(emitter)
-    previous = _state.begin_compile(emitter, converter)
-    _C._set_graph_hook(eager_operator_in_graph)
+    previous = _state.begin_compile(emitter)
     try:
         graph_args = [_graph_inputs(emitter, a, [], f"arg{i}") for i, a in enumerate(args)]
         graph_args = [_wrap_cells(converter, a, f"arg{i}") for i, a in enumerate(graph_args)]
@@ -271,15 +268,13 @@ def compile_function(fn, args, kwargs, self_obj=None, name="graph", level="O1"):
         result = lazy_as_tuples(converter.call_function(fn, tuple(graph_args), graph_kwargs))
         converter.guards.settle(fn.__qualname__)
         leaves, tree = flatten(result)
-        outputs = [leaf.handle for leaf in leaves if isinstance(leaf, GraphTensor)]
-        emitter.b.set_outputs(outputs)
-        text = emitter.b.text()
+        emitter.set_outputs([leaf for leaf in leaves if isinstance(leaf, GraphTensor)])
+        text = emitter.text()
         _save_graph(name, "frontend", text, get_context)
-        executable = emitter.b.finish(level)
+        executable = emitter.finish(level)
         _save_graph(name, "optimized", executable.text(), get_context)
     finally:
         _state.end_compile(previous)
-        _C._set_graph_hook(eager_operator_in_graph if previous[0] is not None else None)
     out_leaves = [_FROM_GRAPH if isinstance(leaf, GraphTensor) else leaf for leaf in leaves]
     _count("compiles")
     _count("compile_seconds", time.perf_counter() - start)
@@ -375,7 +370,7 @@ class JitFunction:
 
     def call_bound(self, self_obj, *args, **kwargs):
         armed = self._fast  # one read: another thread may re-arm it meanwhile
-        if (armed is not None and not kwargs and _compiling.builder is None
+        if (armed is not None and not kwargs and _C.graph_target() is None
                 and armed[0]() is self_obj and not _C.tape_active()):
             try:
                 out = armed[1](args, _state.cell_epoch)
@@ -383,12 +378,13 @@ class JitFunction:
                 raise _raised(e, armed[2]) from None
             if out is not None:
                 return out
-        if _compiling.builder is not None:  # called while compiling an enclosing graph: inline it
+        converter = _state.converter()
+        if converter is not None:  # called while compiling an enclosing graph: inline it
             if self_obj is not None:  # a Cell is seen through its proxy, as `self` is
-                args = (_compiling.converter.wrap(self_obj, "self", None, path="self"),) + args
+                args = (converter.wrap(self_obj, "self", None, path="self"),) + args
             from kiln.jit.scope import Converted  # noqa: PLC0415
 
-            return Converted(_compiling.converter, self.fn)(*args, **kwargs)
+            return Converted(converter, self.fn)(*args, **kwargs)
         if _C.tape_active():
             # grad(jit(f)) in PyNative: the eager tape must see f's ops, so f runs op by op.
             return self._run_eagerly(self_obj, args, kwargs)
@@ -533,12 +529,12 @@ def jit(
 def cell_graph_call(cell, args, kwargs):
     """Cell.__call__ in Graph mode: compiles construct (cached per cell and input signature);
     while another graph is being compiled, the cell is compiled into that graph instead."""
-    if _compiling.builder is not None:
+    converter = _state.converter()
+    if converter is not None:
         from kiln.jit.scope import CellProxy  # noqa: PLC0415
 
-        return _compiling.converter.call_cell(
-            cell, CellProxy(_compiling.converter, cell, type(cell).__name__), args, kwargs
-        )
+        return converter.call_cell(cell, CellProxy(converter, cell, type(cell).__name__), args,
+                                   kwargs)
     return cell_jit_function(cell).call_bound(cell, *args, **kwargs)
 
 

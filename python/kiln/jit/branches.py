@@ -63,8 +63,8 @@ class BranchesMixin:
             # Build the branch that raises second, so it can mirror the other branch's results.
             cond, body, orelse = logical_not(cond), orelse, body
         names = [] if returns else _merged_names(body, orelse, frame)
-        b = self.emitter.b
-        group = b.new_group()
+        emitter = self.emitter
+        group = emitter.new_group()
         branches = []
         for label, block in (("then", body), ("else", orelse)):
             branches.append(self._if_branch(group, label, block, frame, names, returns, branches))
@@ -72,7 +72,7 @@ class BranchesMixin:
         described = names or ["the returned value"]
         self._join(branches, None, frame, stmt, described, internal)  # check before emitting
         self.set_loc(stmt, frame)
-        outs = b.if_(cond.handle, group, *self.emitter.loc)
+        outs = emitter.if_(cond, group)
         result = self._join(branches, outs, frame, stmt, described, internal)
         if returns:
             raise ReturnSignal(result)
@@ -86,8 +86,7 @@ class BranchesMixin:
     def _if_branch(self, group, label, block, frame, names, returns, built):
         """Builds one branch as a region: (leaves, structure, constants) of its results. A branch
         that raised gives placeholders shaped like those of the branch `built` before it."""
-        b = self.emitter.b
-        b.begin_region(group, f"if_{label}", [])
+        self.emitter.begin_region(group, f"if_{label}")
         inner = region_frame(frame)
         try:
             value = self._run_region(block, inner, returns)
@@ -103,7 +102,7 @@ class BranchesMixin:
             result = value if returns else tuple(inner.locals.get(n, UNDEFINED) for n in names)
             leaves, tree = flatten(result)
         handles, consts = self._region_outputs(leaves)
-        b.end_region(handles)
+        self.emitter.end_region(handles)
         return leaves, tree, consts
 
     def _raise_if(self, cond, error_type, message, values, negate=False):
@@ -112,34 +111,34 @@ class BranchesMixin:
 
         if negate:
             cond = call("logical_not", (call("cast", (cond,), (bool_dtype(),)),))
-        b = self.emitter.b
-        group = b.new_group()
-        b.begin_region(group, "raise", [])
-        self.emitter.raise_(error_type, message, values)
-        b.end_region([])
-        b.begin_region(group, "no_raise", [])
-        b.end_region([])
-        b.if_(scalar_bool(cond).handle, group, *self.emitter.loc)
+        emitter = self.emitter
+        group = emitter.new_group()
+        emitter.begin_region(group, "raise")
+        emitter.raise_(error_type, message, values)
+        emitter.end_region([])
+        emitter.begin_region(group, "no_raise")
+        emitter.end_region([])
+        emitter.if_(scalar_bool(cond), group)
 
     def select(self, cond, if_true, if_false):
         """`a if cond else b` (and the pieces of `and`/`or`): a graph if for tensor conditions."""
         if not isinstance(cond, GraphTensor):
             return if_true() if cond else if_false()
-        b = self.emitter.b
-        group = b.new_group()
+        emitter = self.emitter
+        group = emitter.new_group()
         branches = []
         for label, thunk in (("then", if_true), ("else", if_false)):
-            b.begin_region(group, f"select_{label}", [])
+            emitter.begin_region(group, f"select_{label}")
             try:
                 leaves, tree = flatten(thunk())
             except BaseException:
                 self._abandon_region()
                 raise
             handles, consts = self._region_outputs(leaves)
-            b.end_region(handles)
+            emitter.end_region(handles)
             branches.append((leaves, tree, consts))
         self._join_values(branches, None, "this conditional expression")  # check before emitting
-        outs = b.if_(scalar_bool(cond).handle, group, *self.emitter.loc)
+        outs = emitter.if_(scalar_bool(cond), group)
         return self._join_values(branches, outs, "this conditional expression")
 
     def _placeholder(self, value):
@@ -153,12 +152,12 @@ class BranchesMixin:
     def _abandon_region(self):
         """Closes a region whose building failed: it keeps no nodes and nothing calls it."""
         self.emitter.truncate(0)
-        self.emitter.b.end_region([])
+        self.emitter.end_region([])
 
     def _run_region(self, block, frame, returns):
         """Runs a block inside the open region: what it returns (with `returns`), RAISED, or
         None."""
-        self.frames.append((frame, self.emitter.b.current_func))
+        self.frames.append((frame, self.emitter.current_func))
         try:
             self.exec_block(block, frame)
         except ReturnSignal as r:

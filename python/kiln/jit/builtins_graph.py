@@ -11,7 +11,7 @@ def _print(*args, sep=" ", end="\n", file=None, flush=False):
     inside tuples, lists and dicts (there, like Python, with the tensor's repr)."""
     values = []
     text = sep.join(_format(a, values, str) for a in args) + ("" if end == "\n" else end)
-    _state.compiling.builder.print_(text, values)
+    _state.emitter().print_(text, values)
 
 
 def _format(value, values, outer):
@@ -48,7 +48,7 @@ def _isinstance(obj, classinfo):
     if isinstance(obj, CellProxy):
         obj = obj._cell
     if isinstance(obj, GraphTensor):
-        source = _state.compiling.builder.source_of(obj)
+        source = _state.emitter().source_of(obj)
         if source is not None:
             return builtins.isinstance(source, classes) or GraphTensor in classes
         return any(builtins.isinstance(c, type) and issubclass(Tensor, c) or c is GraphTensor
@@ -73,7 +73,7 @@ def _super(*args):
     if len(args) != 2:
         raise TypeError("super() in compiled code takes no arguments or (class, object)")
     cls = _real_classes(args[0])[0]
-    return super_view(_state.compiling.converter, cls, args[1])
+    return super_view(_state.converter(), cls, args[1])
 
 
 class TensorRange:

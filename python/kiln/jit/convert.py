@@ -44,6 +44,7 @@ class Converter(StatementsMixin, BranchesMixin, LoopsMixin):
 
     def __init__(self, emitter):
         self.emitter = emitter
+        emitter.converter = self  # what compiled code calls back into (_graph_state.converter)
         self.guards = Guards()
         emitter.is_outside = self.guards.holds
         self.depth = 0
@@ -137,7 +138,7 @@ class Converter(StatementsMixin, BranchesMixin, LoopsMixin):
 
     def run_body(self, stmts, frame):
         self.depth += 1
-        self.frames.append((frame, self.emitter.b.current_func))
+        self.frames.append((frame, self.emitter.current_func))
         if self.depth > 200:
             raise RecursionError(
                 "Graph mode: calls nest more than 200 deep (recursion is unrolled "

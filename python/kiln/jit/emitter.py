@@ -1,4 +1,8 @@
-"""GraphEmitter: turns op calls on graph values into nodes of the C++ graph builder."""
+"""GraphEmitter: turns op calls on graph values into nodes of the C++ graph builder.
+
+It is the front end's only door to that builder (_C.GraphBuilder): the rest of kiln.jit, and
+the grad of ops.composite, build graphs through its methods.
+"""
 
 import builtins
 
@@ -7,6 +11,8 @@ from kiln.common.tensor import Tensor
 from kiln.jit.graph_tensor import GraphTensor
 from kiln.ops._core import KIND
 
+_OP_NAMES = _C.op_names()  # by kind, for messages
+
 
 def _is_parameter(value):
     from kiln.common.parameter import Parameter  # noqa: PLC0415 - nn imports jit
@@ -14,13 +20,8 @@ def _is_parameter(value):
     return isinstance(value, Parameter)
 
 
-def _view_ops():
-    from kiln.ops._core import KIND  # noqa: PLC0415
-
-    return frozenset(n for n, k in KIND.items() if _C.op_schema(k)["is_view"])
-
-
-_VIEW_OPS = _view_ops()  # ops whose outputs share their first input's storage in PyNative
+# ops whose outputs share their first input's storage in PyNative
+_VIEW_KINDS = frozenset(k for k in KIND.values() if _C.op_schema(k)["is_view"])
 
 
 RAISE_TENSOR_ARG = object()  # where a raised exception's argument is a tensor's run-time value
@@ -28,10 +29,12 @@ RAISE_ARG_SEPARATOR = "\x1f"  # between those values in the run-time message
 
 
 class GraphEmitter:
-    """Owns one _C.GraphBuilder while a function compiles; ops._core.call forwards ops here."""
+    """Owns one _C.GraphBuilder while a function compiles. While it is this thread's graph
+    target (kiln._graph_state), every op called from Python comes here (emit)."""
 
     def __init__(self):
-        self.b = _C.GraphBuilder()
+        self._builder = _C.GraphBuilder()
+        self.converter = None  # the kiln.jit.convert.Converter compiling into it (it sets this)
         self.loc = ("", 0, 0)
         self.parameters = []  # Parameters that became graph inputs, in input order
         self._param_values = {}  # id(Parameter) -> GraphTensor
@@ -44,13 +47,13 @@ class GraphEmitter:
 
     # ---- values ----
     def wrap(self, handle):
-        dtype, shape, _ = self.b.meta(handle)
+        dtype, shape, _ = self._builder.meta(handle)
         return GraphTensor(handle, dtype, shape)
 
     def input(self, dtype_enum, shape, name, source=None):
         """A graph input; `source` is the Python value it stands for where that is not a plain
         tensor (a mutable number: isinstance(n, int) holds in compiled code too)."""
-        value = self.wrap(self.b.input(dtype_enum, list(shape), name))
+        value = self.wrap(self._builder.input(dtype_enum, list(shape), name))
         self.entries[id(value)] = value
         if source is not None:
             self._sources[id(value)] = source
@@ -78,14 +81,14 @@ class GraphEmitter:
     def constant(self, value):
         """A graph constant from a Tensor or a Python number (weakly typed)."""
         if isinstance(value, Tensor):
-            key = (self.b.current_func, id(value))
+            key = (self._builder.current_func, id(value))
             hit = self._consts.get(key)
             if hit is not None:
                 return hit[1]
-            g = self.wrap(self.b.const(value, *self.loc))
+            g = self.wrap(self._builder.const(value, *self.loc))
             self._consts[key] = (value, g)
             return g
-        return self.wrap(self.b.const(_C.weak_scalar(value), *self.loc))
+        return self.wrap(self._builder.const(_C.weak_scalar(value), *self.loc))
 
     def to_graph(self, value, op_name):
         if isinstance(value, GraphTensor):
@@ -96,7 +99,7 @@ class GraphEmitter:
             # index assignment. Only tensors made while compiling are constants.
             if _is_parameter(value) or id(value) in self._param_values:
                 return self.parameter(value)
-            hit = self._consts.get((self.b.current_func, id(value)))
+            hit = self._consts.get((self._builder.current_func, id(value)))
             if hit is not None:  # decided already (is_outside walks the guards)
                 return hit[1]
             return self.parameter(value) if self.is_outside(value) else self.constant(value)
@@ -106,12 +109,15 @@ class GraphEmitter:
 
     def truncate(self, mark):
         """Forgets the current function's nodes after `mark` (an abandoned attempt)."""
-        func = self.b.current_func
-        self.b.truncate(mark)
+        func = self._builder.current_func
+        self._builder.truncate(mark)
         self._consts = {k: v for k, v in self._consts.items() if k[0] != func}
 
     # ---- nodes ----
-    def emit(self, name, inputs, attrs):
+    def emit(self, kind, inputs, attrs):
+        """Op `kind` (the registry's number) as a node; bindings/dispatch.cc calls this for
+        every op this thread runs while it compiles."""
+        name = _OP_NAMES[kind]
         handles, absent = [], []
         for x in inputs:
             if x is None:
@@ -120,16 +126,71 @@ class GraphEmitter:
             else:
                 handles.append(self.to_graph(x, name).handle)
                 absent.append(False)
-        outs = self.b.op(KIND[name], handles, absent, list(attrs), *self.loc)
+        outs = self._builder.op(kind, handles, absent, list(attrs), *self.loc)
         values = [self.wrap(h) for h in outs]
-        if name in _VIEW_OPS and inputs and inputs[0] is not None:
+        if kind in _VIEW_KINDS and inputs and inputs[0] is not None:
             base = self.to_graph(inputs[0], name)
             for v in values:
                 self.views[id(v)] = (v, name, base)
         return values[0] if len(values) == 1 else tuple(values)
 
+    # ---- regions: the bodies of graph if and while ----
+    @property
+    def current_func(self):
+        """The graph function (the open region) new nodes go into."""
+        return self._builder.current_func
+
+    def new_group(self):
+        """A new group of regions (the branches of one if, or the condition and body of one
+        while)."""
+        return self._builder.new_group()
+
+    def begin_region(self, group, prefix, metas=()):
+        """Opens a region of `group`; its parameters (one per (dtype, shape) of `metas`) as
+        graph values."""
+        return [self.wrap(h) for h in self._builder.begin_region(group, prefix, list(metas))]
+
+    def end_region(self, handles):
+        """Closes the open region; `handles` are its results."""
+        self._builder.end_region(list(handles))
+
+    def if_(self, cond, group):
+        """A graph if on the 0-d bool graph value `cond` choosing between `group`'s two regions;
+        the handles of its results."""
+        return self._builder.if_(cond.handle, group, *self.loc)
+
+    def while_(self, init, group):
+        """A graph while over `group` (condition, body) carrying `init`; the final values."""
+        handles = self._builder.while_([v.handle for v in init], group, *self.loc)
+        return [self.wrap(h) for h in handles]
+
+    def mark(self):
+        """The current function's node count, for truncate() and gradient()."""
+        return self._builder.mark()
+
+    def gradient(self, mark, targets, sens, sources):
+        """Reverse-mode gradients (csrc/autodiff) of `targets` with respect to `sources`, over
+        the nodes added since `mark`; `sens` seeds them (none: ones)."""
+        handles = self._builder.gradient(mark, [t.handle for t in targets],
+                                         [s.handle for s in sens], [False] * len(sens),
+                                         [s.handle for s in sources])
+        return [self.wrap(h) for h in handles]
+
+    # ---- the finished graph ----
+    def set_outputs(self, outputs):
+        self._builder.set_outputs([v.handle for v in outputs])
+
+    def text(self):
+        """The graph as built, in IR text."""
+        return self._builder.text()
+
+    def finish(self, level):
+        """Verifies the graph, runs the jit level's passes and plans it: a _C.Executable."""
+        return self._builder.finish(level)
+
     def print_(self, format_string, values):
-        self.b.print_(format_string, [self.to_graph(v, "print").handle for v in values], *self.loc)
+        handles = [self.to_graph(v, "print").handle for v in values]
+        self._builder.print_(format_string, handles, *self.loc)
 
     def raise_(self, error_type, format_string, values, args=None):
         """A node raising `error_type` (an exception class) when the graph runs; with `args`
@@ -141,7 +202,7 @@ class GraphEmitter:
         else:  # a name no builtin has, unique to this node: the exception comes back through us
             name = f"{error_type.__module__}.{error_type.__qualname__}@{len(self.raise_types)}"
             self.raise_types[name] = (error_type, tuple(args))
-        self.b.raise_(
+        self._builder.raise_(
             name,
             format_string,
             [self.to_graph(v, "raise").handle for v in values],

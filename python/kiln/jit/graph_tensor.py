@@ -1,6 +1,6 @@
 """GraphTensor: a tensor-valued node of the graph being compiled, with kiln.Tensor's API."""
 
-from kiln import _graph_state
+from kiln._graph_state import GraphValue
 from kiln.common import dtype as mstype
 from kiln.common.tensor import Tensor
 
@@ -9,7 +9,7 @@ class CompileTimeValueError(TypeError):
     """A tensor's value was needed while compiling, but it is only known when the graph runs."""
 
 
-class GraphTensor:
+class GraphTensor(GraphValue):
     """Stands for a tensor while a function is compiled: ops on it add nodes to the graph.
 
     Its dtype and shape are known (from the registry's inference); its values are not, so
@@ -181,7 +181,6 @@ def _install_operators():
 
 
 _install_operators()
-_graph_state.graph_tensor_type = GraphTensor
 
 
 def is_tensor(value):

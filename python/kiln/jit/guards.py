@@ -50,7 +50,7 @@ def _by_identity(value):
     from kiln.common.tensor import Tensor  # noqa: PLC0415
     from kiln.nn import Cell  # noqa: PLC0415
 
-    return isinstance(value, (Tensor, Cell, types.FunctionType, _graph_state.graph_tensor_type))
+    return isinstance(value, (Tensor, Cell, types.FunctionType, _graph_state.GraphValue))
 
 
 def is_user_object(value):
@@ -125,7 +125,7 @@ def holds(frozen, obj):
 def graph_value_inside(frozen):
     """True when a frozen value holds a graph value (one compiled code stored there)."""
     if isinstance(frozen, Same):
-        return isinstance(frozen.obj, _graph_state.graph_tensor_type)
+        return isinstance(frozen.obj, _graph_state.GraphValue)
     if isinstance(frozen, tuple):
         return any(graph_value_inside(item) for item in frozen)
     return False

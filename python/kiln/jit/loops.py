@@ -34,7 +34,7 @@ class LoopsMixin:
         if not isinstance(test, GraphTensor) and has_loop_exit(stmt.body):
             # Try it as a compile-time loop; if an exit turns out to depend on a tensor, the trip
             # count is data dependent: forget the attempt and build a graph loop instead.
-            mark, saved = self.emitter.b.mark(), dict(frame.locals)
+            mark, saved = self.emitter.mark(), dict(frame.locals)
             try:
                 self._unrolled_while(stmt, frame, test)
                 return
@@ -101,30 +101,28 @@ class LoopsMixin:
         _check_carriable(leaves, frame, stmt)
         init = [self.emitter.to_graph(v, "while") for v in leaves]
         metas = [(v._dtype, list(v.shape)) for v in init]
-        b = self.emitter.b
-        group = b.new_group()
+        emitter = self.emitter
+        group = emitter.new_group()
 
         def enter(prefix):
-            params = [self.emitter.wrap(h) for h in b.begin_region(group, prefix, metas)]
+            params = emitter.begin_region(group, prefix, metas)
             inner = region_frame(frame)
             for n, v in zip(carried_names, unflatten(tree, params)):
                 inner.locals[n] = v
             return inner
 
         cond = self._loop_condition(enter("while_cond"), make_cond, frame, stmt)
-        b.end_region([cond.handle])
+        emitter.end_region([cond.handle])
         inner = enter("while_body")
         try:
             self._run_region(body, inner, returns=False)
         except BaseException:
             self._abandon_region()
             raise
-        b.end_region(self._carried_after(inner, carried_names, values, tree, init, frame, stmt))
+        results = self._carried_after(inner, carried_names, values, tree, init, frame, stmt)
+        emitter.end_region(results)
         self.set_loc(stmt, frame)
-        outs = [
-            self.emitter.wrap(h)
-            for h in b.while_([v.handle for v in init], group, *self.emitter.loc)
-        ]
+        outs = emitter.while_(init, group)
         for n, v in zip(carried_names, unflatten(tree, outs)):
             frame.locals[n] = v
 
@@ -273,9 +271,9 @@ class LoopsMixin:
     def _probe_return(self, loop, frame):
         """The value the loop's first return gives, from building one iteration in a throwaway
         region; None when it could not be found."""
-        b = self.emitter.b
-        group = b.new_group()
-        b.begin_region(group, "probe", [])
+        emitter = self.emitter
+        group = emitter.new_group()
+        emitter.begin_region(group, "probe")
         self._return_slot = slot = []
         inner = region_frame(frame)
         inner.locals.update({RETURNED_FLAG: False, RETURN_VALUE: None, BREAK_FLAG: False})
@@ -293,8 +291,8 @@ class LoopsMixin:
             pass
         finally:
             self._return_slot = None
-            self.emitter.truncate(0)  # the probe leaves no nodes behind
-            b.end_region([])
+            emitter.truncate(0)  # the probe leaves no nodes behind
+            emitter.end_region([])
         return slot[0] if slot else None
 
 

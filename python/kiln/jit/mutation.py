@@ -77,7 +77,7 @@ def _referenced(converter, value):
 def rebind(converter, old, new, deep=True):
     """Points every reference to `old` in the frames of the current region at `new` (with
     deep=False only names, not items of containers, which may belong to user state)."""
-    func = converter.emitter.b.current_func
+    func = converter.emitter.current_func
     seen = set()
     for frame, frame_func in reversed(converter.frames):
         if frame_func != func:

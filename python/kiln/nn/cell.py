@@ -57,7 +57,7 @@ class Cell:
             raise RuntimeError(f"{type(self).__name__}.__init__ must call super().__init__() "
                                f"before the cell is used")
         # Inside a graph being compiled, or in GRAPH_MODE, the compiler takes the call.
-        compiling = _graph_state.compiling.builder is not None
+        compiling = _graph_state.compiling()
         if _GRAPH_RUNNER is not None and (compiling or _graph_mode()):
             return _GRAPH_RUNNER(self, args, kwargs)
         return self.construct(*args, **kwargs)

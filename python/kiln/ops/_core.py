@@ -4,8 +4,7 @@ import operator
 import numpy as np
 
 from kiln import _C
-from kiln import _graph_state as _state
-from kiln._graph_state import compiling as _compiling
+from kiln._graph_state import GraphValue
 from kiln.common import dtype as mstype
 
 KIND = {name: i for i, name in enumerate(_C.op_names())}
@@ -14,20 +13,15 @@ KIND = {name: i for i, name in enumerate(_C.op_names())}
 def call(name, inputs, attrs=()):
     """Runs the registry op `name`; returns a Tensor or a tuple of Tensors.
 
-    The single interception point between eager and graph mode: while a function is being
-    compiled, the op becomes a node of the graph under construction instead of running.
+    While this thread compiles a function the op becomes a node of that graph instead; the
+    choice is made in C++ (bindings/dispatch.cc), the same place the Tensor operators ask.
     """
-    if not _state.threads_compiling:  # the common case: no thread is compiling
-        return _C.call(KIND[name], inputs, attrs)
-    builder = _compiling.builder  # this thread's graph under construction, if any
-    if builder is None:
-        return _C.call(KIND[name], inputs, attrs)
-    return builder.emit(name, inputs, attrs)
+    return _C.call(KIND[name], inputs, attrs)
 
 
 def is_tensor(value):
     """True for kiln Tensors, and for graph values while a function is being compiled."""
-    return isinstance(value, (_C.TensorBase, _state.graph_tensor_type))
+    return isinstance(value, (_C.TensorBase, GraphValue))
 
 
 def dtype_attr(dtype):

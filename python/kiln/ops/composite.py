@@ -68,7 +68,7 @@ def _outputs(out, has_aux, fn_name):
 
 def _differentiate(fn, args, kwargs, positions, weights, has_aux, sens, fn_name):
     """Runs fn on a tape; returns (fn's output, gradients for positions, gradients for weights)."""
-    if _graph_state.compiling.builder is not None:
+    if _graph_state.compiling():
         return _differentiate_in_graph(fn, args, kwargs, positions, weights, has_aux, sens, fn_name)
     args = list(args)
     for p in positions:
@@ -97,7 +97,7 @@ def _differentiate(fn, args, kwargs, positions, weights, has_aux, sens, fn_name)
 def _differentiate_in_graph(fn, args, kwargs, positions, weights, has_aux, sens, fn_name):
     """Inside a function being compiled: fn's nodes are added to the graph, then its backward
     nodes, built by reverse-mode autodiff on the IR (csrc/autodiff) from the same rules."""
-    emitter = _graph_state.compiling.builder
+    emitter = _graph_state.emitter()
     args = list(args)
     for p in positions:
         if not is_tensor(args[p]):
@@ -105,15 +105,13 @@ def _differentiate_in_graph(fn, args, kwargs, positions, weights, has_aux, sens,
                             f"got {type(args[p]).__name__}")
         args[p] = call("identity", (args[p],))
     sources = [args[p] for p in positions] + [emitter.to_graph(w, fn_name) for w in weights]
-    mark = emitter.b.mark()
+    mark = emitter.mark()
     out = fn(*args, **kwargs)
     targets, _ = _outputs(out, has_aux, fn_name)
     targets = [emitter.to_graph(t, fn_name) for t in targets]
     sens_list = [] if sens is None else (list(sens) if isinstance(sens, (tuple, list)) else [sens])
     sens_values = [emitter.to_graph(s, fn_name) for s in sens_list]
-    handles = emitter.b.gradient(mark, [t.handle for t in targets], [s.handle for s in sens_values],
-                                 [False] * len(sens_values), [s.handle for s in sources])
-    grads = [emitter.wrap(h) for h in handles]
+    grads = emitter.gradient(mark, targets, sens_values, sources)
     return out, grads[:len(positions)], grads[len(positions):]
 
 

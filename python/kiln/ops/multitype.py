@@ -57,8 +57,8 @@ def _check_registered_name(mftype_name, name):
 def _as_compiled(fn, description):
     """Inside compiled code, a user function is compiled from its source like any callee;
     outside, it is called as is."""
-    converter = _graph_state.compiling.converter
-    if converter is None or _graph_state.compiling.builder is None:
+    converter = _graph_state.converter()
+    if converter is None:
         return fn
     return converter.wrap(fn, description, None)
 

@@ -83,7 +83,7 @@ def _is_variable(value):
         return any(_is_variable(v) for v in value)
     if isinstance(value, dict):
         return any(_is_variable(v) for v in value.values())
-    return is_tensor(value) and _graph_state.compiling.builder is not None
+    return is_tensor(value) and _graph_state.compiling()
 
 
 def _known_part(value):
@@ -170,7 +170,7 @@ def _compile_time_op(fn, name, reuse_result, on_variable):
             return fn(*args)
 
         def __call__(self, *args, **kwargs):
-            if _graph_state.compiling.builder is not None and (
+            if _graph_state.compiling() and (
                 any(_is_variable(a) for a in args) or any(_is_variable(v) for v in kwargs.values())
             ):
                 return on_variable(self, args, kwargs)
@@ -192,7 +192,7 @@ def _constexpr_on_variable(op, args, kwargs, check):
 
 
 def _primexpr_on_variable(op, args, kwargs):
-    converter = _graph_state.compiling.converter
+    converter = _graph_state.converter()
     return converter.call_function(op.fn, args, kwargs)  # compiled from source into the graph
 
 

@@ -28,7 +28,7 @@ def _graph_value(tensor):
     number (``param * weight_decay``) run eagerly: without this the parameter's current value
     would be baked into the graph as a constant. ops.assign accepts either form as its target.
     """
-    builder = _graph_state.compiling.builder
+    builder = _graph_state.emitter()
     if builder is None or not isinstance(tensor, _C.TensorBase):
         return tensor
     return builder.to_graph(tensor, "optimizer")

@@ -67,7 +67,7 @@ def is_sequence_value_unknown(x):
     from kiln.ops.primitive import _is_variable  # noqa: PLC0415 - primitive imports ops
 
     _check_sequence(x, "is_sequence_value_unknown")
-    return _graph_state.compiling.builder is not None and any(_is_variable(v) for v in x)
+    return _graph_state.compiling() and any(_is_variable(v) for v in x)
 
 
 def is_sequence_shape_unknown(x):
@@ -76,7 +76,7 @@ def is_sequence_shape_unknown(x):
     recompiles), and tuple()/list() of it is an ordinary fixed-length sequence. Always False
     outside compiled code."""
     _check_sequence(x, "is_sequence_shape_unknown")
-    return _graph_state.compiling.builder is not None and bool(getattr(x, "dynamic_len", False))
+    return _graph_state.compiling() and bool(getattr(x, "dynamic_len", False))
 
 
 def _check_sequence(value, op):
