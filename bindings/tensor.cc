@@ -60,7 +60,7 @@ DType FromDlpack(nb::dlpack::dtype d) {
 }
 
 // Shares the array's memory; the array stays alive while any view of it does.
-void InitFromArray(Tensor* self, nb::ndarray<nb::ro, nb::device::cpu> array) {
+Tensor FromArray(nb::ndarray<nb::ro, nb::device::cpu> array) {
   DType dtype = FromDlpack(array.dtype());
   Shape shape(array.ndim()), strides(array.ndim());
   int64_t extent = 1;
@@ -78,7 +78,11 @@ void InitFromArray(Tensor* self, nb::ndarray<nb::ro, nb::device::cpu> array) {
     delete keep;
   });
   storage->SetBorrowedFromNumpy();  // the caller may still write through the array
-  new (self) Tensor(Tensor::FromStorage(std::move(storage), shape, strides, 0, dtype));
+  return Tensor::FromStorage(std::move(storage), shape, strides, 0, dtype);
+}
+
+void InitFromArray(Tensor* self, nb::ndarray<nb::ro, nb::device::cpu> array) {
+  new (self) Tensor(FromArray(array));
 }
 
 // A NumPy array over the tensor's own memory (no copy); bfloat16 has no NumPy type. A writable
@@ -158,6 +162,12 @@ Tensor AsStridedChecked(const Tensor& t, const Shape& shape, const Shape& stride
 }  // namespace
 
 void BindTensor(nb::module_& m) {
+  // Code below the Python Tensor class (kiln.ops) makes its tensors here: an instance of the
+  // registered class (kiln.Tensor), as every op result is.
+  m.def(
+      "tensor_from_array",
+      [](nb::ndarray<nb::ro, nb::device::cpu> array) { return Wrap(FromArray(array)); },
+      nb::arg("array"), "A kiln.Tensor sharing the array's memory (as Tensor(array) does).");
   nb::class_<Tensor>(m, "TensorBase")
       .def("__init__",
            [](Tensor* self, const Tensor& other) {

@@ -70,7 +70,6 @@ _seed_state = {"seed": None}
 from kiln import common as _common  # noqa: E402
 from kiln import log, nn, train  # noqa: E402,F401
 from kiln.common.api import jit_class  # noqa: E402,F401
-from kiln.common.mutable import mutable as _mutable  # noqa: E402
 from kiln.common.parameter import Parameter, ParameterTuple  # noqa: E402,F401
 from kiln.ops.primitive import constexpr  # noqa: E402,F401
 from kiln.train.serialization import (  # noqa: E402,F401
@@ -79,8 +78,7 @@ from kiln.train.serialization import (  # noqa: E402,F401
     save_checkpoint,
 )
 
-# `from kiln.common import mutable` gives the function, as in MindSpore (importing the submodule
-# above bound the module under that name)
-_common.mutable = _mutable
+# MindSpore code writes `from mindspore.common import Tensor, Parameter`; kiln.common's own
+# __init__ sits below the Tensor class (kiln/common/__init__.py), so the names are added here.
 _common.Parameter, _common.ParameterTuple, _common.Tensor = Parameter, ParameterTuple, Tensor
 globals()["bool"] = bool_  # ms.bool, MindSpore's alias of bool_ (this module uses builtins.bool)

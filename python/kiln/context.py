@@ -1,7 +1,7 @@
 """kiln.context -- execution settings: PyNative or Graph mode, syntax level, graph dumps."""
 import os
 
-from kiln import _C
+from kiln import _C, _graph_state
 
 __all__ = ["GRAPH_MODE", "PYNATIVE_MODE", "STRICT", "COMPATIBLE", "LAX", "set_context",
            "get_context", "reset_context", "set_device"]
@@ -145,8 +145,6 @@ def set_context(**kwargs):
     if "jit_level" in checked.get("jit_config", {}):  # jit_config={"jit_level": ...} sets it too
         checked.setdefault("jit_level", checked["jit_config"]["jit_level"])
     if "jit_level" in checked:
-        from kiln import _graph_state  # noqa: PLC0415
-
         _graph_state.bump_cell_epoch()  # armed fast calls ran graphs of the old level
     _settings.update(checked)
 

@@ -6,7 +6,7 @@ from helpers import ALL_DTYPES, INT_DTYPES, assert_close, non_contiguous, random
 
 import kiln as ms
 from kiln import ops
-from kiln.common import _indexing
+from kiln.ops import _indexing
 from kiln.ops._core import call
 
 RNG = np.random.default_rng(1)

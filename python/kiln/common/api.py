@@ -3,6 +3,7 @@ import inspect
 
 from kiln import _graph_state
 from kiln.jit.api import cell_jit_function, jit
+from kiln.nn.cell import Cell
 
 __all__ = ["jit", "jit_class"]
 
@@ -10,8 +11,6 @@ __all__ = ["jit", "jit_class"]
 def jit_class(cls):
     """Marks a user-defined class whose instances compiled code uses (their attributes and
     methods), as MindSpore's jit_class; TypeError for anything but a class, or for a Cell."""
-    from kiln.nn import Cell  # noqa: PLC0415 - kiln.nn imports the jit package
-
     if not inspect.isclass(cls):
         raise TypeError(f"jit_class: the decorator can only be used on a class, got {cls!r}")
     if issubclass(cls, Cell):
@@ -33,8 +32,6 @@ class _CellGraphExecutor:
         """Compiles obj.construct for these arguments (whatever the context's mode) and keeps it
         in the Cell's compile cache. Returns (phase, True if it compiled now, False if a
         compiled graph was already there)."""
-        from kiln.nn import Cell  # noqa: PLC0415
-
         if not isinstance(obj, Cell):
             raise TypeError(f"_cell_graph_executor.compile: expected an nn.Cell, got "
                             f"{type(obj).__name__}")

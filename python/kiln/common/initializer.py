@@ -9,20 +9,14 @@ import numbers
 
 import numpy as np
 
-from kiln import _C, _graph_state
+from kiln import _C, _graph_state, ops
 from kiln.common import dtype as mstype
-from kiln.common.tensor import Tensor
+from kiln.common._arrays import tensor_of
 
 __all__ = [
     "Initializer", "initializer", "Zero", "One", "Constant", "Normal", "Uniform", "HeUniform",
     "HeNormal", "XavierUniform", "XavierNormal", "TruncatedNormal", "Identity",
 ]
-
-
-def _ops():
-    import kiln.ops as ops  # noqa: PLC0415 - kiln.ops imports kiln.common
-
-    return ops
 
 
 def _calculate_gain(nonlinearity, param=None):
@@ -79,10 +73,10 @@ class Initializer:
         with _graph_state.eager():  # initial values are computed now, even inside a jitted function
             values = self._sample(tuple(int(s) for s in shape))
         if dtype is mstype.bfloat16:
-            return Tensor(values.astype(np.float32), dtype)
+            return ops.cast(tensor_of(values.astype(np.float32)), dtype)
         # A copy in kiln's own memory: a tensor borrowing a NumPy array counts as written from
         # outside (Storage::numpy_alias), and compiled graphs do not cache packed copies of it.
-        return Tensor(Tensor(values.astype(mstype.dtype_to_nptype(dtype)))._clone())
+        return tensor_of(values.astype(mstype.dtype_to_nptype(dtype)))._clone()
 
     def __repr__(self):
         args = ", ".join(f"{k}={v!r}" for k, v in self._kwargs.items())
@@ -93,14 +87,14 @@ def _uniform(shape, low, high):
     """Uniform samples from kiln's seeded global generator, as float64 NumPy values."""
     if int(np.prod(shape)) == 0:
         return np.zeros(shape)
-    t = _ops().uniform(tuple(shape), float(low), float(high), dtype=mstype.float64)
+    t = ops.uniform(tuple(shape), float(low), float(high), dtype=mstype.float64)
     return np.array(t.asnumpy(), dtype=np.float64)
 
 
 def _normal(shape, mean, std):
     if int(np.prod(shape)) == 0:
         return np.zeros(shape)
-    t = _ops().standard_normal(tuple(shape), dtype=mstype.float64)
+    t = ops.standard_normal(tuple(shape), dtype=mstype.float64)
     return np.array(t.asnumpy(), dtype=np.float64) * std + mean
 
 
@@ -253,15 +247,9 @@ def _from_name(name):
     return _ALIASES[key]()
 
 
-class _InitTensor(Tensor):
-    """The Tensor `initializer()` returns: already materialised, `init_data()` returns it."""
-
-    def init_data(self, slice_index=None, shape=None, opt_shard_group=None):
-        return Tensor(self)
-
-
 def initializer(init, shape=None, dtype=mstype.float32):
-    """A Tensor of `shape` and `dtype` filled by `init`.
+    """A Tensor of `shape` and `dtype` filled by `init` (already materialised: its init_data()
+    gives the same values).
 
     `init` is an Initializer, its string name ('zeros', 'ones', 'normal', 'he_uniform', ...), a
     number (a constant) or a Tensor/ndarray whose shape must equal `shape`.
@@ -287,8 +275,8 @@ def initializer(init, shape=None, dtype=mstype.float32):
                              f"shape {shape} was requested")
         arr = np.array(init.asnumpy() if isinstance(init, _C.TensorBase) else init)
         if dtype is mstype.bfloat16:
-            return _InitTensor(arr.astype(np.float32), dtype)
-        return _InitTensor(arr.astype(mstype.dtype_to_nptype(dtype)))
+            return ops.cast(tensor_of(arr.astype(np.float32)), dtype)
+        return tensor_of(arr.astype(mstype.dtype_to_nptype(dtype)))
     if isinstance(init, str):
         init = _from_name(init)
     elif isinstance(init, numbers.Number) and not isinstance(init, bool):
@@ -298,4 +286,4 @@ def initializer(init, shape=None, dtype=mstype.float32):
     if not isinstance(init, Initializer):
         raise TypeError(f"initializer: init must be an Initializer, a str name, a number or a "
                         f"Tensor, got {type(init).__name__}")
-    return _InitTensor(init.init_data(shape, dtype))
+    return init.init_data(shape, dtype)

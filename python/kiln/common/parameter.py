@@ -3,9 +3,11 @@ import numbers
 
 import numpy as np
 
-from kiln import _C
+from kiln import _C, ops
 from kiln.common import dtype as mstype
+from kiln.common.initializer import Initializer, initializer
 from kiln.common.tensor import Tensor
+from kiln.ops import _core
 
 __all__ = ["Parameter", "ParameterTuple", "PARAMETER_NAME_DEFAULT"]
 
@@ -15,8 +17,6 @@ PARAMETER_NAME_DEFAULT = "Parameter"
 
 def _source_tensor(default_input, owner):
     """A kiln Tensor holding the initial value of a Parameter (initializers are materialised)."""
-    from kiln.common.initializer import Initializer  # noqa: PLC0415 - initializer imports Tensor
-
     if isinstance(default_input, Initializer):
         return default_input.init_data()
     if hasattr(default_input, "init_data") and not isinstance(default_input, _C.TensorBase):
@@ -45,9 +45,6 @@ def _copy_into(variable, value):
     engine: autodiff and compiled graphs see the same TensorImpl change, and bfloat16 storage
     (which asnumpy() cannot alias) is handled.
     """
-    from kiln import ops  # noqa: PLC0415 - kiln.ops imports kiln.common
-    from kiln.ops import _core  # noqa: PLC0415
-
     if not _core.is_tensor(value):  # graph values (while compiling) are tensors too
         value = Tensor(np.asarray(value), variable.dtype)
     if value.dtype != variable.dtype:
@@ -120,8 +117,6 @@ class Parameter(Tensor):
         src = _source_tensor(data, f"Parameter '{self.name}'.set_data")
         if tuple(src.shape) != tuple(self.shape):
             if src.size == 1:
-                from kiln import ops  # noqa: PLC0415
-
                 src = ops.broadcast_to(ops.reshape(src, ()), self.shape)
             else:
                 raise ValueError(f"Parameter '{self.name}'.set_data: shape {tuple(src.shape)} "
@@ -139,8 +134,6 @@ class Parameter(Tensor):
         if init == "same":
             data = Tensor(self._clone())
         else:
-            from kiln.common.initializer import initializer  # noqa: PLC0415
-
             data = initializer(init, self.shape, self.dtype)
         return Parameter(data, name=self.name, requires_grad=self.requires_grad,
                          layerwise_parallel=self.layerwise_parallel,

@@ -1,52 +1,14 @@
 """kiln.Tensor -- the user-facing tensor; storage, views and operators live in C++ (_C)."""
 import numpy as np
 
-from kiln import _C
+from kiln import _C, ops
 from kiln.common import dtype as mstype
+from kiln.common import initializer
+from kiln.common._arrays import as_array
+from kiln.ops import _indexing
+from kiln.ops._core import axes_attr, shape_attr
 
 __all__ = ["Tensor", "tensor"]
-
-
-def _as_array(data, dtype):
-    """A NumPy array kiln can share: supported dtype, non-negative strides, writeable."""
-    if isinstance(data, np.ndarray):
-        arr = data
-    elif isinstance(data, np.generic):
-        arr = np.asarray(data)
-    else:
-        if dtype is not None:
-            mstype.check_ints_fit(data, dtype, "Tensor")
-        arr = _array_from_python(data)
-    if dtype is not None and dtype is not mstype.bfloat16:
-        np_type = mstype.dtype_to_nptype(dtype)
-        if arr.dtype != np_type:
-            arr = arr.astype(np_type)
-    mstype.to_dtype(arr.dtype)  # TypeError for dtypes kiln lacks
-    if not arr.flags.writeable or any(s < 0 for s in arr.strides):
-        arr = np.array(arr, copy=True)
-    return arr
-
-
-def _array_from_python(data):
-    """Python scalars and nested sequences: floats become float32, ints int64 (as MindSpore)."""
-    try:
-        arr = np.array(data)
-    except ValueError as e:
-        raise ValueError(f"Tensor: input is a ragged nested sequence: {e}") from None
-    if arr.dtype == object:
-        raise TypeError(f"Tensor: cannot make a tensor from {type(data).__name__} "
-                        f"holding non-numeric or ragged items")
-    if arr.dtype == np.float64 and not _holds_numpy_float64(data):
-        arr = arr.astype(np.float32)
-    return arr
-
-
-def _holds_numpy_float64(data):
-    if isinstance(data, (np.ndarray, np.float64)):
-        return data.dtype == np.float64
-    if isinstance(data, (list, tuple)) and data:
-        return _holds_numpy_float64(data[0])
-    return False
 
 
 class Tensor(_C.TensorBase):
@@ -63,11 +25,11 @@ class Tensor(_C.TensorBase):
                 raise ValueError("Tensor: give input_data, or shape and dtype (with init)")
             input_data = _initial_values(shape, dtype, init)
         if isinstance(input_data, _C.TensorBase):
-            source = input_data if dtype is None else _ops().cast(input_data, dtype)
+            source = input_data if dtype is None else ops.cast(input_data, dtype)
         elif dtype is mstype.bfloat16:  # NumPy has no bfloat16: convert through float32
-            source = _ops().cast(Tensor(_as_array(input_data, mstype.float32)), dtype)
+            source = ops.cast(Tensor(as_array(input_data, mstype.float32)), dtype)
         else:
-            source = _as_array(input_data, dtype)
+            source = as_array(input_data, dtype)
         _C.TensorBase.__init__(self, source)  # a Tensor shares storage; an array is shared too
 
     # ---- metadata ----
@@ -171,7 +133,7 @@ class Tensor(_C.TensorBase):
 
     def __round__(self, ndigits=None):
         """round(tensor): a tensor rounded half to even, as MindSpore returns it."""
-        return _ops().round(self, decimals=0 if ndigits is None else ndigits)
+        return ops.round(self, decimals=0 if ndigits is None else ndigits)
 
     def __contains__(self, value):
         """`value in tensor` as NumPy has it: whether any element equals value (a 0-d bool
@@ -201,160 +163,159 @@ class Tensor(_C.TensorBase):
 
     # ---- methods that are ops ----
     def astype(self, dtype, copy=True):
-        return _ops().cast(self, dtype)
+        return ops.cast(self, dtype)
 
     def to(self, dtype):
-        return _ops().cast(self, dtype)
+        return ops.cast(self, dtype)
 
     def float(self):
-        return _ops().cast(self, mstype.float32)
+        return ops.cast(self, mstype.float32)
 
     def int(self):
-        return _ops().cast(self, mstype.int32)
+        return ops.cast(self, mstype.int32)
 
     def long(self):
-        return _ops().cast(self, mstype.int64)
+        return ops.cast(self, mstype.int64)
 
     def bool(self):
-        return _ops().cast(self, mstype.bool_)
+        return ops.cast(self, mstype.bool_)
 
     def exp(self):
-        return _ops().exp(self)
+        return ops.exp(self)
 
     def log(self):
-        return _ops().log(self)
+        return ops.log(self)
 
     def sqrt(self):
-        return _ops().sqrt(self)
+        return ops.sqrt(self)
 
     def abs(self):
-        return _ops().abs(self)
+        return ops.abs(self)
 
     def sigmoid(self):
-        return _ops().sigmoid(self)
+        return ops.sigmoid(self)
 
     def tanh(self):
-        return _ops().tanh(self)
+        return ops.tanh(self)
 
     def relu(self):
-        return _ops().relu(self)
+        return ops.relu(self)
 
     def bitwise_and(self, other):
-        return _ops().bitwise_and(self, other)
+        return ops.bitwise_and(self, other)
 
     def bitwise_or(self, other):
-        return _ops().bitwise_or(self, other)
+        return ops.bitwise_or(self, other)
 
     def bitwise_xor(self, other):
-        return _ops().bitwise_xor(self, other)
+        return ops.bitwise_xor(self, other)
 
     def bitwise_left_shift(self, other):
-        return _ops().bitwise_left_shift(self, other)
+        return ops.bitwise_left_shift(self, other)
 
     def bitwise_right_shift(self, other):
-        return _ops().bitwise_right_shift(self, other)
+        return ops.bitwise_right_shift(self, other)
 
     def clamp(self, min=None, max=None):  # noqa: A002 - MindSpore's argument names
-        return _ops().clamp(self, min, max)
+        return ops.clamp(self, min, max)
 
     # ---- reductions (MindSpore Tensor signatures) ----
     def sum(self, axis=None, dtype=None, keepdims=False, initial=None):  # noqa: A003
-        out = _ops().sum(self, axis, keepdims, dtype=dtype)
+        out = ops.sum(self, axis, keepdims, dtype=dtype)
         return out if initial is None else out + initial
 
     def mean(self, axis=None, keep_dims=False):
-        return _ops().mean(self, axis, keep_dims)
+        return ops.mean(self, axis, keep_dims)
 
     def prod(self, axis=None, keep_dims=False):
-        return _ops().prod(self, axis, keep_dims)
+        return ops.prod(self, axis, keep_dims)
 
     def max(self, axis=None, keepdims=False, *, initial=None, where=True, return_indices=False):  # noqa: A003
         if return_indices:
-            return _ops().max(self, axis, keepdims)
-        out = _ops().amax(self, axis, keepdims)
-        return out if initial is None else _ops().maximum(out, initial)
+            return ops.max(self, axis, keepdims)
+        out = ops.amax(self, axis, keepdims)
+        return out if initial is None else ops.maximum(out, initial)
 
     def min(self, axis=None, keepdims=False, *, initial=None, where=True, return_indices=False):  # noqa: A003
         if return_indices:
-            return _ops().min(self, axis, keepdims)
-        out = _ops().amin(self, axis, keepdims)
-        return out if initial is None else _ops().minimum(out, initial)
+            return ops.min(self, axis, keepdims)
+        out = ops.amin(self, axis, keepdims)
+        return out if initial is None else ops.minimum(out, initial)
 
     def argmax(self, axis=None, keepdims=False):
-        return _ops().argmax(self, axis, keepdims)
+        return ops.argmax(self, axis, keepdims)
 
     def argmin(self, axis=None, keepdims=False):
-        return _ops().argmin(self, axis, keepdims)
+        return ops.argmin(self, axis, keepdims)
 
     def any(self, axis=None, keep_dims=False):  # noqa: A003
         _check_axes(axis, "Tensor.any")  # a float axis names this method, not amax
-        return _ops().amax(_ops().cast(self, mstype.bool_), axis, keep_dims)
+        return ops.amax(ops.cast(self, mstype.bool_), axis, keep_dims)
 
     def all(self, axis=None, keep_dims=False):  # noqa: A003
         _check_axes(axis, "Tensor.all")
-        return _ops().amin(_ops().cast(self, mstype.bool_), axis, keep_dims)
+        return ops.amin(ops.cast(self, mstype.bool_), axis, keep_dims)
 
     def softmax(self, axis=-1):
-        return _ops().softmax(self, axis)
+        return ops.softmax(self, axis)
 
     def matmul(self, other):
-        return _ops().matmul(self, other)
+        return ops.matmul(self, other)
 
     # ---- shape (views where the layout allows) ----
     def reshape(self, *shape):
-        return _ops().reshape(self, _varargs_shape(shape))
+        return ops.reshape(self, _varargs_shape(shape))
 
     def view(self, *shape):
-        return _ops().reshape(self, _varargs_shape(shape))
+        return ops.reshape(self, _varargs_shape(shape))
 
     def transpose(self, *axes):
         axes = _varargs_shape(axes) if axes else tuple(range(self.ndim - 1, -1, -1))
-        return _ops().transpose(self, axes)
+        return ops.transpose(self, axes)
 
     def permute(self, *axes):
-        return _ops().transpose(self, _varargs_shape(axes))
+        return ops.transpose(self, _varargs_shape(axes))
 
     def swapaxes(self, axis0, axis1):
-        return _ops().swapaxes(self, axis0, axis1)
+        return ops.swapaxes(self, axis0, axis1)
 
     def flatten(self, order="C", *, start_dim=0, end_dim=-1):
-        return _ops().flatten(self, order, start_dim=start_dim, end_dim=end_dim)
+        return ops.flatten(self, order, start_dim=start_dim, end_dim=end_dim)
 
     def squeeze(self, axis=None):
-        return _ops().squeeze(self, axis)
+        return ops.squeeze(self, axis)
 
     def expand_dims(self, axis):
-        return _ops().expand_dims(self, axis)
+        return ops.expand_dims(self, axis)
 
     def unsqueeze(self, dim):
-        return _ops().expand_dims(self, dim)
+        return ops.expand_dims(self, dim)
 
     def broadcast_to(self, shape):
-        return _ops().broadcast_to(self, shape)
+        return ops.broadcast_to(self, shape)
 
     def expand_as(self, other):
-        return _ops().broadcast_to(self, other.shape)
+        return ops.broadcast_to(self, other.shape)
 
     def copy(self):
         return Tensor(self._clone())
+
+    def init_data(self, slice_index=None, shape=None, opt_shard_group=None):
+        """The tensor's data as a Tensor (MindSpore's delayed initialisation; kiln's tensors,
+        initializer()'s included, hold their values from the start)."""
+        return Tensor(self)
 
     def clone(self):
         return Tensor(self._clone())
 
     def __getitem__(self, index):
-        from kiln.common import _indexing  # noqa: PLC0415 - _indexing imports kiln.ops
-
         return _indexing.getitem(self, index)
 
     def __setitem__(self, index, value):
-        from kiln.common import _indexing  # noqa: PLC0415
-
         _indexing.setitem(self, index, value)
 
 
 def _check_axes(axis, op):
-    from kiln.ops._core import axes_attr  # noqa: PLC0415 - ops imports Tensor
-
     axes_attr(axis, op)
 
 
@@ -371,23 +332,8 @@ def tensor(input_data=None, dtype=None, shape=None, init=None, const_arg=False):
 
 
 def _initial_values(shape, dtype, init):
-    from kiln.common import initializer  # noqa: PLC0415 - initializers import Tensor
-    from kiln.ops._core import shape_attr  # noqa: PLC0415 - ops imports Tensor
-
     shape = shape_attr(shape, "Tensor")  # TypeError for float or bool dims, never truncation
     return initializer.initializer(init, shape, dtype or mstype.float32).init_data()
-
-
-_OPS = None
-
-
-def _ops():
-    global _OPS
-    if _OPS is None:
-        import kiln.ops as ops  # noqa: PLC0415 - kiln.ops imports this module
-
-        _OPS = ops
-    return _OPS
 
 
 _C._set_tensor_class(Tensor)

@@ -1,4 +1,4 @@
-"""jit, JitConfig, mutable and the compile cache: the user-facing entry to Graph mode."""
+"""jit, JitConfig and the compile cache: the user-facing entry to Graph mode."""
 
 import functools
 import os
@@ -12,8 +12,10 @@ import numpy as np
 
 from kiln import _C
 from kiln import _graph_state as _state
+from kiln.common.mutable import _is_dynamic_len, _MutableBool, _MutableFloat, _MutableInt
 from kiln.common.tensor import Tensor
 from kiln.jit.cache import CompileCache
+from kiln.jit.cell_interface import CellBase
 from kiln.jit.convert import Converter
 from kiln.jit.emitter import RAISE_ARG_SEPARATOR, RAISE_TENSOR_ARG, GraphEmitter
 from kiln.jit.graph_tensor import GraphTensor
@@ -105,55 +107,6 @@ class JitConfig:
         return f"JitConfig(jit_level={self.jit_level!r}, exec_mode={self.exec_mode!r})"
 
 
-# ---- mutable: Python values that are graph inputs instead of constants ----
-class _MutableInt(int):
-    pass
-
-
-class _MutableFloat(float):
-    pass
-
-
-class _MutableBool(int):
-    pass
-
-
-class _MutableTuple(tuple):
-    pass
-
-
-class _MutableList(list):
-    pass
-
-
-_MUTABLE_TYPES = (_MutableInt, _MutableFloat, _MutableBool, _MutableTuple, _MutableList)
-
-
-def mutable(input_data, dynamic_len=False):
-    """Marks a scalar, tuple or list as a run-time variable of compiled functions (a graph
-    input), so new values do not recompile; in PyNative it behaves like the plain value."""
-    if isinstance(input_data, (Tensor, GraphTensor)):  # GraphTensor: mutable() inside a graph
-        return input_data
-    if isinstance(input_data, bool):
-        return _MutableBool(input_data)
-    if isinstance(input_data, int):
-        return _MutableInt(input_data)
-    if isinstance(input_data, float):
-        return _MutableFloat(input_data)
-    if isinstance(input_data, (tuple, list)):
-        kind = _MutableTuple if isinstance(input_data, tuple) else _MutableList
-        sequence = kind(mutable(v) for v in input_data)
-        sequence.dynamic_len = bool(dynamic_len)  # F.is_sequence_shape_unknown reads it
-        return sequence
-    raise TypeError(
-        f"mutable: expected a number, tuple, list or Tensor, got {type(input_data).__name__}"
-    )
-
-
-def _is_dynamic_len(value):
-    return getattr(value, "dynamic_len", False) is True
-
-
 def _signature(value):
     """The part of an argument the compiled graph depends on (the cache key)."""
     if isinstance(value, Tensor):
@@ -223,9 +176,7 @@ def _graph_inputs(emitter, value, inputs, name):
 
 def _wrap_cells(converter, value, name):
     """Cells passed as arguments are seen through a proxy, like `self`."""
-    from kiln.nn import Cell  # noqa: PLC0415
-
-    if isinstance(value, Cell):
+    if isinstance(value, CellBase):
         return converter.wrap(value, name, None, path=name)
     return value
 

@@ -9,6 +9,8 @@ from kiln.jit.frames import RaisedSignal, ReturnSignal, region_frame
 from kiln.jit.graph_tensor import CompileTimeValueError, GraphTensor
 from kiln.jit.source import GraphSyntaxError, always_returns, assigned_names, contains_return
 from kiln.jit.trees import flatten, unflatten
+from kiln.ops._core import call
+from kiln.ops.function.array import zeros
 
 RAISED = object()  # what running a region that ended in a raise gives
 
@@ -107,8 +109,6 @@ class BranchesMixin:
 
     def _raise_if(self, cond, error_type, message, values, negate=False):
         """Emits a graph if whose branch raises error_type when cond (or, negated, not cond)."""
-        from kiln.ops._core import call  # noqa: PLC0415
-
         if negate:
             cond = call("logical_not", (call("cast", (cond,), (bool_dtype(),)),))
         emitter = self.emitter
@@ -144,8 +144,6 @@ class BranchesMixin:
     def _placeholder(self, value):
         """A value of the same type for a branch that raised (never used at run time)."""
         if isinstance(value, GraphTensor):
-            from kiln.ops.function.array import zeros  # noqa: PLC0415
-
             return zeros(value.shape, value.dtype)
         return value
 

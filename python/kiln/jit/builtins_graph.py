@@ -3,7 +3,10 @@
 import builtins
 
 from kiln import _graph_state as _state
+from kiln.common.tensor import Tensor
+from kiln.jit.callables import real_classes, two_argument_super
 from kiln.jit.graph_tensor import GraphTensor, is_tensor
+from kiln.jit.scope import CellProxy
 
 
 def _print(*args, sep=" ", end="\n", file=None, flush=False):
@@ -41,10 +44,7 @@ def _isinstance(obj, classinfo):
     """isinstance on what compiled code sees: a Cell class stands for itself (not the wrapper
     that builds it at compile time), `self` and sub-Cells for their Cell, and a graph value for
     the tensor it was made from (a Parameter stays a Parameter)."""
-    from kiln.common.tensor import Tensor  # noqa: PLC0415
-    from kiln.jit.scope import CellProxy  # noqa: PLC0415 - scope imports this module
-
-    classes = _real_classes(classinfo)
+    classes = real_classes(classinfo)
     if isinstance(obj, CellProxy):
         obj = obj._cell
     if isinstance(obj, GraphTensor):
@@ -56,24 +56,9 @@ def _isinstance(obj, classinfo):
     return builtins.isinstance(obj, classes)
 
 
-def _real_classes(classinfo):
-    """classinfo as a tuple of real classes (a Cell class read by compiled code is wrapped)."""
-    from kiln.jit.callables import BuildAtCompileTime  # noqa: PLC0415
-
-    if isinstance(classinfo, tuple):
-        return tuple(c for item in classinfo for c in _real_classes(item))
-    return (classinfo.cls if isinstance(classinfo, BuildAtCompileTime) else classinfo,)
-
-
 def _super(*args):
-    """Two-argument super(Cls, self): looks past Cls in the MRO of self's Cell; what it finds
-    is compiled like any other method (zero-argument super() is set up per call)."""
-    from kiln.jit.callables import super_view  # noqa: PLC0415 - callables imports scope
-
-    if len(args) != 2:
-        raise TypeError("super() in compiled code takes no arguments or (class, object)")
-    cls = _real_classes(args[0])[0]
-    return super_view(_state.converter(), cls, args[1])
+    """Two-argument super(Cls, self) (zero-argument super() is set up per call)."""
+    return two_argument_super(_state.converter(), args)
 
 
 class TensorRange:

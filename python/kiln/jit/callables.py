@@ -2,6 +2,7 @@
 
 import types
 
+from kiln import _graph_state
 from kiln.jit.scope import Converted, is_library
 
 
@@ -25,10 +26,17 @@ class ZeroArgSuper:
 
     def __call__(self, *args):
         if args:
-            from kiln.jit.builtins_graph import SPECIAL  # noqa: PLC0415
-
-            return SPECIAL["super"](*args)
+            return two_argument_super(self.converter, args)
         return super_view(self.converter, self.cls, self.self_obj)
+
+
+def two_argument_super(converter, args):
+    """super(Cls, self) in compiled code: looks past Cls in the MRO of self's Cell; what it
+    finds is compiled like any other method."""
+    if len(args) != 2:
+        raise TypeError("super() in compiled code takes no arguments or (class, object)")
+    cls = real_classes(args[0])[0]
+    return super_view(converter, cls, args[1])
 
 
 def super_view(converter, cls, self_obj):
@@ -65,7 +73,12 @@ class BuildAtCompileTime:
         self.cls = cls
 
     def __call__(self, *args, **kwargs):
-        from kiln import _graph_state  # noqa: PLC0415
-
         with _graph_state.eager():
             return self.cls(*args, **kwargs)
+
+
+def real_classes(classinfo):
+    """classinfo as a tuple of real classes (a Cell class read by compiled code is wrapped)."""
+    if isinstance(classinfo, tuple):
+        return tuple(c for item in classinfo for c in real_classes(item))
+    return (classinfo.cls if isinstance(classinfo, BuildAtCompileTime) else classinfo,)

@@ -1,12 +1,12 @@
 """Tensor conditions: reduced to one bool value, negated, and `cond and not flag` for loop exits."""
 
+from kiln import _C
 from kiln.jit.graph_tensor import CompileTimeValueError, GraphTensor
+from kiln.ops._core import call
 
 
 def scalar_bool(value):
     """A condition tensor as a 0-d bool tensor; more than one element is an error."""
-    from kiln.ops._core import call  # noqa: PLC0415
-
     if value.size != 1:
         raise CompileTimeValueError(
             f"a condition must be a single value, got a tensor of shape "
@@ -23,8 +23,6 @@ def contains(item, container):
     """`item in container` in compiled code: Python's rule (each element `is` item or `==` it),
     where an element comparison that is a graph value is decided when the graph runs; a tensor
     container holds item if any element equals it. Either answer may be a 0-d bool tensor."""
-    from kiln.ops._core import call  # noqa: PLC0415
-
     if isinstance(container, GraphTensor):
         return container.__contains__(item)
     if type(container) not in (tuple, list) or not any(
@@ -47,9 +45,7 @@ def contains(item, container):
 
 def logical_not(value):
     if isinstance(value, GraphTensor):
-        from kiln.ops._core import call  # noqa: PLC0415
-
-        return call("logical_not", (value,))
+            return call("logical_not", (value,))
     return not value
 
 
@@ -57,8 +53,6 @@ def and_not(cond, flag):
     """cond and not flag, for a loop condition with a break flag."""
     if flag is False:
         return cond
-    from kiln.ops._core import call  # noqa: PLC0415
-
     return call(
         "logical_and",
         (scalar_bool(cond) if isinstance(cond, GraphTensor) else cond, logical_not(flag)),
@@ -66,12 +60,8 @@ def and_not(cond, flag):
 
 
 def bool_dtype():
-    from kiln import _C  # noqa: PLC0415
-
     return _C.DType.bool
 
 
 def int64_dtype():
-    from kiln import _C  # noqa: PLC0415
-
     return _C.DType.int64

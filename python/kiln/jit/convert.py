@@ -12,9 +12,12 @@ import ast
 import inspect
 import types
 
+from kiln.common.parameter import Parameter
 from kiln.common.tensor import Tensor
 from kiln.jit.branches import BranchesMixin
+from kiln.jit.builtins_graph import SPECIAL
 from kiln.jit.callables import BuildAtCompileTime, ZeroArgSuper
+from kiln.jit.cell_interface import CellBase
 from kiln.jit.conditions import contains, logical_not
 from kiln.jit.errors import at_line, explain_one_branch_name, where
 from kiln.jit.frames import (
@@ -37,10 +40,13 @@ from kiln.jit.rewrites import (
 from kiln.jit.scope import CellProxy, Converted, Scope, is_library
 from kiln.jit.source import FunctionSource, GraphSyntaxError, bind_arguments, check_strict
 from kiln.jit.statements import StatementsMixin
+from kiln.ops._core import call
 
 
 class Converter(StatementsMixin, BranchesMixin, LoopsMixin):
     """Compiles calls from source into the emitter's graph; one per compilation."""
+
+    graph_builtins = SPECIAL  # builtins compiled code sees in place of Python's (print, ...)
 
     def __init__(self, emitter):
         self.emitter = emitter
@@ -54,18 +60,16 @@ class Converter(StatementsMixin, BranchesMixin, LoopsMixin):
     def wrap(self, value, description, getter, path=None, cell_attr=False, key=None):
         """`value` as compiled code sees it; with a getter, read again by a guard (`key`: what
         identifies the place it was read from, when the description alone may not)."""
-        from kiln.nn import Cell  # noqa: PLC0415
-
         if getter is not None:
             self.guards.record(description, getter, value, cell_attr, key)
-        if isinstance(value, Cell):
+        if isinstance(value, CellBase):
             return CellProxy(self, value, path or description)
         if isinstance(value, Tensor):
             # Tensors entering compiled code (Parameters, and tensors of globals, closures and
             # `self`) are graph inputs, read fresh on every run, so changing one in place between
             # calls is seen, as in PyNative. Never computed with eagerly.
             return self.emitter.parameter(value)
-        if isinstance(value, type) and issubclass(value, Cell):
+        if isinstance(value, type) and issubclass(value, CellBase):
             return BuildAtCompileTime(value)
         if isinstance(value, types.FunctionType) and not is_library(value):
             return Converted(self, value)
@@ -114,19 +118,16 @@ class Converter(StatementsMixin, BranchesMixin, LoopsMixin):
         return self.run_body(node.body, frame)
 
     def call_cell(self, cell, proxy, args, kwargs):
-        from kiln.jit.api import JitFunction  # noqa: PLC0415
-
+        """Compiles cell's construct into the graph, `self` being `proxy`. It is called as
+        compiled code calls what it reads: a plain method is compiled from its source, and a
+        jitted one (a JitFunction) compiles itself inline, as jitted functions called while
+        compiling do."""
         construct = type(cell).construct
-        if isinstance(construct, JitFunction):
-            construct = construct.fn
         if is_library(construct):
             return construct(proxy, *args, **kwargs)  # kiln's layers run as is, through the proxy
-        return self.call_function(construct, (proxy,) + tuple(args), kwargs)
+        return self.wrap(construct, "construct", None)(proxy, *args, **kwargs)
 
     def assign_attribute(self, cell, path, name, value):
-        from kiln.common.parameter import Parameter  # noqa: PLC0415
-        from kiln.ops._core import call  # noqa: PLC0415
-
         target = getattr(cell, name, None)
         if isinstance(target, Parameter):
             call("assign", (target, value))

@@ -7,17 +7,12 @@ the grad of ops.composite, build graphs through its methods.
 import builtins
 
 from kiln import _C
+from kiln.common.parameter import Parameter
 from kiln.common.tensor import Tensor
 from kiln.jit.graph_tensor import GraphTensor
 from kiln.ops._core import KIND
 
 _OP_NAMES = _C.op_names()  # by kind, for messages
-
-
-def _is_parameter(value):
-    from kiln.common.parameter import Parameter  # noqa: PLC0415 - nn imports jit
-
-    return isinstance(value, Parameter)
 
 
 # ops whose outputs share their first input's storage in PyNative
@@ -97,7 +92,7 @@ class GraphEmitter:
             # A tensor of the user's state (a Parameter, or one reached through a global or
             # closure list or object) is a graph input: read on every run, written back by
             # index assignment. Only tensors made while compiling are constants.
-            if _is_parameter(value) or id(value) in self._param_values:
+            if isinstance(value, Parameter) or id(value) in self._param_values:
                 return self.parameter(value)
             hit = self._consts.get((self._builder.current_func, id(value)))
             if hit is not None:  # decided already (is_outside walks the guards)

@@ -3,6 +3,8 @@
 from kiln._graph_state import GraphValue
 from kiln.common import dtype as mstype
 from kiln.common.tensor import Tensor
+from kiln.ops import _indexing
+from kiln.ops._core import call
 
 
 class CompileTimeValueError(TypeError):
@@ -94,8 +96,6 @@ class GraphTensor(GraphValue):
 
 
 def _binary(name, swap=False):
-    from kiln.ops._core import call
-
     def method(self, other):
         if not isinstance(other, (GraphTensor, Tensor, bool, int, float)):
             return NotImplemented
@@ -135,16 +135,12 @@ def _install_operators():
     }.items():
         setattr(GraphTensor, f"__{dunder}__", _binary(op))
 
-    from kiln.ops._core import call
-
     GraphTensor.__neg__ = lambda self: call("neg", (self,))
     GraphTensor.__abs__ = lambda self: call("abs", (self,))
 
     GraphTensor.__invert__ = lambda self: call("bitwise_not", (self,))
 
     def getitem(self, index):
-        from kiln.common import _indexing
-
         return _indexing.getitem(self, index)
 
     GraphTensor.__getitem__ = getitem
@@ -169,6 +165,7 @@ def _install_operators():
         "numpy",
         "copy",
         "clone",
+        "init_data",
     }
     for name, value in vars(Tensor).items():
         if (

@@ -16,6 +16,8 @@ import warnings
 import numpy as np
 
 from kiln import _graph_state
+from kiln.common.tensor import Tensor
+from kiln.jit.cell_interface import CellBase
 
 _NOT_GUARDED = (types.ModuleType, type, types.BuiltinFunctionType, types.MethodWrapperType)
 _NOT_USER_MODULES = frozenset(sys.stdlib_module_names) | {"kiln", "numpy", "builtins"}
@@ -47,10 +49,7 @@ def guardable(value):
 
 
 def _by_identity(value):
-    from kiln.common.tensor import Tensor  # noqa: PLC0415
-    from kiln.nn import Cell  # noqa: PLC0415
-
-    return isinstance(value, (Tensor, Cell, types.FunctionType, _graph_state.GraphValue))
+    return isinstance(value, (Tensor, CellBase, types.FunctionType, _graph_state.GraphValue))
 
 
 def is_user_object(value):

@@ -20,6 +20,7 @@ from kiln.jit.rewrites import (
 )
 from kiln.jit.source import GraphSyntaxError, assigned_names
 from kiln.jit.trees import flatten, unflatten
+from kiln.ops._core import call
 
 MAX_UNROLLED_ITERATIONS = 100_000
 
@@ -204,8 +205,6 @@ class LoopsMixin:
 
     def _tensor_for(self, stmt, rng, frame):
         """for i in range(tensor): a graph loop over a hidden counter."""
-        from kiln.ops._core import call  # noqa: PLC0415
-
         if not isinstance(stmt.target, ast.Name):
             raise GraphSyntaxError(
                 where(frame.source, stmt.lineno)

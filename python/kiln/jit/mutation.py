@@ -10,13 +10,12 @@ PyNative; Graph mode refuses it with a clear error instead of silently differing
 """
 
 from kiln.jit.graph_tensor import GraphTensor
+from kiln.ops import _indexing
+from kiln.ops._core import call
 
 
 def set_item(converter, container, index, value):
     """Returns the updated copy of `container` after `container[index] = value`."""
-    from kiln.common import _indexing  # noqa: PLC0415
-    from kiln.ops._core import call  # noqa: PLC0415
-
     emitter = converter.emitter
     if not isinstance(container, GraphTensor):
         # A Parameter, or a tensor reached through outside state (a global list), is a graph

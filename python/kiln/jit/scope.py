@@ -9,8 +9,6 @@ Parameters turn into graph inputs), and every value read from a global, a closur
 import builtins
 import types
 
-from kiln.jit import builtins_graph
-
 
 def is_library(obj):
     """kiln's own code runs as is on graph values; user code is compiled from source."""
@@ -42,7 +40,7 @@ class Scope(dict):
             )
         if name == "__builtins__":
             return builtins
-        special = builtins_graph.SPECIAL.get(name)
+        special = self.converter.graph_builtins.get(name)
         if special is not None:
             return special
         if hasattr(builtins, name):

@@ -11,12 +11,12 @@ import math
 import numpy as np
 
 from kiln import _C, ops
+from kiln.common.parameter import _copy_into
+from kiln.common.tensor import Tensor
 from kiln.ops import _core
 
 
 def _tensor(x):
-    from kiln.common.tensor import Tensor  # noqa: PLC0415
-
     return x if isinstance(x, _C.TensorBase) else Tensor(x)
 
 
@@ -138,8 +138,6 @@ def _detach(x):
 
 
 def _update_moving(moving_mean, moving_var, mean, var, n, momentum):
-    from kiln.common.parameter import _copy_into  # noqa: PLC0415
-
     # The running statistics are not differentiated: cut them from autodiff's tape.
     mean_v = reshape(_detach(mean), (-1,))
     var_v = reshape(_detach(var), (-1,)) * (n / max(n - 1, 1))

@@ -1,31 +1,17 @@
 """kiln.nn.Cell -- the base class of layers and networks (MindSpore's Cell, PyNative execution)."""
 from collections import OrderedDict
 
-from kiln import _C, _graph_state
+from kiln import _C, _graph_state, context
 from kiln.common.parameter import PARAMETER_NAME_DEFAULT, Parameter, ParameterTuple
+from kiln.jit.api import cell_graph_call
+from kiln.jit.cell_interface import CellBase
 
 __all__ = ["Cell"]
 
-# Set by kiln's graph compiler: fn(cell, args, kwargs) -> outputs, used by Cell.__call__ in
-# GRAPH_MODE. While it is None every call runs construct eagerly (PyNative).
-_GRAPH_RUNNER = None
+_SETTINGS, _GRAPH_MODE = context._settings, context.GRAPH_MODE  # read on every call
 
 
-def _graph_mode():
-    # context imports nothing from nn; read its settings directly (this runs on every call).
-    from kiln import context  # noqa: PLC0415
-
-    global _graph_mode  # noqa: PLW0603 - rebind to the fast version after the first call
-    settings, graph = context._settings, context.GRAPH_MODE
-
-    def fast():
-        return settings["mode"] == graph
-
-    _graph_mode = fast
-    return fast()
-
-
-class Cell:
+class Cell(CellBase):
     """Base class of every layer and network.
 
     Subclasses define ``construct(*inputs)``; calling the cell runs it. Assigning a Parameter,
@@ -57,9 +43,8 @@ class Cell:
             raise RuntimeError(f"{type(self).__name__}.__init__ must call super().__init__() "
                                f"before the cell is used")
         # Inside a graph being compiled, or in GRAPH_MODE, the compiler takes the call.
-        compiling = _graph_state.compiling()
-        if _GRAPH_RUNNER is not None and (compiling or _graph_mode()):
-            return _GRAPH_RUNNER(self, args, kwargs)
+        if _graph_state.compiling() or _SETTINGS["mode"] == _GRAPH_MODE:
+            return cell_graph_call(self, args, kwargs)
         return self.construct(*args, **kwargs)
 
     # ---- attribute registration ----

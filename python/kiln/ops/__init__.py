@@ -1,16 +1,8 @@
 """kiln.ops -- functional ops (MindSpore 2.x names and signatures) and primitive classes."""
-from kiln.ops.function import array, elementwise, helpers, linalg, nn, normalization, reduce
-from kiln.ops.function.array import *  # noqa: F401,F403
-from kiln.ops.function.elementwise import *  # noqa: F401,F403
-from kiln.ops.function.helpers import *  # noqa: F401,F403
-from kiln.ops.function.linalg import *  # noqa: F401,F403
-from kiln.ops.function.nn import *  # noqa: F401,F403
-from kiln.ops.function.normalization import *  # noqa: F401,F403
-from kiln.ops.function.reduce import *  # noqa: F401,F403
+from kiln.ops import function
+from kiln.ops.function import *  # noqa: F401,F403
 
-__all__ = sorted({name for module in (array, elementwise, helpers, linalg, nn, normalization,
-                                      reduce)
-                  for name in module.__all__})
+__all__ = list(function.__all__)
 
 from kiln.ops import composite, operations  # noqa: E402
 from kiln.ops.composite import (  # noqa: E402,F401
@@ -31,4 +23,3 @@ from kiln.ops.primitive import (  # noqa: E402,F401
 )
 
 __all__ += operations.__all__ + composite.__all__ + ["constexpr", "prim_attr_register"]
-del array, elementwise, helpers, linalg, nn, normalization, reduce

@@ -8,7 +8,8 @@ user-defined primitive (MindSpore's idiom: a subclass whose ``__init__`` is deco
 import functools
 import inspect
 
-from kiln import _graph_state
+from kiln import _graph_state, log
+from kiln.common.mutable import _MUTABLE_TYPES
 from kiln.ops._core import is_tensor
 
 __all__ = ["Primitive", "PrimitiveWithInfer", "PrimitiveWithCheck", "prim_attr_register",
@@ -75,8 +76,6 @@ class Primitive:
 def _is_variable(value):
     """True when a value is only known when the graph runs: a graph value, a mutable() value,
     or a container holding one."""
-    from kiln.jit.api import _MUTABLE_TYPES  # noqa: PLC0415 - kiln.jit imports kiln.ops
-
     if isinstance(value, _MUTABLE_TYPES):
         return True
     if isinstance(value, (tuple, list)):
@@ -89,8 +88,6 @@ def _is_variable(value):
 def _known_part(value):
     """What compile time knows of a value (MindSpore's constexpr inputs): each run-time value
     becomes None, inside tuples, lists and dicts too; a mutable() container is None throughout."""
-    from kiln.jit.api import _MUTABLE_TYPES  # noqa: PLC0415
-
     if isinstance(value, (list, tuple)) and isinstance(value, _MUTABLE_TYPES):
         return [None] * len(value) if isinstance(value, list) else (None,) * len(value)
     if isinstance(value, (tuple, list)):
@@ -182,8 +179,6 @@ def _compile_time_op(fn, name, reuse_result, on_variable):
 
 def _constexpr_on_variable(op, args, kwargs, check):
     if check:
-        from kiln import log  # noqa: PLC0415
-
         log.warning(f'The "{op.name}" is a constexpr function. The input arguments must be all '
                     f"constant value.")
     args = [_known_part(a) for a in args]

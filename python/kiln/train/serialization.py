@@ -33,6 +33,7 @@ from kiln import _C
 from kiln.common import dtype as mstype
 from kiln.common.parameter import Parameter
 from kiln.common.tensor import Tensor
+from kiln.nn.cell import Cell
 
 try:
     import fcntl
@@ -77,8 +78,6 @@ def _dtype_name(t):
 
 def _collect(save_obj, append_dict, choice_func):
     """An ordered name -> Tensor mapping of everything to save."""
-    from kiln.nn.cell import Cell  # noqa: PLC0415 - nn imports this package's siblings
-
     items = OrderedDict()
 
     def add(name, value, where):
@@ -450,8 +449,6 @@ def load_param_into_net(net, parameter_dict, strict_load=False):
     parameter when strict_load=True (otherwise a warning names them). With strict_load=False
     a name that is missing exactly may match a unique checkpoint name by dotted suffix.
     """
-    from kiln.nn.cell import Cell  # noqa: PLC0415
-
     if not isinstance(net, Cell):
         raise TypeError(f"load_param_into_net: net must be a Cell, got {type(net).__name__}")
     if not isinstance(parameter_dict, dict):

@@ -9,6 +9,7 @@ from kiln.common.initializer import initializer
 from kiln.common.parameter import Parameter, ParameterTuple
 from kiln.common.tensor import Tensor
 from kiln.nn.cell import Cell
+from kiln.nn.learning_rate_schedule import LearningRateSchedule
 from kiln.ops import _core
 
 __all__ = ["Optimizer"]
@@ -50,8 +51,6 @@ class _LR:
     """
 
     def __init__(self, lr, who):
-        from kiln.nn.learning_rate_schedule import LearningRateSchedule  # noqa: PLC0415
-
         self.fixed = None
         self.table = None
         self.table_tensor = None  # the table as a constant float32 tensor, indexed by the step

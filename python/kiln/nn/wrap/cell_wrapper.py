@@ -2,6 +2,8 @@
 import numbers
 
 from kiln.nn.cell import Cell
+from kiln.nn.optim.optimizer import Optimizer
+from kiln.ops.composite import value_and_grad
 
 __all__ = ["WithLossCell", "TrainOneStepCell", "WithEvalCell"]
 
@@ -49,8 +51,6 @@ class TrainOneStepCell(Cell):
 
     def __init__(self, network, optimizer, sens=None):
         super().__init__(auto_prefix=False)
-        from kiln.nn.optim.optimizer import Optimizer  # noqa: PLC0415
-
         if not isinstance(network, Cell):
             raise TypeError(f"TrainOneStepCell: network must be a Cell, got "
                             f"{type(network).__name__}")
@@ -65,22 +65,15 @@ class TrainOneStepCell(Cell):
         self.optimizer = optimizer
         self.weights = optimizer.parameters
         self.sens = float(sens)
-        import kiln  # noqa: PLC0415 - kiln imports kiln.nn
-
         # Built here, not in construct: construct must stay compilable (Graph mode compiles it
-        # from source, where `import` and assigning plain attributes on self are not allowed).
-        grad_transform = getattr(kiln, "value_and_grad", None)
-        self._grad_fn = (None if grad_transform is None else
-                         grad_transform(self.network, None, self.weights))
+        # from source, where assigning plain attributes on self is not allowed).
+        self._grad_fn = value_and_grad(self.network, None, self.weights)
 
     def grad_reducer(self, grads):
         """Identity on one device (MindSpore averages gradients across devices here)."""
         return grads
 
     def construct(self, *inputs):
-        if self._grad_fn is None:
-            raise RuntimeError("TrainOneStepCell needs kiln.value_and_grad (autodiff), "
-                               "which this build does not have")
         loss, grads = self._grad_fn(*inputs)
         if self.sens != 1.0:
             grads = tuple([None if g is None else g * self.sens for g in grads])

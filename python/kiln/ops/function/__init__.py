@@ -1,1 +1,13 @@
-"""Functional ops, one module per op family; kiln.ops re-exports them all."""
+"""Functional ops, one module per op family; this package (and kiln.ops) re-exports them all."""
+from kiln.ops.function import array, elementwise, helpers, linalg, nn, normalization, reduce
+from kiln.ops.function.array import *  # noqa: F401,F403
+from kiln.ops.function.elementwise import *  # noqa: F401,F403
+from kiln.ops.function.helpers import *  # noqa: F401,F403
+from kiln.ops.function.linalg import *  # noqa: F401,F403
+from kiln.ops.function.nn import *  # noqa: F401,F403
+from kiln.ops.function.normalization import *  # noqa: F401,F403
+from kiln.ops.function.reduce import *  # noqa: F401,F403
+
+__all__ = sorted({name for module in (array, elementwise, helpers, linalg, nn, normalization,
+                                      reduce)
+                  for name in module.__all__})

@@ -2,7 +2,12 @@
 import builtins
 import numbers
 
+import numpy as np
+
+from kiln import _C
 from kiln.common import dtype as mstype
+from kiln.common._arrays import tensor_of
+from kiln.ops import _indexing
 from kiln.ops._core import axes_attr, call, dtype_attr, int_arg, is_tensor, shape_attr
 
 __all__ = [
@@ -14,12 +19,6 @@ __all__ = [
 ]
 
 _INT64_MAX = 2**63 - 1
-
-
-def _tensor_class():
-    from kiln.common.tensor import Tensor  # noqa: PLC0415 - tensor.py imports kiln.ops lazily
-
-    return Tensor
 
 
 def _ndim(x):
@@ -222,8 +221,6 @@ def nonzero(input, as_tuple=False):  # noqa: A002
 
 def masked_select(input, mask):  # noqa: A002
     """The elements of input where mask (broadcast with it) holds, as a 1-D tensor."""
-    from kiln.common import _indexing  # noqa: PLC0415
-
     shape = _broadcast_shape(tuple(input.shape), tuple(mask.shape))
     return _indexing.getitem(broadcast_to(input, shape), broadcast_to(mask, shape))
 
@@ -275,14 +272,14 @@ def full_like(input, fill_value, *, dtype=None):  # noqa: A002
 
 
 def _fill(size, value, dtype, op):
-    if isinstance(size, _tensor_class()):
+    if isinstance(size, _C.TensorBase):
         size = tuple(size.asnumpy().reshape(-1).tolist())
     mstype.check_int_fits(value, dtype, op)
     return call("fill", (), (shape_attr(size, op, "size"), _scalar(value), dtype_attr(dtype)))
 
 
 def _value_dtype(value):
-    if isinstance(value, _tensor_class()):
+    if isinstance(value, _C.TensorBase):
         return value.dtype
     if isinstance(value, bool):
         return mstype.bool_
@@ -350,12 +347,9 @@ def uniform(shape, minval, maxval, seed=None, dtype=mstype.float32):
 
 
 def _as_index_tensor(indices):
-    Tensor = _tensor_class()
     if is_tensor(indices):
         return indices
-    import numpy as np  # noqa: PLC0415
-
-    return Tensor(np.asarray(indices, dtype=np.int64))
+    return tensor_of(np.asarray(indices, dtype=np.int64))
 
 
 def assign(variable, value):

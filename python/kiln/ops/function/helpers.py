@@ -7,6 +7,7 @@ from kiln import _C, _graph_state
 from kiln.common import dtype as mstype
 from kiln.ops._core import call, is_tensor, shape_attr
 from kiln.ops.function.array import _fill
+from kiln.ops.primitive import _is_variable
 
 __all__ = ["fill", "shape", "dtype", "select", "partial", "is_sequence_value_unknown",
            "is_sequence_shape_unknown"]
@@ -64,8 +65,6 @@ def partial(func, *args):
 def is_sequence_value_unknown(x):
     """True when some item of the tuple/list x (at any depth) is only known when the compiled
     graph runs: a graph value or a mutable() number. Always False outside compiled code."""
-    from kiln.ops.primitive import _is_variable  # noqa: PLC0415 - primitive imports ops
-
     _check_sequence(x, "is_sequence_value_unknown")
     return _graph_state.compiling() and any(_is_variable(v) for v in x)
 

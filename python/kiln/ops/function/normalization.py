@@ -5,7 +5,7 @@ import numbers
 from kiln.common import dtype as mstype
 from kiln.ops._core import call, int_arg, shape_attr
 from kiln.ops.function import elementwise as _ew
-from kiln.ops.function.array import one_hot, one_hot_checked
+from kiln.ops.function.array import one_hot, one_hot_checked, reshape
 from kiln.ops.function.reduce import _check_tensor
 from kiln.ops.function.reduce import mean as _mean
 from kiln.ops.function.reduce import sum as _sum
@@ -137,7 +137,6 @@ def _along_classes(weight, ndim, axis):
     """weight (C,) shaped to broadcast along the class axis of an ndim-dimensional input."""
     if ndim - axis == 1:
         return weight
-    from kiln.ops import reshape
     return reshape(weight, (weight.shape[0],) + (1,) * (ndim - axis - 1))
 
 

@@ -2,6 +2,7 @@
 softmax, log_softmax and logsumexp (MindSpore 2.x signatures)."""
 from kiln.common import dtype as mstype
 from kiln.ops._core import axes_attr, call, dtype_attr, int_arg, is_tensor
+from kiln.ops.function import elementwise as _ew
 
 __all__ = [
     "sum", "mean", "prod", "max", "min", "amax", "amin", "argmax", "argmin", "softmax",
@@ -60,15 +61,13 @@ def _masked(op, input, initial, where):
         return input
     if initial is None:
         raise ValueError(f"{op}: 'initial' is required when 'where' is given")
-    from kiln.ops.function.elementwise import where as select
-    return select(where, input, initial)
+    return _ew.where(where, input, initial)
 
 
 def _with_initial(values, initial, is_max):
     if initial is None:
         return values
-    from kiln.ops.function.elementwise import maximum, minimum
-    return maximum(values, initial) if is_max else minimum(values, initial)
+    return _ew.maximum(values, initial) if is_max else _ew.minimum(values, initial)
 
 
 def _extremum(op, is_max, input, axis, keepdims, initial, where, with_indices):
@@ -151,14 +150,11 @@ def logsumexp(input, axis, keep_dims=False):  # noqa: A002
     _check_tensor("logsumexp", "input", input)
     axes = _axes("logsumexp", axis)
     _flag("logsumexp", "keep_dims", keep_dims)
-    from kiln.ops.function.elementwise import abs as abs_
-    from kiln.ops.function.elementwise import add, equal, exp, log, sub
-    from kiln.ops.function.elementwise import where as select
     if not input.dtype.is_floating_point:
         input = call("cast", (input,), (dtype_attr(mstype.float32),))
     # An infinite maximum would give inf - inf = NaN: shift by 0 there instead.
     m = call("reduce_max", (input,), (axes, True))
-    m = select(equal(abs_(m), float("inf")), 0.0, m)
-    total = call("reduce_sum", (exp(sub(input, m)),), (axes, keep_dims, None))
+    m = _ew.where(_ew.equal(_ew.abs(m), float("inf")), 0.0, m)
+    total = call("reduce_sum", (_ew.exp(_ew.sub(input, m)),), (axes, keep_dims, None))
     shift = m if keep_dims else call("reduce_max", (m,), (axes, False))  # drops the kept dims
-    return add(log(total), shift)
+    return _ew.add(_ew.log(total), shift)

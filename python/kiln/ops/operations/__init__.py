@@ -3,8 +3,8 @@
 A primitive is configured once (``ops.MatMul(transpose_b=True)``) and called on tensors; each
 call goes to the same registry op the functional form uses.
 """
-import kiln.ops as _ops
 from kiln.ops import _core
+from kiln.ops import function as _ops
 from kiln.ops.primitive import Primitive, PrimitiveWithCheck, PrimitiveWithInfer
 
 __all__ = [

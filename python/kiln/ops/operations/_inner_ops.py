@@ -3,8 +3,8 @@
 MindSpore keeps primitives here that are not part of its public API; the ones kiln provides run
 through the same registry ops as the public functional forms.
 """
-import kiln.ops as _ops
 from kiln import _C
+from kiln.ops import function as _ops
 from kiln.ops._core import is_tensor
 from kiln.ops.primitive import Primitive
 

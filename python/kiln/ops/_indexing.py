@@ -13,13 +13,8 @@ import numbers
 import numpy as np
 
 from kiln.common import dtype as mstype
+from kiln.common._arrays import tensor_of
 from kiln.ops._core import call, is_tensor
-
-
-def _tensor_class():
-    from kiln.common.tensor import Tensor  # noqa: PLC0415 - tensor.py imports this module lazily
-
-    return Tensor
 
 
 class _Plan:
@@ -38,7 +33,6 @@ def _is_int(item):
 
 def _classify(item):
     """Returns (kind, payload): kind is 'int', 'slice', 'none', 'ellipsis', 'array' or 'bool'."""
-    Tensor = _tensor_class()
     if item is None:
         return "none", None
     if item is Ellipsis:
@@ -63,7 +57,7 @@ def _classify(item):
             arr = arr.astype(np.int64)
         if not np.issubdtype(arr.dtype, np.integer):
             raise TypeError(f"arrays used as indices must be integer or bool, got {arr.dtype}")
-        return "array", Tensor(arr.astype(np.int64, copy=False))
+        return "array", tensor_of(arr.astype(np.int64, copy=False))
     raise TypeError(f"invalid index of type {type(item).__name__}: only integers, slices, "
                     f"None, ..., and integer or boolean tensors/arrays are valid indices")
 
@@ -104,7 +98,7 @@ def _plan(shape, index):
                                  f"{size}")
             i = payload + size if payload < 0 else payload
             if has_advanced:  # NumPy: beside arrays, an int is a 0-d array and places like one
-                plan.advanced.append((len(plan.view_shape), _tensor_class()(np.array(i, np.int64))))
+                plan.advanced.append((len(plan.view_shape), tensor_of(np.array(i, np.int64))))
                 _keep_axis(plan, size)
             else:
                 plan.begin.append(i)
@@ -152,11 +146,10 @@ def _slice_axis(plan, sl, size):
 
 def _bool_index(plan, mask, shape, dim):
     """A boolean mask over the next mask.ndim axes: its nonzero coordinates index them."""
-    Tensor = _tensor_class()
     mshape = tuple(mask.shape)
     if not mshape:  # a 0-d bool adds an axis of length 1 (True) or 0 (False)
         value = bool(mask.item()) if hasattr(mask, "item") else bool(mask)
-        plan.advanced.append((len(plan.view_shape), Tensor(np.zeros(int(value), np.int64))))
+        plan.advanced.append((len(plan.view_shape), tensor_of(np.zeros(int(value), np.int64))))
         plan.view_shape.append(1)
         return dim
     for j, m in enumerate(mshape):
@@ -165,7 +158,7 @@ def _bool_index(plan, mask, shape, dim):
                              f"size of axis is {shape[dim + j]} but size of corresponding "
                              f"boolean axis is {m}")
     if isinstance(mask, np.ndarray):
-        coords = [Tensor(c.astype(np.int64)) for c in np.nonzero(mask)]
+        coords = [tensor_of(c.astype(np.int64)) for c in np.nonzero(mask)]
     else:
         nz = call("nonzero", (mask,))  # (n, k)
         columns = call("split", (nz,), (1, (1,) * len(mshape)))
@@ -231,7 +224,6 @@ def getitem(tensor, index):
 def setitem(tensor, index, value):
     """tensor[index] = value in place: value broadcasts to the indexed shape and converts to
     tensor's dtype."""
-    Tensor = _tensor_class()
     plan = _plan(tuple(tensor.shape), index)
     target = _basic_view(tensor, plan)
     if is_tensor(value):
@@ -241,7 +233,7 @@ def setitem(tensor, index, value):
         mstype.check_int_fits(value, tensor.dtype, "setitem")
         plan.reversed = []  # a number reads the same in either order; the op converts it exactly
     else:
-        value = Tensor(_as_value_array(value))
+        value = tensor_of(_as_value_array(value))
     if plan.advanced:
         axes = tuple(a for a, _ in plan.advanced)
         indices = tuple(t for _, t in plan.advanced)
