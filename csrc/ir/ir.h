@@ -135,9 +135,6 @@ class Builder {
   Func& func_;
 };
 
-// Op attributes completed with their defaults, checked against the schema.
-Attrs CompleteAttrs(const OpDef& def, Attrs attrs);
-
 // The stable text form (printer.cc) and its parser (parser.cc): Parse(Print(m)) prints the same.
 std::string Print(const Module& module);
 std::string TypeString(const TensorMeta& meta);

@@ -2,9 +2,11 @@
 //
 // The folded node becomes a const node holding the kernel's result (the same kernel the graph
 // would run, so folding never changes a value). Random and mutating ops never fold; neither do
-// results bigger than kMaxFoldedElements, which would bloat the graph.
+// results bigger than kMaxFoldedElements, which would bloat the graph. The op runs through
+// ops/evaluate.h, not eager dispatch: compiling inside a user's gradient tape must leave nothing
+// on it.
+#include "ops/evaluate.h"
 #include "passes/passes.h"
-#include "runtime/eager.h"
 
 namespace kiln::passes {
 namespace {
@@ -37,7 +39,7 @@ void FoldConstants(ir::Module& module) {
       std::vector<Tensor> inputs;
       for (const auto& v : node.inputs)
         inputs.push_back(v.is_none() ? Tensor() : f.nodes[v.node].value);
-      Tensor value = CallOp(node.op, inputs, node.attrs)[0].Contiguous();
+      Tensor value = EvaluateOp(node.op, inputs, node.attrs)[0].Contiguous();
       // A view of an input constant (reshape, transpose) gets its own copy: constants own data.
       for (const auto& in : inputs)
         if (in.defined() && value.same_storage(in)) value = value.Clone();

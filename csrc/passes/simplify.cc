@@ -35,8 +35,8 @@
 #include <string>
 
 #include "core/error.h"
+#include "ops/evaluate.h"
 #include "passes/passes.h"
-#include "runtime/eager.h"
 
 namespace kiln::passes {
 namespace {
@@ -153,7 +153,7 @@ Tensor ConstValue(const ir::Func& f, ir::ValueRef v) {
   if (!IsOp(node, OpKind::Cast)) return Tensor();
   Tensor inner = ConstValue(f, node.inputs[0]);
   if (!inner.defined() || inner.numel() > kMaxConstElements) return Tensor();
-  return CallOp1(OpKind::Cast, {inner}, node.attrs);
+  return EvaluateOp(OpKind::Cast, {inner}, node.attrs)[0];
 }
 
 enum class Neutral { One, Zero, PositiveZero, NegativeZero };

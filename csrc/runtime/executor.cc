@@ -16,7 +16,7 @@
 
 #include "core/error.h"
 #include "core/interrupt.h"
-#include "runtime/eager.h"
+#include "ops/evaluate.h"
 #include "runtime/fused_elementwise.h"
 
 namespace kiln {
@@ -186,12 +186,9 @@ class Interpreter {
     const OpDef& def = *np.def;
     const ir::Node& node = *np.node;
     std::vector<Tensor> inputs = Gather(np);
-    if (!np.static_outputs || def.allocates_outputs) return CallOp(node.op, inputs, node.attrs);
-    // Absent trailing optional inputs, as eager dispatch pads them; never an empty variadic tail
-    // (advanced_index(%x) got an undefined index tensor the verifier had not seen).
-    while (inputs.size() < def.inputs.size() &&
-           std::string(def.inputs[inputs.size()]).back() == '?')
-      inputs.emplace_back();
+    // The graph's autodiff is its own nodes: no eager tape records what the executor runs.
+    if (!np.static_outputs || def.allocates_outputs) return EvaluateOp(node.op, inputs, node.attrs);
+    PadOptionalInputs(def, inputs);  // as eager dispatch pads them
     std::vector<Tensor> outputs;
     outputs.reserve(node.outputs.size());
     if (np.reuse_input >= 0 && options_.free_dead_values && Unshared(inputs[np.reuse_input])) {
@@ -199,10 +196,7 @@ class Interpreter {
     } else {
       for (const auto& m : node.outputs) outputs.push_back(Tensor::Empty(m.shape, m.dtype));
     }
-    KernelContext ctx{def, inputs, outputs, node.attrs};
-    def.kernel(ctx);
-    for (int i : def.mutated_inputs)
-      if (inputs[i].defined()) MarkWritten(inputs[i]);
+    RunKernel(def, inputs, outputs, node.attrs);
     return outputs;
   }
 
