@@ -204,16 +204,4 @@ void Builder::Raise(const std::string& error_type, const std::string& format,
 
 void Builder::Return(std::vector<ValueRef> results) { func_.results = std::move(results); }
 
-bool FitsElementwiseChunks(const Shape& operand, const Shape& result) {
-  for (const Shape* shape : {&operand, &result})
-    for (int64_t d : *shape)
-      if (d < 0) return false;
-  if (operand == result) return true;
-  if (operand.size() > result.size()) return false;
-  if (NumElements(operand) == 1) return true;
-  size_t lead = 0;
-  while (lead < operand.size() && operand[lead] == 1) ++lead;
-  return lead + 1 == operand.size() && !result.empty() && operand.back() == result.back();
-}
-
 }  // namespace kiln::ir

@@ -208,6 +208,12 @@ Attrs CompleteAttrs(const OpDef& def, Attrs attrs) {
 
 // ---- Inference helpers ----
 
+bool IsStaticShape(const Shape& shape) {
+  for (int64_t d : shape)
+    if (d < 0) return false;
+  return true;
+}
+
 TensorMeta MetaOf(const Tensor& t) {
   if (!t.defined()) return TensorMeta{DType::Float32, {}, false, false};
   return TensorMeta{t.dtype(), t.shape(), t.impl()->wrapped_number, true};

@@ -146,6 +146,8 @@ void CheckAttrTypes(const OpDef& def, const Attrs& attrs);
 Attrs CompleteAttrs(const OpDef& def, Attrs attrs);
 
 // ---- Shared inference helpers ----
+// Every dimension is known at compile time (none is -1).
+bool IsStaticShape(const Shape& shape);
 // NumPy broadcasting of two shapes; -1 (unknown) joins with anything but a mismatch.
 Shape BroadcastShapes(const Shape& a, const Shape& b, const char* op);
 // What inference sees of a tensor (absent for an undefined one, weak for a Python scalar).

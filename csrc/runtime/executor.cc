@@ -14,6 +14,8 @@
 #include <cstdio>
 #include <sstream>
 
+#include "analysis/aliasing.h"
+#include "analysis/chunking.h"
 #include "core/error.h"
 #include "core/interrupt.h"
 #include "ops/evaluate.h"
@@ -60,8 +62,7 @@ bool Truth(const Tensor& t, const ir::Node& node) {
 
 bool AllStatic(const std::vector<TensorMeta>& metas) {
   for (const auto& m : metas)
-    for (int64_t d : m.shape)
-      if (d < 0) return false;
+    if (!IsStaticShape(m.shape)) return false;
   return true;
 }
 
@@ -109,13 +110,11 @@ std::unique_ptr<FuncPlan> PlanFunc(const ir::Func& f) {
   }
   for (size_t n = 0; n < f.nodes.size(); ++n) {
     NodePlan& np = plan->nodes[n];
-    if (!np.def || !np.def->elementwise || np.def->allocates_outputs) continue;
-    if (np.node->outputs.size() != 1 || !np.static_outputs) continue;
+    if (!analysis::MayWriteOutputOverInput(*np.node)) continue;
     for (size_t i = 0; i < np.inputs.size() && np.reuse_input < 0; ++i) {
       const int s = np.inputs[i];
       if (s < static_cast<int>(f.params.size()) || last_use[s] != static_cast<int>(n)) continue;
-      const NodePlan& made_by = plan->nodes[maker[s]];
-      const bool fresh = made_by.def && !made_by.def->allocates_outputs;  // not a const or view
+      const bool fresh = analysis::MakesFreshOutputs(f.nodes[maker[s]]);  // not a const or view
       const TensorMeta &in = f.meta(np.node->inputs[i]), &out = np.node->outputs[0];
       if (fresh && in.dtype == out.dtype && in.shape == out.shape) np.reuse_input = i;
     }

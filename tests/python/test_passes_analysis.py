@@ -1,5 +1,5 @@
-"""Constant folding while a user's gradient tape records leaves nothing on the tape (the pass
-runs ops through ops/evaluate.h, not eager dispatch)."""
+"""Passes that rest on the analysis layer (csrc/analysis): constant folding while a user's
+gradient tape records leaves nothing on the tape, and cse keeps apart values written in place."""
 
 import numpy as np
 
@@ -36,3 +36,20 @@ def test_folding_while_a_tape_records_leaves_nothing_on_it():
     grad = tape.gradient([y], [None], [x])[0]
     np.testing.assert_array_equal(grad.asnumpy(), np.full(3, 3, np.float32))
 
+
+def assign_after_duplicate(a, b, c):
+    t = a + b
+    u = a + b  # the same value as t until t is assigned
+    ops.assign(t, c)
+    return t, u
+
+
+def test_cse_keeps_a_value_written_in_place_apart_from_its_twin():
+    a = Tensor(np.ones(3, np.float32))
+    b = Tensor(np.ones(3, np.float32))
+    c = Tensor(np.full(3, 7, np.float32))
+    want = [v.asnumpy() for v in assign_after_duplicate(a, b, c)]
+    got = [v.asnumpy() for v in ms.jit(assign_after_duplicate)(a, b, c)]
+    np.testing.assert_array_equal(want[1], np.full(3, 2, np.float32))
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)
