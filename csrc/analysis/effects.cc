@@ -1,6 +1,9 @@
 // effects.cc - node and function effects, propagated through regions to a fixed point.
 #include "analysis/effects.h"
 
+#include <unordered_set>
+#include <vector>
+
 namespace kiln::analysis {
 namespace {
 
@@ -31,6 +34,44 @@ bool Same(const Effects& a, const Effects& b) {
          a.raises == b.raises;
 }
 
+// The functions `f` runs directly.
+std::vector<const ir::Func*> Callees(const ir::Module& module, const ir::Func& f) {
+  std::vector<const ir::Func*> callees;
+  for (const auto& node : f.nodes)
+    if (RunsFunctions(node))
+      for (const auto& name : node.callees)
+        if (const ir::Func* c = module.Find(name)) callees.push_back(c);
+  return callees;
+}
+
+// The module's functions, callees before their callers where the calls form no cycle (the
+// verifier refuses cycles): a depth-first walk kept on the heap, since regions may nest deeply.
+std::vector<const ir::Func*> CalleesFirst(const ir::Module& module) {
+  std::vector<const ir::Func*> order;
+  std::unordered_set<const ir::Func*> visited;
+  struct Frame {
+    const ir::Func* func;
+    std::vector<const ir::Func*> callees;
+    size_t next = 0;
+  };
+  for (const auto& root : module.funcs()) {
+    if (!visited.insert(root.get()).second) continue;
+    std::vector<Frame> stack;
+    stack.push_back({root.get(), Callees(module, *root)});
+    while (!stack.empty()) {
+      Frame& top = stack.back();
+      if (top.next == top.callees.size()) {
+        order.push_back(top.func);
+        stack.pop_back();
+        continue;
+      }
+      const ir::Func* callee = top.callees[top.next++];
+      if (visited.insert(callee).second) stack.push_back({callee, Callees(module, *callee)});
+    }
+  }
+  return order;
+}
+
 }  // namespace
 
 Effects& Effects::operator|=(const Effects& o) {
@@ -53,13 +94,14 @@ bool IsPureOp(const ir::Node& node) {
 }
 
 ModuleEffects::ModuleEffects(const ir::Module& module) {
-  for (const auto& f : module.funcs()) funcs_[f->name] = Effects{};
-  // Effects only grow, and each function's are bounded, so this ends; most modules settle in
-  // one or two sweeps.
+  const std::vector<const ir::Func*> order = CalleesFirst(module);
+  for (const ir::Func* f : order) funcs_[f->name] = Effects{};
+  // Callees first, one sweep settles every function; another confirms it. Effects only grow
+  // and are bounded, so the loop also ends on IR whose calls form a cycle.
   bool changed = true;
   while (changed) {
     changed = false;
-    for (const auto& f : module.funcs()) {
+    for (const ir::Func* f : order) {
       Effects e;
       for (const auto& node : f->nodes) e |= Of(node);
       Effects& known = funcs_[f->name];

@@ -1,6 +1,8 @@
 // test_analysis.cc - the analysis layer from IR text: effects, alias classes and chunking facts.
 #include <gtest/gtest.h>
 
+#include <string>
+
 #include "analysis/aliasing.h"
 #include "analysis/chunking.h"
 #include "analysis/effects.h"
@@ -142,6 +144,22 @@ func @body(%0: i64[]) -> (i64[]) {
   EXPECT_TRUE(effects.OfFunc("body").prints);
   EXPECT_TRUE(effects.Of(m.entry().nodes[0]).prints);
   EXPECT_FALSE(effects.MayWrite(m.entry().nodes[0]));
+}
+
+TEST(Effects, ADeepChainOfCallsSettlesWithoutRecursion) {
+  // @f0 calls @f1 ... calls @f4999, which assigns: every function of the chain writes.
+  const int depth = 5000;
+  std::string text;
+  for (int i = 0; i + 1 < depth; ++i)
+    text += "func @f" + std::to_string(i) + "(%0: f32[2]) -> (f32[2]) {\n  %1 = call @f" +
+            std::to_string(i + 1) + "(%0) : f32[2]\n  return %1\n}\n\n";
+  text += "func @f" + std::to_string(depth - 1) +
+          "(%0: f32[2]) -> (f32[2]) {\n  %1 = assign(%0, %0) : f32[2]\n  return %1\n}\n";
+  ir::Module m = ir::Parse(text);
+  const ModuleEffects effects(m);
+  EXPECT_TRUE(effects.OfFunc("f0").writes);
+  EXPECT_TRUE(effects.MayWrite(m.entry().nodes[0]));
+  EXPECT_FALSE(effects.OfFunc("f0").prints);
 }
 
 // ---- aliasing
