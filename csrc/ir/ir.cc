@@ -4,7 +4,6 @@
 #include <algorithm>
 
 #include "core/error.h"
-#include "runtime/eager.h"
 
 namespace kiln::ir {
 
@@ -70,14 +69,6 @@ std::string Module::FreshName(const std::string& prefix) const {
   }
 }
 
-Attrs CompleteAttrs(const OpDef& def, Attrs attrs) {
-  KILN_CHECK(attrs.size() <= def.attrs.size(), Type, def.name, ": expected at most ",
-             def.attrs.size(), " attributes, got ", attrs.size());
-  for (size_t i = attrs.size(); i < def.attrs.size(); ++i)
-    attrs.push_back(def.attrs[i].default_value);
-  return attrs;
-}
-
 ValueRef Builder::Param(const TensorMeta& meta, const std::string& name) {
   func_.params.push_back(meta);
   func_.param_names.resize(func_.params.size() - 1);
@@ -105,7 +96,7 @@ void Builder::CheckWeakConstFits(const OpDef& def, ValueRef v, DType target) con
     CheckWeakIntFits(def.name, *value.data<int64_t>(), target);
 }
 
-// The casts eager dispatch makes before a promoted op (runtime/eager.cc), as explicit nodes.
+// The casts eager dispatch makes before a promoted op (ops/evaluate.h), as explicit nodes.
 void Builder::PromoteOperands(const OpDef& def, std::vector<ValueRef>& inputs,
                               const SourceLoc& loc) {
   if (def.promotion == Promotion::None) return;
@@ -212,17 +203,5 @@ void Builder::Raise(const std::string& error_type, const std::string& format,
 }
 
 void Builder::Return(std::vector<ValueRef> results) { func_.results = std::move(results); }
-
-bool FitsElementwiseChunks(const Shape& operand, const Shape& result) {
-  for (const Shape* shape : {&operand, &result})
-    for (int64_t d : *shape)
-      if (d < 0) return false;
-  if (operand == result) return true;
-  if (operand.size() > result.size()) return false;
-  if (NumElements(operand) == 1) return true;
-  size_t lead = 0;
-  while (lead < operand.size() && operand[lead] == 1) ++lead;
-  return lead + 1 == operand.size() && !result.empty() && operand.back() == result.back();
-}
 
 }  // namespace kiln::ir

@@ -135,17 +135,9 @@ class Builder {
   Func& func_;
 };
 
-// Op attributes completed with their defaults, checked against the schema.
-Attrs CompleteAttrs(const OpDef& def, Attrs attrs);
-
 // The stable text form (printer.cc) and its parser (parser.cc): Parse(Print(m)) prints the same.
 std::string Print(const Module& module);
 std::string TypeString(const TensorMeta& meta);
-
-// The contract between fuse_elementwise and the executor's chunked runner: an operand of a fused
-// elementwise body may be the result's shape, one element, or a row as long as the result's last
-// dim (leading 1s allowed); all static.
-bool FitsElementwiseChunks(const Shape& operand, const Shape& result);
 Module Parse(const std::string& text);
 
 // Checks the module is well formed and typed (verifier.cc); throws ValueError naming the

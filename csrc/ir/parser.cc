@@ -14,7 +14,6 @@
 
 #include "core/error.h"
 #include "ir/ir.h"
-#include "kernels/cpu/copy.h"
 
 namespace kiln::ir {
 namespace {

@@ -198,7 +198,26 @@ void CheckAttrTypes(const OpDef& def, const Attrs& attrs) {
   }
 }
 
+Attrs CompleteAttrs(const OpDef& def, Attrs attrs) {
+  KILN_CHECK(attrs.size() <= def.attrs.size(), Type, def.name, ": expected at most ",
+             def.attrs.size(), " attributes, got ", attrs.size());
+  for (size_t i = attrs.size(); i < def.attrs.size(); ++i)
+    attrs.push_back(def.attrs[i].default_value);
+  return attrs;
+}
+
 // ---- Inference helpers ----
+
+bool IsStaticShape(const Shape& shape) {
+  for (int64_t d : shape)
+    if (d < 0) return false;
+  return true;
+}
+
+TensorMeta MetaOf(const Tensor& t) {
+  if (!t.defined()) return TensorMeta{DType::Float32, {}, false, false};
+  return TensorMeta{t.dtype(), t.shape(), t.impl()->wrapped_number, true};
+}
 
 Shape BroadcastShapes(const Shape& a, const Shape& b, const char* op) {
   size_t n = std::max(a.size(), b.size());
@@ -242,6 +261,12 @@ DType PromotedType(const std::vector<TensorMeta>& metas, const std::vector<int>&
   });
   if (!have_strong) return weak;
   return PromoteWithScalar(strong, weak);
+}
+
+DType PromotionTarget(const OpDef& def, const std::vector<TensorMeta>& metas) {
+  DType target = PromotedType(metas, def.promoted_inputs);
+  if (def.promotion == Promotion::CommonFloat && !IsFloating(target)) target = DType::Float32;
+  return target;
 }
 
 void RequireFloating(const TensorMeta& meta, const char* op) {

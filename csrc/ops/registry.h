@@ -141,12 +141,22 @@ void CheckInputArity(const OpDef& def, const std::vector<bool>& given);
 // float one an int or bool); a None default accepts any type. `attrs` must be complete.
 // TypeError naming the op and the attribute otherwise.
 void CheckAttrTypes(const OpDef& def, const Attrs& attrs);
+// The attributes completed with their schema defaults; TypeError naming the op when there are
+// more than the schema has.
+Attrs CompleteAttrs(const OpDef& def, Attrs attrs);
 
 // ---- Shared inference helpers ----
+// Every dimension is known at compile time (none is -1).
+bool IsStaticShape(const Shape& shape);
 // NumPy broadcasting of two shapes; -1 (unknown) joins with anything but a mismatch.
 Shape BroadcastShapes(const Shape& a, const Shape& b, const char* op);
+// What inference sees of a tensor (absent for an undefined one, weak for a Python scalar).
+TensorMeta MetaOf(const Tensor& t);
 // The dtype the listed inputs promote to, weak scalars joining by category.
 DType PromotedType(const std::vector<TensorMeta>& metas, const std::vector<int>& which);
+// The dtype an op's promoted inputs are cast to before it runs (its Promotion rule); eager
+// dispatch casts tensors and the IR builder inserts cast nodes, so both modes compute alike.
+DType PromotionTarget(const OpDef& def, const std::vector<TensorMeta>& metas);
 // Checks `meta` is a floating type; TypeError naming the op otherwise.
 void RequireFloating(const TensorMeta& meta, const char* op);
 

@@ -1,12 +1,16 @@
 // cse.cc - common-subexpression elimination within each function.
 //
-// Two op nodes with the same op, attributes and inputs compute the same value, unless the op is
-// random or writes to an input; constants with the same dtype, shape and bytes are one constant.
-// Later duplicates are redirected to the first occurrence (DCE then removes them). Reuse never
-// crosses a node that may write (assign, batch_norm's statistics, if/while/call, print/raise).
+// Two op nodes with the same op, attributes and inputs compute the same value when the op is
+// pure (analysis/effects.h: no random draw, no in-place write); constants with the same dtype,
+// shape and bytes are one constant. Later duplicates are redirected to the first occurrence (DCE
+// then removes them). Reuse never crosses a node that may write (assign, batch_norm's statistics,
+// a region that does), and a value something writes in place (analysis/aliasing.h) is neither
+// merged nor reused: the two copies would not stay equal.
 #include <cstring>
 #include <map>
 
+#include "analysis/aliasing.h"
+#include "analysis/effects.h"
 #include "core/error.h"
 #include "passes/passes.h"
 
@@ -30,18 +34,22 @@ std::string KeyOf(const ir::Func& f, const ir::Node& node) {
   return key;
 }
 
-bool Eligible(const ir::Node& node) {
-  if (node.kind == ir::NodeKind::Const) return true;
-  if (node.kind != ir::NodeKind::Op) return false;
-  const OpDef& def = GetOpDef(node.op);
-  return !def.is_random && def.mutated_inputs.empty();
+// A node whose single value may stand for an equal one: a constant or a pure op, whose outputs
+// nothing in the function writes.
+bool Eligible(const ir::Node& node, int n, const analysis::AliasClasses& alias) {
+  if (node.kind != ir::NodeKind::Const && !analysis::IsPureOp(node)) return false;
+  for (size_t k = 0; k < node.outputs.size(); ++k)
+    if (alias.Written({n, static_cast<int>(k)})) return false;
+  return true;
 }
 
 }  // namespace
 
 void CommonSubexpressionElimination(ir::Module& module) {
+  const analysis::ModuleEffects effects(module);
   for (auto& fp : module.funcs()) {
     ir::Func& f = *fp;
+    const analysis::AliasClasses alias(f, effects);
     std::map<std::string, int> first;
     std::vector<int> replacement(f.nodes.size());
     for (size_t n = 0; n < f.nodes.size(); ++n) {
@@ -49,12 +57,13 @@ void CommonSubexpressionElimination(ir::Module& module) {
       replacement[n] = static_cast<int>(n);
       for (auto& v : node.inputs)
         if (!v.is_param() && !v.is_none()) v.node = replacement[v.node];
-      if (!Eligible(node)) {
+      if (effects.MayWrite(node)) {
         // A write (assign, a region that may assign) can change what an earlier value computed
         // from its inputs would be: nothing before it is reused after it.
-        if (node.kind != ir::NodeKind::Const) first.clear();
+        first.clear();
         continue;
       }
+      if (!Eligible(node, static_cast<int>(n), alias)) continue;
       auto [it, inserted] = first.emplace(KeyOf(f, node), static_cast<int>(n));
       if (!inserted) replacement[n] = it->second;
     }

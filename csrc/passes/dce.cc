@@ -1,73 +1,28 @@
 // dce.cc - dead-code elimination.
 //
-// 1. Decide which functions have side effects (a print/raise/mutating/random node, or a call of
-//    such a function), iterating to a fixed point because regions call regions.
-// 2. In each function, walk nodes backwards: a node is live if it has a side effect or one of its
+// 1. Find each function's effects (analysis/effects.h: print, raise, in-place writes, random
+//    draws, and whatever the regions it runs do).
+// 2. In each function, walk nodes backwards: a node is live if it has an effect or one of its
 //    outputs is used by a live node or returned.
 // 3. Rebuild the node list without dead nodes, renumbering references.
 // 4. Drop functions that no live node calls (the entry always stays).
 #include <set>
-#include <unordered_map>
 
-#include "ops/registry.h"
+#include "analysis/effects.h"
 #include "passes/passes.h"
 #include "passes/rewrite_util.h"
 
 namespace kiln::passes {
 namespace {
 
-bool NodeHasOwnEffect(const ir::Node& node) {
-  switch (node.kind) {
-    case ir::NodeKind::Print:
-    case ir::NodeKind::Raise:
-      return true;
-    case ir::NodeKind::Op: {
-      const OpDef& def = GetOpDef(node.op);
-      return !def.mutated_inputs.empty() || def.is_random;
-    }
-    default:
-      return false;
-  }
-}
-
-std::set<std::string> FunctionsWithEffects(const ir::Module& module) {
-  std::set<std::string> effects;
-  bool changed = true;
-  while (changed) {
-    changed = false;
-    for (const auto& f : module.funcs()) {
-      if (effects.count(f->name)) continue;
-      for (const auto& node : f->nodes) {
-        bool effect = NodeHasOwnEffect(node);
-        for (const auto& callee : node.callees) effect = effect || effects.count(callee);
-        if (node.kind == ir::NodeKind::Raise) effect = true;
-        if (effect) {
-          effects.insert(f->name);
-          changed = true;
-          break;
-        }
-      }
-    }
-  }
-  return effects;
-}
-
-bool HasEffect(const ir::Node& node, const std::set<std::string>& effects) {
-  if (NodeHasOwnEffect(node)) return true;
-  if (node.kind == ir::NodeKind::Raise) return false;
-  for (const auto& callee : node.callees)
-    if (effects.count(callee)) return true;
-  return false;
-}
-
-void EliminateIn(ir::Func& f, const std::set<std::string>& effects) {
+void EliminateIn(ir::Func& f, const analysis::ModuleEffects& effects) {
   std::vector<bool> live(f.nodes.size(), false);
   auto mark = [&](const ir::ValueRef& v) {
     if (!v.is_param() && !v.is_none()) live[v.node] = true;
   };
   for (const auto& r : f.results) mark(r);
   for (int n = static_cast<int>(f.nodes.size()) - 1; n >= 0; --n) {
-    if (!live[n] && HasEffect(f.nodes[n], effects)) live[n] = true;
+    if (!live[n] && !effects.IsPure(f.nodes[n])) live[n] = true;
     if (live[n])
       for (const auto& v : f.nodes[n].inputs) mark(v);
   }
@@ -77,7 +32,7 @@ void EliminateIn(ir::Func& f, const std::set<std::string>& effects) {
 }  // namespace
 
 void DeadCodeElimination(ir::Module& module) {
-  std::set<std::string> effects = FunctionsWithEffects(module);
+  const analysis::ModuleEffects effects(module);
   for (auto& f : module.funcs()) EliminateIn(*f, effects);
   // Keep the functions reachable from the entry.
   std::set<std::string> reachable = {module.entry().name};

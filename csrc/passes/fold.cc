@@ -1,10 +1,13 @@
 // fold.cc - constant folding: op nodes whose inputs are all constants run now, at compile time.
 //
 // The folded node becomes a const node holding the kernel's result (the same kernel the graph
-// would run, so folding never changes a value). Random and mutating ops never fold; neither do
-// results bigger than kMaxFoldedElements, which would bloat the graph.
+// would run, so folding never changes a value). Only pure ops fold (analysis/effects.h: no random
+// draw, no in-place write), and not results bigger than kMaxFoldedElements, which would bloat
+// the graph. The op runs through ops/evaluate.h, not eager dispatch: compiling inside a user's
+// gradient tape must leave nothing on it.
+#include "analysis/effects.h"
+#include "ops/evaluate.h"
 #include "passes/passes.h"
-#include "runtime/eager.h"
 
 namespace kiln::passes {
 namespace {
@@ -12,19 +15,13 @@ namespace {
 constexpr int64_t kMaxFoldedElements = 1 << 16;
 
 bool Foldable(const ir::Func& f, const ir::Node& node) {
-  if (node.kind != ir::NodeKind::Op) return false;
-  const OpDef& def = GetOpDef(node.op);
-  if (def.is_random || !def.mutated_inputs.empty()) return false;
+  if (!analysis::IsPureOp(node) || node.outputs.size() != 1) return false;
   for (const auto& v : node.inputs) {
     if (v.is_none()) continue;
     if (v.is_param() || f.nodes[v.node].kind != ir::NodeKind::Const) return false;
   }
-  for (const auto& m : node.outputs) {
-    for (int64_t d : m.shape)
-      if (d < 0) return false;
-    if (NumElements(m.shape) > kMaxFoldedElements) return false;
-  }
-  return true;
+  const Shape& shape = node.outputs[0].shape;
+  return IsStaticShape(shape) && NumElements(shape) <= kMaxFoldedElements;
 }
 
 }  // namespace
@@ -33,11 +30,11 @@ void FoldConstants(ir::Module& module) {
   for (auto& fp : module.funcs()) {
     ir::Func& f = *fp;
     for (auto& node : f.nodes) {
-      if (!Foldable(f, node) || node.outputs.size() != 1) continue;
+      if (!Foldable(f, node)) continue;
       std::vector<Tensor> inputs;
       for (const auto& v : node.inputs)
         inputs.push_back(v.is_none() ? Tensor() : f.nodes[v.node].value);
-      Tensor value = CallOp(node.op, inputs, node.attrs)[0].Contiguous();
+      Tensor value = EvaluateOp(node.op, inputs, node.attrs)[0].Contiguous();
       // A view of an input constant (reshape, transpose) gets its own copy: constants own data.
       for (const auto& in : inputs)
         if (in.defined() && value.same_storage(in)) value = value.Clone();

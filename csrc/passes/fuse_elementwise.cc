@@ -9,10 +9,11 @@
 // with the three ops moved into @fused_elementwise. A group grows backwards from its last op: a
 // producer joins when it is an elementwise op with the group's static output shape and every
 // user of its value is in the group (no intermediate is needed outside it). Values from outside
-// become the body's parameters and must fit a chunked run (FitsElementwiseChunks); one-element
-// constants are copied in. A group needs two ops or more, and no node with a side effect may lie
-// between its first and last op, since the call reads its inputs where the last op was (the ops
-// before such a node are left out). Grouping is linear in the ops it visits, so a long unrolled
+// become the body's parameters and must fit a chunked run; one-element constants are copied in
+// (what a chunked body may hold is analysis/chunking.h's, which the executor's runner asks too).
+// A group needs two ops or more, and no node with an effect (analysis/effects.h) may lie between
+// its first and last op, since the call reads its inputs where the last op was (the ops before
+// such a node are left out). Grouping is linear in the ops it visits, so a long unrolled
 // loop compiles in linear time.
 #include <algorithm>
 #include <map>
@@ -20,32 +21,24 @@
 #include <string>
 #include <unordered_map>
 
+#include "analysis/chunking.h"
+#include "analysis/effects.h"
 #include "passes/passes.h"
 #include "passes/rewrite_util.h"
 
 namespace kiln::passes {
 namespace {
 
-bool Fusable(const ir::Node& node) {
-  if (node.kind != ir::NodeKind::Op || node.outputs.size() != 1) return false;
-  const OpDef& def = GetOpDef(node.op);
-  if (!def.elementwise || def.allocates_outputs || def.is_random || !def.mutated_inputs.empty())
-    return false;
-  for (int64_t d : node.outputs[0].shape)
-    if (d < 0) return false;
-  return true;
-}
-
-bool IsScalarConst(const ir::Func& f, const ir::ValueRef& v) {
-  return !v.is_param() && !v.is_none() && f.nodes[v.node].kind == ir::NodeKind::Const &&
-         f.nodes[v.node].value.numel() == 1;
+bool IsChunkableConst(const ir::Func& f, const ir::ValueRef& v) {
+  return !v.is_param() && !v.is_none() && analysis::IsChunkableConst(f.nodes[v.node]);
 }
 
 class ElementwiseFuser {
  public:
-  ElementwiseFuser(ir::Module& module, ir::Func& f)
+  ElementwiseFuser(ir::Module& module, ir::Func& f, const analysis::ModuleEffects& effects)
       : m_(module),
         f_(f),
+        effects_(effects),
         users_(f.nodes.size()),
         removed_(f.nodes.size(), false),
         tried_(f.nodes.size(), false) {
@@ -58,7 +51,7 @@ class ElementwiseFuser {
 
   void Run() {
     for (int n = static_cast<int>(f_.nodes.size()) - 1; n >= 0; --n)
-      if (!removed_[n] && !tried_[n] && Fusable(f_.nodes[n])) TryFuse(n);
+      if (!removed_[n] && !tried_[n] && analysis::IsChunkableOp(f_.nodes[n])) TryFuse(n);
     std::vector<bool> keep(removed_.size());
     for (size_t n = 0; n < keep.size(); ++n) keep[n] = !removed_[n];
     KeepNodes(f_, keep);
@@ -79,7 +72,7 @@ class ElementwiseFuser {
       for (const auto& v : f_.nodes[member].inputs) {
         if (v.is_param() || v.is_none() || group.count(v.node) || removed_[v.node]) continue;
         const ir::Node& p = f_.nodes[v.node];
-        if (!Fusable(p) || p.outputs[0].shape != shape) continue;
+        if (!analysis::IsChunkableOp(p) || p.outputs[0].shape != shape) continue;
         if (++uses_inside[v.node] == users_[v.node].size()) {
           group.insert(v.node);
           work.push_back(v.node);
@@ -98,8 +91,8 @@ class ElementwiseFuser {
     for (int n : group) {
       for (const auto& v : f_.nodes[n].inputs) {
         const bool inside = !v.is_param() && std::binary_search(group.begin(), group.end(), v.node);
-        if (inside || IsScalarConst(f_, v) || !seen.insert({v.node, v.index}).second) continue;
-        if (!ir::FitsElementwiseChunks(f_.meta(v).shape, shape)) {
+        if (inside || IsChunkableConst(f_, v) || !seen.insert({v.node, v.index}).second) continue;
+        if (!analysis::FitsElementwiseChunks(f_.meta(v).shape, shape)) {
           // Its members would meet the same input as sinks: not tried again (keeps it linear).
           for (int m : group) tried_[m] = true;
           return;
@@ -120,13 +113,13 @@ class ElementwiseFuser {
     f_.nodes[sink] = std::move(call);
   }
 
-  // The members after the last node with a side effect between the group's first op and the
-  // sink (the call runs where the sink was). They still form a group: every use of a value
-  // comes after the op making it.
+  // The members after the last node with an effect between the group's first op and the sink
+  // (the call runs where the sink was; a region that only computes does not count). They still form
+  // a group: every use of a value comes after the op making it.
   std::vector<int> AfterLastEffect(std::vector<int> group, int sink) const {
     if (group.size() < 2) return group;
     for (int k = sink - 1; k > group.front(); --k) {
-      if (!std::binary_search(group.begin(), group.end(), k) && MayHaveEffect(f_.nodes[k])) {
+      if (!std::binary_search(group.begin(), group.end(), k) && !effects_.IsPure(f_.nodes[k])) {
         group.erase(group.begin(), std::upper_bound(group.begin(), group.end(), k));
         break;
       }
@@ -162,17 +155,19 @@ class ElementwiseFuser {
 
   ir::Module& m_;
   ir::Func& f_;
-  std::vector<std::vector<int>> users_;  // users of each node's outputs (-1: a result)
-  std::vector<bool> removed_;            // moved into a fused body
-  std::vector<bool> tried_;              // in a group that could not fuse: not a sink again
+  const analysis::ModuleEffects& effects_;  // of the module before this pass added bodies
+  std::vector<std::vector<int>> users_;     // users of each node's outputs (-1: a result)
+  std::vector<bool> removed_;               // moved into a fused body
+  std::vector<bool> tried_;                 // in a group that could not fuse: not a sink again
 };
 
 }  // namespace
 
 void FuseElementwise(ir::Module& module) {
+  const analysis::ModuleEffects effects(module);
   std::vector<ir::Func*> funcs;  // bodies added while fusing are not visited
   for (auto& f : module.funcs()) funcs.push_back(f.get());
-  for (ir::Func* f : funcs) ElementwiseFuser(module, *f).Run();
+  for (ir::Func* f : funcs) ElementwiseFuser(module, *f, effects).Run();
 }
 
 }  // namespace kiln::passes

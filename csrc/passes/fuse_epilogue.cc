@@ -9,11 +9,12 @@
 // nodes of the chain are removed. Each link is taken only when the value before it has exactly
 // one user in the function (a use by a region call, or a function result, counts) and the link
 // keeps the value's dtype and shape exactly, so the fused node has the type of the value it
-// replaces. No node with a side effect (print, raise, an in-place write, a random draw, a region
-// or call) may lie between the matmul and the end of the chain: the fused node reads the
-// matmul's operands later than the matmul did.
+// replaces. No node with an effect (analysis/effects.h: print, raise, an in-place write, a random
+// draw, a region or call that does one) may lie between the matmul and the end of the chain: the
+// fused node reads the matmul's operands later than the matmul did.
 #include <string>
 
+#include "analysis/effects.h"
 #include "passes/passes.h"
 #include "passes/rewrite_util.h"
 
@@ -22,12 +23,6 @@ namespace {
 
 bool SameType(const TensorMeta& a, const TensorMeta& b) {
   return a.dtype == b.dtype && a.shape == b.shape && a.weak == b.weak;
-}
-
-bool Static(const Shape& shape) {
-  for (int64_t d : shape)
-    if (d < 0) return false;
-  return true;
 }
 
 bool IsOp(const ir::Node& node, OpKind op) {
@@ -53,8 +48,9 @@ std::string ActivationOf(const ir::Node& node) {
 
 class Fuser {
  public:
-  explicit Fuser(ir::Func& f)
+  Fuser(ir::Func& f, const analysis::ModuleEffects& effects)
       : f_(f),
+        effects_(effects),
         uses_(f.nodes.size(), 0),
         user_(f.nodes.size(), -1),
         removed_(f.nodes.size(), false) {
@@ -134,7 +130,7 @@ class Fuser {
     if (activation == "none") {
       if (int u = next(); u >= 0) {
         ir::ValueRef r = OtherOperand(f_.nodes[u], chain.back());
-        if (!r.is_none() && SameType(f_.meta(r), out) && Static(out.shape)) {
+        if (!r.is_none() && SameType(f_.meta(r), out) && IsStaticShape(out.shape)) {
           residual = r;
           chain.push_back(u);
         }
@@ -143,7 +139,7 @@ class Fuser {
     if (chain.size() == 1) return;
     const int last = chain.back();
     for (int k = n + 1; k < last; ++k)
-      if (MayHaveEffect(f_.nodes[k])) return;
+      if (!effects_.IsPure(f_.nodes[k])) return;
 
     ir::Node fused;
     fused.kind = ir::NodeKind::Op;
@@ -158,6 +154,7 @@ class Fuser {
   }
 
   ir::Func& f_;
+  const analysis::ModuleEffects& effects_;
   std::vector<int> uses_;      // uses of each node's outputs (results count)
   std::vector<int> user_;      // the last user of each node (-1: a function result)
   std::vector<bool> removed_;  // folded into a fused node
@@ -166,7 +163,8 @@ class Fuser {
 }  // namespace
 
 void FuseEpilogue(ir::Module& module) {
-  for (auto& f : module.funcs()) Fuser(*f).Run();
+  const analysis::ModuleEffects effects(module);
+  for (auto& f : module.funcs()) Fuser(*f, effects).Run();
 }
 
 }  // namespace kiln::passes

@@ -5,45 +5,28 @@
 //   %f = fused_matmul(%x, %w, ..) {..}
 // become fused_matmul(..) {.., pack_weight=True} (a plain matmul as one with no epilogue).
 //
-// A weight qualifies when the compiled function cannot write it: no node of the entry function
-// writes it in place, and it is not handed to a region or call while any function of the module
-// writes one of its own parameters (a training step, which updates its weights on every call,
-// keeps reading them unpacked). The kernel still checks at run time that the bytes did not change
+// A weight qualifies when the compiled function cannot write it (analysis/aliasing.h): no node of
+// the entry function writes it or a view of it in place, and it is not handed to a region or call
+// that writes (a training step, which updates its weights on every call, keeps reading them
+// unpacked). The kernel still checks at run time that the bytes did not change
 // since they were packed (see kernels/cpu/derived_cache.h); the pass only says where packing
 // pays. Products inside regions (their weights arrive as region parameters) are left alone.
 #include <string>
 
+#include "analysis/aliasing.h"
+#include "analysis/effects.h"
 #include "passes/passes.h"
 
 namespace kiln::passes {
 namespace {
 
-bool WritesOwnParam(const ir::Func& f) {
-  for (const auto& node : f.nodes) {
-    if (node.kind != ir::NodeKind::Op) continue;
-    for (int i : GetOpDef(node.op).mutated_inputs)
-      if (i < static_cast<int>(node.inputs.size()) && node.inputs[i].is_param()) return true;
-  }
-  return false;
-}
-
-// Which parameters of `f` (the entry function) may be written while it runs.
+// Which parameters of `f` (the entry function) may be written while it runs, each on its own.
 std::vector<bool> WrittenParams(const ir::Module& module, const ir::Func& f) {
-  bool regions_write = false;
-  for (const auto& g : module.funcs())
-    regions_write = regions_write || (g.get() != &f && WritesOwnParam(*g));
-  std::vector<bool> written(f.params.size(), false);
-  for (const auto& node : f.nodes) {
-    std::vector<int> writes;
-    if (node.kind == ir::NodeKind::Op) {
-      writes = GetOpDef(node.op).mutated_inputs;
-    } else if (regions_write) {
-      for (size_t i = 0; i < node.inputs.size(); ++i) writes.push_back(static_cast<int>(i));
-    }
-    for (int i : writes)
-      if (i < static_cast<int>(node.inputs.size()) && node.inputs[i].is_param())
-        written[node.inputs[i].index] = true;
-  }
+  const analysis::ModuleEffects effects(module);
+  const analysis::AliasClasses alias(f, effects, analysis::ParamAliasing::Distinct);
+  std::vector<bool> written(f.params.size());
+  for (size_t p = 0; p < f.params.size(); ++p)
+    written[p] = alias.Written(ir::ValueRef{-1, static_cast<int>(p)});
   return written;
 }
 

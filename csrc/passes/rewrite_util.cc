@@ -1,4 +1,4 @@
-// rewrite_util.cc - node-list compaction and the side-effect test the passes share.
+// rewrite_util.cc - node-list compaction the passes share.
 #include "passes/rewrite_util.h"
 
 namespace kiln::passes {
@@ -18,13 +18,6 @@ void KeepNodes(ir::Func& f, const std::vector<bool>& keep) {
     for (auto& v : node.inputs) remap(v);
   for (auto& r : f.results) remap(r);
   f.nodes = std::move(kept);
-}
-
-bool MayHaveEffect(const ir::Node& node) {
-  if (node.kind == ir::NodeKind::Const) return false;
-  if (node.kind != ir::NodeKind::Op) return true;  // print, raise, if, while, call
-  const OpDef& def = GetOpDef(node.op);
-  return !def.mutated_inputs.empty() || def.is_random;
 }
 
 }  // namespace kiln::passes

@@ -11,8 +11,4 @@ namespace kiln::passes {
 // or result may use a dropped node's value.
 void KeepNodes(ir::Func& f, const std::vector<bool>& keep);
 
-// True for a node a rewrite must not move values across: print, raise, if, while, call, an
-// in-place write or a random draw (constants and other ops are pure).
-bool MayHaveEffect(const ir::Node& node);
-
 }  // namespace kiln::passes

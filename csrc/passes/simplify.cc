@@ -23,20 +23,21 @@
 // value either way. Integer -> float -> integer is excluded: out-of-range float-to-int
 // conversion differs from integer wrap-around.
 //
-// Aliasing. Values are grouped into alias classes: a view op's outputs join its input 0, an
-// if/while/call's outputs join all its inputs, and a function's params all share one class
-// (the caller may pass one tensor twice). A class is written if one of its values is a mutated
-// input of an op (assign, index_put, ...) or is passed to a region that mutates. Nothing in a
-// written class is touched. And a function result is redirected only to a value that already
-// aliased it, or to a fresh value (no param in its class) that no other result aliases: a
-// returned `x * 1` must stay a new tensor, not the caller's x.
+// Aliasing (analysis/aliasing.h). Values that may share storage form alias classes (views join
+// their input, region outputs their inputs, and a function's params all share one class: the
+// caller may pass one tensor twice). Nothing in a class that something writes in place is
+// touched. And a function result is redirected only to a value that already aliased it, or to a
+// fresh value (no param in its class) that no other result aliases: a returned `x * 1` must stay
+// a new tensor, not the caller's x.
 #include <cmath>
 #include <set>
 #include <string>
 
+#include "analysis/aliasing.h"
+#include "analysis/effects.h"
 #include "core/error.h"
+#include "ops/evaluate.h"
 #include "passes/passes.h"
-#include "runtime/eager.h"
 
 namespace kiln::passes {
 namespace {
@@ -51,97 +52,6 @@ bool IsOp(const ir::Node& node, OpKind op) {
   return node.kind == ir::NodeKind::Op && node.op == op && node.outputs.size() == 1;
 }
 
-// ---- alias classes
-
-class AliasInfo {
- public:
-  AliasInfo(const ir::Func& f, const std::set<std::string>& mutating) : f_(f) {
-    offset_.resize(f.nodes.size());
-    int next = static_cast<int>(f.params.size());
-    for (size_t n = 0; n < f.nodes.size(); ++n) {
-      offset_[n] = next;
-      next += static_cast<int>(f.nodes[n].outputs.size());
-    }
-    parent_.resize(next);
-    for (int i = 0; i < next; ++i) parent_[i] = i;
-    for (size_t p = 1; p < f.params.size(); ++p) Union(0, static_cast<int>(p));
-    for (size_t n = 0; n < f.nodes.size(); ++n) {
-      const ir::Node& node = f.nodes[n];
-      bool region = node.kind == ir::NodeKind::If || node.kind == ir::NodeKind::While ||
-                    node.kind == ir::NodeKind::Call;
-      bool view = node.kind == ir::NodeKind::Op && GetOpDef(node.op).is_view;
-      for (size_t k = 0; k < node.outputs.size(); ++k) {
-        int out = offset_[n] + static_cast<int>(k);
-        if (view && !node.inputs.empty() && !node.inputs[0].is_none())
-          Union(out, Id(node.inputs[0]));
-        if (region)
-          for (const auto& v : node.inputs)
-            if (!v.is_none()) Union(out, Id(v));
-      }
-    }
-    written_.assign(next, false);
-    for (const auto& node : f.nodes) {
-      if (node.kind == ir::NodeKind::Op) {
-        for (int i : GetOpDef(node.op).mutated_inputs)
-          if (i < static_cast<int>(node.inputs.size()) && !node.inputs[i].is_none())
-            written_[Find(Id(node.inputs[i]))] = true;
-      } else if (node.kind != ir::NodeKind::Raise) {
-        bool mutates = false;
-        for (const auto& callee : node.callees) mutates = mutates || mutating.count(callee);
-        if (mutates)
-          for (const auto& v : node.inputs)
-            if (!v.is_none()) written_[Find(Id(v))] = true;
-      }
-    }
-    returned_.assign(next, false);
-    for (const auto& r : f.results)
-      if (!r.is_none()) returned_[Find(Id(r))] = true;
-  }
-
-  int Class(ir::ValueRef v) { return Find(Id(v)); }
-  bool Written(ir::ValueRef v) { return written_[Class(v)]; }
-  bool HasParam(ir::ValueRef v) { return f_.params.empty() ? false : Class(v) == Find(0); }
-  bool Returned(ir::ValueRef v) { return returned_[Class(v)]; }
-  void MarkReturned(ir::ValueRef v) { returned_[Class(v)] = true; }
-
- private:
-  int Id(ir::ValueRef v) const { return v.is_param() ? v.index : offset_[v.node] + v.index; }
-  int Find(int i) {
-    while (parent_[i] != i) i = parent_[i] = parent_[parent_[i]];
-    return i;
-  }
-  void Union(int a, int b) { parent_[Find(a)] = Find(b); }
-
-  const ir::Func& f_;
-  std::vector<int> offset_;
-  std::vector<int> parent_;
-  std::vector<bool> written_;
-  std::vector<bool> returned_;
-};
-
-// Functions containing a mutating op, directly or through the regions they run.
-std::set<std::string> MutatingFunctions(const ir::Module& module) {
-  std::set<std::string> mutating;
-  bool changed = true;
-  while (changed) {
-    changed = false;
-    for (const auto& f : module.funcs()) {
-      if (mutating.count(f->name)) continue;
-      for (const auto& node : f->nodes) {
-        bool writes = node.kind == ir::NodeKind::Op && !GetOpDef(node.op).mutated_inputs.empty();
-        if (node.kind != ir::NodeKind::Raise)
-          for (const auto& callee : node.callees) writes = writes || mutating.count(callee);
-        if (writes) {
-          mutating.insert(f->name);
-          changed = true;
-          break;
-        }
-      }
-    }
-  }
-  return mutating;
-}
-
 // ---- constants
 
 // The value of a const node, or of casts of one (computed with the cast kernel, as "fold"
@@ -153,7 +63,7 @@ Tensor ConstValue(const ir::Func& f, ir::ValueRef v) {
   if (!IsOp(node, OpKind::Cast)) return Tensor();
   Tensor inner = ConstValue(f, node.inputs[0]);
   if (!inner.defined() || inner.numel() > kMaxConstElements) return Tensor();
-  return CallOp1(OpKind::Cast, {inner}, node.attrs);
+  return EvaluateOp(OpKind::Cast, {inner}, node.attrs)[0];
 }
 
 enum class Neutral { One, Zero, PositiveZero, NegativeZero };
@@ -219,7 +129,7 @@ bool ExactWidening(DType from, DType to) {
 
 class Simplifier {
  public:
-  Simplifier(ir::Func& f, const std::set<std::string>& mutating) : f_(f), alias_(f, mutating) {}
+  Simplifier(ir::Func& f, const analysis::ModuleEffects& effects) : f_(f), alias_(f, effects) {}
 
   void Run() {
     replacement_.resize(f_.nodes.size());
@@ -250,12 +160,12 @@ class Simplifier {
     if (!SameMeta(f_.meta(self), f_.meta(to)) || alias_.Written(to)) return false;
     bool returned = false;
     for (const auto& r : f_.results) returned = returned || r == self;
-    if (returned && alias_.Class(self) != alias_.Class(to)) {
+    if (returned && !alias_.MayAlias(self, to)) {
       // A const node's tensor is the same object on every call: never hand it out.
       const ir::Node* producer = Producer(to);
       if (producer != nullptr && producer->kind == ir::NodeKind::Const) return false;
-      if (alias_.HasParam(to) || alias_.Returned(to)) return false;
-      alias_.MarkReturned(to);
+      if (alias_.SharesParam(to) || Returned(to)) return false;
+      newly_returned_.insert(alias_.Class(to));
     }
     replacement_[self.node] = to;
     return true;
@@ -405,16 +315,22 @@ class Simplifier {
     Replace(self, node.inputs[0]);
   }
 
+  // v may share storage with a result: one of f's, or one a rewrite has redirected to it.
+  bool Returned(ir::ValueRef v) const {
+    return alias_.Returned(v) || newly_returned_.count(alias_.Class(v)) > 0;
+  }
+
   ir::Func& f_;
-  AliasInfo alias_;
+  const analysis::AliasClasses alias_;
+  std::set<int> newly_returned_;  // alias classes results were redirected into
   std::vector<ir::ValueRef> replacement_;
 };
 
 }  // namespace
 
 void Simplify(ir::Module& module) {
-  std::set<std::string> mutating = MutatingFunctions(module);
-  for (auto& f : module.funcs()) Simplifier(*f, mutating).Run();
+  const analysis::ModuleEffects effects(module);
+  for (auto& f : module.funcs()) Simplifier(*f, effects).Run();
 }
 
 }  // namespace kiln::passes

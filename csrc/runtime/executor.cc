@@ -14,9 +14,11 @@
 #include <cstdio>
 #include <sstream>
 
+#include "analysis/aliasing.h"
+#include "analysis/chunking.h"
 #include "core/error.h"
 #include "core/interrupt.h"
-#include "runtime/eager.h"
+#include "ops/evaluate.h"
 #include "runtime/fused_elementwise.h"
 
 namespace kiln {
@@ -60,8 +62,7 @@ bool Truth(const Tensor& t, const ir::Node& node) {
 
 bool AllStatic(const std::vector<TensorMeta>& metas) {
   for (const auto& m : metas)
-    for (int64_t d : m.shape)
-      if (d < 0) return false;
+    if (!IsStaticShape(m.shape)) return false;
   return true;
 }
 
@@ -109,13 +110,11 @@ std::unique_ptr<FuncPlan> PlanFunc(const ir::Func& f) {
   }
   for (size_t n = 0; n < f.nodes.size(); ++n) {
     NodePlan& np = plan->nodes[n];
-    if (!np.def || !np.def->elementwise || np.def->allocates_outputs) continue;
-    if (np.node->outputs.size() != 1 || !np.static_outputs) continue;
+    if (!analysis::MayWriteOutputOverInput(*np.node)) continue;
     for (size_t i = 0; i < np.inputs.size() && np.reuse_input < 0; ++i) {
       const int s = np.inputs[i];
       if (s < static_cast<int>(f.params.size()) || last_use[s] != static_cast<int>(n)) continue;
-      const NodePlan& made_by = plan->nodes[maker[s]];
-      const bool fresh = made_by.def && !made_by.def->allocates_outputs;  // not a const or view
+      const bool fresh = analysis::MakesFreshOutputs(f.nodes[maker[s]]);  // not a const or view
       const TensorMeta &in = f.meta(np.node->inputs[i]), &out = np.node->outputs[0];
       if (fresh && in.dtype == out.dtype && in.shape == out.shape) np.reuse_input = i;
     }
@@ -186,12 +185,9 @@ class Interpreter {
     const OpDef& def = *np.def;
     const ir::Node& node = *np.node;
     std::vector<Tensor> inputs = Gather(np);
-    if (!np.static_outputs || def.allocates_outputs) return CallOp(node.op, inputs, node.attrs);
-    // Absent trailing optional inputs, as eager dispatch pads them; never an empty variadic tail
-    // (advanced_index(%x) got an undefined index tensor the verifier had not seen).
-    while (inputs.size() < def.inputs.size() &&
-           std::string(def.inputs[inputs.size()]).back() == '?')
-      inputs.emplace_back();
+    // The graph's autodiff is its own nodes: no eager tape records what the executor runs.
+    if (!np.static_outputs || def.allocates_outputs) return EvaluateOp(node.op, inputs, node.attrs);
+    PadOptionalInputs(def, inputs);  // as eager dispatch pads them
     std::vector<Tensor> outputs;
     outputs.reserve(node.outputs.size());
     if (np.reuse_input >= 0 && options_.free_dead_values && Unshared(inputs[np.reuse_input])) {
@@ -199,10 +195,7 @@ class Interpreter {
     } else {
       for (const auto& m : node.outputs) outputs.push_back(Tensor::Empty(m.shape, m.dtype));
     }
-    KernelContext ctx{def, inputs, outputs, node.attrs};
-    def.kernel(ctx);
-    for (int i : def.mutated_inputs)
-      if (inputs[i].defined()) MarkWritten(inputs[i]);
+    RunKernel(def, inputs, outputs, node.attrs);
     return outputs;
   }
 

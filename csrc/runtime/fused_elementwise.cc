@@ -3,6 +3,7 @@
 
 #include <utility>
 
+#include "analysis/chunking.h"
 #include "core/error.h"
 #include "core/parallel.h"
 
@@ -36,13 +37,7 @@ struct ChunkedFunc {
 
 namespace {
 
-bool IsStatic(const Shape& shape) {
-  for (int64_t d : shape)
-    if (d < 0) return false;
-  return true;
-}
-
-// A parameter's role in a chunked run over `out` (its shape fits, see FitsElementwiseChunks).
+// A parameter's role in a chunked run over `out` (its shape fits: analysis/chunking.h).
 ParamKind Classify(const Shape& p, const Shape& out) {
   if (p == out) return ParamKind::Full;
   if (NumElements(p) == 1) return ParamKind::Scalar;
@@ -79,16 +74,14 @@ void AssignBuffers(ChunkedFunc& plan) {
 }  // namespace
 
 std::shared_ptr<const ChunkedFunc> PlanChunked(const ir::Func& f) {
-  if (f.results.size() != 1 || f.results[0].is_param() || f.results[0].is_none()) return nullptr;
+  if (!analysis::IsChunkableBody(f)) return nullptr;
   const TensorMeta& out = f.meta(f.results[0]);
-  if (!IsStatic(out.shape) || f.nodes.empty()) return nullptr;
   auto plan = std::make_shared<ChunkedFunc>();
   plan->shape = out.shape;
   plan->dtype = out.dtype;
   plan->num_params = static_cast<int>(f.params.size());
   plan->num_slots = plan->num_params + static_cast<int>(f.nodes.size());
   for (const auto& p : f.params) {
-    if (!ir::FitsElementwiseChunks(p.shape, out.shape)) return nullptr;
     const ParamKind kind = Classify(p.shape, out.shape);
     plan->params.push_back(kind);
     if (kind == ParamKind::Row) plan->row = out.shape.back();
@@ -99,20 +92,15 @@ std::shared_ptr<const ChunkedFunc> PlanChunked(const ir::Func& f) {
   for (size_t n = 0; n < f.nodes.size(); ++n) {
     const ir::Node& node = f.nodes[n];
     if (node.kind == ir::NodeKind::Const) {
-      if (node.value.numel() != 1) return nullptr;
       const_index[n] = static_cast<int>(plan->constants.size());
       plan->constants.push_back(ZeroDim(node.value));
       continue;
     }
-    if (node.kind != ir::NodeKind::Op || node.outputs.size() != 1) return nullptr;
     const OpDef& def = GetOpDef(node.op);
-    if (!def.elementwise || def.allocates_outputs || !def.mutated_inputs.empty()) return nullptr;
-    if (node.outputs[0].shape != out.shape) return nullptr;
     if (ItemSize(node.outputs[0].dtype) > ItemSize(plan->widest))
       plan->widest = node.outputs[0].dtype;
     ChunkedFunc::Step step{&def, &node, base + static_cast<int>(n), -1, {}};
     for (const auto& v : node.inputs) {
-      if (v.is_none()) return nullptr;
       if (v.is_param()) {
         step.inputs.push_back(v.index);
       } else if (const_index[v.node] >= 0) {
@@ -123,8 +111,6 @@ std::shared_ptr<const ChunkedFunc> PlanChunked(const ir::Func& f) {
     }
     plan->steps.push_back(std::move(step));
   }
-  const ir::ValueRef r = f.results[0];
-  if (plan->steps.empty() || plan->steps.back().node != &f.nodes[r.node]) return nullptr;
   AssignBuffers(*plan);
   return plan;
 }

@@ -17,9 +17,9 @@ namespace kiln {
 
 struct ChunkedFunc;  // a body planned for chunked runs
 
-// The chunked plan of `f`, or null when `f` does not qualify: one result, every node an
-// elementwise op (or a one-element constant) whose output has the result's static shape, and
-// every parameter the result's shape, one element, or a row the length of its last dim.
+// The chunked plan of `f`, or null when `f` does not qualify (analysis::IsChunkableBody: one
+// result, every node an elementwise op of the result's static shape or a one-element constant,
+// every parameter the result's shape, one element, or a row the length of its last dim).
 std::shared_ptr<const ChunkedFunc> PlanChunked(const ir::Func& f);
 
 // Runs a qualifying body on `args` (already type-checked by the caller).

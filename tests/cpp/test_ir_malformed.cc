@@ -130,7 +130,7 @@ TEST(IRMalformed, TheExecutorNeverRunsAnUnverifiedModule) {
   f.params.push_back({DType::Float32, {2, 2}});
   ir::Node node;
   node.op = OpKind::MatMul;
-  node.attrs = ir::CompleteAttrs(GetOpDef(OpKind::MatMul), {});
+  node.attrs = CompleteAttrs(GetOpDef(OpKind::MatMul), {});
   node.inputs = {ir::ValueRef{-1, 0}};  // `other` is missing
   node.outputs = {{DType::Float32, {2, 2}}};
   f.nodes.push_back(node);
