@@ -12,7 +12,6 @@
 #include "core/error.h"
 #include "ir/ir.h"
 #include "ir/text_form.h"
-#include "kernels/cpu/copy.h"
 
 namespace kiln::ir {
 namespace {

@@ -268,8 +268,7 @@ def compile_function(fn, args, kwargs, self_obj=None, name="graph", level="O1"):
         converter.guards.settle(fn.__qualname__)
         tree, outputs, opaque = output_signature(result, lambda v: isinstance(v, GraphTensor))
         emitter.b.set_outputs([value.handle for value in outputs])
-        weights = [emitter.parameter(p).handle[2] for p in emitter.parameters]  # their positions
-        emitter.b.set_signature(weights, tree)
+        emitter.b.set_signature(emitter.weight_positions(), tree)
         text = emitter.b.text()
         _save_graph(name, "frontend", text, get_context)
         executable = emitter.b.finish(level)

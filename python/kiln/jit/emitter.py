@@ -75,6 +75,11 @@ class GraphEmitter:
                 return param
         return None
 
+    def weight_positions(self):
+        """The entry parameter positions of the Parameters (and other state tensors) that became
+        graph inputs: the weights of the graph's signature, in signature order."""
+        return [self._param_values[id(p)].handle[2] for p in self.parameters]
+
     def constant(self, value):
         """A graph constant from a Tensor or a Python number (weakly typed)."""
         if isinstance(value, Tensor):
