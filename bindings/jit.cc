@@ -1,15 +1,13 @@
-// jit.cc - the graph builder and compiled graphs for the Python front end (kiln.jit).
+// jit.cc - the graph builder and compiled graphs (engine/engine.h) for kiln.jit: conversions only.
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
 
 #include "convert.h"
-#include "core/allocator.h"
+#include "engine/engine.h"
 #include "frontend/graph_builder.h"
-#include "passes/passes.h"
-#include "runtime/eager.h"
-#include "runtime/executor.h"
+#include "outputs.h"
 
 namespace kiln::bind {
 
@@ -37,82 +35,73 @@ ir::SourceLoc Loc(const std::string& file, int line, int column) { return {file,
 
 TensorMeta MetaFrom(DType dtype, const Shape& shape) { return TensorMeta{dtype, shape}; }
 
-// "op f32[8,128]" for a node, as a profile lists it.
-std::string NodeSummary(const ir::Node& node) {
-  std::string what;
-  switch (node.kind) {
-    case ir::NodeKind::Op:
-      what = GetOpDef(node.op).name;
-      break;
-    case ir::NodeKind::Call:
-      what = "call @" + node.callees[0];
-      break;
-    default:
-      what = node.kind == ir::NodeKind::Const   ? "const"
-             : node.kind == ir::NodeKind::If    ? "if"
-             : node.kind == ir::NodeKind::While ? "while"
-                                                : "print/raise";
+std::vector<Tensor> ToTensors(nb::handle items, const char* what) {
+  std::vector<Tensor> out;
+  for (nb::handle h : items) {
+    if (!nb::isinstance<Tensor>(h))
+      throw nb::type_error((std::string("expected a list of Tensors as ") + what).c_str());
+    out.push_back(nb::cast<const Tensor&>(h));
   }
-  if (!node.outputs.empty()) what += " " + ir::TypeString(node.outputs[0]);
-  return what;
+  return out;
 }
 
-// A compiled graph: the verified module and its executor entry point.
-struct Executable {
-  explicit Executable(ir::Module m)
-      : module(std::make_unique<ir::Module>(std::move(m))), program(*module) {}
-  std::unique_ptr<ir::Module> module;  // on the heap: the program points into it
-  Program program;
-  int64_t last_peak_bytes = 0;  // memory the last run held at its peak, above what it started with
-  std::vector<double> last_profile;  // seconds per entry node of the last profiled run
+nb::tuple ToTensorTuple(std::vector<Tensor> outputs) {
+  nb::list out;
+  for (auto& t : outputs) out.append(Wrap(std::move(t)));
+  return nb::tuple(out);
+}
 
-  nb::tuple Run(nb::sequence args, bool free_dead_values, bool profile) {
-    std::vector<Tensor> inputs;
-    for (nb::handle h : args) {
-      if (!nb::isinstance<Tensor>(h)) throw nb::type_error("expected a list of Tensors as inputs");
-      inputs.push_back(nb::cast<const Tensor&>(h));
-    }
-    int64_t before = GetAllocatorStats().allocated_bytes;
-    ResetPeakAllocated();
-    RunOptions options;
-    options.free_dead_values = free_dead_values;
-    std::vector<double> seconds;
-    if (profile) options.node_seconds = &seconds;
-    std::vector<Tensor> outputs = program.Run(inputs, options);
-    if (profile) last_profile = std::move(seconds);
-    last_peak_bytes = GetAllocatorStats().peak_allocated_bytes - before;
-    nb::list out;
-    for (auto& t : outputs) out.append(Wrap(std::move(t)));
-    return nb::tuple(out);
+// A compiled graph (engine/engine.h) and what its last measured run recorded.
+struct Executable {
+  explicit Executable(engine::CompiledGraph compiled) : graph(std::move(compiled)) {}
+  engine::CompiledGraph graph;
+  int64_t last_peak_bytes = 0;  // memory the last `run` held at its peak, above its start
+  std::vector<engine::NodeTime> last_profile;  // per entry node of the last profiled `run`
+
+  // Every entry parameter in order; the flat results (tests and measurements).
+  nb::tuple Run(nb::sequence params, bool free_dead_values, bool profile) {
+    engine::RunStats stats;
+    std::vector<Tensor> outputs =
+        graph.RunEntry(ToTensors(params, "inputs"), {free_dead_values, profile}, &stats);
+    last_peak_bytes = stats.peak_bytes;
+    if (profile) last_profile = std::move(stats.profile);
+    return ToTensorTuple(std::move(outputs));
+  }
+
+  // The user's inputs and the bound weights; the result nested as the signature says.
+  nb::object Call(nb::sequence inputs, nb::sequence weights, const nb::tuple& opaque) {
+    std::vector<Tensor> outputs =
+        graph.Run(ToTensors(inputs, "inputs"), ToTensors(weights, "weights"));
+    return BuildOutputs(graph.signature().outputs, outputs, opaque);
   }
 };
 
-// The steady-state call of a compiled graph, checked in one C++ call: every argument a Tensor of
-// the dtype and shape the graph was compiled for, and no Cell attribute set since the Python path
-// last checked the guards (cell_epoch unchanged). Anything else returns None and the caller
-// takes the full path (signature, guards, recompilation), which re-arms this one.
+// The steady-state call of a compiled graph, checked in one C++ call: every argument a Tensor
+// the signature accepts, and no Cell attribute set since the Python path last checked the
+// guards (cell_epoch unchanged). Anything else returns None and the caller takes the full path
+// (signature, guards, recompilation), which re-arms this one.
 struct FastCall {
   nb::object owner;  // the Python Executable, kept alive
-  Executable* exe;
-  std::vector<TensorMeta> signature;
-  std::vector<Tensor> parameters;  // the graph's trailing inputs (weights), in order
+  const engine::CompiledGraph* graph;
+  std::vector<Tensor> weights;  // bound when armed, in signature order
   int64_t epoch;
   static inline int64_t hits = 0;
 
-  nb::object Call(nb::tuple args, int64_t now_epoch) {
-    if (now_epoch != epoch || args.size() != signature.size()) return nb::none();
+  // `opaque` comes with each call rather than being held here: an object this C++ type held
+  // would be invisible to Python's cycle collector (a Cell returned by its own graph would leak).
+  nb::object Call(nb::tuple args, int64_t now_epoch, const nb::tuple& opaque) {
+    if (now_epoch != epoch || args.size() != graph->num_inputs()) return nb::none();
     std::vector<Tensor> inputs;
-    inputs.reserve(args.size() + parameters.size());
+    inputs.reserve(args.size());
     for (size_t i = 0; i < args.size(); ++i) {
       Tensor* t = nullptr;
       if (!nb::try_cast<Tensor*>(args[i], t) || t == nullptr) return nb::none();
-      if (t->dtype() != signature[i].dtype || t->shape() != signature[i].shape) return nb::none();
       inputs.push_back(*t);
     }
-    inputs.insert(inputs.end(), parameters.begin(), parameters.end());
-    std::vector<Tensor> outputs = exe->program.Run(inputs);
+    if (!graph->Accepts(inputs)) return nb::none();
+    std::vector<Tensor> outputs = graph->Run(inputs, weights);
     ++hits;
-    return Wrap(std::move(outputs.at(0)));
+    return BuildOutputs(graph->signature().outputs, outputs, opaque);
   }
 };
 
@@ -121,15 +110,12 @@ struct FastCall {
 void BindJit(nb::module_& m) {
   nb::class_<FastCall>(m, "FastCall")
       .def("__init__",
-           [](FastCall* self, nb::object executable, const std::vector<Tensor>& args,
-              const std::vector<Tensor>& parameters, int64_t epoch) {
-             std::vector<TensorMeta> signature;
-             for (const auto& t : args) signature.push_back(MetaOf(t));
-             Executable* exe = nb::cast<Executable*>(executable);
+           [](FastCall* self, nb::object executable, nb::sequence weights, int64_t epoch) {
+             const engine::CompiledGraph* graph = &nb::cast<Executable*>(executable)->graph;
              new (self)
-                 FastCall{std::move(executable), exe, std::move(signature), parameters, epoch};
+                 FastCall{std::move(executable), graph, ToTensors(weights, "weights"), epoch};
            })
-      .def("__call__", &FastCall::Call, nb::arg("args"), nb::arg("epoch"));
+      .def("__call__", &FastCall::Call, nb::arg("args"), nb::arg("epoch"), nb::arg("opaque"));
   m.def("fast_call_hits", [] { return FastCall::hits; });
 
   nb::class_<GraphBuilder>(m, "GraphBuilder")
@@ -193,32 +179,32 @@ void BindJit(nb::module_& m) {
            })
       .def("set_outputs", [](GraphBuilder& b,
                              const std::vector<Handle>& outs) { b.SetOutputs(FromHandles(outs)); })
+      .def("set_signature",
+           [](GraphBuilder& b, const std::vector<int>& weights, nb::handle outputs) {
+             b.module().set_signature(
+                 ir::EntrySignature(b.module(), weights, ToOutputTree(outputs)));
+           })
       .def("text", [](GraphBuilder& b) { return ir::Print(b.module()); })
       .def("finish", [](GraphBuilder& b, const std::string& level) {
-        ir::Verify(b.module());
-        passes::RunPipeline(b.module(), level, /*verify_each=*/true);
-        return new Executable(std::move(b.module()));
+        engine::CompileOptions options;
+        options.level = level;
+        return new Executable(engine::Compile(std::move(b.module()), options));
       });
 
   nb::class_<Executable>(m, "Executable")
       .def("run", &Executable::Run, nb::arg("args"), nb::arg("free_dead_values") = true,
            nb::arg("profile") = false)
+      .def("call", &Executable::Call, nb::arg("inputs"), nb::arg("weights"), nb::arg("opaque"))
       .def_prop_ro("last_profile",
                    [](const Executable& e) {
-                     // (what the node is, seconds) for each node of the entry function.
-                     nb::list out;
-                     const auto& nodes = e.module->entry().nodes;
-                     for (size_t n = 0; n < e.last_profile.size() && n < nodes.size(); ++n)
-                       out.append(nb::make_tuple(NodeSummary(nodes[n]), e.last_profile[n]));
+                     nb::list out;  // (what the node is, seconds) for each entry node
+                     for (const auto& n : e.last_profile)
+                       out.append(nb::make_tuple(n.what, n.seconds));
                      return out;
                    })
       .def_prop_ro("last_peak_bytes", [](const Executable& e) { return e.last_peak_bytes; })
-      .def("text", [](const Executable& e) { return ir::Print(*e.module); })
-      .def_prop_ro("num_nodes", [](const Executable& e) {
-        size_t n = 0;
-        for (const auto& f : e.module->funcs()) n += f->nodes.size();
-        return n;
-      });
+      .def("text", [](const Executable& e) { return e.graph.Text(); })
+      .def_prop_ro("num_nodes", [](const Executable& e) { return e.graph.NumNodes(); });
 }
 
 }  // namespace kiln::bind

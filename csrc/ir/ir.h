@@ -14,10 +14,12 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
+#include "ir/signature.h"
 #include "ops/registry.h"
 
 namespace kiln::ir {
@@ -89,9 +91,14 @@ class Module {
   bool empty() const { return funcs_.empty(); }
   // A name not used yet, from `prefix`.
   std::string FreshName(const std::string& prefix) const;
+  // What the entry function means to its caller (signature.h); none for IR that only tests or
+  // tools run. Passes keep it: they never change the entry's parameters or results.
+  const std::optional<Signature>& signature() const { return signature_; }
+  void set_signature(std::optional<Signature> signature) { signature_ = std::move(signature); }
 
  private:
   std::vector<std::unique_ptr<Func>> funcs_;
+  std::optional<Signature> signature_;
   mutable std::unordered_map<std::string, size_t> index_;    // name -> position in funcs_
   mutable std::unordered_map<std::string, int> next_fresh_;  // prefix -> next number to try
 };
@@ -140,8 +147,8 @@ std::string Print(const Module& module);
 std::string TypeString(const TensorMeta& meta);
 Module Parse(const std::string& text);
 
-// Checks the module is well formed and typed (verifier.cc); throws ValueError naming the
-// function and node otherwise. Runs after every pass in tests.
+// Checks the module is well formed and typed (verifier.cc), its signature included; throws
+// ValueError naming the function and node otherwise. Runs after every pass in tests.
 void Verify(const Module& module);
 
 }  // namespace kiln::ir

@@ -1,161 +1,33 @@
 // parser.cc - reads the text form printer.cc writes, so golden tests can start from IR text.
 //
-// A hand-written recursive-descent parser over a small tokenizer. Node output types come from
-// the `: types` annotation; Verify() then re-derives them, so a wrong annotation is reported.
-// Every literal is converted with a range check (the text may come from anywhere), and every
-// error names the line:column it was found at.
-#include <cctype>
-#include <cerrno>
-#include <charconv>
+// A hand-written recursive-descent parser over the tokens of text_form.h; an optional
+// `signature { ... }` block before the functions is read by signature_text.cc. Node output types
+// come from the `: types` annotation; Verify() then re-derives them, so a wrong annotation is
+// reported. Every literal is converted with a range check (the text may come from anywhere), and
+// every error names the line:column it was found at.
 #include <cmath>
-#include <cstdlib>
 #include <limits>
 #include <unordered_map>
 
 #include "core/error.h"
 #include "ir/ir.h"
+#include "ir/text_form.h"
 
 namespace kiln::ir {
 namespace {
 
-enum class Tok { Ident, Value, Global, Number, String, Punct, End };
-
-struct Token {
-  Tok kind;
-  std::string text;
-  int line;
-  int column;
-};
-
-[[noreturn]] void FailAt(const Token& tok, const std::string& what) {
-  Throw(ErrorKind::Value, "ir parse error at line ", tok.line, ":", tok.column, ": ", what);
-}
-
-// The whole token as an int64 in [lo, hi]; a parse error otherwise (never a bare std::stoll).
-int64_t ToInt(const Token& tok, const char* what, int64_t lo, int64_t hi) {
-  int64_t v = 0;
-  const char* begin = tok.text.data();
-  const char* end = begin + tok.text.size();
-  if (begin != end && *begin == '+') ++begin;
-  auto [ptr, ec] = std::from_chars(begin, end, v);
-  if (ec == std::errc::result_out_of_range ||
-      (ec == std::errc() && ptr == end && (v < lo || v > hi)))
-    FailAt(tok, std::string(what) + " '" + tok.text + "' is out of range [" + std::to_string(lo) +
-                    ", " + std::to_string(hi) + "]");
-  if (ec != std::errc() || ptr != end)
-    FailAt(tok, "expected " + std::string(what) + ", found '" + tok.text + "'");
-  return v;
-}
-
-// The whole token as a double; inf and nan are spelled out, so overflow to inf is an error.
-double ToDouble(const Token& tok, const char* what) {
-  errno = 0;
-  char* end = nullptr;
-  double v = std::strtod(tok.text.c_str(), &end);
-  if (tok.text.empty() || end != tok.text.c_str() + tok.text.size())
-    FailAt(tok, "expected " + std::string(what) + ", found '" + tok.text + "'");
-  if (errno == ERANGE && std::isinf(v))
-    FailAt(tok, std::string(what) + " '" + tok.text + "' is out of range for a float64");
-  return v;
-}
-
-std::vector<Token> Tokenize(const std::string& src) {
-  std::vector<Token> out;
-  int line = 1;
-  size_t i = 0, line_start = 0;
-  auto column = [&](size_t at) { return static_cast<int>(at - line_start) + 1; };
-  auto error = [&](const std::string& what) { FailAt({Tok::End, "", line, column(i)}, what); };
-  while (i < src.size()) {
-    char c = src[i];
-    if (c == '\n') {
-      ++line;
-      line_start = ++i;
-      continue;
-    }
-    if (std::isspace(static_cast<unsigned char>(c))) {
-      ++i;
-      continue;
-    }
-    if (c == '/' && i + 1 < src.size() && src[i + 1] == '/') {  // comment to end of line
-      while (i < src.size() && src[i] != '\n') ++i;
-      continue;
-    }
-    size_t start = i;
-    if (c == '%' || c == '@') {
-      ++i;
-      while (i < src.size() &&
-             (std::isalnum(static_cast<unsigned char>(src[i])) || src[i] == '_' || src[i] == '.'))
-        ++i;
-      out.push_back({c == '%' ? Tok::Value : Tok::Global, src.substr(start + 1, i - start - 1),
-                     line, column(start)});
-      continue;
-    }
-    if (c == '"') {
-      Token tok{Tok::String, "", line, column(start)};
-      std::string& s = tok.text;
-      for (++i; i < src.size() && src[i] != '"'; ++i) {
-        if (src[i] == '\n') line_start = i + 1, ++line;  // keep later columns right
-        if (src[i] == '\\' && i + 1 < src.size()) {
-          ++i;
-          s += src[i] == 'n' ? '\n' : src[i];
-        } else {
-          s += src[i];
-        }
-      }
-      if (i >= src.size()) error("unterminated string");
-      ++i;
-      out.push_back(std::move(tok));
-      continue;
-    }
-    bool sign = (c == '-' || c == '+') && i + 1 < src.size() &&
-                (std::isdigit(static_cast<unsigned char>(src[i + 1])) || src[i + 1] == 'i' ||
-                 src[i + 1] == 'n');
-    if (std::isdigit(static_cast<unsigned char>(c)) || sign) {
-      ++i;
-      while (i < src.size() &&
-             (std::isalnum(static_cast<unsigned char>(src[i])) || src[i] == '.' ||
-              ((src[i] == '-' || src[i] == '+') && (src[i - 1] == 'e' || src[i - 1] == 'E'))))
-        ++i;
-      out.push_back({Tok::Number, src.substr(start, i - start), line, column(start)});
-      continue;
-    }
-    if (std::isalpha(static_cast<unsigned char>(c)) || c == '_') {
-      while (i < src.size() && (std::isalnum(static_cast<unsigned char>(src[i])) || src[i] == '_'))
-        ++i;
-      out.push_back({Tok::Ident, src.substr(start, i - start), line, column(start)});
-      continue;
-    }
-    if (c == '-' && i + 1 < src.size() && src[i + 1] == '>') {
-      out.push_back({Tok::Punct, "->", line, column(start)});
-      i += 2;
-      continue;
-    }
-    if (std::string("()[]{},:=?").find(c) == std::string::npos)
-      error(std::string("unexpected '") + c + "'");
-    out.push_back({Tok::Punct, std::string(1, c), line, column(start)});
-    ++i;
-  }
-  out.push_back({Tok::End, "", line, column(i)});
-  return out;
-}
-
-DType DTypeFromShort(const std::string& s, const Token& tok) {
-  static const std::unordered_map<std::string, DType> kTable = {
-      {"b", DType::Bool},      {"u8", DType::UInt8},      {"i8", DType::Int8},
-      {"i16", DType::Int16},   {"i32", DType::Int32},     {"i64", DType::Int64},
-      {"f16", DType::Float16}, {"bf16", DType::BFloat16}, {"f32", DType::Float32},
-      {"f64", DType::Float64}};
-  auto it = kTable.find(s);
-  if (it == kTable.end()) FailAt(tok, "unknown type '" + s + "'");
-  return it->second;
-}
-
-class Parser {
+using text::FailAt;
+using text::ToDouble;
+using text::ToInt;
+using text::Tok;
+using text::Token;
+class Parser : public text::TokenCursor {
  public:
-  explicit Parser(const std::string& text) : toks_(Tokenize(text)) {}
+  explicit Parser(const std::string& text) : TokenCursor(text) {}
 
   Module Run() {
     Module module;
+    if (IsIdent("signature")) module.set_signature(ParseSignature(*this));
     while (Peek().kind != Tok::End) ParseFunc(module);
     KILN_CHECK(!module.empty(), Value, "ir parse error: no functions");
     return module;
@@ -164,55 +36,6 @@ class Parser {
  private:
   static constexpr int64_t kInt64Min = std::numeric_limits<int64_t>::min();
   static constexpr int64_t kInt64Max = std::numeric_limits<int64_t>::max();
-  const Token& Peek() const { return toks_[pos_]; }
-  const Token& Next() { return toks_[pos_++]; }
-  [[noreturn]] void Fail(const std::string& what) {
-    FailAt(Peek(), what + ", found '" + Peek().text + "'");
-  }
-  bool IsPunct(const char* p) const { return Peek().kind == Tok::Punct && Peek().text == p; }
-  bool IsIdent(const char* w) const { return Peek().kind == Tok::Ident && Peek().text == w; }
-  void Expect(const char* p) {
-    if (!IsPunct(p)) Fail(std::string("expected '") + p + "'");
-    ++pos_;
-  }
-  void ExpectIdent(const char* w) {
-    if (!IsIdent(w)) Fail(std::string("expected '") + w + "'");
-    ++pos_;
-  }
-  const Token& Expect(Tok kind, const char* what) {
-    if (Peek().kind != kind) Fail(std::string("expected ") + what);
-    return toks_[pos_++];
-  }
-  std::string ExpectKind(Tok kind, const char* what) { return Expect(kind, what).text; }
-
-  TensorMeta ParseType() {
-    TensorMeta meta;
-    if (IsIdent("weak")) {
-      ++pos_;
-      meta.weak = true;
-    }
-    const Token type_tok = Peek();
-    meta.dtype = DTypeFromShort(ExpectKind(Tok::Ident, "a type"), type_tok);
-    Expect("[");
-    // Every size computed from a shape (elements, bytes, strides) must fit an int64.
-    const int64_t max_bytes = std::numeric_limits<int64_t>::max();
-    int64_t bytes = static_cast<int64_t>(ItemSize(meta.dtype));
-    while (!IsPunct("]")) {
-      if (IsPunct("?")) {
-        ++pos_;
-        meta.shape.push_back(-1);
-      } else {
-        int64_t d = ToInt(Expect(Tok::Number, "a dimension"), "a dimension", 0, max_bytes);
-        if (d > 0 && bytes > max_bytes / d)
-          FailAt(type_tok, "type has more than 2^63 bytes (dimension " + std::to_string(d) + ")");
-        bytes = d == 0 ? 0 : bytes * d;
-        meta.shape.push_back(d);
-      }
-      if (IsPunct(",")) ++pos_;
-    }
-    Expect("]");
-    return meta;
-  }
 
   ValueRef ParseOperand() {
     if (IsIdent("none")) {
@@ -460,8 +283,6 @@ class Parser {
     return v;
   }
 
-  std::vector<Token> toks_;
-  size_t pos_ = 0;
   std::unordered_map<std::string, ValueRef> values_;
   int next_ = 0;
   std::vector<Token> const_values_;

@@ -13,56 +13,13 @@
 
 #include "core/error.h"
 #include "ir/ir.h"
+#include "ir/text_form.h"
 
 namespace kiln::ir {
 namespace {
 
-const char* ShortDType(DType d) {
-  switch (d) {
-    case DType::Bool:
-      return "b";
-    case DType::UInt8:
-      return "u8";
-    case DType::Int8:
-      return "i8";
-    case DType::Int16:
-      return "i16";
-    case DType::Int32:
-      return "i32";
-    case DType::Int64:
-      return "i64";
-    case DType::Float16:
-      return "f16";
-    case DType::BFloat16:
-      return "bf16";
-    case DType::Float32:
-      return "f32";
-    case DType::Float64:
-      return "f64";
-  }
-  return "?";
-}
-
-std::string Quote(const std::string& s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
-    if (c == '\n') {
-      out += "\\n";
-      continue;
-    }
-    out += c;
-  }
-  return out + "\"";
-}
-
-std::string FormatDouble(double v) {
-  char buf[40];
-  std::snprintf(buf, sizeof(buf), "%.17g", v);
-  std::string s = buf;
-  if (s.find_first_of(".eni") == std::string::npos) s += ".0";  // keep floats visibly floats
-  return s;
-}
+using text::FormatDouble;
+using text::Quote;
 
 std::string AttrText(const AttrValue& value) {
   if (auto* d = std::get_if<double>(&value)) return FormatDouble(*d);
@@ -189,7 +146,7 @@ class FuncPrinter {
 
 std::string TypeString(const TensorMeta& meta) {
   std::string s = meta.weak ? "weak " : "";
-  s += ShortDType(meta.dtype);
+  s += text::ShortDType(meta.dtype);
   s += "[";
   for (size_t i = 0; i < meta.shape.size(); ++i)
     s += (i ? "," : "") + (meta.shape[i] < 0 ? std::string("?") : std::to_string(meta.shape[i]));
@@ -198,6 +155,7 @@ std::string TypeString(const TensorMeta& meta) {
 
 std::string Print(const Module& module) {
   std::ostringstream out;
+  if (module.signature()) out << PrintSignature(*module.signature()) << "\n";
   for (size_t i = 0; i < module.funcs().size(); ++i) {
     if (i) out << "\n";
     FuncPrinter(*module.funcs()[i], out).Run();

@@ -7,6 +7,7 @@
 //    cond returns one bool scalar and its body returns the carried types unchanged.
 // 4. Every function returns values it defines.
 // 5. No function reaches itself through if/while/call (the executor would recurse forever).
+// 6. The signature, when there is one, fits the entry function (signature.cc).
 #include <string>
 #include <unordered_map>
 
@@ -227,6 +228,7 @@ void Verify(const Module& module) {
   for (const auto& f : module.funcs()) FuncVerifier(module, *f).Run();
   CallCycleFinder cycles(module);
   for (const auto& f : module.funcs()) cycles.Visit(*f);
+  VerifySignature(module);
 }
 
 }  // namespace kiln::ir

@@ -20,7 +20,7 @@ from kiln.jit.convert import Converter
 from kiln.jit.emitter import RAISE_ARG_SEPARATOR, RAISE_TENSOR_ARG, GraphEmitter
 from kiln.jit.graph_tensor import GraphTensor
 from kiln.jit.guards import freeze, is_user_object
-from kiln.jit.trees import flatten, lazy_as_tuples, unflatten
+from kiln.jit.trees import lazy_as_tuples, output_signature
 
 _STATS = {"compiles": 0, "cache_hits": 0, "eager_fallbacks": 0, "compile_seconds": 0.0,
           "recompile_reasons": []}
@@ -129,19 +129,15 @@ def _signature(value):
         return ("O", freeze(value))  # holds the object, so its id is never another's
 
 
-_FROM_GRAPH = object()  # an output leaf the graph computes (None is a valid constant result)
-
-
 def _NO_SELF():  # the _fast_self of a plain function: "called with self_obj None"
     return None
 
 
 class _Compiled:
-    def __init__(self, executable, parameters, out_tree, out_leaves, guards, text, raise_types):
-        self.executable = executable
-        self.parameters = parameters
-        self.out_tree = out_tree
-        self.out_leaves = out_leaves  # _FROM_GRAPH where the graph produces the leaf
+    def __init__(self, executable, parameters, opaque, guards, text, raise_types):
+        self.executable = executable  # its signature says how results nest (output_signature)
+        self.parameters = parameters  # the graph's weights, in signature order
+        self.opaque = opaque  # the result's values the signature names `opaque k`
         self.guards = guards
         self.text = text
         self.raise_types = raise_types  # IR names of the exception classes its raises name
@@ -218,18 +214,18 @@ def compile_function(fn, args, kwargs, self_obj=None, name="graph", level="O1"):
             graph_args.insert(0, converter.wrap(self_obj, "self", None, path="self"))
         result = lazy_as_tuples(converter.call_function(fn, tuple(graph_args), graph_kwargs))
         converter.guards.settle(fn.__qualname__)
-        leaves, tree = flatten(result)
-        emitter.set_outputs([leaf for leaf in leaves if isinstance(leaf, GraphTensor)])
+        tree, outputs, opaque = output_signature(result, lambda v: isinstance(v, GraphTensor))
+        emitter.set_outputs(outputs)
+        emitter.set_signature(tree)
         text = emitter.text()
         _save_graph(name, "frontend", text, get_context)
         executable = emitter.finish(level)
         _save_graph(name, "optimized", executable.text(), get_context)
     finally:
         _state.end_compile(previous)
-    out_leaves = [_FROM_GRAPH if isinstance(leaf, GraphTensor) else leaf for leaf in leaves]
     _count("compiles")
     _count("compile_seconds", time.perf_counter() - start)
-    return _Compiled(executable, list(emitter.parameters), tree, out_leaves, converter.guards, text,
+    return _Compiled(executable, list(emitter.parameters), tuple(opaque), converter.guards, text,
                      emitter.raise_types)
 
 
@@ -256,11 +252,9 @@ def run_compiled(compiled, args, kwargs):
     for v in kwargs.values():
         _run_inputs(v, inputs)
     try:
-        outs = iter(compiled.executable.run(inputs + compiled.parameters))
+        return compiled.executable.call(inputs, compiled.parameters, compiled.opaque)
     except _C.GraphRaise as e:
         raise _raised(e, compiled.raise_types) from None
-    leaves = [next(outs) if leaf is _FROM_GRAPH else leaf for leaf in compiled.out_leaves]
-    return unflatten(compiled.out_tree, leaves)
 
 
 def _user_stacklevel():
@@ -307,7 +301,7 @@ class JitFunction:
         self.fn = fn
         self.config = config
         self.cache = CompileCache()
-        self._fast = None  # (owner weakref or _NO_SELF, _C.FastCall, raise_types): last graph run
+        self._fast = None  # (owner weakref or _NO_SELF, _C.FastCall, raise_types, opaque values)
         self._warned_limit = False
         functools.update_wrapper(self, fn)
 
@@ -324,7 +318,7 @@ class JitFunction:
         if (armed is not None and not kwargs and _C.graph_target() is None
                 and armed[0]() is self_obj and not _C.tape_active()):
             try:
-                out = armed[1](args, _state.cell_epoch)
+                out = armed[1](args, _state.cell_epoch, armed[3])
             except _C.GraphRaise as e:
                 raise _raised(e, armed[2]) from None
             if out is not None:
@@ -406,22 +400,19 @@ class JitFunction:
     def _arm_fast_call(self, compiled, self_obj, args, kwargs):
         """Lets the next calls with the same tensor types skip straight to C++ (_C.FastCall)
         while no Cell attribute changes; only for graphs whose guards all wait on that (none
-        checked on every call), with tensor arguments only and one tensor result."""
+        checked on every call), with tensor arguments only. The engine rebuilds the result
+        from the graph's signature, whatever its structure."""
         self._fast = None
         if kwargs or compiled.guards.has_per_call_checks():
             return
         if not all(isinstance(a, Tensor) for a in args):
             return
-        if len(compiled.out_leaves) != 1 or compiled.out_leaves[0] is not _FROM_GRAPH:
-            return
-        if unflatten(compiled.out_tree, [_FROM_GRAPH]) is not _FROM_GRAPH:
-            return
         try:
             owner = _NO_SELF if self_obj is None else weakref.ref(self_obj, self._disarm)
         except TypeError:  # an owner without weak references (__slots__): no fast path
             return
-        fast = _C.FastCall(compiled.executable, list(args), compiled.parameters, _state.cell_epoch)
-        self._fast = (owner, fast, compiled.raise_types)
+        fast = _C.FastCall(compiled.executable, compiled.parameters, _state.cell_epoch)
+        self._fast = (owner, fast, compiled.raise_types, compiled.opaque)
 
     def _disarm(self, dead_owner):
         """The owner of the armed fast call died: drop its graph and Parameters with it."""

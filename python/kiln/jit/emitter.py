@@ -73,6 +73,11 @@ class GraphEmitter:
                 return param
         return None
 
+    def weight_positions(self):
+        """The entry parameter positions of the Parameters (and other state tensors) that became
+        graph inputs: the weights of the graph's signature, in signature order."""
+        return [self._param_values[id(p)].handle[2] for p in self.parameters]
+
     def constant(self, value):
         """A graph constant from a Tensor or a Python number (weakly typed)."""
         if isinstance(value, Tensor):
@@ -174,6 +179,10 @@ class GraphEmitter:
     # ---- the finished graph ----
     def set_outputs(self, outputs):
         self._builder.set_outputs([v.handle for v in outputs])
+
+    def set_signature(self, outputs):
+        """Records which entry parameters are weights and how the outputs nest."""
+        self._builder.set_signature(self.weight_positions(), outputs)
 
     def text(self):
         """The graph as built, in IR text."""

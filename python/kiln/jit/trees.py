@@ -1,4 +1,5 @@
-"""Flattening nested tuples, lists and dicts into leaves and a structure, and back."""
+"""Flattening nested tuples, lists and dicts into leaves and a structure, and back; the output
+tree a compiled graph's signature records."""
 
 
 def flatten(value):
@@ -52,3 +53,48 @@ def _build(structure, it):
     if kind == "list":
         return [_build(s, it) for s in structure[1]]
     return {k: _build(s, it) for k, s in zip(structure[1], structure[2])}
+
+
+def _is_literal(value):
+    """Whether a result constant is kept in the graph's signature (it comes back as an equal
+    value of the same type); any other object is `opaque`, kept here and passed back."""
+    if value is None or type(value) in (bool, float):
+        return True
+    if type(value) is int:
+        return -(1 << 63) <= value < (1 << 63)
+    if type(value) is str:
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:  # lone surrogates
+            return False
+        return True
+    return False
+
+
+def output_signature(result, is_result):
+    """The output tree of a graph's signature (the engine rebuilds each call's result from it):
+    ("result", k) for the k-th leaf that is_result accepts (a value the graph computes),
+    ("literal", v), ("opaque", k), and ("tuple" | "list", items) / ("dict", [(key, value)])
+    nodes, numbered in tree order. Returns (tree, the results in order, the opaque values)."""
+    leaves, structure = flatten(result)
+    outputs, opaque = [], []
+
+    def leaf(value, can_be_result=True):
+        if can_be_result and is_result(value):
+            outputs.append(value)
+            return ("result", len(outputs) - 1)
+        if _is_literal(value):
+            return ("literal", value)
+        opaque.append(value)
+        return ("opaque", len(opaque) - 1)
+
+    values = iter(leaves)
+
+    def build(node):
+        if node == "*":
+            return leaf(next(values))
+        if node[0] == "dict":  # a key before its value: the numbering the engine checks
+            return ("dict", [(leaf(k, False), build(v)) for k, v in zip(node[1], node[2])])
+        return (node[0], [build(item) for item in node[1]])
+
+    return build(structure), outputs, opaque
