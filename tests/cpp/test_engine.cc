@@ -59,6 +59,13 @@ void ExpectContains(const std::string& text, const std::string& part) {
 // signature.ir: out0 = x @ W + b, out1 = sum(out0), out2 = out0 * scale.
 const char* kFixture = "signature.ir";
 
+// The signature fixture with the first `from` replaced by `to`.
+std::string FixtureWith(const std::string& from, const std::string& to) {
+  std::string text = ReadFixture(kFixture);
+  text.replace(text.find(from), from.size(), to);
+  return text;
+}
+
 TEST(EngineSignature, FixturePrintsBackIdentically) {
   const std::string text = ReadFixture(kFixture);
   ASSERT_FALSE(text.empty()) << "tests/ir/signature.ir not found";
@@ -142,11 +149,8 @@ TEST(EngineSignature, NaNRoundTrips) {
 }
 
 TEST(EngineSignature, ParserNamesWhereASignatureIsMalformed) {
-  const std::string text = ReadFixture(kFixture);
-  auto replaced = [&](const std::string& from, const std::string& to) {
-    std::string t = text;
-    t.replace(t.find(from), from.size(), to);
-    return t;
+  auto replaced = [](const std::string& from, const std::string& to) {
+    return FixtureWith(from, to);
   };
   struct Case {
     std::string text, message;
@@ -178,11 +182,8 @@ TEST(EngineSignature, ParserRefusesTreesNestedTooDeep) {
 }
 
 TEST(EngineSignature, VerifierChecksTheSignatureAgainstTheEntry) {
-  const std::string text = ReadFixture(kFixture);
-  auto replaced = [&](const std::string& from, const std::string& to) {
-    std::string t = text;
-    t.replace(t.find(from), from.size(), to);
-    return t;
+  auto replaced = [](const std::string& from, const std::string& to) {
+    return FixtureWith(from, to);
   };
   struct Case {
     std::string text, message;

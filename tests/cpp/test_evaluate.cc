@@ -9,15 +9,12 @@
 #include "passes/passes.h"
 #include "runtime/eager.h"
 #include "runtime/tape.h"
+#include "test_util.h"
 
 namespace kiln {
 namespace {
 
-Tensor Full(const Shape& shape, DType dtype, double value) {
-  Tensor t = Tensor::Empty(shape, dtype);
-  cpu::Fill(t, value);
-  return t;
-}
+using testing_util::Full;
 
 // Pushes a tape watching `watched` for the scope.
 class Recording {

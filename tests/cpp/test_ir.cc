@@ -5,15 +5,12 @@
 #include "ir/ir.h"
 #include "kernels/cpu/copy.h"
 #include "runtime/executor.h"
+#include "test_util.h"
 
 namespace kiln {
 namespace {
 
-Tensor Full(const Shape& shape, DType dtype, double value) {
-  Tensor t = Tensor::Empty(shape, dtype);
-  cpu::Fill(t, value);
-  return t;
-}
+using testing_util::Full;
 
 // f(x: f32[2], n: i32[]) = x * n, with the promotion cast made explicit by the builder.
 ir::Module MulByInt() {
