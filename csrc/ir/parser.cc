@@ -47,6 +47,20 @@ int64_t ToInt(const Token& tok, const char* what, int64_t lo, int64_t hi) {
   return v;
 }
 
+// The whole token as a uint64 (a uint64 constant's values go past int64).
+uint64_t ToUInt64(const Token& tok, const char* what) {
+  uint64_t v = 0;
+  const char* begin = tok.text.data();
+  const char* end = begin + tok.text.size();
+  if (begin != end && *begin == '+') ++begin;
+  auto [ptr, ec] = std::from_chars(begin, end, v);
+  if (ec == std::errc::result_out_of_range || (!tok.text.empty() && tok.text[0] == '-'))
+    FailAt(tok, std::string(what) + " '" + tok.text + "' is out of range [0, 2^64 - 1]");
+  if (ec != std::errc() || ptr != end)
+    FailAt(tok, "expected " + std::string(what) + ", found '" + tok.text + "'");
+  return v;
+}
+
 // The whole token as a double; inf and nan are spelled out, so overflow to inf is an error.
 double ToDouble(const Token& tok, const char* what) {
   errno = 0;
@@ -141,7 +155,8 @@ std::vector<Token> Tokenize(const std::string& src) {
 
 DType DTypeFromShort(const std::string& s, const Token& tok) {
   static const std::unordered_map<std::string, DType> kTable = {
-      {"b", DType::Bool},      {"u8", DType::UInt8},      {"i8", DType::Int8},
+      {"b", DType::Bool},      {"u8", DType::UInt8},      {"u16", DType::UInt16},
+      {"u32", DType::UInt32},  {"u64", DType::UInt64},    {"i8", DType::Int8},
       {"i16", DType::Int16},   {"i32", DType::Int32},     {"i64", DType::Int64},
       {"f16", DType::Float16}, {"bf16", DType::BFloat16}, {"f32", DType::Float32},
       {"f64", DType::Float64}};
@@ -416,11 +431,15 @@ class Parser {
       if (d < 0) Fail("a constant needs a known shape");
     if (static_cast<int64_t>(const_values_.size()) != NumElements(shape))
       Fail("constant has the wrong number of values");
-    const bool floating = IsFloating(meta.dtype);
-    Tensor src = Tensor::Empty(shape, floating ? DType::Float64 : DType::Int64);
+    const bool floating = IsFloating(meta.dtype), u64 = meta.dtype == DType::UInt64;
+    Tensor src = Tensor::Empty(shape, floating ? DType::Float64
+                                      : u64    ? DType::UInt64
+                                               : DType::Int64);
     for (size_t i = 0; i < const_values_.size(); ++i) {
       if (floating) {
         src.data<double>()[i] = ConstFloat(const_values_[i], meta.dtype);
+      } else if (u64) {
+        src.data<uint64_t>()[i] = ToUInt64(const_values_[i], DTypeName(meta.dtype));
       } else {
         auto [lo, hi] = IntRange(meta.dtype);
         src.data<int64_t>()[i] = ToInt(const_values_[i], DTypeName(meta.dtype), lo, hi);
@@ -438,6 +457,10 @@ class Parser {
         return {0, 1};
       case DType::UInt8:
         return {0, 255};
+      case DType::UInt16:
+        return {0, 65535};
+      case DType::UInt32:
+        return {0, std::numeric_limits<uint32_t>::max()};
       case DType::Int8:
         return {-128, 127};
       case DType::Int16:
