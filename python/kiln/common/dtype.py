@@ -184,7 +184,8 @@ def check_int_fits(value, dtype, op):
         return
     info = np.iinfo(_TO_NUMPY[dtype])
     if not info.min <= value <= info.max:
-        raise OverflowError(f"{op}: Python integer {value} out of bounds for {dtype}")
+        # dtype's name, as NumPy's message and the engine's (not its display name, "Int8")
+        raise OverflowError(f"{op}: Python integer {value} out of bounds for {dtype._name}")
 
 
 def check_ints_fit(data, dtype, op):
