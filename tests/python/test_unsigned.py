@@ -180,7 +180,7 @@ EDGE_CASTS = [
 
 
 def cast_to_every(x, targets):
-    return [ops.cast(x, t) for t in targets]
+    return [ops.cast(x, t) for t in targets] + [x.astype(t) for t in targets]
 
 
 @pytest.mark.parametrize("a,targets", EDGE_CASTS, ids=lambda v: str(getattr(v, "dtype", "")))
@@ -188,8 +188,27 @@ def test_casts_at_the_edges_match_numpy_in_both_modes(a, targets):
     targets = [kiln_dtype(t) for t in targets]
     got = assert_same_in_both_modes(cast_to_every, ms.Tensor(a), targets, rtol=0, atol=0)
     with np.errstate(all="ignore"):
-        for g, t in zip(got, targets):
+        for g, t in zip(got, targets + targets):
             check_exact(g, a.astype(ms.dtype.dtype_to_nptype(t)))
+
+
+def uses_the_names(x):
+    y = ops.cast(x, ms.uint16)
+    if y.dtype == ms.uint16:
+        y = y + 1
+    return y.astype(ms.dtype.uint64), ops.zeros((2,), ms.uint32), y.dtype == ms.dtype.uint32
+
+
+def test_graph_code_names_the_unsigned_dtypes_as_mindspore_code_does():
+    got = assert_same_in_both_modes(uses_the_names, ms.Tensor(np.array([1, 65535], np.int32)))
+    check_exact(got[0], np.array([2, 0], np.uint64))
+    check_exact(got[1], np.zeros(2, np.uint32))
+    assert got[2] is False
+    assert ms.dtype.uint_type == (ms.uint8, ms.uint16, ms.uint32, ms.uint64)
+    assert all(t in ms.dtype.number_type for t in ms.dtype.uint_type)
+    assert [ms.dtype.to_dtype(n) for n in ("uint16", "uint32", "uint64")] == [
+        ms.uint16, ms.uint32, ms.uint64]
+    assert ms.uint32.itemsize == 4 and not ms.uint64.is_floating_point
 
 
 def test_float_to_unsigned_outside_int64_and_nan_give_zero():
