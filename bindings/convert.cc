@@ -45,6 +45,34 @@ nb::object WrapOutputs(std::vector<Tensor> outputs) {
   return nb::tuple(items);
 }
 
+namespace {
+
+// A Python int as a weak 0-d tensor: int64, or uint64 for [2**63, 2**64) so that uint64 tensors
+// take every value they hold (NumPy 2 too); anything else is an OverflowError.
+Tensor WeakInt(nb::handle h) {
+  int overflow = 0;
+  long long value = PyLong_AsLongLongAndOverflow(h.ptr(), &overflow);
+  if (overflow > 0) {
+    unsigned long long big = PyLong_AsUnsignedLongLong(h.ptr());
+    if (!PyErr_Occurred()) {
+      Tensor t = Tensor::Empty({}, DType::UInt64);
+      *t.data<uint64_t>() = big;
+      t.impl()->wrapped_number = true;
+      return t;
+    }
+  }
+  if (overflow != 0 || (value == -1 && PyErr_Occurred())) {
+    PyErr_Clear();
+    throw OverflowFor(h, "an int64 or uint64 tensor");
+  }
+  Tensor t = Tensor::Empty({}, DType::Int64);
+  *t.data<int64_t>() = value;
+  t.impl()->wrapped_number = true;
+  return t;
+}
+
+}  // namespace
+
 bool ToOperand(nb::handle h, Tensor* out) {
   if (nb::isinstance<Tensor>(h)) {
     *out = nb::cast<const Tensor&>(h);
@@ -59,16 +87,7 @@ bool ToOperand(nb::handle h, Tensor* out) {
     return true;
   }
   if (PyLong_Check(h.ptr())) {
-    int overflow = 0;
-    long long value = PyLong_AsLongLongAndOverflow(h.ptr(), &overflow);
-    if (overflow != 0 || (value == -1 && PyErr_Occurred())) {
-      PyErr_Clear();
-      throw OverflowFor(h, "an int64 tensor");
-    }
-    Tensor t = Tensor::Empty({}, DType::Int64);
-    *t.data<int64_t>() = value;
-    t.impl()->wrapped_number = true;
-    *out = t;
+    *out = WeakInt(h);
     return true;
   }
   if (PyFloat_Check(h.ptr())) {

@@ -21,6 +21,12 @@ nb::dlpack::dtype ToDlpack(DType d) {
       return make(Code::Bool, 8);
     case DType::UInt8:
       return make(Code::UInt, 8);
+    case DType::UInt16:
+      return make(Code::UInt, 16);
+    case DType::UInt32:
+      return make(Code::UInt, 32);
+    case DType::UInt64:
+      return make(Code::UInt, 64);
     case DType::Int8:
       return make(Code::Int, 8);
     case DType::Int16:
@@ -47,6 +53,9 @@ DType FromDlpack(nb::dlpack::dtype d) {
   if (d.lanes == 1) {
     if (code == Code::Bool) return DType::Bool;
     if (code == Code::UInt && d.bits == 8) return DType::UInt8;
+    if (code == Code::UInt && d.bits == 16) return DType::UInt16;
+    if (code == Code::UInt && d.bits == 32) return DType::UInt32;
+    if (code == Code::UInt && d.bits == 64) return DType::UInt64;
     if (code == Code::Int && d.bits == 8) return DType::Int8;
     if (code == Code::Int && d.bits == 16) return DType::Int16;
     if (code == Code::Int && d.bits == 32) return DType::Int32;

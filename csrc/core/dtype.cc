@@ -1,9 +1,6 @@
 // dtype.cc - dtype names, sizes and the promotion table documented in docs/type_promotion.md.
 #include "core/dtype.h"
 
-#include <limits>
-#include <type_traits>
-
 #include "core/error.h"
 
 namespace kiln {
@@ -62,6 +59,15 @@ DType SignedIntOfBits(int bits) {
   }
 }
 
+// An unsigned with a signed integer: the narrowest signed type holding both value ranges, as
+// NumPy. No signed type holds uint64's, and NumPy then gives float64; so does kiln.
+DType PromoteMixedSign(DType unsigned_type, DType signed_type) {
+  const int ubits = IntBits(unsigned_type), sbits = IntBits(signed_type);
+  if (sbits > ubits) return signed_type;
+  if (ubits == 64) return DType::Float64;
+  return SignedIntOfBits(2 * ubits);
+}
+
 }  // namespace
 
 DType PromoteTypes(DType a, DType b) {
@@ -74,11 +80,8 @@ DType PromoteTypes(DType a, DType b) {
     if (half_pair) return DType::Float32;
     return ItemSize(a) >= ItemSize(b) ? a : b;
   }
-  // Integers: uint8 is the only unsigned type; with a signed type it needs one more bit.
-  if (a == DType::UInt8 || b == DType::UInt8) {
-    DType other = a == DType::UInt8 ? b : a;
-    return SignedIntOfBits(std::max(16, IntBits(other)));
-  }
+  if (IsUnsigned(a) != IsUnsigned(b))
+    return IsUnsigned(a) ? PromoteMixedSign(a, b) : PromoteMixedSign(b, a);
   return ItemSize(a) >= ItemSize(b) ? a : b;
 }
 
@@ -88,19 +91,26 @@ DType PromoteWithScalar(DType tensor, DType scalar) {
 }
 
 bool IntFitsDType(int64_t value, DType d) {
-  return DispatchDType(d, [&](auto zero) {
-    using T = decltype(zero);
-    if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
-      return value >= static_cast<int64_t>(std::numeric_limits<T>::min()) &&
-             (value < 0 ||
-              static_cast<uint64_t>(value) <= static_cast<uint64_t>(std::numeric_limits<T>::max()));
-    }
-    return true;
-  });
+  if (!IsIntegral(d) || value >= 0) return UIntFitsDType(static_cast<uint64_t>(value), d);
+  if (IsUnsigned(d)) return false;
+  const int bits = IntBits(d);
+  return bits == 64 || value >= -(int64_t{1} << (bits - 1));
+}
+
+// Value bits: the width, less the sign bit of a signed type.
+bool UIntFitsDType(uint64_t value, DType d) {
+  if (!IsIntegral(d)) return true;
+  const int bits = IntBits(d) - (IsUnsigned(d) ? 0 : 1);
+  return bits >= 64 || value < (uint64_t{1} << bits);
 }
 
 void CheckWeakIntFits(const char* op, int64_t value, DType target) {
   KILN_CHECK(!IsIntegral(target) || IntFitsDType(value, target), Overflow, op, ": Python integer ",
+             value, " out of bounds for ", DTypeName(target));
+}
+
+void CheckWeakUIntFits(const char* op, uint64_t value, DType target) {
+  KILN_CHECK(!IsIntegral(target) || UIntFitsDType(value, target), Overflow, op, ": Python integer ",
              value, " out of bounds for ", DTypeName(target));
 }
 

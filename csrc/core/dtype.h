@@ -8,10 +8,14 @@
 
 namespace kiln {
 
-// KILN_FORALL_DTYPES(X): X(Enum, c_type, "name"), in promotion-rank order within each category.
+// KILN_FORALL_DTYPES(X): X(Enum, c_type, "name"): bool, unsigned and signed integers by width,
+// then floats. The enum's values are never stored (checkpoints and IR text use the names).
 #define KILN_FORALL_DTYPES(X)       \
   X(Bool, bool, "bool")             \
   X(UInt8, uint8_t, "uint8")        \
+  X(UInt16, uint16_t, "uint16")     \
+  X(UInt32, uint32_t, "uint32")     \
+  X(UInt64, uint64_t, "uint64")     \
   X(Int8, int8_t, "int8")           \
   X(Int16, int16_t, "int16")        \
   X(Int32, int32_t, "int32")        \
@@ -26,7 +30,7 @@ enum class DType : uint8_t {
   KILN_FORALL_DTYPES(KILN_DTYPE_ENUM)
 #undef KILN_DTYPE_ENUM
 };
-constexpr int kNumDTypes = 10;
+constexpr int kNumDTypes = 13;
 
 template <typename T>
 struct DTypeOf;
@@ -46,18 +50,26 @@ DType DTypeFromName(const std::string& name);
 inline bool IsFloating(DType d) {
   return d == DType::Float16 || d == DType::BFloat16 || d == DType::Float32 || d == DType::Float64;
 }
+inline bool IsUnsigned(DType d) {
+  return d == DType::UInt8 || d == DType::UInt16 || d == DType::UInt32 || d == DType::UInt64;
+}
 inline bool IsIntegral(DType d) { return !IsFloating(d) && d != DType::Bool; }
-inline bool IsSigned(DType d) { return d != DType::Bool && d != DType::UInt8; }
+inline bool IsSigned(DType d) { return d != DType::Bool && !IsUnsigned(d); }
 
 // Whether the integer `value` is representable in the integer dtype `d` (NumPy 2's rule for
 // Python ints joining an integer array: out of range is an OverflowError, never a wrap).
 bool IntFitsDType(int64_t value, DType d);
-// Throws OverflowError naming `op` when a weakly typed Python int scalar (a 0-d int64 tensor
-// marked wrapped_number) is about to be cast to an integer dtype it does not fit.
+bool UIntFitsDType(uint64_t value, DType d);
+// Throws OverflowError naming `op` when a weakly typed Python int scalar is about to be cast to
+// an integer dtype it does not fit. Python ints arrive as 0-d int64 tensors marked
+// wrapped_number, or as uint64 ones when they lie in [2**63, 2**64) (the bindings' ToOperand).
+// (CheckWeakScalarFits in tensor.h takes the tensor.)
 void CheckWeakIntFits(const char* op, int64_t value, DType target);
+void CheckWeakUIntFits(const char* op, uint64_t value, DType target);
 
-// The type two tensors combine to (docs/type_promotion.md): bool < integers < floats; mixed
-// signed/unsigned ints widen; float16 with bfloat16 gives float32.
+// The type two tensors combine to (docs/type_promotion.md): bool < integers < floats; an
+// unsigned with a signed integer widens to a signed type holding both (NumPy's rule, float64
+// for uint64 with a signed type); float16 with bfloat16 gives float32.
 DType PromoteTypes(DType a, DType b);
 
 // How a weakly typed Python scalar joins a tensor of dtype `tensor`: it changes the result only
@@ -77,10 +89,16 @@ decltype(auto) DispatchDType(DType dtype, Fn&& fn) {
   return fn(float{});
 }
 
-// The type arithmetic on T is done in: float for the 16-bit floats, T otherwise.
+// The type arithmetic on T is done in: float for the 16-bit floats; uint32_t for uint16_t,
+// whose products C++ would otherwise promote to int (signed overflow is undefined; unsigned
+// arithmetic wraps, and narrowing the result back gives NumPy's wrapped uint16); T otherwise.
 template <typename T>
 struct ComputeType {
   using type = T;
+};
+template <>
+struct ComputeType<uint16_t> {
+  using type = uint32_t;
 };
 template <>
 struct ComputeType<Half> {

@@ -250,6 +250,12 @@ std::optional<Tensor> Tensor::ViewAs(const Shape& target) const {
   return AsStrided(target, new_strides, offset());
 }
 
+void CheckWeakScalarFits(const char* op, const Tensor& t, DType target) {
+  if (!t.defined() || !t.impl()->wrapped_number) return;
+  if (t.dtype() == DType::Int64) CheckWeakIntFits(op, *t.data<int64_t>(), target);
+  if (t.dtype() == DType::UInt64) CheckWeakUIntFits(op, *t.data<uint64_t>(), target);
+}
+
 Shape InferReshape(const Shape& input_shape, Shape shape, const char* op) {
   CheckShapeSize(op, shape, DType::Bool);  // `known` below cannot overflow after this
   int64_t known = 1, unknown_at = -1;

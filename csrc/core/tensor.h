@@ -148,6 +148,10 @@ inline void MarkWritten(const Tensor& t) {
   t.storage()->NoteWrite();
 }
 
+// CheckWeakIntFits for a weak Python-int tensor `t` (int64, or uint64 past int64) about to be
+// cast to `target`; nothing for strong tensors, floats and bools.
+void CheckWeakScalarFits(const char* op, const Tensor& t, DType target);
+
 // Fills in one -1 in `shape` from the element count; checks the counts agree (ValueError).
 Shape InferReshape(const Shape& input_shape, Shape shape, const char* op);
 

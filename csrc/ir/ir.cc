@@ -91,9 +91,7 @@ void Builder::CheckWeakConstFits(const OpDef& def, ValueRef v, DType target) con
   if (v.node < 0) return;
   const Node& node = func_.nodes[v.node];
   if (node.kind != NodeKind::Const || !node.value.defined()) return;
-  const Tensor& value = node.value;
-  if (value.impl()->wrapped_number && value.dtype() == DType::Int64)
-    CheckWeakIntFits(def.name, *value.data<int64_t>(), target);
+  CheckWeakScalarFits(def.name, node.value, target);
 }
 
 // The casts eager dispatch makes before a promoted op (ops/evaluate.h), as explicit nodes.

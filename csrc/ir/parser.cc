@@ -21,6 +21,7 @@ using text::ToDouble;
 using text::ToInt;
 using text::Tok;
 using text::Token;
+using text::ToUInt64;
 class Parser : public text::TokenCursor {
  public:
   explicit Parser(const std::string& text) : TokenCursor(text) {}
@@ -239,11 +240,15 @@ class Parser : public text::TokenCursor {
       if (d < 0) Fail("a constant needs a known shape");
     if (static_cast<int64_t>(const_values_.size()) != NumElements(shape))
       Fail("constant has the wrong number of values");
-    const bool floating = IsFloating(meta.dtype);
-    Tensor src = Tensor::Empty(shape, floating ? DType::Float64 : DType::Int64);
+    const bool floating = IsFloating(meta.dtype), u64 = meta.dtype == DType::UInt64;
+    Tensor src = Tensor::Empty(shape, floating ? DType::Float64
+                                      : u64    ? DType::UInt64
+                                               : DType::Int64);
     for (size_t i = 0; i < const_values_.size(); ++i) {
       if (floating) {
         src.data<double>()[i] = ConstFloat(const_values_[i], meta.dtype);
+      } else if (u64) {
+        src.data<uint64_t>()[i] = ToUInt64(const_values_[i], DTypeName(meta.dtype));
       } else {
         auto [lo, hi] = IntRange(meta.dtype);
         src.data<int64_t>()[i] = ToInt(const_values_[i], DTypeName(meta.dtype), lo, hi);
@@ -261,6 +266,10 @@ class Parser : public text::TokenCursor {
         return {0, 1};
       case DType::UInt8:
         return {0, 255};
+      case DType::UInt16:
+        return {0, 65535};
+      case DType::UInt32:
+        return {0, std::numeric_limits<uint32_t>::max()};
       case DType::Int8:
         return {-128, 127};
       case DType::Int16:

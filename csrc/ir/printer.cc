@@ -32,14 +32,20 @@ std::string AttrText(const AttrValue& value) {
   return AttrToString(value);
 }
 
-// Integer constants print through int64, not double, so values above 2^53 keep every digit.
+// Integer constants print through int64 (uint64 through itself), not double, so values above
+// 2^53 keep every digit.
 std::string ConstText(const Tensor& value) {
-  const bool floating = IsFloating(value.dtype());
-  Tensor values = value.To(floating ? DType::Float64 : DType::Int64).Contiguous();
+  const DType dtype = value.dtype();
+  const DType wide = IsFloating(dtype)        ? DType::Float64
+                     : dtype == DType::UInt64 ? DType::UInt64
+                                              : DType::Int64;
+  Tensor values = value.To(wide).Contiguous();
   std::string out = "[";
   for (int64_t i = 0; i < values.numel(); ++i) {
-    out += (i ? ", " : "") + (floating ? FormatDouble(values.data<double>()[i])
-                                       : std::to_string(values.data<int64_t>()[i]));
+    out += i ? ", " : "";
+    if (wide == DType::Float64) out += FormatDouble(values.data<double>()[i]);
+    if (wide == DType::UInt64) out += std::to_string(values.data<uint64_t>()[i]);
+    if (wide == DType::Int64) out += std::to_string(values.data<int64_t>()[i]);
   }
   return out + "]";
 }

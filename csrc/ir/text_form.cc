@@ -35,6 +35,20 @@ int64_t ToInt(const Token& tok, const char* what, int64_t lo, int64_t hi) {
 }
 
 // The whole token as a double; inf and nan are spelled out, so overflow to inf is an error.
+// The whole token as a uint64 (a uint64 constant's values go past int64).
+uint64_t ToUInt64(const Token& tok, const char* what) {
+  uint64_t v = 0;
+  const char* begin = tok.text.data();
+  const char* end = begin + tok.text.size();
+  if (begin != end && *begin == '+') ++begin;
+  auto [ptr, ec] = std::from_chars(begin, end, v);
+  if (ec == std::errc::result_out_of_range || (!tok.text.empty() && tok.text[0] == '-'))
+    FailAt(tok, std::string(what) + " '" + tok.text + "' is out of range [0, 2^64 - 1]");
+  if (ec != std::errc() || ptr != end)
+    FailAt(tok, "expected " + std::string(what) + ", found '" + tok.text + "'");
+  return v;
+}
+
 double ToDouble(const Token& tok, const char* what) {
   errno = 0;
   char* end = nullptr;
@@ -128,7 +142,8 @@ std::vector<Token> Tokenize(const std::string& src) {
 
 DType DTypeFromShort(const std::string& s, const Token& tok) {
   static const std::unordered_map<std::string, DType> kTable = {
-      {"b", DType::Bool},      {"u8", DType::UInt8},      {"i8", DType::Int8},
+      {"b", DType::Bool},      {"u8", DType::UInt8},      {"u16", DType::UInt16},
+      {"u32", DType::UInt32},  {"u64", DType::UInt64},    {"i8", DType::Int8},
       {"i16", DType::Int16},   {"i32", DType::Int32},     {"i64", DType::Int64},
       {"f16", DType::Float16}, {"bf16", DType::BFloat16}, {"f32", DType::Float32},
       {"f64", DType::Float64}};
@@ -143,6 +158,12 @@ const char* ShortDType(DType d) {
       return "b";
     case DType::UInt8:
       return "u8";
+    case DType::UInt16:
+      return "u16";
+    case DType::UInt32:
+      return "u32";
+    case DType::UInt64:
+      return "u64";
     case DType::Int8:
       return "i8";
     case DType::Int16:

@@ -24,6 +24,8 @@ struct Token {
 [[noreturn]] void FailAt(const Token& tok, const std::string& what);
 // The whole token as an int64 in [lo, hi]; a parse error otherwise (never a bare std::stoll).
 int64_t ToInt(const Token& tok, const char* what, int64_t lo, int64_t hi);
+// The whole token as a uint64 (a uint64 constant's values go past int64).
+uint64_t ToUInt64(const Token& tok, const char* what);
 // The whole token as a double; inf and nan are spelled out, so overflow to inf is an error.
 double ToDouble(const Token& tok, const char* what);
 std::vector<Token> Tokenize(const std::string& src);

@@ -198,13 +198,21 @@ struct BitwiseFn {
   }
 };
 
+template <typename C>
+bool IsNegative(C v) {
+  if constexpr (std::is_signed_v<C>) return v < 0;
+  return false;
+}
+
 // NumPy's shifts: a shift by a negative count or by the bit width or more gives 0 (or -1 for a
-// right shift of a negative value) instead of C++'s undefined behaviour; left shifts wrap.
+// right shift of a negative value) instead of C++'s undefined behaviour; left shifts wrap, and
+// right shifts are arithmetic for signed types and logical for unsigned ones. (uint16 computes
+// in uint32: counts 16..31 shift every bit out of the 16 kept, as NumPy's.)
 struct LeftShiftFn {
   template <typename C>
   C operator()(C a, C b) const {
     if constexpr (std::is_integral_v<C> && !std::is_same_v<C, bool>) {
-      if (b < 0 || b >= static_cast<C>(sizeof(C) * 8)) return C(0);
+      if (IsNegative(b) || b >= static_cast<C>(sizeof(C) * 8)) return C(0);
       using U = std::make_unsigned_t<C>;
       return static_cast<C>(static_cast<U>(static_cast<U>(a) << b));
     }
@@ -215,7 +223,7 @@ struct RightShiftFn {
   template <typename C>
   C operator()(C a, C b) const {
     if constexpr (std::is_integral_v<C> && !std::is_same_v<C, bool>) {
-      if (b < 0 || b >= static_cast<C>(sizeof(C) * 8)) return a < 0 ? C(-1) : C(0);
+      if (IsNegative(b) || b >= static_cast<C>(sizeof(C) * 8)) return IsNegative(a) ? C(-1) : C(0);
       return static_cast<C>(a >> b);  // arithmetic for signed types (C++20, and GCC always)
     }
     return a;

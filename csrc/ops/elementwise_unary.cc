@@ -1,6 +1,7 @@
 // elementwise_unary.cc - one-input math and activations, cast, clamp and where.
 #include <cmath>
 #include <type_traits>
+#include <utility>
 
 #include "core/error.h"
 #include "kernels/cpu/copy.h"
@@ -384,14 +385,34 @@ std::vector<TensorMeta> InferClamp(const OpDef& def, const std::vector<TensorMet
   return {TensorMeta{dtype, in[0].shape}};
 }
 
+// Clamp bound `i` in T's compute type, and whether it limits anything. An integer bound outside
+// T's range limits nothing on its open side (a min below T's lowest value, a max above its
+// highest; NumPy's clip allows these); on the other side every result would be a value T cannot
+// hold, an OverflowError as in NumPy.
+template <typename T>
+std::pair<compute_t<T>, bool> ClampBound(const KernelContext& ctx, size_t i) {
+  using C = compute_t<T>;
+  if (AttrIsNone(ctx.attrs, i)) return {C{}, false};
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+    const int64_t v = AttrInt(ctx.attrs, i);
+    if (IntFitsDType(v, DTypeOf<T>::value)) return {static_cast<C>(v), true};
+    const bool is_min = i == 0, below = v < 0;
+    KILN_CHECK(is_min == below, Overflow, ctx.def.name, ": Python integer ", v,
+               " out of bounds for ", DTypeName(DTypeOf<T>::value));
+    return {C{}, false};
+  } else {
+    return {static_cast<C>(AttrFloat(ctx.attrs, i)), true};
+  }
+}
+
 void ClampKernel(KernelContext& ctx) {
   Tensor in = ctx.inputs[0].To(ctx.outputs[0].dtype());
-  bool has_lo = !AttrIsNone(ctx.attrs, 0), has_hi = !AttrIsNone(ctx.attrs, 1);
-  double lo = has_lo ? AttrFloat(ctx.attrs, 0) : 0, hi = has_hi ? AttrFloat(ctx.attrs, 1) : 0;
   DispatchDType(in.dtype(), [&](auto tag) {
     using T = decltype(tag);
     using C = compute_t<T>;
-    const C lo_c = static_cast<C>(lo), hi_c = static_cast<C>(hi);
+    const auto lo = ClampBound<T>(ctx, 0), hi = ClampBound<T>(ctx, 1);
+    const C lo_c = lo.first, hi_c = hi.first;
+    const bool has_lo = lo.second, has_hi = hi.second;
     cpu::UnaryKernel<T, T>(in, ctx.outputs[0], [=](C a) {
       if (has_lo && a < lo_c) a = lo_c;  // NumPy order: min first, then max wins
       if (has_hi && a > hi_c) a = hi_c;

@@ -31,8 +31,7 @@ void PromoteInputs(const OpDef& def, std::vector<Tensor>& inputs, CastFn cast) {
   const DType target = PromotionTarget(def, metas);
   auto promote = [&](Tensor& t) {
     if (!t.defined() || t.dtype() == target) return;
-    if (t.impl()->wrapped_number && t.dtype() == DType::Int64)
-      CheckWeakIntFits(def.name, *t.data<int64_t>(), target);
+    CheckWeakScalarFits(def.name, t, target);
     t = cast(t, target);
   };
   if (def.promoted_inputs.empty()) {

@@ -5,6 +5,8 @@
 // copied whole. The result holds B in place of the indexed axes when they are adjacent, else B
 // first (NumPy's rule). Offsets are precomputed as flat lists so the inner copy is a plain loop.
 #include <algorithm>
+#include <limits>
+#include <optional>
 
 #include "core/error.h"
 #include "core/parallel.h"
@@ -90,6 +92,17 @@ struct IndexOffsets {
   std::vector<int64_t> in_b, in_rest, res_b, res_rest;
 };
 
+// The first value of a uint64 index tensor past int64's range, if any: reading indices as int64
+// would wrap it to a negative index, one that counts from the end.
+std::optional<uint64_t> FirstPastInt64(const Tensor& index) {
+  if (index.dtype() != DType::UInt64) return std::nullopt;
+  const Tensor values = index.Contiguous();
+  const uint64_t* v = values.data<uint64_t>();
+  for (int64_t i = 0; i < values.numel(); ++i)
+    if (v[i] > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) return v[i];
+  return std::nullopt;
+}
+
 IndexOffsets ResolveIndex(const IndexLayout& p, const Tensor& input,
                           const std::vector<Tensor>& indices, const Tensor& result,
                           const char* op) {
@@ -97,9 +110,12 @@ IndexOffsets ResolveIndex(const IndexLayout& p, const Tensor& input,
   int64_t nb = NumElements(p.index_shape);
   o.in_b.assign(nb, 0);
   for (size_t k = 0; k < indices.size(); ++k) {
+    int64_t axis = p.axes[k], size = input.shape()[axis], stride = input.strides()[axis];
+    if (auto big = FirstPastInt64(indices[k]))
+      Throw(ErrorKind::Index, op, ": index ", *big, " is out of bounds for axis ", axis,
+            " with size ", size);
     Tensor idx = indices[k].To(DType::Int64).Expand(p.index_shape).Contiguous();
     const int64_t* v = idx.data<int64_t>();
-    int64_t axis = p.axes[k], size = input.shape()[axis], stride = input.strides()[axis];
     for (int64_t b = 0; b < nb; ++b) {
       int64_t i = v[b];
       KILN_CHECK(i >= -size && i < size, Index, op, ": index ", i, " is out of bounds for axis ",
@@ -364,9 +380,14 @@ std::vector<TensorMeta> InferOneHot(const OpDef& def, const std::vector<TensorMe
 }
 
 void OneHotKernel(KernelContext& ctx) {
-  Tensor indices = ctx.inputs[0].To(DType::Int64).Contiguous();
   const Tensor& out = ctx.outputs[0];
   int64_t depth = AttrInt(ctx.attrs, 0);
+  const std::string& caller = AttrString(ctx.attrs, 5);
+  // A uint64 index past int64 reads as a negative one: an all-off row either way, but a
+  // caller's error names the value itself.
+  if (auto big = FirstPastInt64(ctx.inputs[0]); big && !caller.empty())
+    Throw(ErrorKind::Index, caller, " ", *big, " is out of range [0, ", depth, ")");
+  Tensor indices = ctx.inputs[0].To(DType::Int64).Contiguous();
   int64_t axis = OneHotAxis(AttrInt(ctx.attrs, 1), indices.ndim(), ctx.def.name);
   double on = AttrFloat(ctx.attrs, 2), off = AttrFloat(ctx.attrs, 3);
   int64_t inner = 1;
@@ -381,7 +402,6 @@ void OneHotKernel(KernelContext& ctx) {
     // unless the caller says such an index is a user error (class labels, ids) by naming it,
     // as "cross_entropy: target class": then it is an IndexError in both modes (Graph mode
     // first sees the values here).
-    const std::string& caller = AttrString(ctx.attrs, 5);
     for (int64_t i = 0; i < indices.numel(); ++i) {
       int64_t v = idx[i];
       if (v >= 0 && v < depth) {

@@ -67,13 +67,20 @@ void RequireNonEmpty(const OpDef& def, const Shape& shape, const std::vector<boo
 
 enum class Kind { Sum, Mean, Prod, Max, Min };
 
+// Sums and products of integers and bools accumulate in a 64-bit integer: uint64 for uint16,
+// uint32 and uint64 (NumPy's; int64 would wrap a uint64 sum past 2**63), int64 for the rest
+// (uint8 too, as PyTorch).
+DType IntegerSumDType(DType in) {
+  return IsUnsigned(in) && in != DType::UInt8 ? DType::UInt64 : DType::Int64;
+}
+
 DType ResultDType(Kind kind, DType in, const Attrs& attrs) {
   switch (kind) {
     case Kind::Sum:
       if (!AttrIsNone(attrs, 2)) return AttrDType(attrs, 2);
-      return IsFloating(in) ? in : DType::Int64;
+      return IsFloating(in) ? in : IntegerSumDType(in);
     case Kind::Prod:
-      return IsFloating(in) ? in : DType::Int64;
+      return IsFloating(in) ? in : IntegerSumDType(in);
     case Kind::Mean:
       return IsFloating(in) ? in : DType::Float32;
     default:
@@ -93,7 +100,8 @@ std::vector<TensorMeta> InferReduce(const OpDef& def, const std::vector<TensorMe
 // ---- Reduction functors on compute types (see cpu::ReduceLoop for the protocol)
 
 template <typename C>
-using SumAcc = std::conditional_t<std::is_floating_point_v<C>, double, int64_t>;
+using SumAcc = std::conditional_t<std::is_floating_point_v<C>, double,
+                                  std::conditional_t<std::is_unsigned_v<C>, uint64_t, int64_t>>;
 
 // Integer sums and products wrap on overflow like NumPy's (done unsigned: no signed-overflow UB).
 template <typename A>

@@ -99,26 +99,14 @@ bool BroadcastKeepsShape(const Shape& c, const Shape& x) {
 
 // ---- casts
 
-int IntRank(DType d) {
-  switch (d) {
-    case DType::Int8:
-      return 8;
-    case DType::Int16:
-      return 16;
-    case DType::Int32:
-      return 32;
-    case DType::Int64:
-      return 64;
-    default:
-      return 0;
-  }
-}
-
-// `to` holds every value of `from` exactly, in the same category (bool holds in anything).
+// `to` holds every value of `from` exactly, in the same category (bool holds in anything): a
+// wider integer of the same signedness, a signed one wider than an unsigned one, a wider float.
 bool ExactWidening(DType from, DType to) {
   if (from == to || from == DType::Bool) return true;
-  if (from == DType::UInt8) return to == DType::Int16 || to == DType::Int32 || to == DType::Int64;
-  if (IntRank(from) > 0) return IntRank(to) > IntRank(from);
+  if (IsIntegral(from)) {
+    if (!IsIntegral(to) || (IsUnsigned(to) && !IsUnsigned(from))) return false;
+    return ItemSize(to) > ItemSize(from);
+  }
   if (from == DType::Float16 || from == DType::BFloat16)
     return to == DType::Float32 || to == DType::Float64;
   if (from == DType::Float32) return to == DType::Float64;

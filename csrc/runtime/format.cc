@@ -7,22 +7,30 @@
 namespace kiln {
 namespace {
 
+// Each element in the widest type of its kind, so integers print every digit (not through a
+// double, which rounds above 2^53).
+DType PrintType(DType d) {
+  if (IsFloating(d)) return DType::Float64;
+  return IsUnsigned(d) ? DType::UInt64 : DType::Int64;
+}
+
 std::string TensorText(const Tensor& t) {
-  Tensor values = t.To(DType::Float64).Contiguous();
+  Tensor values = t.To(PrintType(t.dtype())).Contiguous();
   std::ostringstream out;
   auto element = [&](int64_t i) {
-    double v = values.data<double>()[i];
     if (t.dtype() == DType::Bool) {
-      out << (v != 0 ? "True" : "False");
+      out << (values.data<int64_t>()[i] != 0 ? "True" : "False");
     } else if (IsFloating(t.dtype())) {
       // Like NumPy's str(): 8 significant digits, and a trailing "." on whole numbers.
       char buf[32];
-      std::snprintf(buf, sizeof(buf), "%.8g", v);
+      std::snprintf(buf, sizeof(buf), "%.8g", values.data<double>()[i]);
       std::string text = buf;
       if (text.find_first_of(".eni") == std::string::npos) text += ".";
       out << text;
+    } else if (IsUnsigned(t.dtype())) {
+      out << values.data<uint64_t>()[i];
     } else {
-      out << static_cast<int64_t>(v);
+      out << values.data<int64_t>()[i];
     }
   };
   if (t.ndim() == 0) {

@@ -23,6 +23,9 @@ from kiln.common.dtype import (  # noqa: F401
     list_,
     tuple_,
     uint8,
+    uint16,
+    uint32,
+    uint64,
 )
 from kiln.common.tensor import Tensor, tensor  # noqa: F401
 from kiln.context import (  # noqa: F401

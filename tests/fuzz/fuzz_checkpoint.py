@@ -37,8 +37,8 @@ def _seed_objects():
     ms.set_seed(0)
     yield ms.nn.Dense(3, 2)
     yield {"scalar": ms.Tensor(np.float32(1.5)), "empty": ms.Tensor(np.zeros((0, 3), np.int32))}
-    for dtype in ("bool_", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16",
-                  "float32", "float64"):
+    for dtype in ("bool_", "uint8", "uint16", "uint32", "uint64", "int8", "int16", "int32",
+                  "int64", "float16", "bfloat16", "float32", "float64"):
         values = np.arange(6).reshape(2, 3) % 3
         yield {f"t.{dtype}": ms.Tensor(values, getattr(ms, dtype))}
     yield [{"name": "ünïcode.name", "data": ms.Tensor(np.ones((1, 1, 2), np.float32))}]

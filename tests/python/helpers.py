@@ -5,13 +5,15 @@ import kiln as ms
 
 # (kiln dtype, NumPy dtype used to build inputs and reference results)
 ALL_DTYPES = [
-    (ms.bool_, np.bool_), (ms.uint8, np.uint8), (ms.int8, np.int8), (ms.int16, np.int16),
-    (ms.int32, np.int32), (ms.int64, np.int64), (ms.float16, np.float16),
-    (ms.bfloat16, np.float32), (ms.float32, np.float32), (ms.float64, np.float64),
+    (ms.bool_, np.bool_), (ms.uint8, np.uint8), (ms.uint16, np.uint16), (ms.uint32, np.uint32),
+    (ms.uint64, np.uint64), (ms.int8, np.int8), (ms.int16, np.int16), (ms.int32, np.int32),
+    (ms.int64, np.int64), (ms.float16, np.float16), (ms.bfloat16, np.float32),
+    (ms.float32, np.float32), (ms.float64, np.float64),
 ]
 FLOAT_DTYPES = [d for d in ALL_DTYPES if d[0].is_floating_point]
 NUMERIC_DTYPES = [d for d in ALL_DTYPES if d[0] is not ms.bool_]
-INT_DTYPES = [d for d in ALL_DTYPES if d[0] in (ms.uint8, ms.int8, ms.int16, ms.int32, ms.int64)]
+INT_DTYPES = [d for d in ALL_DTYPES if d[0] in ms.dtype.int_type + ms.dtype.uint_type]
+UINT_DTYPES = [d for d in ALL_DTYPES if d[0] in ms.dtype.uint_type]
 
 # Tolerances by dtype: 16-bit floats round to ~3 significant digits.
 TOLERANCE = {

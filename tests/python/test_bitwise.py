@@ -7,7 +7,7 @@ from graph_check import assert_same_in_both_modes
 import kiln as ms
 from kiln import ops
 
-INT_TYPES = [np.int8, np.int16, np.int32, np.int64, np.uint8]
+INT_TYPES = [np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64]
 
 
 def ints(np_type, seed):
@@ -55,7 +55,8 @@ def test_operators_stay_logical_on_bools_in_both_modes():
         np.testing.assert_array_equal(got.asnumpy(), want)
 
 
-@pytest.mark.parametrize("np_type", [np.int8, np.int32, np.int64, np.uint8])
+@pytest.mark.parametrize("np_type", [np.int8, np.int32, np.int64, np.uint8, np.uint16, np.uint32,
+                                     np.uint64])
 def test_shifts_match_numpy_including_counts_past_the_width(np_type):
     bits = np.iinfo(np_type).bits
     a = np.array([1, 3, -5, 100, -128, 7, 1, -1], dtype=np.int64).astype(np_type)
@@ -67,8 +68,9 @@ def test_shifts_match_numpy_including_counts_past_the_width(np_type):
     left, right = assert_same_in_both_modes(f, ms.Tensor(a), ms.Tensor(counts))
     with np.errstate(all="ignore"):
         want_left = np.where(counts < bits, np.left_shift(a, np.minimum(counts, bits - 1)), 0)
+        shifted_out = np.where(a < 0, -1, 0).astype(np_type)  # kept in np_type: uint64 is exact
         want_right = np.where(counts < bits, np.right_shift(a, np.minimum(counts, bits - 1)),
-                              np.where(a < 0, -1, 0))
+                              shifted_out)
     np.testing.assert_array_equal(left.asnumpy(), want_left.astype(np_type))
     np.testing.assert_array_equal(right.asnumpy(), want_right.astype(np_type))
 
@@ -132,3 +134,24 @@ def test_bitwise_of_parameters_while_compiling_stays_a_graph_node():
     first, second = f(ms.Tensor(np.array([0b0110], np.int32)))
     assert first.asnumpy().tolist() == [(0b1010 & 0b0110) | (0b1010 >> 1)]
     assert second.asnumpy().tolist() == [~0b1010]
+
+
+@pytest.mark.parametrize("np_type", [np.uint8, np.uint16, np.uint32, np.uint64])
+def test_right_shift_of_unsigned_is_logical_in_both_modes(np_type):
+    # The top bit set: an arithmetic shift would copy it, a logical one brings in zeros.
+    bits = np.iinfo(np_type).bits
+    a = np.array([np.iinfo(np_type).max, 1 << (bits - 1), 5], np_type)
+    counts = np.array([1, bits - 1, 0], np_type)
+    out = assert_same_in_both_modes(lambda x, n: x >> n, ms.Tensor(a), ms.Tensor(counts))
+    np.testing.assert_array_equal(out.asnumpy(), a >> counts)
+    assert out.dtype == ms.Tensor(a).dtype
+
+
+def test_bitwise_of_uint64_and_a_signed_type_is_a_type_error_like_numpy():
+    # uint64 with int64 promotes to float64 (NumPy's rule), which bitwise ops refuse.
+    u = ms.Tensor(np.array([1], np.uint64))
+    i = ms.Tensor(np.array([1], np.int64))
+    with pytest.raises(TypeError, match="bitwise_and: expected integer or bool tensors, got "
+                                        "float64"):
+        ops.bitwise_and(u, i)
+    assert (u & 1).dtype == ms.uint64  # a Python int joins uint64 without widening it

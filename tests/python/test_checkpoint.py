@@ -60,6 +60,7 @@ def test_load_checkpoint_with_net_and_suffix(tmp_path):
     (ms.float32, np.float32), (ms.float64, np.float64), (ms.float16, np.float16),
     (ms.int32, np.int32), (ms.int64, np.int64), (ms.int8, np.int8), (ms.uint8, np.uint8),
     (ms.bool_, np.bool_), (ms.bfloat16, np.float32), (ms.int16, np.int16),
+    (ms.uint16, np.uint16), (ms.uint32, np.uint32), (ms.uint64, np.uint64),
 ])
 def test_every_dtype_round_trips(tmp_path, dtype, np_dtype):
     arr = (np.arange(12).reshape(3, 4) % 5).astype(np_dtype)
@@ -70,6 +71,38 @@ def test_every_dtype_round_trips(tmp_path, dtype, np_dtype):
     assert loaded["x"].dtype == dtype and loaded["x"].shape == (3, 4)
     np.testing.assert_array_equal(loaded["x"].asnumpy(), arr)
     assert loaded["scalar"].shape == ()
+
+
+# Written by kiln before uint16/uint32/uint64 existed: {"w": int32 [1, -2, 3], "u": uint8 [255],
+# "h": float16 [0.5]}. Adding dtypes must leave such files loadable.
+OLD_FILE = bytes.fromhex(
+    "4b494c4e434b505401000000030000008e00000000000000010000007705696e7433320100000003000000"
+    "000000000c0000000000000001000000feffffff0300000001000000750575696e74380100000001000000"
+    "000000000100000000000000ff010000006807666c6f61743136010000000100000000000000020000000000"
+    "000000387f3aae174b454e44")
+
+
+def test_files_from_before_the_unsigned_dtypes_still_load(tmp_path):
+    path = tmp_path / "old.ckpt"
+    path.write_bytes(OLD_FILE)
+    loaded = ms.load_checkpoint(str(path))
+    assert list(loaded) == ["w", "u", "h"]
+    assert [t.dtype for t in loaded.values()] == [ms.int32, ms.uint8, ms.float16]
+    assert loaded["w"].asnumpy().tolist() == [1, -2, 3]
+    assert loaded["u"].asnumpy().tolist() == [255]
+    assert loaded["h"].asnumpy().tolist() == [0.5]
+
+
+def test_unsigned_values_past_the_signed_range_round_trip(tmp_path):
+    values = {"a": np.array([0, 2**63, 2**64 - 1], np.uint64),
+              "b": np.array([[4294967295, 2**31]], np.uint32), "c": np.array(65535, np.uint16)}
+    path = str(tmp_path / "u.ckpt")
+    ms.save_checkpoint({k: Tensor(v) for k, v in values.items()}, path)
+    loaded = ms.load_checkpoint(path)
+    for name, arr in values.items():
+        assert loaded[name].dtype == ms.dtype.to_dtype(arr.dtype)
+        np.testing.assert_array_equal(loaded[name].asnumpy(), arr)
+        assert loaded[name].asnumpy().dtype == arr.dtype
 
 
 def test_list_form_append_dict_and_filters(tmp_path):

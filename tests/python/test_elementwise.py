@@ -120,7 +120,8 @@ def test_pow_floats(kdt, ndt):
 
 
 @pytest.mark.parametrize("kdt,ndt", [(ms.int32, np.int32), (ms.int64, np.int64),
-                                     (ms.uint8, np.uint8)])
+                                     (ms.uint8, np.uint8), (ms.uint16, np.uint16),
+                                     (ms.uint32, np.uint32), (ms.uint64, np.uint64)])
 def test_pow_integers(kdt, ndt):
     a = random_array((10,), ndt, RNG, 0, 5)
     b = random_array((10,), ndt, RNG, 0, 3)
@@ -148,6 +149,9 @@ def test_scalar_operands_are_weakly_typed():
     (ms.float16, ms.bfloat16, ms.float32), (ms.bool_, ms.uint8, ms.uint8),
     (ms.int64, ms.float32, ms.float32), (ms.float32, ms.float64, ms.float64),
     (ms.uint8, ms.int64, ms.int64), (ms.int8, ms.int16, ms.int16),
+    (ms.uint8, ms.uint16, ms.uint16), (ms.uint16, ms.int16, ms.int32),
+    (ms.uint32, ms.int32, ms.int64), (ms.uint64, ms.int64, ms.float64),
+    (ms.uint64, ms.float16, ms.float16), (ms.bool_, ms.uint64, ms.uint64),
 ])
 def test_tensor_type_promotion(a, b, want):
     x = ms.Tensor(np.ones(2), a)

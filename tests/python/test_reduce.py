@@ -39,8 +39,14 @@ def _is_empty_reduction(shape, axis):
     return any(shape[a % nd] == 0 for a in axes if shape)
 
 
+# Integer sums and products: uint64 for uint16/32/64 (NumPy's), int64 for the rest (uint8 too).
+_WIDE_UNSIGNED = {np.dtype(np.uint16), np.dtype(np.uint32), np.dtype(np.uint64)}
+
+
 def _sum_dtype(dtype):
-    return dtype if dtype.is_floating_point else ms.int64
+    if dtype.is_floating_point:
+        return dtype
+    return ms.uint64 if dtype in (ms.uint16, ms.uint32, ms.uint64) else ms.int64
 
 
 def _mean_dtype(dtype):
@@ -53,7 +59,7 @@ def _ref(fn, a, axis, keepdims):
         axis = None  # a 0-d tensor accepts axis 0/-1 (PyTorch, MindSpore); NumPy does not
     work = a.astype(np.float64) if a.dtype.kind == "f" else a
     if fn in (np.sum, np.prod) and a.dtype.kind in "biu":
-        work = a.astype(np.int64)
+        work = a.astype(np.uint64 if a.dtype in _WIDE_UNSIGNED else np.int64)
     if fn is np.mean:
         work = a.astype(np.float64)
     return np.asarray(fn(work, axis=axis, keepdims=keepdims))

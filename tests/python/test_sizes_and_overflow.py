@@ -71,6 +71,12 @@ def test_large_but_valid_shapes_still_work():
         lambda: ms.Tensor([1, [2, 300]][:1] + [300], ms.int8),
         lambda: ops.full((2,), 300, dtype=ms.int8),
         lambda: ops.full((2,), 2**63),
+        lambda: ms.Tensor(np.array([1], np.uint16)) + 65536,
+        lambda: ms.Tensor(np.array([1], np.uint32)) - 2**32,
+        lambda: ms.Tensor(np.array([1], np.uint64)) + (-1),
+        lambda: ms.Tensor(np.array([1], np.uint64)) + 2**64,
+        lambda: ms.Tensor(-1, ms.uint32),
+        lambda: ops.full((2,), 2**64, dtype=ms.uint64),
     ],
 )
 def test_python_int_out_of_dtype_range_raises_overflow(compute):
@@ -83,12 +89,13 @@ def test_in_range_python_ints_keep_the_tensor_dtype():
     y = x + (-(2**31) + 1)
     assert y.dtype == ms.int32 and int(y[0]) == -(2**31) + 2
     assert (ms.Tensor(np.array([1], np.uint8)) + 254).asnumpy().tolist() == [255]
+    assert (ms.Tensor(np.array([1], np.uint64)) + (2**64 - 2)).asnumpy().tolist() == [2**64 - 1]
     assert (ms.Tensor(np.array([1.0], np.float32)) + 2**40).dtype == ms.float32
 
 
 def test_setitem_with_out_of_range_int_raises_and_leaves_tensor_unchanged():
     t = ms.Tensor(np.zeros(2, np.int8))
-    with pytest.raises(OverflowError, match="setitem: Python integer 300 out of bounds for Int8"):
+    with pytest.raises(OverflowError, match="setitem: Python integer 300 out of bounds for int8"):
         t[0] = 300
     assert t.asnumpy().tolist() == [0, 0]
 

@@ -59,7 +59,8 @@ def test_python_data_takes_mindspore_default_dtypes(data, dtype):
 
 
 @pytest.mark.parametrize("dtype", [ms.float16, ms.bfloat16, ms.float64, ms.int32, ms.uint8,
-                                   ms.bool_, "float32", np.int16, np.float32])
+                                   ms.uint16, ms.uint32, ms.uint64, ms.bool_, "float32",
+                                   "uint64", np.int16, np.uint32, np.float32])
 def test_explicit_dtype(dtype):
     t = Tensor([[0, 1], [1, 0]], dtype)
     assert t.dtype == ms.dtype.to_dtype(dtype)
@@ -90,7 +91,7 @@ def test_bad_inputs_raise_clear_errors():
     with pytest.raises(TypeError):
         Tensor(np.array([1 + 2j]))
     with pytest.raises(TypeError):
-        Tensor(np.array([1], np.uint32))
+        Tensor(np.array([1], np.longdouble))
     with pytest.raises(TypeError):
         Tensor(["a", "b"])
     with pytest.raises(TypeError):

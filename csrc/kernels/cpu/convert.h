@@ -18,6 +18,20 @@ inline float DoubleToFloatRoundOdd(double d) {
   return BitsFloat(bits);
 }
 
+// Float to integer. C++ leaves a value outside the target's range undefined, and machines
+// differ (AVX-512 turns a negative float into 0xFFFFFFFF for uint32, scalar code into its
+// truncation modulo 2^32). kiln truncates toward zero into int64 and wraps to the target's
+// width: NumPy's result for every value in int64's range (-1.5 -> uint8 255, 300.0 -> int8 44).
+// uint64 takes [2^63, 2^64) as it is; NaN, infinities and values beyond give 0.
+template <typename To, typename F>
+inline To FloatToInt(F v) {
+  if (v >= -0x1p63 && v < 0x1p63) return static_cast<To>(static_cast<int64_t>(v));
+  if constexpr (std::is_same_v<To, uint64_t>) {
+    if (v >= 0x1p63 && v < 0x1p64) return static_cast<To>(v);
+  }
+  return To(0);
+}
+
 template <typename To, typename From>
 inline To Convert(From value) {
   if constexpr (std::is_same_v<To, From>) {
@@ -29,6 +43,8 @@ inline To Convert(From value) {
     return To(DoubleToFloatRoundOdd(value));
   } else if constexpr (std::is_same_v<To, Half> || std::is_same_v<To, BFloat16>) {
     return To(static_cast<float>(static_cast<compute_t<From>>(value)));
+  } else if constexpr (std::is_integral_v<To> && std::is_floating_point_v<compute_t<From>>) {
+    return FloatToInt<To>(static_cast<compute_t<From>>(value));
   } else {
     return static_cast<To>(static_cast<compute_t<From>>(value));
   }

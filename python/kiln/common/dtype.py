@@ -6,11 +6,17 @@ import numpy as np
 from kiln import _C
 
 __all__ = [
-    "Type", "bool_", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16",
-    "float32", "float64", "float_", "double", "half", "int_", "number_type", "float_type",
-    "int_type", "dtype_to_nptype", "pytype_to_dtype", "to_dtype", "tuple_", "list_",
+    "Type", "bool_", "uint8", "uint16", "uint32", "uint64", "int8", "int16", "int32", "int64",
+    "float16", "bfloat16", "float32", "float64", "float_", "double", "half", "int_",
+    "number_type", "float_type", "int_type", "uint_type", "dtype_to_nptype", "pytype_to_dtype",
+    "to_dtype", "tuple_", "list_",
     "dtype_to_pytype",
 ]
+
+
+# MindSpore's spelling where capitalize() differs: UInt8, BFloat16.
+_DISPLAY_NAMES = {"uint8": "UInt8", "uint16": "UInt16", "uint32": "UInt32", "uint64": "UInt64",
+                  "bfloat16": "BFloat16"}
 
 
 class Type:
@@ -31,7 +37,7 @@ class Type:
         return self in float_type
 
     def __repr__(self):
-        return self._name[0].upper() + self._name[1:] if self._name != "bool" else "Bool"
+        return _DISPLAY_NAMES.get(self._name) or self._name.capitalize()
 
     __str__ = __repr__
 
@@ -70,6 +76,9 @@ def _make(name):
 
 bool_ = _make("bool")
 uint8 = _make("uint8")
+uint16 = _make("uint16")
+uint32 = _make("uint32")
+uint64 = _make("uint64")
 int8 = _make("int8")
 int16 = _make("int16")
 int32 = _make("int32")
@@ -84,13 +93,16 @@ half = float16
 int_ = int64
 globals()["bool"] = bool_  # MindSpore's alias; the module uses builtins.bool for Python's bool
 
-number_type = (uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64)
+number_type = (uint8, uint16, uint32, uint64, int8, int16, int32, int64, float16, bfloat16,
+               float32, float64)
 float_type = (float16, bfloat16, float32, float64)
 int_type = (int8, int16, int32, int64)
+uint_type = (uint8, uint16, uint32, uint64)
 
 _TO_NUMPY = {
-    bool_: np.bool_, uint8: np.uint8, int8: np.int8, int16: np.int16, int32: np.int32,
-    int64: np.int64, float16: np.float16, float32: np.float32, float64: np.float64,
+    bool_: np.bool_, uint8: np.uint8, uint16: np.uint16, uint32: np.uint32, uint64: np.uint64,
+    int8: np.int8, int16: np.int16, int32: np.int32, int64: np.int64, float16: np.float16,
+    float32: np.float32, float64: np.float64,
 }
 _FROM_NUMPY = {np.dtype(v): k for k, v in _TO_NUMPY.items()}
 _BY_NAME = {t._name: t for t in _BY_ENUM.values()}
@@ -172,7 +184,8 @@ def check_int_fits(value, dtype, op):
         return
     info = np.iinfo(_TO_NUMPY[dtype])
     if not info.min <= value <= info.max:
-        raise OverflowError(f"{op}: Python integer {value} out of bounds for {dtype}")
+        # dtype's name, as NumPy's message and the engine's (not its display name, "Int8")
+        raise OverflowError(f"{op}: Python integer {value} out of bounds for {dtype._name}")
 
 
 def check_ints_fit(data, dtype, op):

@@ -116,7 +116,7 @@ class Tensor(_C.TensorBase):
         return int(self.item())
 
     def __index__(self):
-        if self.dtype not in mstype.int_type + (mstype.uint8,):
+        if self.dtype not in mstype.int_type + mstype.uint_type:
             raise TypeError(f"only integer tensors can be used as an index, got {self.dtype}")
         return int(self.item())
 

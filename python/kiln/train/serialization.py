@@ -52,9 +52,11 @@ _TEMP_SUFFIX = ".kiln-tmp"
 _TEMP_NAME = re.compile(r"^\..+\.ckpt\.[A-Za-z0-9_]{8}" + re.escape(_TEMP_SUFFIX) + "$")
 
 # kiln dtype name -> NumPy storage dtype (bfloat16 is stored as its exact float32 values).
+# A dtype added later only adds a name, so files from older versions still load.
 _STORAGE = {
-    "bool": "|b1", "uint8": "|u1", "int8": "|i1", "int16": "<i2", "int32": "<i4",
-    "int64": "<i8", "float16": "<f2", "bfloat16": "<f4", "float32": "<f4", "float64": "<f8",
+    "bool": "|b1", "uint8": "|u1", "uint16": "<u2", "uint32": "<u4", "uint64": "<u8",
+    "int8": "|i1", "int16": "<i2", "int32": "<i4", "int64": "<i8", "float16": "<f2",
+    "bfloat16": "<f4", "float32": "<f4", "float64": "<f8",
 }
 
 

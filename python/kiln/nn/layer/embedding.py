@@ -27,7 +27,7 @@ class Embedding(Cell):
         self.embedding_size = check_int(embedding_size, "Embedding", "embedding_size")
         self.use_one_hot = check_bool(use_one_hot, "Embedding", "use_one_hot")
         self.dtype = mstype.to_dtype(dtype)
-        if self.dtype not in mstype.int_type + (mstype.uint8,):
+        if self.dtype not in mstype.int_type + mstype.uint_type:
             raise TypeError(f"Embedding: dtype (of the ids) must be an integer type, "
                             f"got {self.dtype}")
         if padding_idx is not None:
@@ -45,7 +45,7 @@ class Embedding(Cell):
         self.embedding_table = Parameter(table, name="embedding_table")
 
     def construct(self, ids):
-        if ids.dtype not in mstype.int_type + (mstype.uint8,):
+        if ids.dtype not in mstype.int_type + mstype.uint_type:
             raise TypeError(f"Embedding: ids must be an integer tensor, got {ids.dtype} "
                             f"with shape {tuple(ids.shape)}")
         shape = tuple(ids.shape)

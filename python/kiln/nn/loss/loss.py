@@ -62,7 +62,7 @@ class L1Loss(LossBase):
 
 
 def _is_int_tensor(t):
-    return t.dtype in mstype.int_type + (mstype.uint8,)
+    return t.dtype in mstype.int_type + mstype.uint_type
 
 
 def _class_last(logits, who):

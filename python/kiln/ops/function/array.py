@@ -271,11 +271,19 @@ def full_like(input, fill_value, *, dtype=None):  # noqa: A002
     return _fill(tuple(input.shape), fill_value, dtype or input.dtype, "full_like")
 
 
+_INT64_MAX = (1 << 63) - 1
+
+
 def _fill(size, value, dtype, op):
     if isinstance(size, _C.TensorBase):
         size = tuple(size.asnumpy().reshape(-1).tolist())
     mstype.check_int_fits(value, dtype, op)
-    return call("fill", (), (shape_attr(size, op, "size"), _scalar(value), dtype_attr(dtype)))
+    value = _scalar(value)
+    if isinstance(value, int) and value > _INT64_MAX and mstype.to_dtype(dtype) is mstype.uint64:
+        # fill's value attribute is an int64: a uint64 value past it travels as the int64 of the
+        # same bits, which the kernel's conversion to uint64 (modulo 2**64) turns back.
+        value -= 1 << 64
+    return call("fill", (), (shape_attr(size, op, "size"), value, dtype_attr(dtype)))
 
 
 def _value_dtype(value):
