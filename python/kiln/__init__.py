@@ -70,10 +70,11 @@ _seed_state = {"seed": None}
 
 # nn, parameters and checkpoints (added by the nn engineer), and the rest of the module surface
 # MindSpore code imports (docs/graph_mode.md, "Module surface").
+from kiln import _c_expression, log, nn, train  # noqa: E402,F401
 from kiln import common as _common  # noqa: E402
-from kiln import log, nn, train  # noqa: E402,F401
 from kiln.common.api import jit_class  # noqa: E402,F401
 from kiln.common.parameter import Parameter, ParameterTuple  # noqa: E402,F401
+from kiln.common.sparse_tensor import COOTensor, CSRTensor, RowTensor  # noqa: E402,F401
 from kiln.ops.primitive import constexpr  # noqa: E402,F401
 from kiln.train.serialization import (  # noqa: E402,F401
     load_checkpoint,
@@ -84,4 +85,5 @@ from kiln.train.serialization import (  # noqa: E402,F401
 # MindSpore code writes `from mindspore.common import Tensor, Parameter`; kiln.common's own
 # __init__ sits below the Tensor class (kiln/common/__init__.py), so the names are added here.
 _common.Parameter, _common.ParameterTuple, _common.Tensor = Parameter, ParameterTuple, Tensor
+_common.COOTensor, _common.CSRTensor, _common.RowTensor = COOTensor, CSRTensor, RowTensor
 globals()["bool"] = bool_  # ms.bool, MindSpore's alias of bool_ (this module uses builtins.bool)

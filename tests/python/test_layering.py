@@ -126,10 +126,12 @@ PACKAGE = ROOT / "python" / "kiln"
 # one, never a higher one. An entry names a module and everything under it. kiln._C (the C++
 # extension) is below them all.
 LAYERS = [
-    ("base", ["kiln._graph_state", "kiln.log", "kiln.context", "kiln._extends", "kiln.common",
-              "kiln.common.dtype", "kiln.common._arrays", "kiln.common.mutable"]),
+    ("base", ["kiln._c_expression", "kiln._graph_state", "kiln.log", "kiln.context",
+              "kiln._extends", "kiln.common", "kiln.common.dtype", "kiln.common._arrays",
+              "kiln.common.mutable"]),
     ("ops", ["kiln.ops"]),  # the functional API, primitives, grad; makes Tensors through _C
-    ("tensor", ["kiln.common.initializer", "kiln.common.tensor", "kiln.common.parameter"]),
+    ("tensor", ["kiln.common.initializer", "kiln.common.tensor", "kiln.common.parameter",
+                "kiln.common.sparse_tensor"]),
     ("jit", ["kiln.jit"]),  # Graph mode; knows Cells only through kiln.jit.cell_interface
     ("nn", ["kiln.nn"]),
     ("api", ["kiln.train", "kiln.common.api", "kiln"]),
