@@ -238,8 +238,8 @@ def test_optimizer_argument_errors():
     with pytest.raises(ValueError, match="parameter 'b'"):
         opt((Tensor(np.zeros((3, 2), np.float32)), Tensor(np.zeros(4, np.float32))))
     with pytest.raises(ValueError, match="unique name"):
-        nn.SGD([Parameter(Tensor(np.zeros(1, np.float32))),
-                Parameter(Tensor(np.zeros(1, np.float32)))])
+        nn.SGD([Parameter(Tensor(np.zeros(1, np.float32)), name="w"),
+                Parameter(Tensor(np.zeros(1, np.float32)), name="w")])
 
 
 def test_optimizer_state_is_named_and_not_trainable():

@@ -1,4 +1,5 @@
 """kiln.Parameter and ParameterTuple -- named tensors that Cells register and optimizers update."""
+import itertools
 import numbers
 
 import numpy as np
@@ -11,8 +12,20 @@ from kiln.ops import _core
 
 __all__ = ["Parameter", "ParameterTuple", "PARAMETER_NAME_DEFAULT"]
 
-# The name a Parameter has until a Cell attribute (or the user) names it, as in MindSpore.
+# An unnamed Parameter gets a fresh "Parameter#<n>" (MindSpore 2.x), so two unnamed ones can share
+# a ParameterTuple; the Cell attribute it is assigned to replaces such a generated name.
 PARAMETER_NAME_DEFAULT = "Parameter"
+_GENERATED_PREFIX = PARAMETER_NAME_DEFAULT + "#"
+_generated_count = itertools.count()
+
+
+def _generated_name():
+    return f"{_GENERATED_PREFIX}{next(_generated_count)}"
+
+
+def is_generated_name(name):
+    """True for a name kiln made up for an unnamed Parameter."""
+    return isinstance(name, str) and name.startswith(_GENERATED_PREFIX)
 
 
 def _source_tensor(default_input, owner):
@@ -65,8 +78,8 @@ class Parameter(Tensor):
                  parallel_optimizer=True):
         source = _source_tensor(default_input, "Parameter")
         _C.TensorBase.__init__(self, source)
-        self._param_name = PARAMETER_NAME_DEFAULT
-        self.name = PARAMETER_NAME_DEFAULT if name is None else name
+        self._param_name = None
+        self.name = name
         self.requires_grad = requires_grad
         self.layerwise_parallel = layerwise_parallel
         self.parallel_optimizer = parallel_optimizer
@@ -81,13 +94,10 @@ class Parameter(Tensor):
 
     @name.setter
     def name(self, value):
-        if value is None:
-            value = PARAMETER_NAME_DEFAULT
-        if not isinstance(value, str):
-            raise TypeError(f"Parameter.name must be a str, got {type(value).__name__}")
-        if not value:
-            raise ValueError("Parameter.name must not be empty")
-        self._param_name = value
+        if value is not None and not isinstance(value, str):
+            raise ValueError(f"Parameter.name must be a str or None, got {type(value).__name__}")
+        value = value.strip() if value is not None else ""
+        self._param_name = value or _generated_name()  # None or blank: a fresh name
 
     @property
     def requires_grad(self):

@@ -2,7 +2,7 @@
 from collections import OrderedDict
 
 from kiln import _C, _graph_state, context
-from kiln.common.parameter import PARAMETER_NAME_DEFAULT, Parameter, ParameterTuple
+from kiln.common.parameter import Parameter, ParameterTuple, is_generated_name
 from kiln.jit.api import cell_graph_call
 from kiln.jit.cell_interface import CellBase
 
@@ -119,7 +119,7 @@ class Cell(CellBase):
         if param is not None and not isinstance(param, Parameter):
             raise TypeError(f"{type(self).__name__}: '{param_name}' must be a Parameter, got "
                             f"{type(param).__name__}")
-        if param is not None and param.name == PARAMETER_NAME_DEFAULT:
+        if param is not None and is_generated_name(param.name):
             param.name = param_name
         self._drop(param_name)
         self._params[param_name] = param
