@@ -190,8 +190,9 @@ class ParameterTuple(tuple):
                 continue  # the same object twice is allowed (tied weights), as in MindSpore
             if item.name in names:
                 # Distinct parameters with one name would collide in checkpoints and optimizers.
-                raise ValueError(f"ParameterTuple: the name '{item.name}' is used by two "
-                                 f"different parameters; give each parameter a unique name")
+                raise ValueError(f"ParameterTuple: two different parameters are named "
+                                 f"'{item.name}' (its name '{item.name}' already exists); give "
+                                 f"each parameter a unique name")
             ids.add(id(item))
             names.add(item.name)
         return super().__new__(cls, items)

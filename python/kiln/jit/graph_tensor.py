@@ -48,6 +48,20 @@ class GraphTensor(GraphValue):
     def itemsize(self):
         return self.dtype.itemsize
 
+    @property
+    def nbytes(self):
+        return self.size * self.itemsize
+
+    @property
+    def strides(self):
+        """Byte strides of the row-major layout of this shape (a graph value has no storage of
+        its own yet; MindSpore's Graph mode answers the same)."""
+        out, step = [], self.itemsize
+        for d in reversed(self._shape):
+            out.append(step)
+            step *= d
+        return tuple(reversed(out))
+
     def __repr__(self):
         return f"GraphTensor(shape={list(self._shape)}, dtype={self.dtype})"
 
