@@ -135,3 +135,23 @@ def test_names_mindspore_code_imports():
     assert isinstance(Tensor(1.0), TensorPy)
     assert isinstance(ms.Parameter(Tensor(1.0), name="p"), TensorPy)
     assert not isinstance(np.ones(2), TensorPy)
+
+
+def test_returning_a_sparse_tensor_from_compiled_code_is_a_clear_error():
+    indices = Tensor(np.array([[0, 1]], np.int32))
+    values = Tensor(np.array([1.0], np.float32))
+
+    @ms.jit
+    def make(i, v):
+        return COOTensor(i, v, (3, 4))
+
+    with pytest.raises(TypeError, match="returns a COOTensor whose _indices, _values"):
+        make(indices, values)
+
+    @ms.jit
+    def parts(i, v):
+        return COOTensor(i, v, (3, 4)).to_tuple()
+
+    got_indices, got_values, shape = parts(indices, values)
+    np.testing.assert_array_equal(got_indices.asnumpy(), [[0, 1]])
+    assert shape == (3, 4)

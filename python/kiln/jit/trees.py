@@ -85,6 +85,7 @@ def output_signature(result, is_result):
             return ("result", len(outputs) - 1)
         if _is_literal(value):
             return ("literal", value)
+        _check_no_graph_values_inside(value, is_result)
         opaque.append(value)
         return ("opaque", len(opaque) - 1)
 
@@ -98,3 +99,17 @@ def output_signature(result, is_result):
         return (node[0], [build(item) for item in node[1]])
 
     return build(structure), outputs, opaque
+
+
+def _check_no_graph_values_inside(value, is_result):
+    """An object passed back as it is must not hold values the graph computes: they only exist
+    while compiling. (A sparse tensor or a user object whose attributes compiled code set.)"""
+    held = [k for k, v in getattr(value, "__dict__", {}).items() if is_result(v)]
+    if held:
+        kind = type(value).__name__
+        raise TypeError(
+            f"Graph mode: the compiled function returns a {kind} whose {', '.join(held)} "
+            f"{'is a value' if len(held) == 1 else 'are values'} computed in the graph; an object "
+            f"cannot carry them out. Return the tensors themselves (for a sparse tensor: "
+            f"to_tuple() or to_dense())"
+        )
