@@ -40,14 +40,3 @@ def test_compiled_strides_are_constants_of_the_graph():
     strides, nbytes = f(Tensor(np.ones((2, 3, 4), np.float32)))
     assert tuple(strides) == (16, 4) and nbytes == 96
 
-
-@pytest.mark.parametrize("mode", [ms.PYNATIVE_MODE, ms.GRAPH_MODE])
-def test_a_missing_attribute_names_tensor_in_both_modes(mode):
-    ms.set_context(mode=mode)
-
-    class Net(nn.Cell):
-        def construct(self, x):
-            return x.abcd
-
-    with pytest.raises(AttributeError, match="'Tensor' object has no attribute 'abcd'"):
-        Net()(Tensor(np.ones(2, np.float32)))

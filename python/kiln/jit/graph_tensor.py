@@ -45,10 +45,6 @@ class GraphTensor(GraphValue):
         return n
 
     @property
-    def itemsize(self):
-        return self.dtype.itemsize
-
-    @property
     def nbytes(self):
         return self.size * self.itemsize
 
@@ -62,12 +58,9 @@ class GraphTensor(GraphValue):
             step *= d
         return tuple(reversed(out))
 
-    def __getattr__(self, name):
-        # Reached only for a name the class lacks: user code sees a Tensor, so the error names
-        # Tensor (as it does in PyNative), not kiln's internal graph-value class.
-        hint = " (it exists on a Tensor in PyNative, not on a value inside compiled code)" if (
-            hasattr(Tensor, name)) else ""
-        raise AttributeError(f"'Tensor' object has no attribute '{name}'{hint}")
+    @property
+    def itemsize(self):
+        return self.dtype.itemsize
 
     def __repr__(self):
         return f"GraphTensor(shape={list(self._shape)}, dtype={self.dtype})"
