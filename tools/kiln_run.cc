@@ -1,10 +1,13 @@
 // kiln_run.cc - kiln-run: runs an exported model on .npy inputs without Python.
 //
 //   kiln-run model.mindir --input x.npy [--input y.npy ...] [--output out.npy ...] [--bench N]
+//   kiln-run model.mindir --input inputs.npz --output outputs.npz
 //
-// Inputs are matched to the model's inputs in order; each --output names the file for the
-// next result (results without one are summarized on stdout). --bench N runs N more times and
-// prints the median and mean latency. Exit status 1 with a one-line error on any bad input.
+// .npy inputs are matched to the model's inputs in order; an .npz by input name (or in order).
+// Each --output .npy names the file for the next result (results without one are summarized on
+// stdout); one --output .npz takes every result, named output0, output1, ... --bench N runs N more
+// times and prints the median and mean latency. Exit status 1 with a one-line error on any bad
+// input.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -13,6 +16,7 @@
 #include <exception>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kiln/runtime.h"
@@ -28,7 +32,8 @@ struct Args {
 };
 
 const char kUsage[] =
-    "usage: kiln-run MODEL.mindir --input X.npy [--input ...] [--output Y.npy ...] [--bench N]\n";
+    "usage: kiln-run MODEL.mindir --input X.npy [--input ...] [--output Y.npy ...] [--bench N]\n"
+    "       kiln-run MODEL.mindir --input INPUTS.npz [--output OUTPUTS.npz] [--bench N]\n";
 
 Args ParseArgs(int argc, char** argv) {
   Args args;
@@ -92,28 +97,59 @@ void Bench(const kiln::runtime::Model& model, const std::vector<kiln::runtime::T
               ms[ms.size() / 2], total / runs, ms.front());
 }
 
+bool EndsWith(const std::string& s, const std::string& tail) {
+  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+}
+
+[[noreturn]] void WrongInputCount(const Args& args, const kiln::runtime::Model& model, size_t got) {
+  std::string want;
+  for (const auto& in : model.inputs())
+    want += " " + in.name + ":" + kiln::runtime::DTypeName(in.dtype) + ShapeText(in.shape);
+  throw std::runtime_error(args.model + " takes " + std::to_string(model.inputs().size()) +
+                           " inputs (" + want + " ), got " + std::to_string(got));
+}
+
+// One .npy per input in order, or one .npz whose arrays are matched to the inputs by name
+// (np.savez(f, x=...)) when every input is there, else taken in order (np.savez(f, a, b)).
+std::vector<kiln::runtime::Tensor> ReadInputs(const Args& args, const kiln::runtime::Model& model) {
+  std::vector<kiln::runtime::Tensor> inputs;
+  if (args.inputs.size() == 1 && EndsWith(args.inputs[0], ".npz")) {
+    const auto arrays = kiln::tools::ReadNpz(args.inputs[0]);
+    for (const auto& info : model.inputs())
+      for (const auto& [name, tensor] : arrays)
+        if (name == info.name) inputs.push_back(tensor);
+    if (inputs.size() != model.inputs().size()) {
+      inputs.clear();
+      for (const auto& named : arrays) inputs.push_back(named.second);
+    }
+  } else {
+    for (const auto& path : args.inputs) inputs.push_back(kiln::tools::ReadNpy(path));
+  }
+  if (inputs.size() != model.inputs().size()) WrongInputCount(args, model, inputs.size());
+  return inputs;
+}
+
 int Main(int argc, char** argv) {
   const Args args = ParseArgs(argc, argv);
   const kiln::runtime::Model model = kiln::runtime::Model::Load(args.model);
-  if (args.inputs.size() != model.inputs().size()) {
-    std::string want;
-    for (const auto& in : model.inputs())
-      want += " " + in.name + ":" + kiln::runtime::DTypeName(in.dtype) + ShapeText(in.shape);
-    throw std::runtime_error(args.model + " takes " + std::to_string(model.inputs().size()) +
-                             " inputs (" + want + " ), got " + std::to_string(args.inputs.size()));
-  }
   if (args.outputs.size() > model.outputs().size())
     throw std::runtime_error(args.model + " has " + std::to_string(model.outputs().size()) +
                              " outputs, got " + std::to_string(args.outputs.size()) +
                              " --output files");
-  std::vector<kiln::runtime::Tensor> inputs;
-  for (const auto& path : args.inputs) inputs.push_back(kiln::tools::ReadNpy(path));
+  const std::vector<kiln::runtime::Tensor> inputs = ReadInputs(args, model);
   const std::vector<kiln::runtime::Tensor> outputs = model.Run(inputs);
-  for (size_t k = 0; k < outputs.size(); ++k) {
-    if (k < args.outputs.size())
-      kiln::tools::WriteNpy(args.outputs[k], outputs[k]);
-    else
-      Summarize(k, outputs[k]);
+  if (args.outputs.size() == 1 && EndsWith(args.outputs[0], ".npz")) {
+    std::vector<std::pair<std::string, kiln::runtime::Tensor>> named;
+    for (size_t k = 0; k < outputs.size(); ++k)
+      named.emplace_back(model.outputs()[k].name, outputs[k]);
+    kiln::tools::WriteNpz(args.outputs[0], named);
+  } else {
+    for (size_t k = 0; k < outputs.size(); ++k) {
+      if (k < args.outputs.size())
+        kiln::tools::WriteNpy(args.outputs[k], outputs[k]);
+      else
+        Summarize(k, outputs[k]);
+    }
   }
   if (args.bench > 0) Bench(model, inputs, args.bench);
   return 0;

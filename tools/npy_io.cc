@@ -1,9 +1,12 @@
 // npy_io.cc - reads and writes NumPy .npy files (npy_io.h), checking every size first.
 #include "npy_io.h"
 
+#include <zip.h>
+
 #include <cstring>
 #include <fstream>
 #include <limits>
+#include <memory>
 #include <sstream>
 #include <stdexcept>
 #include <utility>
@@ -123,12 +126,12 @@ kiln::runtime::Tensor ParseNpy(const std::string& bytes, const std::string& what
 
 kiln::runtime::Tensor ReadNpy(const std::string& path) { return ParseNpy(ReadAll(path), path); }
 
-void WriteNpy(const std::string& path, const kiln::runtime::Tensor& tensor) {
+std::string NpyBytes(const kiln::runtime::Tensor& tensor, const std::string& what) {
   const char* descr = nullptr;
   for (const auto& [name, dtype] : Descrs())
     if (dtype == tensor.dtype()) descr = name;
   if (!descr)
-    Fail(path, std::string("NumPy has no dtype for ") + kiln::runtime::DTypeName(tensor.dtype()));
+    Fail(what, std::string("NumPy has no dtype for ") + kiln::runtime::DTypeName(tensor.dtype()));
   std::string shape = "(";
   for (int64_t d : tensor.shape()) shape += std::to_string(d) + ", ";
   if (tensor.shape().size() > 1) shape.resize(shape.size() - 2);
@@ -138,16 +141,88 @@ void WriteNpy(const std::string& path, const kiln::runtime::Tensor& tensor) {
       "{'descr': '" + std::string(descr) + "', 'fortran_order': False, 'shape': " + shape + ", }";
   header.append(63 - (10 + header.size()) % 64, ' ');  // data starts 64-byte aligned
   header += '\n';
+  std::string bytes("\x93NUMPY\x01\x00", 8);
+  bytes += static_cast<char>(header.size() & 0xff);
+  bytes += static_cast<char>(header.size() >> 8);
+  bytes += header;
+  bytes.append(static_cast<const char*>(tensor.raw_data()), tensor.nbytes());
+  return bytes;
+}
+
+void WriteNpy(const std::string& path, const kiln::runtime::Tensor& tensor) {
+  const std::string bytes = NpyBytes(tensor, path);
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   if (!out.good()) Fail(path, std::string("cannot write: ") + std::strerror(errno));
-  out.write("\x93NUMPY\x01\x00", 8);
-  const char len[2] = {static_cast<char>(header.size() & 0xff),
-                       static_cast<char>(header.size() >> 8)};
-  out.write(len, 2);
-  out << header;
-  out.write(static_cast<const char*>(tensor.raw_data()),
-            static_cast<std::streamsize>(tensor.nbytes()));
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
   if (!out.good()) Fail(path, "writing failed");
+}
+
+namespace {
+
+// An .npz member may not claim more than this (a zip bomb is refused before inflating it).
+constexpr zip_uint64_t kMaxMemberBytes = zip_uint64_t{1} << 34;
+
+struct ZipCloser {
+  void operator()(zip_t* z) const { zip_discard(z); }
+};
+
+std::string ZipError(zip_t* z) { return zip_strerror(z); }
+
+}  // namespace
+
+std::vector<std::pair<std::string, kiln::runtime::Tensor>> ReadNpz(const std::string& path) {
+  int code = 0;
+  std::unique_ptr<zip_t, ZipCloser> zip(zip_open(path.c_str(), ZIP_RDONLY, &code));
+  if (!zip) {
+    zip_error_t error;
+    zip_error_init_with_code(&error, code);
+    const std::string why = zip_error_strerror(&error);
+    zip_error_fini(&error);
+    Fail(path, "not a readable .npz: " + why);
+  }
+  std::vector<std::pair<std::string, kiln::runtime::Tensor>> arrays;
+  const zip_int64_t count = zip_get_num_entries(zip.get(), 0);
+  for (zip_int64_t i = 0; i < count; ++i) {
+    zip_stat_t st;
+    if (zip_stat_index(zip.get(), i, 0, &st) != 0 || !(st.valid & ZIP_STAT_SIZE) || !st.name)
+      Fail(path, "member " + std::to_string(i) + ": " + ZipError(zip.get()));
+    std::string name = st.name;
+    const std::string what = path + ":" + name;
+    if (st.size > kMaxMemberBytes) Fail(what, "claims " + std::to_string(st.size) + " bytes");
+    std::string bytes(st.size, '\0');
+    zip_file_t* file = zip_fopen_index(zip.get(), i, 0);
+    if (!file) Fail(what, ZipError(zip.get()));
+    const zip_int64_t got = zip_fread(file, bytes.data(), st.size);
+    zip_fclose(file);
+    if (got < 0 || static_cast<zip_uint64_t>(got) != st.size) Fail(what, "truncated member");
+    if (name.size() > 4 && name.compare(name.size() - 4, 4, ".npy") == 0)
+      name.resize(name.size() - 4);
+    arrays.emplace_back(name, ParseNpy(bytes, what));
+  }
+  return arrays;
+}
+
+void WriteNpz(const std::string& path,
+              const std::vector<std::pair<std::string, kiln::runtime::Tensor>>& arrays) {
+  int code = 0;
+  std::unique_ptr<zip_t, ZipCloser> zip(zip_open(path.c_str(), ZIP_CREATE | ZIP_TRUNCATE, &code));
+  if (!zip) Fail(path, "cannot create (libzip error " + std::to_string(code) + ")");
+  std::vector<std::string> members;  // the buffers stay alive until zip_close writes them
+  members.reserve(arrays.size());
+  for (const auto& [name, tensor] : arrays) {
+    members.push_back(NpyBytes(tensor, path + ":" + name));
+    zip_source_t* source =
+        zip_source_buffer(zip.get(), members.back().data(), members.back().size(), 0);
+    const zip_int64_t index =
+        source ? zip_file_add(zip.get(), (name + ".npy").c_str(), source, ZIP_FL_ENC_UTF_8) : -1;
+    if (index < 0) {
+      if (source) zip_source_free(source);
+      Fail(path, "adding " + name + ": " + ZipError(zip.get()));
+    }
+    zip_set_file_compression(zip.get(), index, ZIP_CM_STORE, 0);
+  }
+  if (zip_close(zip.get()) != 0) Fail(path, "writing failed: " + ZipError(zip.get()));
+  zip.release();  // closed
 }
 
 }  // namespace kiln::tools

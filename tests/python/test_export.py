@@ -235,6 +235,32 @@ def test_a_function_exports_too_and_file_names_get_the_suffix(tmp_path):
     np.testing.assert_allclose(out.asnumpy(), ramp((2, 3)) @ ramp((3, 4)) + 1.0, rtol=1e-6)
 
 
+def test_kiln_run_takes_and_writes_npz_files(tmp_path):
+    def f(a, b):
+        return ops.matmul(a, b), a.sum()
+
+    a, b = ramp((2, 3)), ramp((3, 4)) * 2
+    ms.export(f, ms.Tensor(a), ms.Tensor(b), file_name=str(tmp_path / "two"))
+    np.savez(tmp_path / "named.npz", arg1=b, arg0=a)  # matched by name, not by order
+    np.savez_compressed(tmp_path / "ordered.npz", a, b)  # arr_0, arr_1: taken in order
+    for inputs in ("named.npz", "ordered.npz"):
+        rc, _, err = run_tool(BIN / "kiln-run", tmp_path / "two.mindir", "--input",
+                              tmp_path / inputs, "--output", tmp_path / "out.npz")
+        assert rc == 0, err
+        with np.load(tmp_path / "out.npz") as out:
+            assert sorted(out.files) == ["output0", "output1"]
+            np.testing.assert_allclose(out["output0"], a @ b, rtol=1e-6)
+            np.testing.assert_allclose(out["output1"], a.sum(), rtol=1e-6)
+    np.savez(tmp_path / "one.npz", a)
+    rc, _, err = run_tool(BIN / "kiln-run", tmp_path / "two.mindir", "--input",
+                          tmp_path / "one.npz")
+    assert rc == 1 and "takes 2 inputs" in err
+    (tmp_path / "bad.npz").write_bytes(b"PK\x03\x04 not really a zip")
+    rc, _, err = run_tool(BIN / "kiln-run", tmp_path / "two.mindir", "--input",
+                          tmp_path / "bad.npz")
+    assert rc == 1 and "not a readable .npz" in err
+
+
 def test_export_restores_training_mode_and_refuses_what_it_cannot_save(tmp_path):
     net = nn.SequentialCell(nn.Dense(4, 4), nn.Dropout(p=0.5))
     net.set_train(True)
