@@ -4,6 +4,7 @@
 #include <string>
 
 #include "core/dtype.h"
+#include "engine/model_file.h"
 #include "engine/proto/mind_ir.pb.h"
 
 namespace kiln::engine::mindir {
@@ -31,5 +32,8 @@ inline constexpr int kMaxNodeResults = 4096;
 int DataTypeOf(DType dtype);  // mind_ir::TensorProto::DataType
 // The kiln dtype of a TensorProto data type; ValueError naming `what` for one kiln lacks.
 DType DTypeOfDataType(int64_t data_type, const std::string& what);
+
+// A model MindSpore wrote (mindspore_import.cc): its primitives as kiln ops, verified.
+SavedModel ImportMindSporeModel(const mind_ir::ModelProto& model, const std::string& directory);
 
 }  // namespace kiln::engine::mindir

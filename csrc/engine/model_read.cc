@@ -340,11 +340,13 @@ void ReadEntry(const GraphProto& graph, ir::Module& module, const std::string& d
   module.set_signature(std::move(sig));
 }
 
-void CheckHeader(const mind_ir::ModelProto& model) {
+// Whether the file is kiln's own (true) or MindSpore's (false); anything else is refused.
+bool CheckHeader(const mind_ir::ModelProto& model) {
   const auto& info = model.user_info();
   auto version = info.find(mindir::kFormatVersionKey);
-  KILN_CHECK(version != info.end(), Value, "not a kiln model (written by '", model.producer_name(),
-             "'); kiln loads the MindIR files kiln exports (docs/export.md)");
+  if (version == info.end() && model.producer_name() == "MindSpore") return false;
+  KILN_CHECK(version != info.end(), Value, "not a kiln or MindSpore model (written by '",
+             model.producer_name(), "'; docs/export.md)");
   int64_t v = 0;
   try {
     size_t used = 0;
@@ -358,6 +360,7 @@ void CheckHeader(const mind_ir::ModelProto& model) {
              v > kModelFormatVersion ? ": it was written by a newer kiln, upgrade to load it" : "");
   KILN_CHECK(!model.has_little_endian() || model.little_endian(), Value,
              "the file holds big-endian data");
+  return true;
 }
 
 }  // namespace
@@ -372,7 +375,7 @@ SavedModel ParseModel(const std::string& bytes, const std::string& directory) {
   KILN_CHECK(bytes.size() < (size_t{1} << 31) && model.ParseFromCodedStream(&coded) &&
                  coded.ConsumedEntireMessage(),
              Value, "not a MindIR file (the protobuf is damaged)");
-  CheckHeader(model);
+  if (!CheckHeader(model)) return mindir::ImportMindSporeModel(model, directory);
   SavedModel saved;
   std::vector<const GraphProto*> graphs = {&model.graph()};
   for (const auto& g : model.functions()) graphs.push_back(&g);
