@@ -1,5 +1,4 @@
-"""COOTensor, CSRTensor and RowTensor(Inner): MindSpore's sparse tensor classes, as in
-mindspore.common.sparse_tensor.
+"""Sparse tensors (COOTensor, CSRTensor, RowTensor), as in mindspore.common.sparse_tensor.
 
 Each holds its index and value tensors (no separate sparse kernels): the properties, ``to_dense``,
 ``to_tuple``, ``astype``, ``abs`` and the COO/CSR conversions work in both modes, since they are
