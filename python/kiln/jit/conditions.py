@@ -43,6 +43,14 @@ def contains(item, container):
     return found
 
 
+def has_key(obj, key):
+    """`d.has_key(k)` in compiled code: MindSpore's Graph-mode dict method, `k in d`. Any other
+    object answers with its own has_key (AttributeError if it has none, as in Python)."""
+    if type(obj) is dict:
+        return contains(key, obj)
+    return obj.has_key(key)
+
+
 def logical_not(value):
     if isinstance(value, GraphTensor):
             return call("logical_not", (value,))

@@ -18,7 +18,7 @@ from kiln.jit.branches import BranchesMixin
 from kiln.jit.builtins_graph import SPECIAL
 from kiln.jit.callables import BuildAtCompileTime, ZeroArgSuper
 from kiln.jit.cell_interface import CellBase
-from kiln.jit.conditions import contains, logical_not
+from kiln.jit.conditions import contains, has_key, logical_not
 from kiln.jit.errors import at_line, explain_one_branch_name, where
 from kiln.jit.frames import (
     BreakSignal,
@@ -31,6 +31,7 @@ from kiln.jit.guards import Guards
 from kiln.jit.loops import LoopsMixin
 from kiln.jit.rewrites import (
     CONTAINS_FN,
+    HAS_KEY_FN,
     NOT_FN,
     NOTE_RETURN_FN,
     SELECT_FN,
@@ -164,6 +165,7 @@ class Converter(StatementsMixin, BranchesMixin, LoopsMixin):
         scope.locals.setdefault(SELECT_FN, self.select)
         scope.locals.setdefault(NOT_FN, logical_not)
         scope.locals.setdefault(CONTAINS_FN, contains)
+        scope.locals.setdefault(HAS_KEY_FN, has_key)
         scope.locals.setdefault(NOTE_RETURN_FN, self._note_return)
         try:
             return eval(code, scope)  # noqa: S307 - compiled user code, as Python would run it

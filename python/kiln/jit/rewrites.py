@@ -6,6 +6,7 @@ import copy
 # Names the rewritten code calls; the converter puts them in the scope expressions run in.
 SELECT_FN, NOT_FN, NOTE_RETURN_FN = "__kiln_select__", "__kiln_not__", "__kiln_note_return__"
 CONTAINS_FN = "__kiln_contains__"
+HAS_KEY_FN = "__kiln_has_key__"
 # Locals the rewritten loops set; names starting with "__kiln_" are the converter's own.
 BREAK_FLAG, SKIP_FLAG = "__kiln_brk", "__kiln_skip"
 RETURN_VALUE, RETURNED_FLAG = "__kiln_ret", "__kiln_returned"
@@ -147,6 +148,16 @@ class _ConditionalExpressions(ast.NodeTransformer):
             result = ast.Call(func=lam, args=[value], keywords=[])
             ast.copy_location(result, node)
         return result
+
+    def visit_Call(self, node):
+        """obj.has_key(k) -> __kiln_has_key__(obj, k): MindSpore's Graph mode gives dicts a
+        has_key method, which a Python dict lacks (conditions.has_key)."""
+        self.generic_visit(node)
+        func = node.func
+        if (isinstance(func, ast.Attribute) and func.attr == "has_key" and len(node.args) == 1
+                and not node.keywords and not isinstance(node.args[0], ast.Starred)):
+            return _call(HAS_KEY_FN, [func.value, node.args[0]], node)
+        return node
 
     def visit_Compare(self, node):
         """a < b < c -> (a < b) and (b < c), so chained comparisons of tensors become graph ops."""
