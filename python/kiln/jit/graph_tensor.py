@@ -48,6 +48,9 @@ class GraphTensor(GraphValue):
     def itemsize(self):
         return self.dtype.itemsize
 
+    def __getattr__(self, name):  # only for names Tensor lacks: the error names Tensor
+        raise AttributeError(f"'Tensor' object has no attribute {name!r}")
+
     def __repr__(self):
         return f"GraphTensor(shape={list(self._shape)}, dtype={self.dtype})"
 
@@ -58,19 +61,34 @@ class GraphTensor(GraphValue):
             f"a tensor condition in if/while), or run this code in PyNative mode."
         )
 
+    def _one_element(self, what):
+        """A tensor of several elements has no single value, in either mode: PyNative's
+        ValueError (MindSpore's too), decided from the shape while compiling."""
+        if self.size != 1 and -1 not in self._shape:
+            if what == "bool":
+                raise ValueError(f"The truth value of a tensor of shape {self._shape} is "
+                                 f"ambiguous; use .any() or .all()")
+            raise ValueError(f"{what}: only one-element tensors can be converted to a Python "
+                             f"scalar, this one has shape {self._shape}")
+
     def __bool__(self):
+        self._one_element("bool")
         self._no_value("using a tensor as a Python bool")
 
     def asnumpy(self):
         self._no_value("asnumpy()")
 
     def item(self, index=None):
+        if index is None:
+            self._one_element("item")
         self._no_value("item()")
 
     def __float__(self):
+        self._one_element("float")
         self._no_value("float()")
 
     def __int__(self):
+        self._one_element("int")
         self._no_value("int()")
 
     def __index__(self):

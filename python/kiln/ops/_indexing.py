@@ -29,6 +29,11 @@ class _Plan:
         self.reversed = []         # view axes taken with a negative step
 
 
+class InvalidIndexError(IndexError, TypeError):
+    """An index of a type that cannot index (a float, a float tensor, a dict...): an IndexError
+    as NumPy and MindSpore raise, and a TypeError as kiln raised before."""
+
+
 def _is_int(item):
     return isinstance(item, numbers.Integral) and not isinstance(item, (bool, np.bool_))
 
@@ -47,7 +52,8 @@ def _classify(item):
         return "int", int(item)
     if is_tensor(item):
         if item.dtype.is_floating_point:
-            raise TypeError(f"tensors used as indices must be integer or bool, got {item.dtype}")
+            raise InvalidIndexError(f"tensors used as indices must be integer or bool, got "
+                                    f"{item.dtype}")
         if item.dtype == mstype.bool_:
             return "bool", item
         return "array", item
@@ -58,9 +64,11 @@ def _classify(item):
         if arr.size == 0 and arr.dtype != object:
             arr = arr.astype(np.int64)
         if not np.issubdtype(arr.dtype, np.integer):
-            raise TypeError(f"arrays used as indices must be integer or bool, got {arr.dtype}")
+            raise InvalidIndexError(f"arrays used as indices must be integer or bool, got "
+                                    f"{arr.dtype}")
         return "array", tensor_of(arr.astype(np.int64, copy=False))
-    raise TypeError(f"invalid index of type {type(item).__name__}: only integers, slices, "
+    raise InvalidIndexError(f"invalid index of type {type(item).__name__}: only integers, "
+                            f"slices, "
                     f"None, ..., and integer or boolean tensors/arrays are valid indices")
 
 
