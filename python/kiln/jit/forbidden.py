@@ -1,0 +1,69 @@
+"""APIs compiled code may not call: they act on Python-side state when called, which in a graph
+would happen once, while compiling, instead of on every run (MindSpore refuses the same ones).
+
+Reading settings (`get_context`, `log.get_level`) stays allowed: the value is a compile-time
+constant, a deliberate difference from MindSpore, which refuses those too; so does reading the
+Cell tree (`trainable_params`, `get_parameters`), which MindSpore also refuses
+(docs/compatibility.md).
+"""
+
+import types
+
+# Modules whose every function and class is refused, but for the readers named get_*.
+_MODULES = ("kiln.common.initializer", "kiln.log", "kiln.context")
+
+
+def message(what):
+    return (f"Failed to compile in GRAPH_MODE because {what} is not supported in compiled code "
+            f"('construct' or a @jit function): it works on Python-side state, which a graph "
+            f"would touch once, while compiling, not on every run. Call it outside the "
+            f"compiled function, in PyNative code.")
+
+
+class ForbiddenCall:
+    """Stands for a refused function or class read by compiled code: calling it raises."""
+
+    def __init__(self, target, what):
+        self._target, self._what = target, what
+        self.__name__ = getattr(target, "__name__", "function")
+
+    def __call__(self, *args, **kwargs):
+        raise RuntimeError(message(self._what))
+
+
+def refused(value):
+    """What compiled code sees for `value`: a ForbiddenCall for a refused API, a proxy for a
+    kiln module (its attributes are checked in turn), else None (value as it is)."""
+    if isinstance(value, types.ModuleType):
+        name = value.__name__
+        return KilnModule(value) if name == "kiln" or name.startswith("kiln.") else None
+    if not callable(value) or getattr(value, "__name__", "get_").startswith("get_"):
+        return None
+    if getattr(value, "__module__", None) not in _MODULES:
+        return None
+    name = f"{value.__module__}.{value.__qualname__}"
+    kind = "class" if isinstance(value, type) else "method or function"
+    return ForbiddenCall(value, f"the {kind} '{name}'")
+
+
+class KilnModule:
+    """A kiln module as compiled code sees it: attribute reads go through refused()."""
+
+    def __init__(self, module):
+        object.__setattr__(self, "_module", module)
+
+    def __getattr__(self, name):
+        value = getattr(self._module, name)
+        seen = refused(value)
+        return value if seen is None else seen
+
+    def __setattr__(self, name, value):
+        setattr(self._module, name, value)
+
+    def __repr__(self):
+        return repr(self._module)
+
+
+def method_of(kind, name):
+    """RuntimeError for a refused method of a graph value (`kind`: Tensor or Parameter)."""
+    return RuntimeError(message(f"the '{kind}' object's method '{name}'"))
