@@ -67,9 +67,15 @@ def read_settings(x):
     return x * 2 if mode == ms.GRAPH_MODE and level in ("0", "1", "2", "3") else x
 
 
-def test_reading_settings_is_allowed_and_folds_to_a_constant():
+def test_reading_settings_is_allowed_and_a_changed_setting_recompiles():
+    fn = ms.jit(read_settings)
     ms.set_context(mode=ms.GRAPH_MODE)
-    np.testing.assert_array_equal(ms.jit(read_settings)(X).asnumpy(), 2 * X.asnumpy())
+    np.testing.assert_array_equal(fn(X).asnumpy(), 2 * X.asnumpy())
+    np.testing.assert_array_equal(fn(X).asnumpy(), 2 * X.asnumpy())
+    ms.set_context(mode=ms.PYNATIVE_MODE)
+    np.testing.assert_array_equal(fn(X).asnumpy(), X.asnumpy())
+    assert any("get_context('mode') changed" in r
+               for r in ms.get_jit_stats()["recompile_reasons"])
 
 
 class SetsData(nn.Cell):

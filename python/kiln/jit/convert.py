@@ -63,7 +63,7 @@ class Converter(StatementsMixin, BranchesMixin, LoopsMixin):
         identifies the place it was read from, when the description alone may not)."""
         if getter is not None:
             self.guards.record(description, getter, value, cell_attr, key)
-        seen = refused(value)  # APIs a graph may not call, and kiln modules that hold them
+        seen = refused(value, self.guards)  # APIs a graph may not call or reads settings with
         if seen is not None:
             return seen
         if isinstance(value, CellBase):

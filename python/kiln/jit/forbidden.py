@@ -1,10 +1,9 @@
 """APIs compiled code may not call: they act on Python-side state when called, which in a graph
 would happen once, while compiling, instead of on every run (MindSpore refuses the same ones).
 
-Reading settings (`get_context`, `log.get_level`) stays allowed: the value is a compile-time
-constant, a deliberate difference from MindSpore, which refuses those too; so does reading the
-Cell tree (`trainable_params`, `get_parameters`), which MindSpore also refuses
-(docs/compatibility.md).
+Reading settings (`get_context`, `log.get_level`) stays allowed, a deliberate difference from
+MindSpore, which refuses those too: the value is a compile-time constant, guarded, so changing
+the setting recompiles (docs/compatibility.md).
 """
 
 import types
@@ -31,16 +30,35 @@ class ForbiddenCall:
         raise RuntimeError(message(self._what))
 
 
-def refused(value):
-    """What compiled code sees for `value`: a ForbiddenCall for a refused API, a proxy for a
-    kiln module (its attributes are checked in turn), else None (value as it is)."""
+class SettingRead:
+    """A reader of settings (get_context, log.get_level) called by compiled code: its answer is
+    a constant of the graph, guarded (kiln.jit.guards) so that a changed setting recompiles."""
+
+    def __init__(self, reader, guards):
+        self._reader, self._guards = reader, guards
+        self.__name__ = reader.__name__
+
+    def __call__(self, *args, **kwargs):
+        reader = self._reader
+        value = reader(*args, **kwargs)
+        call_text = ", ".join([repr(a) for a in args] + [f"{k}={v!r}" for k, v in kwargs.items()])
+        self._guards.record(f"{reader.__module__}.{reader.__name__}({call_text})",
+                            lambda: reader(*args, **kwargs), value)
+        return value
+
+
+def refused(value, guards):
+    """What compiled code sees for `value`: a ForbiddenCall for a refused API, a SettingRead for
+    a reader of settings, a proxy for a kiln module (its attributes are checked in turn), else
+    None (the value as it is)."""
     if isinstance(value, types.ModuleType):
         name = value.__name__
-        return KilnModule(value) if name == "kiln" or name.startswith("kiln.") else None
-    if not callable(value) or getattr(value, "__name__", "get_").startswith("get_"):
+        is_kiln = name == "kiln" or name.startswith("kiln.")
+        return KilnModule(value, guards) if is_kiln else None
+    if not callable(value) or getattr(value, "__module__", None) not in _MODULES:
         return None
-    if getattr(value, "__module__", None) not in _MODULES:
-        return None
+    if value.__module__ != "kiln.common.initializer" and value.__name__.startswith("get_"):
+        return SettingRead(value, guards)
     name = f"{value.__module__}.{value.__qualname__}"
     kind = "class" if isinstance(value, type) else "method or function"
     return ForbiddenCall(value, f"the {kind} '{name}'")
@@ -49,12 +67,13 @@ def refused(value):
 class KilnModule:
     """A kiln module as compiled code sees it: attribute reads go through refused()."""
 
-    def __init__(self, module):
+    def __init__(self, module, guards):
         object.__setattr__(self, "_module", module)
+        object.__setattr__(self, "_guards", guards)
 
     def __getattr__(self, name):
         value = getattr(self._module, name)
-        seen = refused(value)
+        seen = refused(value, self._guards)
         return value if seen is None else seen
 
     def __setattr__(self, name, value):
