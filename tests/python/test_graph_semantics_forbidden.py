@@ -141,3 +141,48 @@ class UsesLibraryLayers(nn.Cell):
 def test_layers_built_while_compiling_still_initialize():
     ms.set_context(mode=ms.GRAPH_MODE)
     np.testing.assert_allclose(UsesLibraryLayers()(X).asnumpy(), [[6.0, 6.0]])
+
+
+class MakesAParameter(nn.Cell):
+    def construct(self, x):
+        return Parameter(x, name="weight")
+
+
+class ChecksParameterClass(nn.Cell):
+    def __init__(self):
+        super().__init__()
+        self.w = Parameter(Tensor(np.ones(3, np.float32)), name="w")
+
+    def construct(self, x):
+        return isinstance(self.w, Parameter), isinstance(x, Parameter), isinstance(One(1), One)
+
+
+def test_creating_a_parameter_in_compiled_code_is_a_value_error():
+    ms.set_context(mode=ms.GRAPH_MODE)
+    with pytest.raises(ValueError, match=r"'kiln.common.parameter.Parameter'(.|\n)*__init__"):
+        MakesAParameter()(X)
+
+
+def test_isinstance_sees_through_refused_classes():
+    ms.set_context(mode=ms.GRAPH_MODE)
+    with pytest.raises(RuntimeError, match="kiln.common.initializer.One"):
+        ChecksParameterClass()(X)  # One(1) itself is refused...
+
+    def checks(w, x):
+        return isinstance(w, Parameter), isinstance(x, Parameter)
+
+    w = Parameter(Tensor(np.ones(3, np.float32)), name="w2")
+    assert ms.jit(checks)(w, X) == (True, False)  # ...but the class still names itself
+
+
+def bare_raise(x):
+    if x.shape[0] == 3:
+        raise
+    return x
+
+
+def test_a_bare_raise_is_python_s_runtime_error():
+    with pytest.raises(RuntimeError, match="No active exception to reraise"):
+        bare_raise(X)
+    with pytest.raises(RuntimeError, match="No active exception to reraise"):
+        ms.jit(bare_raise)(X)

@@ -341,7 +341,8 @@ def one_element_message(what, shape):
     """Why a tensor of `shape` (not one element) has no single value, for `what` (bool, int,
     float, item), in both modes, in NumPy's and PyTorch's words, which MindSpore uses too."""
     if what == "bool":
-        return (f"The truth value of an array with more than one element is ambiguous (a tensor "
-                f"of shape {tuple(shape)}); use .any() or .all()")
+        return (f"The truth value of an array with more than one element is ambiguous: only a "
+                f"tensor of one element can be converted to bool, but this one has shape "
+                f"{tuple(shape)}; use .any() or .all()")
     return (f"Only one element tensors can be converted to Python scalars ({what}() of a tensor "
             f"of shape {tuple(shape)})")

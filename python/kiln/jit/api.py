@@ -13,6 +13,7 @@ import numpy as np
 from kiln import _C
 from kiln import _graph_state as _state
 from kiln.common.mutable import _is_dynamic_len, _MutableBool, _MutableFloat, _MutableInt
+from kiln.common.parameter import Parameter
 from kiln.common.tensor import Tensor
 from kiln.jit.cache import CompileCache
 from kiln.jit.cell_interface import CellBase
@@ -147,7 +148,9 @@ def _graph_inputs(emitter, value, inputs, name):
     """Replaces tensors and mutable numbers in an argument by graph inputs."""
     if isinstance(value, Tensor):
         inputs.append(value)
-        return emitter.input(value._dtype, value.shape, name)
+        # A Parameter argument stays one for isinstance (and its in-place methods' errors).
+        source = value if isinstance(value, Parameter) else None
+        return emitter.input(value._dtype, value.shape, name, source=source)
     if isinstance(value, (_MutableInt, _MutableFloat, _MutableBool)):
         t = Tensor(
             bool(value)

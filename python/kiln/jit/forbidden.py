@@ -19,15 +19,27 @@ def message(what):
             f"compiled function, in PyNative code.")
 
 
-class ForbiddenCall:
-    """Stands for a refused function or class read by compiled code: calling it raises."""
+# Classes compiled code may not instantiate, with MindSpore's exception type and why.
+_CLASSES = {
+    "kiln.common.parameter.Parameter": (
+        ValueError, "a Parameter made by a graph would be made once, while compiling, and shared "
+        "by every run; create it in __init__ and read it as self.<name>"),
+}
 
-    def __init__(self, target, what):
-        self._target, self._what = target, what
+
+class ForbiddenCall:
+    """Stands for a refused function or class read by compiled code: calling it raises.
+    `target` is what it stands for (isinstance sees through it)."""
+
+    def __init__(self, target, what, error=RuntimeError, why=None):
+        self.target, self._what, self._error, self._why = target, what, error, why
         self.__name__ = getattr(target, "__name__", "function")
 
     def __call__(self, *args, **kwargs):
-        raise RuntimeError(message(self._what))
+        if self._why is not None:
+            raise self._error(f"{self._what} cannot be called in compiled code ('construct' or a "
+                              f"@jit function): {self._why}")
+        raise self._error(message(self._what))
 
 
 class SettingRead:
@@ -55,6 +67,11 @@ def refused(value, guards):
         name = value.__name__
         is_kiln = name == "kiln" or name.startswith("kiln.")
         return KilnModule(value, guards) if is_kiln else None
+    if isinstance(value, type):
+        refusal = _CLASSES.get(f"{value.__module__}.{value.__qualname__}")
+        if refusal is not None:
+            return ForbiddenCall(value, f"the class '{value.__module__}.{value.__qualname__}'",
+                                 *refusal)
     if not callable(value) or getattr(value, "__module__", None) not in _MODULES:
         return None
     if value.__module__ != "kiln.common.initializer" and value.__name__.startswith("get_"):
