@@ -241,3 +241,34 @@ def test_syntax_graph_mode_cannot_compile_is_a_runtime_error_as_in_mindspore():
 def test_calling_a_jitted_function_with_too_few_arguments_is_a_type_error():
     with pytest.raises(TypeError, match="missing a required argument"):
         ms.jit(add_mismatch)()
+
+
+def flatten_with_a_number_as_order(x):
+    return x.flatten(order=123)
+
+
+def flatten_with_an_unknown_order(x):
+    return x.flatten(order="K")
+
+
+def test_flatten_order_of_the_wrong_type_or_value():
+    _raises_in_every_mode(TypeError, flatten_with_a_number_as_order, V3)
+    _raises_in_every_mode(ValueError, flatten_with_an_unknown_order, V3)
+
+
+def identity(x):
+    return x
+
+
+def test_a_container_holding_itself_is_a_runtime_error_not_a_deep_recursion():
+    looped = [1, 2]
+    looped.append(looped)
+    held = {"a": 1}
+    held["self"] = held
+    for value in (looped, held, (1, looped)):
+        for mode, run in _modes(identity, value):
+            if mode == "pynative":
+                continue  # plain Python: nothing converts the argument
+            with pytest.raises(RuntimeError, match="contains itself") as info:  # MindSpore's
+                run()
+            assert isinstance(info.value, RecursionError), mode
