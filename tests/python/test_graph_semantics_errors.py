@@ -4,31 +4,16 @@ docs/compatibility.md lists where kiln deliberately differs)."""
 
 import numpy as np
 import pytest
+from graph_check import in_three_modes
 
 import kiln as ms
-from kiln import Tensor, nn, ops
+from kiln import Tensor, ops
 
 V3 = Tensor(np.array([1.0, -2.0, 3.0], np.float32))
 
 
 def _modes(fn, *args):
-    """fn(*args) in PyNative, through ms.jit, and as a Cell's construct in GRAPH_MODE."""
-
-    class Wrapped(nn.Cell):
-        def construct(self, *a):
-            return fn(*a)
-
-    yield "pynative", lambda: fn(*args)
-    yield "jit", lambda: ms.jit(fn)(*args)
-
-    def graph_cell():
-        ms.set_context(mode=ms.GRAPH_MODE)
-        try:
-            return Wrapped()(*args)
-        finally:
-            ms.set_context(mode=ms.PYNATIVE_MODE)
-
-    yield "cell", graph_cell
+    return in_three_modes(fn, *args)
 
 
 def _raises_in_every_mode(error, fn, *args, match=None):
