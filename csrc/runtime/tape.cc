@@ -75,6 +75,11 @@ Tensor Ones(const Tensor& like) {
   return ones;
 }
 
+bool IsStateInput(const OpDef& def, size_t k) {
+  return std::find(def.mutated_inputs.begin(), def.mutated_inputs.end(), static_cast<int>(k)) !=
+         def.mutated_inputs.end();
+}
+
 Tensor Zeros(const Tensor& like) {
   Tensor zeros = Tensor::Empty(like.shape(), like.dtype());
   cpu::Fill(zeros, 0.0);
@@ -115,6 +120,31 @@ void Tape::Record(const OpDef& def, const std::vector<Tensor>& inputs, const Att
   if (!any) return;
   for (const auto& t : outputs) rec.output_ids.push_back(Differentiable(t) ? NewId(t) : -1);
   records_.push_back(std::move(rec));
+}
+
+void Tape::PreserveBeforeWrite(const Tensor& target) {
+  // One copy per recorded tensor (views of target each keep their own elements).
+  std::unordered_map<const TensorImpl*, Tensor> copies;
+  auto preserve = [&](Tensor& t) {
+    auto it = copies.find(t.impl());
+    if (it == copies.end()) it = copies.emplace(t.impl(), t.Clone()).first;
+    t = it->second;
+  };
+  for (auto& rec : records_) {
+    const OpDef& def = GetOpDef(rec.kind);
+    for (size_t k = 0; k < rec.inputs.size(); ++k) {
+      Tensor& in = rec.inputs[k];
+      // State the op updates itself is not read by its rule; a tensor already written since
+      // it was recorded stays as it is, for Gradient's check to report.
+      if (!in.defined() || !in.same_storage(target) || IsStateInput(def, k) ||
+          in.impl()->version != rec.input_versions[k])
+        continue;
+      preserve(in);
+      rec.input_versions[k] = in.impl()->version;
+    }
+    for (Tensor& out : rec.outputs)
+      if (out.defined() && out.same_storage(target)) preserve(out);
+  }
 }
 
 std::vector<Tensor> Tape::Gradient(const std::vector<Tensor>& targets,
@@ -170,8 +200,7 @@ std::vector<Tensor> Tape::Gradient(const std::vector<Tensor>& targets,
     for (size_t k = 0; k < rec->inputs.size(); ++k) {
       // State an op updates itself (BatchNorm's running statistics, Assign's target) is not read
       // by its gradient rule, so later updates to it are fine.
-      bool is_state = std::find(def.mutated_inputs.begin(), def.mutated_inputs.end(),
-                                static_cast<int>(k)) != def.mutated_inputs.end();
+      bool is_state = IsStateInput(def, k);
       KILN_CHECK(is_state || !rec->inputs[k].defined() ||
                      rec->inputs[k].impl()->version == rec->input_versions[k],
                  Runtime, "grad: an input of '", def.name,
@@ -211,6 +240,13 @@ bool AnyTapeActive() { return !t_tapes.empty(); }
 void RecordOnTapes(const OpDef& def, const std::vector<Tensor>& inputs, const Attrs& attrs,
                    const std::vector<Tensor>& outputs) {
   for (Tape* tape : t_tapes) tape->Record(def, inputs, attrs, outputs);
+}
+
+void PreserveWrittenInputs(const OpDef& def, const std::vector<Tensor>& inputs) {
+  for (int k : def.mutated_inputs) {
+    if (k >= static_cast<int>(inputs.size()) || !inputs[k].defined()) continue;
+    for (Tape* tape : t_tapes) tape->PreserveBeforeWrite(inputs[k]);
+  }
 }
 
 }  // namespace kiln

@@ -30,6 +30,11 @@ class Tape {
   void Record(const OpDef& def, const std::vector<Tensor>& inputs, const Attrs& attrs,
               const std::vector<Tensor>& outputs);
 
+  // Called by eager dispatch before an op writes `target` in place: recorded tensors that
+  // share its storage (and whose values a gradient rule may read) are replaced by copies of
+  // their current values, so the write cannot change what the backward sweep sees.
+  void PreserveBeforeWrite(const Tensor& target);
+
   size_t num_records() const { return records_.size(); }
 
  private:
@@ -58,5 +63,7 @@ bool AnyTapeActive();
 // Records an op on every active tape that watches one of its inputs.
 void RecordOnTapes(const OpDef& def, const std::vector<Tensor>& inputs, const Attrs& attrs,
                    const std::vector<Tensor>& outputs);
+// Before `def` runs: Tape::PreserveBeforeWrite on every active tape for each input it writes.
+void PreserveWrittenInputs(const OpDef& def, const std::vector<Tensor>& inputs);
 
 }  // namespace kiln
