@@ -29,6 +29,7 @@ std::vector<Tensor> CallOp(OpKind kind, std::vector<Tensor> inputs, Attrs attrs)
   if (record && !def.mutated_inputs.empty()) PreserveWrittenInputs(def, inputs);
   std::vector<Tensor> outputs = InferAndRun(def, inputs, attrs);
   if (record) RecordOnTapes(def, inputs, attrs, outputs);
+  if (record && !def.mutated_inputs.empty()) RebaseWrittenInputs(def, inputs);
   return outputs;
 }
 

@@ -106,5 +106,23 @@ TEST(Evaluate, AnInPlaceWriteUnderATapeKeepsTheValuesItRecorded) {
   EXPECT_NEAR(dx.data<float>()[1], expected, 1e-4f);
 }
 
+TEST(Evaluate, AWriteThroughAViewUnderATapeReachesTheBasesGradient) {
+  // base = x * 2; base[1:, :] = 0 through a strided_slice view; loss = sum(base).
+  Tensor x = Full({2, 3}, DType::Float32, 1);
+  Tape tape;
+  tape.Watch(x);
+  PushTape(&tape);
+  Tensor base = CallOp1(OpKind::Mul, {x, ScalarTensor(2, DType::Float32)});
+  Tensor row =
+      CallOp1(OpKind::StridedSlice, {base},
+              {std::vector<int64_t>{1, 0}, std::vector<int64_t>{2, 3}, std::vector<int64_t>{1, 1}});
+  CallOp(OpKind::Assign, {row, ScalarTensor(0, DType::Float32)}, {});
+  Tensor loss = CallOp1(OpKind::ReduceSum, {base});
+  PopTape(&tape);
+  EXPECT_FLOAT_EQ(base.data<float>()[4], 0.0f);  // written through the view
+  Tensor dx = tape.Gradient({loss}, {}, {x})[0];
+  for (int i = 0; i < 6; ++i) EXPECT_FLOAT_EQ(dx.data<float>()[i], i < 3 ? 2.0f : 0.0f) << i;
+}
+
 }  // namespace
 }  // namespace kiln

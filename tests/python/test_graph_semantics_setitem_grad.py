@@ -198,3 +198,41 @@ def test_assignment_without_a_gradient_still_writes_in_place_and_through_views()
     view = x[1]
     view[1:] = 7.0  # PyNative: a view's write reaches its base
     np.testing.assert_array_equal(x.asnumpy(), [[0, 0, 0], [0, 7, 7]])
+
+
+# ---- PyNative writes through views (Graph mode refuses a write into a view of a visible
+# tensor with a TypeError, tests/python/test_jit_adversarial.py) ----
+def _write_through_a_row(x):
+    base = x * 1
+    row = base[1]  # a view: writing it writes base
+    row[1:] = 0.0
+    return (base * base).sum()
+
+
+def _write_the_base_of_a_used_view(x):
+    base = x * 1
+    row = base[1]
+    base[1, 0] = 9.0  # row sees it too
+    return (row * row).sum()
+
+
+def test_gradients_follow_writes_through_views_in_pynative():
+    x = np.arange(1, 7, dtype=np.float32).reshape(2, 3)
+    g = ms.grad(_write_through_a_row)(Tensor(x))
+    np.testing.assert_allclose(g.asnumpy(), 2 * x * [[1, 1, 1], [1, 0, 0]])
+    g = ms.grad(_write_the_base_of_a_used_view)(Tensor(x))
+    np.testing.assert_allclose(g.asnumpy(), 2 * x * [[0, 0, 0], [0, 1, 1]])
+
+
+def _write_a_partly_overlapping_view(x):
+    base = x * 1
+    head, tail = base[0:3], base[1:4]
+    tail[0] = 5.0  # changes head[1] too
+    return head.sum()
+
+
+def test_a_write_autodiff_cannot_follow_is_a_runtime_error_not_a_wrong_gradient():
+    x = Tensor(np.arange(4, dtype=np.float32))
+    np.testing.assert_allclose(_write_a_partly_overlapping_view(x).asnumpy(), 0 + 5 + 2)
+    with pytest.raises(RuntimeError, match="overlaps it only in part"):
+        ms.grad(_write_a_partly_overlapping_view)(x)
