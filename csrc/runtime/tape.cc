@@ -105,6 +105,14 @@ std::vector<int64_t> ElementOffsets(const Tensor& t) {
 // Where each element of `part` sits in `holder` (flat row-major positions, shaped like part),
 // or nothing when some element of part is not one of holder's (or holder repeats an element).
 std::optional<std::vector<int64_t>> PositionsIn(const Tensor& holder, const Tensor& part) {
+  if (holder.is_contiguous()) {  // a flat position is the offset from holder's first element
+    std::vector<int64_t> positions = ElementOffsets(part);
+    for (int64_t& p : positions) {
+      p -= holder.offset();
+      if (p < 0 || p >= holder.numel()) return std::nullopt;
+    }
+    return positions;
+  }
   std::unordered_map<int64_t, int64_t> where;
   std::vector<int64_t> offsets = ElementOffsets(holder);
   for (size_t i = 0; i < offsets.size(); ++i)
@@ -135,6 +143,9 @@ std::vector<Tensor> Coordinates(const Shape& holder, const std::vector<int64_t>&
 
 bool Overlaps(const Tensor& a, const Tensor& b) {
   std::vector<int64_t> oa = ElementOffsets(a), ob = ElementOffsets(b);
+  auto [a_lo, a_hi] = std::minmax_element(oa.begin(), oa.end());
+  auto [b_lo, b_hi] = std::minmax_element(ob.begin(), ob.end());
+  if (*a_hi < *b_lo || *b_hi < *a_lo) return false;  // disjoint ranges of the storage
   std::unordered_set<int64_t> in_a(oa.begin(), oa.end());
   return std::any_of(ob.begin(), ob.end(), [&](int64_t o) { return in_a.count(o) > 0; });
 }

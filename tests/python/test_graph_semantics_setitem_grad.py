@@ -216,12 +216,22 @@ def _write_the_base_of_a_used_view(x):
     return (row * row).sum()
 
 
+def _write_a_row_seen_through_a_transpose(x):
+    base = x * 1
+    flipped = base.T  # a strided view of all of base, read after the write
+    row = base[1]
+    row[:2] = 0.0
+    return (flipped * flipped).sum()
+
+
 def test_gradients_follow_writes_through_views_in_pynative():
     x = np.arange(1, 7, dtype=np.float32).reshape(2, 3)
     g = ms.grad(_write_through_a_row)(Tensor(x))
     np.testing.assert_allclose(g.asnumpy(), 2 * x * [[1, 1, 1], [1, 0, 0]])
     g = ms.grad(_write_the_base_of_a_used_view)(Tensor(x))
     np.testing.assert_allclose(g.asnumpy(), 2 * x * [[0, 0, 0], [0, 1, 1]])
+    g = ms.grad(_write_a_row_seen_through_a_transpose)(Tensor(x))
+    np.testing.assert_allclose(g.asnumpy(), 2 * x * [[1, 1, 1], [0, 0, 1]])
 
 
 def _write_a_partly_overlapping_view(x):
