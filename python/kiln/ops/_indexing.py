@@ -68,8 +68,8 @@ def _classify(item):
                                     f"{arr.dtype}")
         return "array", tensor_of(arr.astype(np.int64, copy=False))
     raise InvalidIndexError(f"invalid index of type {type(item).__name__}: only integers, "
-                            f"slices, "
-                    f"None, ..., and integer or boolean tensors/arrays are valid indices")
+                            f"slices, None, ..., and integer or boolean tensors/arrays are "
+                            f"valid indices")
 
 
 def _consumed(kind, payload):
