@@ -98,7 +98,7 @@ class Importer {
       const std::string name = p.ref_key().empty() ? ShortName(p.name()) : p.ref_key();
       KILN_CHECK(!p.has_external_data(), Value, "weight '", name,
                  "': MindSpore's external weight files are not imported yet");
-      out_.weights.push_back(ReadWeight(p, name));
+      out_.weights.push_back(ReadWeight(p, "weight '" + name + "'"));
       const kiln::Tensor& w = out_.weights.back();
       Define(p.name(), TensorValue(b.Param({w.dtype(), w.shape()}, name)));
       sig.inputs.push_back({ir::InputRole::Weight, name, w.dtype(), w.shape()});
@@ -124,8 +124,7 @@ class Importer {
   }
   static MsValue TensorValue(ir::ValueRef ref) { return {MsValue::Kind::Tensor, ref, {}, {}}; }
 
-  kiln::Tensor ReadWeight(const TensorProto_& p, const std::string& name) {
-    const std::string what = "weight '" + name + "'";
+  kiln::Tensor ReadWeight(const TensorProto_& p, const std::string& what) {
     TensorMeta meta{DTypeOfDataType(p.data_type(), what), {}};
     KILN_CHECK(p.dims_size() <= kMaxRank, Value, what, ": rank ", p.dims_size(), " is too large");
     for (int64_t d : p.dims()) {
@@ -171,6 +170,10 @@ class Importer {
       MsValue v;
       if (value->type() == AttributeProto::UMONAD || value->type() == AttributeProto::IOMONAD) {
         v.kind = MsValue::Kind::State;
+      } else if (value->type() == AttributeProto::TENSOR) {
+        const std::string what = "constant '" + node.name() + "'";
+        v = TensorValue(b.Const(ReadWeight(value->t(), what)));
+        b.func().nodes[v.ref.node].outputs[0].weak = value->t().doc_string() == kWeak;
       } else {
         v.kind = MsValue::Kind::Constant;
         v.constant = ConstantOf(*value, "constant '" + node.name() + "'");
