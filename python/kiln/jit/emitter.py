@@ -39,6 +39,7 @@ class GraphEmitter:
         self.views = {}  # id -> (view, op name, base): outputs of view ops
         self.raise_types = {}  # name in the graph -> exception class, for classes not builtin
         self.is_outside = lambda tensor: False  # read from outside (set by the Converter)
+        self.differentiating = 0  # how many grad regions (ops.composite) are being built
 
     # ---- values ----
     def wrap(self, handle):
@@ -188,9 +189,10 @@ class GraphEmitter:
         """The graph as built, in IR text."""
         return self._builder.text()
 
-    def export(self, path, weights, producer_version, external_data_threshold):
+    def export(self, path, weights, producer_version, external_data_threshold, file_format):
         """Writes the graph as built (no passes) and `weights` to a model file."""
-        self._builder.export(path, weights, producer_version, external_data_threshold)
+        self._builder.export(path, weights, producer_version, external_data_threshold,
+                             file_format)
 
     def finish(self, level):
         """Verifies the graph, runs the jit level's passes and plans it: a _C.Executable."""
