@@ -58,8 +58,7 @@ class FuncVerifier {
           Require(node.outputs.empty() && node.callees.size() == 1,
                   "needs an exception type and no results");
           Require(text::IsIdentifier(node.callees[0]),
-                  "names an exception type that is not an "
-                  "identifier");
+                  "names an exception type that is not a name");
           break;
       }
     }
