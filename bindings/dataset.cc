@@ -1,0 +1,185 @@
+// dataset.cc - kiln._C.DatasetPipeline: Python sources and callables as the engine's stages.
+#include <nanobind/nanobind.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include <chrono>
+#include <memory>
+
+#include "core/error.h"
+#include "dataset/pipeline.h"
+
+namespace kiln::bind {
+
+namespace nb = nanobind;
+using dataset::NextStatus;
+using dataset::Pipeline;
+using dataset::Row;
+using dataset::Value;
+
+namespace {
+
+// The engine frees values on its own threads: a Python reference is let go under the GIL,
+// taken only for that moment (never while a stage waits on a queue).
+void DecRef(void* object) {
+  if (!Py_IsInitialized()) return;  // the interpreter is gone; so is the object
+  nb::gil_scoped_acquire gil;
+  Py_DECREF(static_cast<PyObject*>(object));
+}
+
+Value Hold(nb::handle h) { return Value(h.inc_ref().ptr(), DecRef); }
+nb::handle Get(const Value& v) { return nb::handle(static_cast<PyObject*>(v.get())); }
+
+nb::tuple Columns(const std::vector<Value>& columns) {
+  nb::list out;
+  for (const Value& v : columns) out.append(Get(v));
+  return nb::tuple(out);
+}
+
+// A row's columns from what a Python callable returned: a tuple of its column values.
+std::vector<Value> ToColumns(nb::handle result, const char* what) {
+  if (!nb::isinstance<nb::tuple>(result))
+    throw nb::type_error((std::string(what) + " must return a tuple of columns").c_str());
+  std::vector<Value> columns;
+  for (nb::handle v : nb::borrow<nb::tuple>(result)) columns.push_back(Hold(v));
+  return columns;
+}
+
+// The Python exception a failed stage carries: the one the user's code raised, or one made
+// from the engine's own error.
+nb::object ExceptionOf(const std::exception_ptr& error) {
+  try {
+    std::rethrow_exception(error);
+  } catch (nb::python_error& e) {
+    return nb::borrow(e.value());
+  } catch (const Error& e) {
+    PyObject* type = e.kind() == ErrorKind::Value   ? PyExc_ValueError
+                     : e.kind() == ErrorKind::Type  ? PyExc_TypeError
+                     : e.kind() == ErrorKind::Index ? PyExc_IndexError
+                                                    : PyExc_RuntimeError;
+    return nb::handle(type)(e.what());
+  } catch (const std::exception& e) {
+    return nb::handle(PyExc_RuntimeError)(e.what());
+  } catch (...) {
+    return nb::handle(PyExc_RuntimeError)("unknown error");
+  }
+}
+
+// Owns the pipeline and stops it without the GIL: its threads may be waiting for the GIL to
+// finish a Python call, and joining them while holding it would never end.
+class PyPipeline {
+ public:
+  explicit PyPipeline(size_t capacity) : pipeline_(capacity) {}
+  ~PyPipeline() { Stop(); }
+
+  int AddSource(const std::string& name, nb::callable factory, int64_t passes) {
+    auto held = Hold(factory);
+    return pipeline_.AddSource(
+        name,
+        [held](int64_t pass) {
+          nb::gil_scoped_acquire gil;
+          auto iterator = Hold(nb::iter(Get(held)(pass)));
+          return dataset::Producer([iterator](std::vector<Value>* columns) {
+            nb::gil_scoped_acquire gil;
+            PyObject* item = PyIter_Next(Get(iterator).ptr());
+            if (item == nullptr) {
+              if (PyErr_Occurred()) throw nb::python_error();
+              return false;
+            }
+            *columns = ToColumns(nb::steal(item), "a dataset source");
+            return true;
+          });
+        },
+        passes);
+  }
+
+  // fn(columns, epoch, index) -> tuple of columns, or None to drop the row; for a batch,
+  // `columns` is the list of its rows' column tuples.
+  int AddMap(const std::string& name, int child, nb::callable fn, int workers) {
+    auto held = Hold(fn);
+    return pipeline_.AddMap(
+        name, child,
+        [held, name](Row* row) {
+          nb::gil_scoped_acquire gil;
+          nb::object input;
+          if (!row->parts.empty()) {
+            nb::list parts;
+            for (const Row& part : row->parts) parts.append(Columns(part.columns));
+            input = parts;
+          } else {
+            input = Columns(row->columns);
+          }
+          nb::object result = Get(held)(input, row->epoch, row->index);
+          if (result.is_none()) return false;
+          row->columns = ToColumns(result, name.c_str());
+          return true;
+        },
+        workers);
+  }
+
+  Pipeline& pipeline() { return pipeline_; }
+
+  // (0, columns) a row, (1, None) the end of an epoch, (2, None) the end of the data,
+  // (3, (where, exception)) a failure. Waits without the GIL, checking for Ctrl-C in between.
+  nb::tuple Next() {
+    Row row;
+    NextStatus status;
+    for (;;) {
+      {
+        nb::gil_scoped_release release;
+        status = pipeline_.GetNext(&row, std::chrono::milliseconds(50));
+      }
+      if (status != NextStatus::kTimeout) break;
+      if (PyErr_CheckSignals() != 0) throw nb::python_error();
+    }
+    switch (status) {
+      case NextStatus::kRow:
+        return nb::make_tuple(0, Columns(row.columns));
+      case NextStatus::kEndOfEpoch:
+        return nb::make_tuple(1, nb::none());
+      case NextStatus::kFailure:
+        return nb::make_tuple(3, nb::make_tuple(row.where, ExceptionOf(row.error)));
+      default:
+        return nb::make_tuple(2, nb::none());
+    }
+  }
+
+  void Stop() {
+    nb::gil_scoped_release release;
+    pipeline_.Stop();
+  }
+
+ private:
+  Pipeline pipeline_;
+};
+
+}  // namespace
+
+void BindDataset(nb::module_& m) {
+  nb::class_<PyPipeline>(m, "DatasetPipeline")
+      .def(nb::init<size_t>(), nb::arg("queue_capacity"))
+      .def("add_source", &PyPipeline::AddSource)
+      .def("add_map", &PyPipeline::AddMap)
+      .def("add_take", [](PyPipeline& p, int c, int64_t n) { return p.pipeline().AddTake(c, n); })
+      .def("add_skip", [](PyPipeline& p, int c, int64_t n) { return p.pipeline().AddSkip(c, n); })
+      .def("add_repeat",
+           [](PyPipeline& p, int c, int64_t n) { return p.pipeline().AddRepeat(c, n); })
+      .def("add_shuffle", [](PyPipeline& p, int c, int64_t size,
+                             uint64_t seed) { return p.pipeline().AddShuffle(c, size, seed); })
+      .def("add_project",
+           [](PyPipeline& p, int c, std::vector<int> cols) {
+             return p.pipeline().AddProject(c, std::move(cols));
+           })
+      .def("add_batch", [](PyPipeline& p, int c, int64_t size,
+                           bool drop) { return p.pipeline().AddBatch(c, size, drop); })
+      .def("add_zip",
+           [](PyPipeline& p, const std::vector<int>& c) { return p.pipeline().AddZip(c); })
+      .def("add_concat",
+           [](PyPipeline& p, const std::vector<int>& c) { return p.pipeline().AddConcat(c); })
+      .def("start", [](PyPipeline& p, int root) { p.pipeline().Start(root); })
+      .def("next", &PyPipeline::Next)
+      .def("stop", &PyPipeline::Stop)
+      .def_prop_ro("num_threads", [](PyPipeline& p) { return p.pipeline().num_threads(); });
+}
+
+}  // namespace kiln::bind

@@ -1,0 +1,184 @@
+"""Sources over Python data: GeneratorDataset and NumpySlicesDataset, on a random-access base."""
+import copy
+
+import numpy as np
+
+from kiln.common import dtype as mstype
+from kiln.dataset._dataset import Dataset, _names, _workers
+from kiln.dataset._iterators import annotate
+from kiln.dataset.samplers import select_sampler
+
+
+def column_value(value):
+    """A source's value as an array of its own (the source may reuse or change its object)."""
+    if hasattr(value, "asnumpy"):
+        value = value.asnumpy()
+    return np.array(value)
+
+
+class MappableDataset(Dataset):
+    """A source whose rows can be read by index: a sampler picks each epoch's indices (on the
+    source stage), and `num_parallel_workers` map workers read the rows."""
+
+    def __init__(self, num_samples, num_parallel_workers, shuffle, sampler, num_shards, shard_id):
+        super().__init__([], num_parallel_workers)
+        self.sampler = select_sampler(num_samples, shuffle, sampler, num_shards, shard_id,
+                                      type(self).__name__)
+
+    def _length(self):
+        raise NotImplementedError
+
+    def _read(self, index):
+        """Row `index` as a tuple of arrays."""
+        raise NotImplementedError
+
+    def _row_count(self):
+        return self.sampler._count(self._length())
+
+    def _mappable_source(self):
+        return self
+
+    def _with_sampler(self, sampler):
+        other = copy.copy(self)
+        other.sampler = sampler
+        other._size_cache = None
+        return other
+
+    def _build(self, builder, passes):
+        n, sampler = self._length(), self.sampler
+        seed = builder.derive(builder.stage())
+        name = type(self).__name__
+
+        def indices(epoch):
+            return ((int(i),) for i in sampler._indices(n, seed, epoch))
+
+        def read(row, epoch, position):
+            try:
+                return self._read(row[0])
+            except Exception as exc:
+                annotate(exc, f"reading index {row[0]}")
+                raise
+
+        source = builder.pipe.add_source(f"{name} sampler", indices, passes)
+        return builder.pipe.add_map(name, source, read, _workers(self.num_parallel_workers))
+
+
+class GeneratorDataset(MappableDataset):
+    """Rows from Python: a random-access source (``__getitem__`` and ``__len__``: sampled,
+    shuffled and sharded like every random-access source, read by `num_parallel_workers`
+    threads), an iterable, or a callable returning an iterator (read in order by one thread).
+    Workers are threads: Python code runs under the GIL, NumPy and OpenCV release it."""
+
+    def __init__(self, source, column_names=None, column_types=None, schema=None,
+                 num_samples=None, num_parallel_workers=1, shuffle=None, sampler=None,
+                 num_shards=None, shard_id=None, python_multiprocessing=True, max_rowsize=None):
+        self.source = source
+        self._random_access = hasattr(source, "__getitem__") and hasattr(source, "__len__")
+        if not self._random_access and not (hasattr(source, "__iter__") or callable(source)):
+            raise TypeError("GeneratorDataset: source must be random-access (__getitem__ and "
+                            "__len__), iterable, or a callable returning an iterator")
+        if not self._random_access and (shuffle or sampler is not None or num_shards):
+            raise ValueError("GeneratorDataset: shuffle, sampler and num_shards need a "
+                             "random-access source (__getitem__ and __len__)")
+        if column_names is None:
+            raise ValueError("GeneratorDataset: column_names must be given")
+        self.column_names = _names(column_names, "GeneratorDataset: column_names")
+        self.num_samples = num_samples
+        self._types = None
+        if column_types is not None:
+            self._types = [mstype.dtype_to_nptype(mstype.to_dtype(t)) for t in column_types]
+        super().__init__(num_samples, num_parallel_workers,
+                         shuffle if self._random_access else False, sampler, num_shards,
+                         shard_id)
+
+    def _columns(self):
+        return list(self.column_names)
+
+    def _length(self):
+        return len(self.source)
+
+    def _row(self, item):
+        values = item if isinstance(item, tuple) else (item,)
+        if len(values) != len(self.column_names):
+            raise ValueError(f"GeneratorDataset: the source gave {len(values)} columns, but "
+                             f"column_names has {len(self.column_names)}: {self.column_names}")
+        row = tuple(column_value(v) for v in values)
+        if self._types is not None:
+            row = tuple(v.astype(t, copy=False) for v, t in zip(row, self._types))
+        return row
+
+    def _read(self, index):
+        return self._row(self.source[index])
+
+    def _row_count(self):
+        return super()._row_count() if self._random_access else None
+
+    def _mappable_source(self):
+        return self if self._random_access else None
+
+    def _iterate(self):
+        if hasattr(self.source, "__iter__"):
+            return iter(self.source)
+        return iter(self.source())
+
+    def _build(self, builder, passes):
+        if self._random_access:
+            return super()._build(builder, passes)
+        limit = self.num_samples
+
+        def rows(epoch):
+            for k, item in enumerate(self._iterate()):
+                if limit and k >= limit:
+                    return
+                yield self._row(item)
+
+        return builder.pipe.add_source("GeneratorDataset", rows, passes)
+
+
+class _Slices:
+    """Rows of equally long columns, sliced along the first axis."""
+
+    def __init__(self, columns):
+        self.columns = columns
+
+    def __len__(self):
+        return len(self.columns[0])
+
+    def __getitem__(self, index):
+        return tuple(c[index] for c in self.columns)
+
+
+def _slice_columns(data, column_names):
+    if isinstance(data, dict):
+        names, columns = list(data), [np.asarray(v) for v in data.values()]
+    elif isinstance(data, tuple):
+        names, columns = None, [np.asarray(v) for v in data]
+    elif isinstance(data, (list, np.ndarray)) or hasattr(data, "asnumpy"):
+        names, columns = None, [np.asarray(data.asnumpy() if hasattr(data, "asnumpy") else data)]
+    else:
+        raise TypeError(f"NumpySlicesDataset: data must be a list, tuple, dict or array, got "
+                        f"{type(data).__name__}")
+    if column_names is not None:
+        names = _names(column_names, "NumpySlicesDataset: column_names")
+    names = names or [f"column_{i}" for i in range(len(columns))]
+    if len(names) != len(columns):
+        raise ValueError(f"NumpySlicesDataset: {len(columns)} columns but column_names "
+                         f"{names}")
+    if any(c.ndim == 0 for c in columns):
+        raise ValueError("NumpySlicesDataset: every column needs a first axis to slice")
+    lengths = {len(c) for c in columns}
+    if len(lengths) > 1:
+        raise ValueError(f"NumpySlicesDataset: columns have different lengths {sorted(lengths)}")
+    return names, columns
+
+
+class NumpySlicesDataset(GeneratorDataset):
+    """Rows sliced from arrays: a list or array is one column, a tuple one column per element,
+    a dict one column per key."""
+
+    def __init__(self, data, column_names=None, num_samples=None, num_parallel_workers=1,
+                 shuffle=None, sampler=None, num_shards=None, shard_id=None):
+        names, columns = _slice_columns(data, column_names)
+        super().__init__(_Slices(columns), column_names=names, num_samples=num_samples,
+                         num_parallel_workers=num_parallel_workers, shuffle=shuffle,
+                         sampler=sampler, num_shards=num_shards, shard_id=shard_id)

@@ -1,0 +1,172 @@
+"""Samplers: which rows of a random-access source each epoch reads, and in which order."""
+import numbers
+
+import numpy as np
+
+from kiln.dataset import config
+
+
+def _check_count(name, value, low=0, allow_none=True):
+    if value is None and allow_none:
+        return
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name}: expected an int, got {type(value).__name__}")
+    if value < low:
+        raise ValueError(f"{name}: {value} must be >= {low}")
+
+
+class Sampler:
+    """A user sampler: subclass and define ``__iter__`` yielding row indices (MindSpore's
+    ``mindspore.dataset.Sampler``). ``self.dataset_size`` is the source's length."""
+
+    def __init__(self, num_samples=None):
+        _check_count("num_samples", num_samples)
+        self.num_samples = num_samples
+        self.dataset_size = 0
+
+    def __iter__(self):
+        raise NotImplementedError(f"{type(self).__name__} must define __iter__")
+
+    def get_num_samples(self):
+        return self.num_samples
+
+    def _limit(self, count):
+        return count if not self.num_samples else min(count, self.num_samples)
+
+    def _indices(self, n, seed, epoch):
+        """The indices of epoch `epoch` over a source of `n` rows."""
+        self.dataset_size = n
+        indices = np.fromiter((int(i) for i in iter(self)), dtype=np.int64)
+        return indices[: self._limit(len(indices))]
+
+    def _count(self, n):
+        return len(self._indices(n, 0, 0))
+
+
+class SequentialSampler(Sampler):
+    def __init__(self, start_index=None, num_samples=None):
+        super().__init__(num_samples)
+        _check_count("start_index", start_index)
+        self.start_index = start_index or 0
+
+    def _indices(self, n, seed, epoch):
+        if n and self.start_index >= n:
+            raise ValueError(f"SequentialSampler: start_index {self.start_index} is past the "
+                             f"source's {n} rows")
+        return np.arange(self.start_index, self.start_index + self._count(n), dtype=np.int64)
+
+    def _count(self, n):
+        return self._limit(max(0, n - self.start_index))
+
+
+class RandomSampler(Sampler):
+    """A new permutation each epoch (or draws with replacement)."""
+
+    def __init__(self, replacement=False, num_samples=None):
+        super().__init__(num_samples)
+        if not isinstance(replacement, bool):
+            raise TypeError("RandomSampler: replacement must be a bool")
+        self.replacement = replacement
+
+    def _indices(self, n, seed, epoch):
+        rng = np.random.default_rng([seed, epoch])
+        if self.replacement:
+            return rng.integers(0, n, size=self._count(n), dtype=np.int64)
+        return rng.permutation(n)[: self._count(n)].astype(np.int64)
+
+    def _count(self, n):
+        if self.replacement and self.num_samples:
+            return self.num_samples  # draws with replacement may outnumber the rows
+        return self._limit(n)
+
+
+class SubsetSampler(Sampler):
+    """The given indices, in their order."""
+
+    def __init__(self, indices, num_samples=None):
+        super().__init__(num_samples)
+        self.indices = _as_indices(type(self).__name__, indices)
+
+    def _indices(self, n, seed, epoch):
+        _check_in_range(type(self).__name__, self.indices, n)
+        return self.indices[: self._count(n)]
+
+    def _count(self, n):
+        return self._limit(len(self.indices))
+
+
+class SubsetRandomSampler(SubsetSampler):
+    """The given indices in a new random order each epoch."""
+
+    def _indices(self, n, seed, epoch):
+        _check_in_range(type(self).__name__, self.indices, n)
+        order = np.random.default_rng([seed, epoch]).permutation(len(self.indices))
+        return self.indices[order][: self._count(n)]
+
+
+class DistributedSampler(Sampler):
+    """Shard `shard_id` of `num_shards`: every shard gets ceil(n / num_shards) rows (wrapping
+    around to pad), and together they cover the source. The shuffle is seeded by the config
+    seed and the epoch only, so every process draws the same permutation and the shards stay
+    disjoint."""
+
+    def __init__(self, num_shards, shard_id, shuffle=True, num_samples=None, offset=-1):
+        super().__init__(num_samples)
+        _check_count("num_shards", num_shards, low=1, allow_none=False)
+        _check_count("shard_id", shard_id, allow_none=False)
+        if shard_id >= num_shards:
+            raise ValueError(f"DistributedSampler: shard_id {shard_id} must be < num_shards "
+                             f"{num_shards}")
+        if not isinstance(shuffle, bool):
+            raise TypeError("DistributedSampler: shuffle must be a bool")
+        self.num_shards, self.shard_id, self.shuffle, self.offset = (num_shards, shard_id,
+                                                                      shuffle, offset)
+
+    def _indices(self, n, seed, epoch):
+        if n == 0:
+            return np.zeros(0, dtype=np.int64)
+        per_shard = -(-n // self.num_shards)
+        positions = (np.arange(per_shard) * self.num_shards + self.shard_id) % n
+        if self.shuffle:
+            positions = np.random.default_rng([config.get_seed(), epoch]).permutation(n)[positions]
+        return positions[: self._count(n)].astype(np.int64)
+
+    def _count(self, n):
+        return self._limit(-(-n // self.num_shards) if n else 0)
+
+
+def _as_indices(name, indices):
+    if isinstance(indices, (str, bytes)) or not hasattr(indices, "__len__"):
+        raise TypeError(f"{name}: indices must be a list or array of ints")
+    array = np.asarray(indices)
+    if array.size and not np.issubdtype(array.dtype, np.integer):
+        raise TypeError(f"{name}: indices must be ints, got {array.dtype}")
+    return array.astype(np.int64).reshape(-1)
+
+
+def _check_in_range(name, indices, n):
+    bad = indices[(indices < 0) | (indices >= n)]
+    if bad.size:
+        raise IndexError(f"{name}: index {int(bad[0])} is out of range for a source of {n} rows")
+
+
+def select_sampler(num_samples, shuffle, sampler, num_shards, shard_id, who):
+    """The sampler a random-access source uses, from MindSpore's argument rules."""
+    if sampler is not None:
+        if shuffle is not None or num_shards is not None:
+            raise RuntimeError(f"{who}: sampler cannot be given with shuffle or num_shards")
+        if isinstance(sampler, Sampler):
+            return sampler
+        if hasattr(sampler, "__len__") and not isinstance(sampler, (str, bytes)):
+            return SubsetSampler(sampler, num_samples)
+        raise TypeError(f"{who}: sampler must be a Sampler or a list of indices, got "
+                        f"{type(sampler).__name__}")
+    if (num_shards is None) != (shard_id is None):
+        raise RuntimeError(f"{who}: num_shards and shard_id must be given together")
+    if shuffle is not None and not isinstance(shuffle, bool):
+        raise TypeError(f"{who}: shuffle must be a bool")
+    shuffle = True if shuffle is None else shuffle
+    if num_shards is not None:
+        return DistributedSampler(num_shards, shard_id, shuffle, num_samples)
+    return RandomSampler(num_samples=num_samples) if shuffle else SequentialSampler(
+        num_samples=num_samples)

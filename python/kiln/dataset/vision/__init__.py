@@ -1,0 +1,18 @@
+"""kiln.dataset.vision: image transforms (MindSpore's mindspore.dataset.vision)."""
+from kiln.dataset.vision.transforms import (  # noqa: F401
+    HWC2CHW,
+    CenterCrop,
+    Decode,
+    Grayscale,
+    Normalize,
+    Pad,
+    RandomCrop,
+    RandomHorizontalFlip,
+    RandomResizedCrop,
+    RandomRotation,
+    RandomVerticalFlip,
+    Rescale,
+    Resize,
+    ToTensor,
+)
+from kiln.dataset.vision.utils import Border, ImageReadMode, Inter  # noqa: F401

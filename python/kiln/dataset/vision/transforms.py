@@ -1,0 +1,290 @@
+"""Vision transforms on HWC image arrays (MindSpore's mindspore.dataset.vision): OpenCV does the
+decoding, resizing and rotation; NumPy the rest. Random ones draw from the row's generator."""
+import math
+import numbers
+
+import cv2
+import numpy as np
+
+from kiln.dataset import _random
+from kiln.dataset.transforms.transforms import TensorOperation, _np_dtype
+from kiln.dataset.vision import _image
+from kiln.dataset.vision.utils import Border, Inter, check_border, cv2_interpolation
+
+
+def _prob(prob, who):
+    if isinstance(prob, bool) or not isinstance(prob, numbers.Real) or not 0 <= prob <= 1:
+        raise ValueError(f"{who}: prob must be in [0, 1], got {prob!r}")
+    return float(prob)
+
+
+class Decode(TensorOperation):
+    """Encoded JPEG/PNG/BMP/TIFF bytes as an RGB image (HWC uint8)."""
+
+    def __init__(self, to_pil=False):
+        if to_pil:
+            raise NotImplementedError("Decode: kiln decodes to NumPy arrays; to_pil=True "
+                                      "(PIL images) is not supported")
+
+    def _apply(self, data):
+        return _image.decode(data)
+
+
+class Resize(TensorOperation):
+    """To (height, width); an int resizes the shorter side to it, keeping the aspect ratio."""
+
+    def __init__(self, size, interpolation=Inter.LINEAR):
+        self.size = size
+        self.pair = _image.size_pair(size, "Resize")
+        self.keep_ratio = isinstance(size, (int, np.integer)) or len(list(size)) == 1
+        self.interpolation = cv2_interpolation(interpolation, "Resize")
+
+    def _apply(self, img):
+        img = _image.image(img, "Resize")
+        h, w = img.shape[:2]
+        if self.keep_ratio:
+            s = self.pair[0]
+            height, width = (s, int(w * s / h)) if h <= w else (int(h * s / w), s)
+        else:
+            height, width = self.pair
+        return _image.resize(img, height, width, self.interpolation)
+
+
+class Rescale(TensorOperation):
+    """image * rescale + shift, as float32."""
+
+    def __init__(self, rescale, shift):
+        self.rescale, self.shift = float(rescale), float(shift)
+
+    def _apply(self, img):
+        img = _image.image(img, "Rescale").astype(np.float32)
+        return (img * np.float32(self.rescale) + np.float32(self.shift)).astype(np.float32)
+
+
+class Normalize(TensorOperation):
+    """(image - mean) / std per channel, as float32; `is_hwc` says where channels are."""
+
+    def __init__(self, mean, std, is_hwc=True):
+        self.mean = np.asarray(mean, dtype=np.float32).reshape(-1)
+        self.std = np.asarray(std, dtype=np.float32).reshape(-1)
+        if self.mean.size != self.std.size or self.mean.size == 0:
+            raise ValueError(f"Normalize: mean {list(mean)} and std {list(std)} must have the "
+                             f"same, non-zero length")
+        if np.any(self.std <= 0):
+            raise ValueError(f"Normalize: std must be positive, got {list(std)}")
+        self.is_hwc = bool(is_hwc)
+
+    def _apply(self, img):
+        img = _image.image(img, "Normalize").astype(np.float32)
+        channels = img.shape[-1 if self.is_hwc else 0] if img.ndim == 3 else 1
+        if self.mean.size not in (1, channels):
+            raise RuntimeError(f"Normalize: {self.mean.size} means for an image of {channels} "
+                               f"channels (shape {img.shape})")
+        shape = [1] * img.ndim
+        if img.ndim == 3:
+            shape[-1 if self.is_hwc else 0] = self.mean.size
+        return ((img - self.mean.reshape(shape)) / self.std.reshape(shape)).astype(np.float32)
+
+
+class HWC2CHW(TensorOperation):
+    """<H, W, C> to <C, H, W>; an <H, W> image becomes <1, H, W>."""
+
+    def _apply(self, img):
+        img = _image.image(img, "HWC2CHW")
+        return np.ascontiguousarray(img[None] if img.ndim == 2 else img.transpose(2, 0, 1))
+
+
+class ToTensor(TensorOperation):
+    """A HWC image in [0, 255] as CHW values in [0, 1] of `output_type`."""
+
+    def __init__(self, output_type=np.float32):
+        self.output_type = _np_dtype(output_type, "ToTensor")
+
+    def _apply(self, img):
+        img = _image.image(img, "ToTensor")
+        chw = img[None] if img.ndim == 2 else img.transpose(2, 0, 1)
+        return np.ascontiguousarray(chw / 255.0, dtype=self.output_type)
+
+
+def _crop(img, top, left, height, width):
+    return img[top:top + height, left:left + width]
+
+
+class CenterCrop(TensorOperation):
+    """The central (height, width) region; a smaller image is zero-padded around first."""
+
+    def __init__(self, size):
+        self.height, self.width = _image.size_pair(size, "CenterCrop")
+
+    def _apply(self, img):
+        img = _image.image(img, "CenterCrop")
+        h, w = img.shape[:2]
+        ph, pw = max(0, self.height - h), max(0, self.width - w)
+        if ph or pw:
+            img = _image.pad(img, pw // 2, ph // 2, pw - pw // 2, ph - ph // 2, 0, "constant")
+            h, w = img.shape[:2]
+        top = int(round((h - self.height) / 2.0))
+        left = int(round((w - self.width) / 2.0))
+        return _crop(img, top, left, self.height, self.width)
+
+
+class Pad(TensorOperation):
+    """Borders of (left, top, right, bottom) pixels: fill_value or a Border mode."""
+
+    def __init__(self, padding, fill_value=0, padding_mode=Border.CONSTANT):
+        self.padding = _image.padding4(padding, "Pad")
+        self.fill_value = fill_value
+        self.mode = check_border(padding_mode, "Pad")
+
+    def _apply(self, img):
+        img = _image.image(img, "Pad")
+        return _image.pad(img, *self.padding, self.fill_value, self.mode)
+
+
+class RandomCrop(TensorOperation):
+    """A random (height, width) region, after optional padding."""
+
+    def __init__(self, size, padding=None, pad_if_needed=False, fill_value=0,
+                 padding_mode=Border.CONSTANT):
+        self.height, self.width = _image.size_pair(size, "RandomCrop")
+        self.padding = None if padding is None else _image.padding4(padding, "RandomCrop")
+        self.pad_if_needed, self.fill_value = bool(pad_if_needed), fill_value
+        self.mode = check_border(padding_mode, "RandomCrop")
+
+    def _apply(self, img):
+        img = _image.image(img, "RandomCrop")
+        if self.padding is not None:
+            img = _image.pad(img, *self.padding, self.fill_value, self.mode)
+        h, w = img.shape[:2]
+        if self.pad_if_needed and (h < self.height or w < self.width):
+            ph, pw = max(0, self.height - h), max(0, self.width - w)
+            img = _image.pad(img, pw, ph, pw, ph, self.fill_value, self.mode)
+            h, w = img.shape[:2]
+        if h < self.height or w < self.width:
+            raise RuntimeError(f"RandomCrop: crop size ({self.height}, {self.width}) is larger "
+                               f"than the image ({h}, {w}); set pad_if_needed=True")
+        rng = _random.generator()
+        top = int(rng.integers(0, h - self.height + 1))
+        left = int(rng.integers(0, w - self.width + 1))
+        return _crop(img, top, left, self.height, self.width)
+
+
+class RandomResizedCrop(TensorOperation):
+    """A random region of `scale` of the area and `ratio` of aspect, resized to `size`; after
+    `max_attempts` failed draws, the central region of the nearest allowed aspect."""
+
+    def __init__(self, size, scale=(0.08, 1.0), ratio=(3.0 / 4.0, 4.0 / 3.0),
+                 interpolation=Inter.BILINEAR, max_attempts=10):
+        self.height, self.width = _image.size_pair(size, "RandomResizedCrop")
+        self.scale, self.ratio = tuple(map(float, scale)), tuple(map(float, ratio))
+        if len(self.scale) != 2 or not 0 <= self.scale[0] <= self.scale[1]:
+            raise ValueError(f"RandomResizedCrop: scale must be (min, max) with "
+                             f"0 <= min <= max, got {scale!r}")
+        if len(self.ratio) != 2 or not 0 < self.ratio[0] <= self.ratio[1]:
+            raise ValueError(f"RandomResizedCrop: ratio must be (min, max) with "
+                             f"0 < min <= max, got {ratio!r}")
+        if isinstance(max_attempts, bool) or not isinstance(max_attempts, int) or max_attempts < 1:
+            raise ValueError(f"RandomResizedCrop: max_attempts must be an int >= 1, got "
+                             f"{max_attempts!r}")
+        self.interpolation = cv2_interpolation(interpolation, "RandomResizedCrop")
+        self.max_attempts = max_attempts
+
+    def _region(self, h, w):
+        rng, area = _random.generator(), h * w
+        log_ratio = (math.log(self.ratio[0]), math.log(self.ratio[1]))
+        for _ in range(self.max_attempts):
+            target = area * rng.uniform(*self.scale)
+            aspect = math.exp(rng.uniform(*log_ratio))
+            cw = int(round(math.sqrt(target * aspect)))
+            ch = int(round(math.sqrt(target / aspect)))
+            if 0 < cw <= w and 0 < ch <= h:
+                return int(rng.integers(0, h - ch + 1)), int(rng.integers(0, w - cw + 1)), ch, cw
+        in_ratio = w / h
+        if in_ratio < self.ratio[0]:
+            cw, ch = w, int(round(w / self.ratio[0]))
+        elif in_ratio > self.ratio[1]:
+            ch, cw = h, int(round(h * self.ratio[1]))
+        else:
+            cw, ch = w, h
+        return (h - ch) // 2, (w - cw) // 2, ch, cw
+
+    def _apply(self, img):
+        img = _image.image(img, "RandomResizedCrop")
+        top, left, ch, cw = self._region(*img.shape[:2])
+        crop = img[top:top + ch, left:left + cw]
+        return _image.resize(crop, self.height, self.width, self.interpolation)
+
+
+class RandomHorizontalFlip(TensorOperation):
+    def __init__(self, prob=0.5):
+        self.prob = _prob(prob, "RandomHorizontalFlip")
+
+    def _apply(self, img):
+        img = _image.image(img, "RandomHorizontalFlip")
+        return np.ascontiguousarray(img[:, ::-1]) if _random.generator().random() < self.prob \
+            else img
+
+
+class RandomVerticalFlip(TensorOperation):
+    def __init__(self, prob=0.5):
+        self.prob = _prob(prob, "RandomVerticalFlip")
+
+    def _apply(self, img):
+        img = _image.image(img, "RandomVerticalFlip")
+        return np.ascontiguousarray(img[::-1]) if _random.generator().random() < self.prob \
+            else img
+
+
+class RandomRotation(TensorOperation):
+    """Rotated counter-clockwise by a random angle in `degrees` (d: [-d, d]) about `center`
+    (default the middle); `expand` grows the output to hold the whole rotated image."""
+
+    def __init__(self, degrees, resample=Inter.NEAREST, expand=False, center=None,
+                 fill_value=0):
+        if isinstance(degrees, numbers.Real):
+            if degrees < 0:
+                raise ValueError(f"RandomRotation: degrees must be >= 0, got {degrees}")
+            degrees = (-float(degrees), float(degrees))
+        degrees = tuple(map(float, degrees))
+        if len(degrees) != 2 or degrees[0] > degrees[1]:
+            raise ValueError(f"RandomRotation: degrees must be (min, max), got {degrees!r}")
+        self.degrees, self.expand, self.center = degrees, bool(expand), center
+        self.interpolation = cv2_interpolation(resample, "RandomRotation")
+        self.fill_value = fill_value
+
+    def _apply(self, img):
+        img = _image.image(img, "RandomRotation")
+        h, w = img.shape[:2]
+        angle = float(_random.generator().uniform(*self.degrees))
+        cx, cy = ((w - 1) / 2.0, (h - 1) / 2.0) if self.center is None else self.center
+        matrix = cv2.getRotationMatrix2D((cx, cy), angle, 1.0)
+        out_w, out_h = w, h
+        if self.expand:
+            cos, sin = abs(matrix[0, 0]), abs(matrix[0, 1])
+            out_w, out_h = int(round(h * sin + w * cos)), int(round(h * cos + w * sin))
+            matrix[0, 2] += (out_w - w) / 2.0
+            matrix[1, 2] += (out_h - h) / 2.0
+        fill = self.fill_value
+        border = tuple(fill) if isinstance(fill, (tuple, list)) else (fill,) * 4
+        out = cv2.warpAffine(img, matrix, (out_w, out_h), flags=self.interpolation,
+                             borderMode=cv2.BORDER_CONSTANT, borderValue=border)
+        return out[..., None] if img.ndim == 3 and out.ndim == 2 else out
+
+
+class Grayscale(TensorOperation):
+    """An RGB image as luminance (0.299 R + 0.587 G + 0.114 B): <H, W> for one output channel,
+    the value repeated in three for num_output_channels=3."""
+
+    def __init__(self, num_output_channels=1):
+        if num_output_channels not in (1, 3):
+            raise ValueError(f"Grayscale: num_output_channels must be 1 or 3, got "
+                             f"{num_output_channels!r}")
+        self.num_output_channels = num_output_channels
+
+    def _apply(self, img):
+        img = _image.image(img, "Grayscale")
+        if img.ndim != 3 or img.shape[2] != 3:
+            raise RuntimeError(f"Grayscale: expected an RGB image <H, W, 3>, got shape "
+                               f"{img.shape}")
+        gray = cv2.cvtColor(img, cv2.COLOR_RGB2GRAY)
+        return gray if self.num_output_channels == 1 else np.repeat(gray[..., None], 3, axis=2)

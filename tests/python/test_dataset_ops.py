@@ -1,0 +1,227 @@
+"""kiln.dataset's sources, samplers and operations against what NumPy computes."""
+import numpy as np
+import pytest
+
+import kiln.dataset as ds
+
+
+@pytest.fixture(autouse=True)
+def _seeded():
+    seed = ds.config._state["seed"]
+    ds.config.set_seed(0)
+    yield
+    ds.config._state["seed"] = seed
+
+
+def _col(dataset, i=0, **kw):
+    return [np.asarray(r[i]).tolist()
+            for r in dataset.create_tuple_iterator(output_numpy=True, num_epochs=1, **kw)]
+
+
+def _seq(n, name="x"):
+    return ds.NumpySlicesDataset(np.arange(n), [name], shuffle=False)
+
+
+class RandomAccess:
+    def __init__(self, n):
+        self.data = np.arange(n * 2).reshape(n, 2)
+
+    def __getitem__(self, i):
+        return self.data[i], np.array(i % 3)
+
+    def __len__(self):
+        return len(self.data)
+
+
+def test_generator_random_access_shuffles_by_default_and_keeps_every_row():
+    data = ds.GeneratorDataset(RandomAccess(10), ["a", "b"])
+    rows = _col(data)
+    assert rows != [[2 * i, 2 * i + 1] for i in range(10)]
+    assert sorted(rows) == [[2 * i, 2 * i + 1] for i in range(10)]
+    assert data.get_dataset_size() == 10 and data.get_col_names() == ["a", "b"]
+    ordered = ds.GeneratorDataset(RandomAccess(4), ["a", "b"], shuffle=False)
+    assert _col(ordered, 1) == [0, 1, 2, 0]
+
+
+class Iterable:
+    def __iter__(self):
+        return iter(range(5))
+
+
+def test_generator_iterable_sources():
+    data = ds.GeneratorDataset(Iterable(), ["x"])  # read in order, again each epoch
+    assert _col(data) == [0, 1, 2, 3, 4]
+    assert data.get_dataset_size() == 5  # counted by reading an epoch
+    assert sorted(_col(ds.GeneratorDataset(range(5), ["x"]))) == [0, 1, 2, 3, 4]  # random access
+    gen = ds.GeneratorDataset(lambda: ((i, i * 0.5) for i in range(3)), ["i", "f"],
+                              num_samples=2)
+    assert _col(gen, 1) == [0.0, 0.5]
+    assert gen.output_types() == [np.dtype(np.int64), np.dtype(np.float64)]
+    with pytest.raises(ValueError, match="random-access"):
+        ds.GeneratorDataset(Iterable(), ["x"], shuffle=True)
+    with pytest.raises(ValueError, match="column_names"):
+        ds.GeneratorDataset(RandomAccess(3))
+    with pytest.raises(ValueError, match="2 columns, but column_names has 1"):
+        _col(ds.GeneratorDataset(RandomAccess(3), ["a"]))
+
+
+def test_column_types_cast():
+    data = ds.GeneratorDataset(lambda: ((np.array([1.5, 2.5]),) for _ in range(2)), ["x"],
+                               column_types=[np.float16])
+    assert data.output_types() == [np.dtype(np.float16)]
+
+
+def test_numpy_slices_forms():
+    assert ds.NumpySlicesDataset([1, 2, 3]).get_col_names() == ["column_0"]
+    d = ds.NumpySlicesDataset((np.zeros((4, 2)), np.arange(4)), ["a", "b"], shuffle=False)
+    assert d.output_shapes() == [[2], []] and _col(d, 1) == [0, 1, 2, 3]
+    with pytest.raises(ValueError, match="different lengths"):
+        ds.NumpySlicesDataset((np.zeros(3), np.zeros(4)))
+
+
+def test_samplers():
+    n = 10
+    seq = ds.NumpySlicesDataset(np.arange(n), ["x"], sampler=ds.SequentialSampler(2, 3))
+    assert _col(seq) == [2, 3, 4]
+    rows = _col(ds.NumpySlicesDataset(np.arange(n), ["x"], sampler=ds.RandomSampler()))
+    assert sorted(rows) == list(range(n)) and rows != list(range(n))
+    with_repl = _col(ds.NumpySlicesDataset(np.arange(n), ["x"],
+                                           sampler=ds.RandomSampler(True, num_samples=30)))
+    assert len(with_repl) == 30 and len(set(with_repl)) < 30
+    subset = _col(ds.NumpySlicesDataset(np.arange(n), ["x"],
+                                        sampler=ds.SubsetRandomSampler([1, 5, 7])))
+    assert sorted(subset) == [1, 5, 7]
+    assert _col(ds.NumpySlicesDataset(np.arange(n), ["x"], sampler=[4, 2])) == [4, 2]
+    with pytest.raises(IndexError, match="out of range"):
+        _col(ds.NumpySlicesDataset(np.arange(n), ["x"], sampler=ds.SubsetSampler([12])))
+    with pytest.raises(RuntimeError, match="sampler cannot be given with shuffle"):
+        ds.NumpySlicesDataset(np.arange(n), ["x"], sampler=ds.RandomSampler(), shuffle=True)
+
+
+def test_user_sampler():
+    class Evens(ds.Sampler):
+        def __iter__(self):
+            return iter(range(0, self.dataset_size, 2))
+
+    assert _col(ds.NumpySlicesDataset(np.arange(7), ["x"], sampler=Evens())) == [0, 2, 4, 6]
+
+
+@pytest.mark.parametrize("shuffle", [False, True])
+def test_shards_are_disjoint_equal_and_cover_the_source(shuffle):
+    shards = [_col(ds.NumpySlicesDataset(np.arange(10), ["x"], num_shards=3, shard_id=i,
+                                         shuffle=shuffle)) for i in range(3)]
+    assert [len(s) for s in shards] == [4, 4, 4]  # ceil(10 / 3), padded by wrapping
+    assert set(sum(shards, [])) == set(range(10))
+    sampler = ds.DistributedSampler(3, 1, shuffle=False)
+    assert _col(ds.NumpySlicesDataset(np.arange(10), ["x"], sampler=sampler)) == [1, 4, 7, 0]
+    with pytest.raises(ValueError):
+        ds.DistributedSampler(2, 2)
+    with pytest.raises(RuntimeError, match="together"):
+        ds.NumpySlicesDataset(np.arange(4), ["x"], num_shards=2)
+
+
+def test_map_columns_follow_mindspore_rules():
+    d = ds.NumpySlicesDataset({"a": np.arange(3), "b": np.arange(3) * 10}, shuffle=False)
+    same = d.map(lambda a: a + 1, input_columns="a", output_columns="c")
+    assert same.get_col_names() == ["c", "b"] and _col(same) == [1, 2, 3]
+    split = d.map(lambda b: (b, b * 2), input_columns=["b"], output_columns=["p", "q"])
+    assert split.get_col_names() == ["p", "q", "a"] and _col(split, 1) == [0, 20, 40]
+    chained = d.map([lambda a, b: a + b, lambda s: s * 2], input_columns=["a", "b"],
+                    output_columns=["s"])
+    assert chained.get_col_names() == ["s"] and _col(chained) == [0, 22, 44]
+    with pytest.raises(ValueError, match="no column 'z'"):
+        d.map(lambda z: z, input_columns="z")
+    with pytest.raises(ValueError, match="outputs for the 1 output columns"):
+        _col(d.map(lambda a: (a, a), input_columns="a"))
+
+
+def test_batch_and_per_batch_map():
+    d = _seq(7).map(lambda x: (x, x * np.ones(2)), output_columns=["x", "v"])
+    b = d.batch(3)
+    assert b.get_dataset_size() == 3 and b.output_shapes() == [[3], [3, 2]]
+    assert _col(b) == [[0, 1, 2], [3, 4, 5], [6]]
+    assert _col(d.batch(3, drop_remainder=True)) == [[0, 1, 2], [3, 4, 5]]
+    assert d.batch(3, drop_remainder=True).get_dataset_size() == 2
+
+    def add_epoch_and_batch(xs, info):
+        return ([x + 100 * info.get_batch_num() for x in xs],)
+
+    mapped = _seq(4).batch(2, per_batch_map=add_epoch_and_batch, input_columns=["x"])
+    assert _col(mapped) == [[0, 1], [102, 103]]
+    ragged = ds.GeneratorDataset(lambda: (np.arange(i) for i in range(1, 4)), ["x"])
+    with pytest.raises(ValueError, match="different shapes"):
+        _col(ragged.batch(3))
+
+
+def test_padded_batch():
+    ragged = ds.GeneratorDataset(lambda: (np.arange(1, i + 1) for i in range(1, 4)), ["x"])
+    assert _col(ragged.padded_batch(3)) == [[[1, 0, 0], [1, 2, 0], [1, 2, 3]]]
+    fixed = ragged.padded_batch(2, pad_info={"x": ([4], -1)})
+    assert _col(fixed) == [[[1, -1, -1, -1], [1, 2, -1, -1]], [[1, 2, 3, -1]]]
+    with pytest.raises(ValueError, match="does not fit the pad shape"):
+        _col(ragged.padded_batch(3, pad_info={"x": ([2], 0)}))
+
+
+def test_repeat_take_skip_and_their_order():
+    d = _seq(5)
+    assert _col(d.repeat(2)) == [0, 1, 2, 3, 4] * 2
+    assert _col(d.take(2).repeat(2)) == [0, 1, 0, 1]
+    assert _col(d.repeat(2).take(7)) == [0, 1, 2, 3, 4, 0, 1]
+    assert _col(d.skip(3).repeat(2)) == [3, 4, 3, 4]
+    assert _col(d.repeat(2).batch(3)) == [[0, 1, 2], [3, 4, 0], [1, 2, 3], [4]]
+    assert _col(d.batch(3).repeat(2)) == [[0, 1, 2], [3, 4]] * 2
+    assert d.repeat(3).get_dataset_size() == 15 and d.skip(7).get_dataset_size() == 0
+    endless = ds.GeneratorDataset(lambda: ((i,) for i in iter(int, 1)), ["x"])
+    assert _col(endless.take(3)) == [0, 0, 0]
+
+
+def test_shuffle_filter_project_rename():
+    d = _seq(20)
+    shuffled = _col(d.shuffle(5))
+    assert sorted(shuffled) == list(range(20)) and shuffled != list(range(20))
+    with pytest.raises(ValueError):
+        d.shuffle(1)
+    odd = d.filter(lambda x: x % 2 == 1, num_parallel_workers=3)
+    assert _col(odd) == list(range(1, 20, 2)) and odd.get_dataset_size() == 10
+    two = ds.NumpySlicesDataset({"a": np.arange(3), "b": np.arange(3) + 5}, shuffle=False)
+    assert _col(two.project(["b", "a"])) == [5, 6, 7]
+    renamed = two.rename(["a"], ["z"])
+    assert renamed.get_col_names() == ["z", "b"] and _col(renamed, 1) == [5, 6, 7]
+    with pytest.raises(ValueError, match="no column"):
+        two.project("c")
+
+
+def test_zip_and_concat():
+    a, b = _seq(3, "a"), _seq(5, "b").map(lambda b: b * 10)
+    zipped = ds.zip((a, b))
+    assert zipped.get_col_names() == ["a", "b"] and zipped.get_dataset_size() == 3
+    assert _col(zipped, 1) == [0, 10, 20]
+    with pytest.raises(ValueError, match="repeat a name"):
+        a.zip(_seq(2, "a"))
+    cat = a + _seq(2, "a")
+    assert _col(cat) == [0, 1, 2, 0, 1] and cat.get_dataset_size() == 5
+    assert _col(cat.repeat(2)) == [0, 1, 2, 0, 1] * 2
+    with pytest.raises(ValueError, match="column names differ"):
+        a.concat(b)
+
+
+def test_split():
+    d = ds.NumpySlicesDataset(np.arange(10), ["x"])
+    train, test = d.split([0.8, 0.2])
+    got_train, got_test = _col(train), _col(test)
+    assert len(got_train) == 8 and len(got_test) == 2
+    assert sorted(got_train + got_test) == list(range(10))
+    first, second = _seq(6).split([4, 2], randomize=False)
+    assert _col(first) == [0, 1, 2, 3] and _col(second) == [4, 5]
+    with pytest.raises(ValueError, match="add up"):
+        _seq(6).split([4, 4], randomize=False)
+    with pytest.raises(RuntimeError, match="random-access source"):
+        _seq(6).map(lambda x: x).split([3, 3])
+
+
+def test_tuple_iterator_columns_and_dict_iterator():
+    d = ds.NumpySlicesDataset({"a": np.arange(2), "b": np.arange(2) + 7}, shuffle=False)
+    assert [r[0].tolist() for r in d.create_tuple_iterator(columns=["b"], output_numpy=True)] \
+        == [7, 8]
+    rows = list(d.create_dict_iterator(num_epochs=1, output_numpy=True))
+    assert [r["b"].tolist() for r in rows] == [7, 8]
