@@ -52,19 +52,15 @@ def annotate(exc, detail):
 
 
 def _reraise(where, exc):
-    detail = getattr(exc, "_kiln_dataset_detail", None)
-    place = where + (f", {detail}" if detail else "")
+    """A failure inside the pipeline as MindSpore reports it: a RuntimeError (whatever the
+    user's code raised, which stays attached as __cause__) naming the stage, the row and the
+    op or file."""
     if isinstance(exc, (KeyboardInterrupt, SystemExit)):
         raise exc
-    message = f"{place}: {exc}"
-    if type(exc).__module__ == "builtins":
-        try:
-            new = type(exc)(message)
-        except Exception:  # noqa: BLE001 - a builtin with another signature
-            new = RuntimeError(f"{place}: {type(exc).__name__}: {exc}")
-    else:
-        new = RuntimeError(f"{place}: {type(exc).__name__}: {exc}")
-    raise new from exc
+    detail = getattr(exc, "_kiln_dataset_detail", None)
+    place = where + (f", {detail}" if detail else "")
+    raise RuntimeError(f"Exception thrown from the dataset pipeline at {place}: "
+                       f"{type(exc).__name__}: {exc}") from exc
 
 
 def _check_num_epochs(num_epochs):
