@@ -6,6 +6,7 @@
 #include <chrono>
 #include <memory>
 
+#include "convert.h"
 #include "core/error.h"
 #include "dataset/pipeline.h"
 
@@ -27,12 +28,28 @@ void DecRef(void* object) {
   Py_DECREF(static_cast<PyObject*>(object));
 }
 
-Value Hold(nb::handle h) { return Value(h.inc_ref().ptr(), DecRef); }
-nb::handle Get(const Value& v) { return nb::handle(static_cast<PyObject*>(v.get())); }
+std::shared_ptr<void> HoldObject(nb::handle h) {
+  return std::shared_ptr<void>(h.inc_ref().ptr(), DecRef);
+}
+Value Hold(nb::handle h) { return Value(HoldObject(h)); }
+nb::handle Get(const std::shared_ptr<void>& object) {
+  return nb::handle(static_cast<PyObject*>(object.get()));
+}
 
-nb::tuple Columns(const std::vector<Value>& columns) {
+// A row for Python code: tensor values as NumPy arrays for user functions (MindSpore hands
+// them NumPy), or as kiln.Tensors for the iterator.
+nb::tuple Columns(const std::vector<Value>& columns, bool tensors_as_numpy) {
   nb::list out;
-  for (const Value& v : columns) out.append(Get(v));
+  for (const Value& v : columns) {
+    if (!v.is_tensor()) {
+      out.append(Get(v.object));
+    } else {
+      nb::object t = Wrap(v.tensor);
+      // A copy for user code: the tensor may be a view of a source's data, which an in-place
+      // change must not reach.
+      out.append(tensors_as_numpy ? t.attr("asnumpy")().attr("copy")() : t);
+    }
+  }
   return nb::tuple(out);
 }
 
@@ -73,12 +90,12 @@ class PyPipeline {
   ~PyPipeline() { Stop(); }
 
   int AddSource(const std::string& name, nb::callable factory, int64_t passes) {
-    auto held = Hold(factory);
+    auto held = HoldObject(factory);
     return pipeline_.AddSource(
         name,
         [held](int64_t pass) {
           nb::gil_scoped_acquire gil;
-          auto iterator = Hold(nb::iter(Get(held)(pass)));
+          auto iterator = HoldObject(nb::iter(Get(held)(pass)));
           return dataset::Producer([iterator](std::vector<Value>* columns) {
             nb::gil_scoped_acquire gil;
             PyObject* item = PyIter_Next(Get(iterator).ptr());
@@ -93,21 +110,36 @@ class PyPipeline {
         passes);
   }
 
+  // Rows of `columns` (kiln Tensors) at the indices index_factory(pass) returns.
+  int AddTensorSource(const std::string& name, const std::vector<Tensor>& columns,
+                      nb::callable index_factory, int64_t passes) {
+    auto held = HoldObject(index_factory);
+    return pipeline_.AddTensorSource(
+        name, columns,
+        [held](int64_t pass) {
+          nb::gil_scoped_acquire gil;
+          return nb::cast<std::vector<int64_t>>(Get(held)(pass));
+        },
+        passes);
+  }
+
   // fn(columns, epoch, index) -> tuple of columns, or None to drop the row; for a batch,
-  // `columns` is the list of its rows' column tuples.
-  int AddMap(const std::string& name, int child, nb::callable fn, int workers) {
-    auto held = Hold(fn);
+  // `columns` is the list of its rows' column tuples. `stack_tensors`: a batch whose columns
+  // are all tensors is stacked in C++, without the GIL, and fn only combines the others.
+  int AddMap(const std::string& name, int child, nb::callable fn, int workers, bool stack_tensors) {
+    auto held = HoldObject(fn);
     return pipeline_.AddMap(
         name, child,
-        [held, name](Row* row) {
+        [held, name, stack_tensors](Row* row) {
+          if (stack_tensors && dataset::StackTensorColumns(row->parts, &row->columns)) return true;
           nb::gil_scoped_acquire gil;
           nb::object input;
           if (!row->parts.empty()) {
             nb::list parts;
-            for (const Row& part : row->parts) parts.append(Columns(part.columns));
+            for (const Row& part : row->parts) parts.append(Columns(part.columns, true));
             input = parts;
           } else {
-            input = Columns(row->columns);
+            input = Columns(row->columns, true);
           }
           nb::object result = Get(held)(input, row->epoch, row->index);
           if (result.is_none()) return false;
@@ -134,7 +166,7 @@ class PyPipeline {
     }
     switch (status) {
       case NextStatus::kRow:
-        return nb::make_tuple(0, Columns(row.columns));
+        return nb::make_tuple(0, Columns(row.columns, false));
       case NextStatus::kEndOfEpoch:
         return nb::make_tuple(1, nb::none());
       case NextStatus::kFailure:
@@ -159,7 +191,9 @@ void BindDataset(nb::module_& m) {
   nb::class_<PyPipeline>(m, "DatasetPipeline")
       .def(nb::init<size_t>(), nb::arg("queue_capacity"))
       .def("add_source", &PyPipeline::AddSource)
-      .def("add_map", &PyPipeline::AddMap)
+      .def("add_tensor_source", &PyPipeline::AddTensorSource)
+      .def("add_map", &PyPipeline::AddMap, nb::arg("name"), nb::arg("child"), nb::arg("fn"),
+           nb::arg("workers"), nb::arg("stack_tensors") = false)
       .def("add_take", [](PyPipeline& p, int c, int64_t n) { return p.pipeline().AddTake(c, n); })
       .def("add_skip", [](PyPipeline& p, int c, int64_t n) { return p.pipeline().AddSkip(c, n); })
       .def("add_repeat",

@@ -1,6 +1,8 @@
 // pipeline.cc - building, starting, reading and stopping a pipeline of stages.
 #include "dataset/pipeline.h"
 
+#include <cstring>
+
 #include "core/error.h"
 #include "dataset/stages.h"
 
@@ -42,6 +44,45 @@ int Pipeline::AddSource(const std::string& name, ProducerFactory factory, int64_
   return AddNode(out, stages::Source(name, std::move(factory), passes, out), name);
 }
 
+int Pipeline::AddTensorSource(const std::string& name, std::vector<Tensor> columns,
+                              IndexFactory indices, int64_t passes) {
+  CheckNotStarted();
+  KILN_CHECK(!columns.empty(), Value, name, ": a tensor source needs a column");
+  for (const Tensor& c : columns)
+    KILN_CHECK(c.defined() && c.ndim() >= 1 && c.dim(0) == columns[0].dim(0), Value, name,
+               ": columns must be tensors of one length along axis 0");
+  auto out = NewQueue(capacity_);
+  return AddNode(
+      out, stages::TensorSource(name, std::move(columns), std::move(indices), passes, out), name);
+}
+
+bool StackTensorColumns(const std::vector<Row>& parts, std::vector<Value>* columns) {
+  if (parts.empty()) return false;
+  const size_t width = parts[0].columns.size();
+  std::vector<Value> stacked;
+  for (size_t c = 0; c < width; ++c) {
+    const Tensor& first = parts[0].columns[c].tensor;
+    if (!first.defined()) return false;
+    for (const Row& part : parts) {
+      if (part.columns.size() != width) return false;
+      const Tensor& t = part.columns[c].tensor;
+      if (!t.defined() || t.dtype() != first.dtype() || t.shape() != first.shape() ||
+          !t.is_contiguous())
+        return false;
+    }
+    Shape shape = first.shape();
+    shape.insert(shape.begin(), static_cast<int64_t>(parts.size()));
+    Tensor out = Tensor::Empty(shape, first.dtype());
+    const size_t bytes = first.numel() * first.itemsize();
+    char* dst = static_cast<char*>(out.raw_data());
+    for (size_t k = 0; k < parts.size(); ++k)
+      if (bytes) std::memcpy(dst + k * bytes, parts[k].columns[c].tensor.raw_data(), bytes);
+    stacked.emplace_back(std::move(out));
+  }
+  *columns = std::move(stacked);
+  return true;
+}
+
 int Pipeline::AddMap(const std::string& name, int child, MapFn fn, int workers) {
   CheckNotStarted();
   KILN_CHECK(workers >= 1, Value, "dataset pipeline: ", name, ": workers must be >= 1, got ",
@@ -50,7 +91,7 @@ int Pipeline::AddMap(const std::string& name, int child, MapFn fn, int workers) 
   // Each worker's queues hold a few rows: enough to keep it busy, while the stage's output
   // queue is the prefetch buffer.
   std::vector<std::shared_ptr<RowQueue>> work, done;
-  for (int i = 0; i < workers; ++i) {
+  for (int i = 0; i < workers && workers > 1; ++i) {
     work.push_back(NewQueue(2));
     done.push_back(NewQueue(2));
   }

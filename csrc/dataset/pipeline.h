@@ -18,11 +18,18 @@ namespace kiln::dataset {
 using Producer = std::function<bool(std::vector<Value>* columns)>;
 // Starts pass `pass` (0, 1, ...) of a source.
 using ProducerFactory = std::function<Producer(int64_t pass)>;
+// The row indices pass `pass` of a tensor source reads, in order.
+using IndexFactory = std::function<std::vector<int64_t>(int64_t pass)>;
 // Transforms a row in place (its columns, or for a batch its parts into columns); false drops
 // it. Runs on a map stage's workers, several at once.
 using MapFn = std::function<bool(Row* row)>;
 
 enum class NextStatus { kRow, kEndOfEpoch, kEndOfData, kFailure, kTimeout };
+
+// A batch's columns stacked along a new first axis, when every part's column is a contiguous
+// tensor of one dtype and shape; false (and `columns` untouched) otherwise, for the embedding
+// to combine them.
+bool StackTensorColumns(const std::vector<Row>& parts, std::vector<Value>* columns);
 
 // Built bottom-up (each Add* returns a node id to use as a later node's child), then started
 // once. Every stage is one thread (a map stage: a dispatcher, its workers and a collector) that
@@ -38,6 +45,10 @@ class Pipeline {
 
   // `passes` passes of the source, each followed by an end-of-epoch; -1 for no end.
   int AddSource(const std::string& name, ProducerFactory factory, int64_t passes);
+  // Rows of `columns` (equally long along axis 0) at the indices `indices(pass)` gives: views,
+  // made on the stage's thread without calling back into the embedding.
+  int AddTensorSource(const std::string& name, std::vector<Tensor> columns, IndexFactory indices,
+                      int64_t passes);
   int AddMap(const std::string& name, int child, MapFn fn, int workers);
   int AddTake(int child, int64_t count);
   int AddSkip(int child, int64_t count);

@@ -7,13 +7,23 @@
 #include <string>
 #include <vector>
 
+#include "core/tensor.h"
 #include "dataset/queue.h"
 
 namespace kiln::dataset {
 
-// One column's value. The engine only moves values between stages; what they are (in kiln, a
-// Python object) and how they are freed belongs to whoever made them, through the deleter.
-using Value = std::shared_ptr<void>;
+// One column's value: a tensor, which the engine can slice and batch itself without calling
+// back into the embedding, or an opaque object (in kiln, a Python object) that it only moves;
+// how an object is freed belongs to whoever made it, through its deleter.
+struct Value {
+  std::shared_ptr<void> object;
+  Tensor tensor;
+
+  Value() = default;
+  Value(std::shared_ptr<void> o) : object(std::move(o)) {}  // NOLINT: an object is a value
+  explicit Value(Tensor t) : tensor(std::move(t)) {}
+  bool is_tensor() const { return tensor.defined(); }
+};
 
 // Data: a row. EndOfEpoch: one pass of the stream is over (a source emits one after each pass;
 // repeat and the iterator count them, batch and shuffle flush on them). EndOfData: nothing

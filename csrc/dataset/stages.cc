@@ -5,6 +5,8 @@
 #include <random>
 #include <utility>
 
+#include "core/error.h"
+
 namespace kiln::dataset::stages {
 namespace {
 
@@ -59,9 +61,70 @@ Body Source(std::string name, ProducerFactory factory, int64_t passes, QueuePtr 
   });
 }
 
+Body TensorSource(std::string name, std::vector<Tensor> columns, IndexFactory indices,
+                  int64_t passes, QueuePtr out) {
+  return Guarded(name, out, [=] {
+    const int64_t length = columns[0].dim(0);
+    for (int64_t pass = 0; passes < 0 || pass < passes; ++pass) {
+      int64_t index = 0;
+      try {
+        for (int64_t i : indices(pass)) {
+          if (i < 0 || i >= length)
+            Throw(ErrorKind::Index, "index ", i, " is out of range for ", length, " rows");
+          Row row;
+          for (const Tensor& column : columns) row.columns.emplace_back(column.Select(0, i));
+          if (!out->Push(std::move(row))) return;
+          ++index;
+        }
+      } catch (...) {
+        out->Push(Row::Failure(RowPlace(name, index, pass), std::current_exception()));
+        return;
+      }
+      if (!out->Push(Row::Marker(RowKind::kEndOfEpoch))) return;
+    }
+    out->Push(Row::Marker(RowKind::kEndOfData));
+  });
+}
+
+namespace {
+
+// Applies `fn` to a data row in place; what it throws becomes the row's failure.
+void ApplyMap(const std::string& name, const MapFn& fn, Row& row) {
+  try {
+    if (!fn(&row)) row = Row::Marker(RowKind::kDropped);
+    row.parts.clear();
+  } catch (...) {
+    row = Row::Failure(RowPlace(name, row.index, row.epoch), std::current_exception());
+  }
+}
+
+// One worker: the stage is a single thread, with no hand-offs between threads for a row.
+Body InlineMap(std::string name, MapFn fn, QueuePtr in, QueuePtr out) {
+  return Guarded(name, out, [=] {
+    int64_t epoch = 0, index = 0;
+    for (;;) {
+      Row row;
+      if (!in->Pop(&row)) return;
+      if (row.kind == RowKind::kData) {
+        row.epoch = epoch;
+        row.index = index++;
+        ApplyMap(name, fn, row);
+        if (row.kind == RowKind::kDropped) continue;
+      } else if (row.kind == RowKind::kEndOfEpoch) {
+        ++epoch, index = 0;
+      }
+      const bool end = IsEnd(row);
+      if (!out->Push(std::move(row)) || end) return;
+    }
+  });
+}
+
+}  // namespace
+
 std::vector<Body> Map(std::string name, MapFn fn, QueuePtr in, std::vector<QueuePtr> work,
                       std::vector<QueuePtr> done, QueuePtr out) {
   const size_t n = work.size();
+  if (n == 0) return {InlineMap(std::move(name), std::move(fn), std::move(in), std::move(out))};
   std::vector<Body> bodies;
   // The dispatcher deals rows to the workers in turn and the collector reads their results in
   // the same turn, so rows leave in the order they came whatever each one costs.
@@ -88,14 +151,7 @@ std::vector<Body> Map(std::string name, MapFn fn, QueuePtr in, std::vector<Queue
         Row row;
         if (!work[w]->Pop(&row)) return;
         const bool end = IsEnd(row);
-        if (row.kind == RowKind::kData) {
-          try {
-            if (!fn(&row)) row = Row::Marker(RowKind::kDropped);
-            row.parts.clear();
-          } catch (...) {
-            row = Row::Failure(RowPlace(name, row.index, row.epoch), std::current_exception());
-          }
-        }
+        if (row.kind == RowKind::kData) ApplyMap(name, fn, row);
         if (!done[w]->Push(std::move(row)) || end) return;
       }
     });

@@ -14,7 +14,10 @@ using QueuePtr = std::shared_ptr<RowQueue>;
 using Body = std::function<void()>;
 
 Body Source(std::string name, ProducerFactory factory, int64_t passes, QueuePtr out);
-// A map stage is several bodies: a dispatcher, one per worker and a collector.
+Body TensorSource(std::string name, std::vector<Tensor> columns, IndexFactory indices,
+                  int64_t passes, QueuePtr out);
+// A map stage is several bodies: a dispatcher, one per worker and a collector; with no worker
+// queues, one body that maps each row itself.
 std::vector<Body> Map(std::string name, MapFn fn, QueuePtr in, std::vector<QueuePtr> work,
                       std::vector<QueuePtr> done, QueuePtr out);
 Body Take(int64_t count, QueuePtr in, QueuePtr out);

@@ -16,8 +16,8 @@ namespace {
 
 using std::chrono::milliseconds;
 
-Value Int(int64_t v) { return std::make_shared<int64_t>(v); }
-int64_t AsInt(const Value& v) { return *static_cast<int64_t*>(v.get()); }
+Value Int(int64_t v) { return Value(std::make_shared<int64_t>(v)); }
+int64_t AsInt(const Value& v) { return *static_cast<int64_t*>(v.object.get()); }
 
 // A source of the integers [0, n) as one-column rows, `passes` times.
 int AddRange(Pipeline& p, int64_t n, int64_t passes = 1) {
@@ -258,10 +258,10 @@ TEST(DatasetPipeline, StopEndsBlockedStagesAndFreesQueuedRows) {
         [alive](int64_t) {
           return Producer([alive](std::vector<Value>* cols) {
             ++*alive;
-            cols->push_back(Value(new int64_t(0), [alive](void* v) {
+            cols->push_back(Value(std::shared_ptr<void>(new int64_t(0), [alive](void* v) {
               --*alive;
               delete static_cast<int64_t*>(v);
-            }));
+            })));
             return true;
           });
         },
@@ -275,6 +275,50 @@ TEST(DatasetPipeline, StopEndsBlockedStagesAndFreesQueuedRows) {
     EXPECT_EQ(p.GetNext(&row, milliseconds(1)), NextStatus::kEndOfData);
   }
   EXPECT_EQ(alive->load(), 0);
+}
+
+TEST(DatasetPipeline, TensorSourceAndStackingNeedNoCallbacks) {
+  Tensor data = Tensor::Empty({5, 2}, DType::Int32);
+  for (int i = 0; i < 10; ++i) data.data<int32_t>()[i] = i;
+  Pipeline p(2);
+  int src = p.AddTensorSource(
+      "slices", {data}, [](int64_t pass) { return std::vector<int64_t>{4, 0, 2, 1, 3}; }, 1);
+  int batch = p.AddBatch(src, 2, false);
+  int stacked = p.AddMap(
+      "stack", batch, [](Row* row) { return StackTensorColumns(row->parts, &row->columns); }, 2);
+  p.Start(stacked);
+  std::vector<std::vector<int32_t>> got;
+  Row row;
+  while (p.GetNext(&row, milliseconds(5000)) == NextStatus::kRow) {
+    const Tensor& t = row.columns.at(0).tensor;
+    ASSERT_EQ(t.shape()[1], 2);
+    got.emplace_back(t.data<int32_t>(), t.data<int32_t>() + t.numel());
+  }
+  EXPECT_EQ(got, (std::vector<std::vector<int32_t>>{{8, 9, 0, 1}, {4, 5, 2, 3}, {6, 7}}));
+}
+
+TEST(DatasetPipeline, StackingDeclinesMixedColumns) {
+  Row a, b;
+  a.columns.emplace_back(Tensor::Empty({2}, DType::Float32));
+  b.columns.emplace_back(Tensor::Empty({3}, DType::Float32));  // another shape
+  std::vector<Value> out;
+  EXPECT_FALSE(StackTensorColumns({a, b}, &out));
+  b.columns[0] = Int(1);  // an object
+  EXPECT_FALSE(StackTensorColumns({a, b}, &out));
+  EXPECT_TRUE(out.empty());
+}
+
+TEST(DatasetPipeline, ATensorSourceIndexOutOfRangeFails) {
+  Pipeline p(2);
+  int src = p.AddTensorSource(
+      "slices", {Tensor::Empty({3}, DType::Int64)},
+      [](int64_t) { return std::vector<int64_t>{0, 7}; }, 1);
+  p.Start(src);
+  Row row;
+  ASSERT_EQ(p.GetNext(&row, milliseconds(5000)), NextStatus::kRow);
+  ASSERT_EQ(p.GetNext(&row, milliseconds(5000)), NextStatus::kFailure);
+  EXPECT_EQ(row.where, "slices row 1 of epoch 0");
+  EXPECT_THROW(std::rethrow_exception(row.error), Error);
 }
 
 TEST(DatasetPipeline, RejectsBadGraphs) {

@@ -363,8 +363,10 @@ class BatchDataset(_ColumnStage):
         child = self.children[0]._build(builder, passes)
         grouped = builder.pipe.add_batch(child, self.batch_size, self.drop_remainder)
         name = f"batch({self.batch_size})"
-        return builder.pipe.add_map(name, grouped, self._combine,
-                                    _workers(self.num_parallel_workers))
+        native = self.per_batch_map is None and not self.pad_info
+        # Stacking is cheap: more threads than one only pay when per_batch_map does work.
+        workers = self.num_parallel_workers or (1 if self.per_batch_map is None else None)
+        return builder.pipe.add_map(name, grouped, self._combine, _workers(workers), native)
 
 
 class ShuffleDataset(Dataset):

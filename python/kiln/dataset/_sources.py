@@ -4,6 +4,7 @@ import copy
 import numpy as np
 
 from kiln.common import dtype as mstype
+from kiln.common.tensor import Tensor
 from kiln.dataset._dataset import Dataset, _names, _workers
 from kiln.dataset._iterators import annotate
 from kiln.dataset.samplers import select_sampler
@@ -172,9 +173,22 @@ def _slice_columns(data, column_names):
     return names, columns
 
 
+def _as_tensors(columns):
+    """The columns as kiln Tensors (copies), or None when one has no kiln dtype (strings)."""
+    tensors = []
+    for column in columns:
+        try:
+            mstype.to_dtype(column.dtype)
+        except TypeError:
+            return None
+        tensors.append(Tensor(np.array(column, order="C")))
+    return tensors
+
+
 class NumpySlicesDataset(GeneratorDataset):
     """Rows sliced from arrays: a list or array is one column, a tuple one column per element,
-    a dict one column per key."""
+    a dict one column per key. Numeric columns are read by the engine itself (a tensor source:
+    row views made in C++, batches stacked in C++), so neither needs the GIL."""
 
     def __init__(self, data, column_names=None, num_samples=None, num_parallel_workers=1,
                  shuffle=None, sampler=None, num_shards=None, shard_id=None):
@@ -182,3 +196,13 @@ class NumpySlicesDataset(GeneratorDataset):
         super().__init__(_Slices(columns), column_names=names, num_samples=num_samples,
                          num_parallel_workers=num_parallel_workers, shuffle=shuffle,
                          sampler=sampler, num_shards=num_shards, shard_id=shard_id)
+        self._tensors = _as_tensors(columns)
+
+    def _build(self, builder, passes):
+        if self._tensors is None:
+            return super()._build(builder, passes)
+        n, sampler = self._length(), self.sampler
+        seed = builder.derive(builder.stage())
+        return builder.pipe.add_tensor_source(
+            "NumpySlicesDataset", self._tensors,
+            lambda epoch: sampler._indices(n, seed, epoch).tolist(), passes)
