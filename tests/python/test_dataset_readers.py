@@ -146,3 +146,72 @@ def test_a_corrupt_image_names_its_file(image_dir):
     undecoded = ds.ImageFolderDataset(str(image_dir), extensions=[".png"], shuffle=False)
     with pytest.raises(RuntimeError, match=r"map\(Decode\) row 1 of epoch 0, in Decode"):
         _rows(undecoded.map(ds.vision.Decode(), input_columns="image"))
+
+
+def test_mindspore_quick_start_pipeline_runs_unchanged(tmp_path):
+    """The data part of MindSpore's quick start, with only the import line changed."""
+    import kiln as mindspore  # noqa: PLC0415 - the one changed line
+    from kiln.dataset import MnistDataset, transforms, vision  # noqa: PLC0415
+
+    rng = np.random.default_rng(1)
+    train_dir = tmp_path / "MNIST_Data" / "train"
+    os.makedirs(train_dir)
+    _write_idx(train_dir / "train-images-idx3-ubyte", 0x803, rng.integers(0, 256, (10, 28, 28)))
+    _write_idx(train_dir / "train-labels-idx1-ubyte", 0x801, np.arange(10) % 10)
+    train_dataset = MnistDataset(str(train_dir))
+
+    def datapipe(dataset, batch_size):
+        image_transforms = [
+            vision.Rescale(1.0 / 255.0, 0),
+            vision.Normalize(mean=(0.1307,), std=(0.3081,)),
+            vision.HWC2CHW(),
+        ]
+        label_transform = transforms.TypeCast(mindspore.int32)
+        dataset = dataset.map(image_transforms, "image")
+        dataset = dataset.map(label_transform, "label")
+        dataset = dataset.batch(batch_size)
+        return dataset
+
+    train_dataset = datapipe(train_dataset, 4)
+    shapes = []
+    for image, label in train_dataset.create_tuple_iterator():
+        shapes.append((image.shape, image.dtype, label.shape, label.dtype))
+    assert shapes[0] == ((4, 1, 28, 28), mindspore.float32, (4,), mindspore.int32)
+    assert [s[0][0] for s in shapes] == [4, 4, 2]
+    for data in train_dataset.create_dict_iterator():
+        assert set(data) == {"image", "label"}
+    assert train_dataset.get_dataset_size() == 3
+
+
+def test_damaged_files_raise_python_errors_only(tmp_path):
+    """Random damage to idx, CIFAR and image files: a Python exception or rows, never a
+    crash or a hang (a small in-test fuzz of the readers)."""
+    rng = np.random.default_rng(5)
+    _write_idx(tmp_path / "train-images-idx3-ubyte", 0x803, rng.integers(0, 256, (3, 28, 28)))
+    _write_idx(tmp_path / "train-labels-idx1-ubyte", 0x801, np.arange(3))
+    (tmp_path / "test.bin").write_bytes(_cifar_records(3, 2, 0)[2].tobytes())
+    os.makedirs(tmp_path / "img" / "c")
+    ok, png = cv2.imencode(".png", rng.integers(0, 256, (8, 8, 3)).astype(np.uint8))
+    originals = {p: p.read_bytes() for p in (tmp_path / "train-images-idx3-ubyte",
+                                               tmp_path / "train-labels-idx1-ubyte",
+                                               tmp_path / "test.bin")}
+    originals[tmp_path / "img" / "c" / "x.png"] = png.tobytes()
+    readers = [lambda: ds.MnistDataset(str(tmp_path), usage="train"),
+               lambda: ds.Cifar100Dataset(str(tmp_path), usage="test"),
+               lambda: ds.ImageFolderDataset(str(tmp_path / "img"), decode=True)]
+    outcomes = set()
+    for trial in range(60):
+        for path, data in originals.items():
+            damaged = bytearray(data)
+            for _ in range(int(rng.integers(1, 6))):
+                damaged[int(rng.integers(0, len(damaged)))] = int(rng.integers(0, 256))
+            if rng.random() < 0.3:
+                damaged = damaged[:int(rng.integers(0, len(damaged)))]
+            path.write_bytes(bytes(damaged))
+        for make in readers:
+            try:
+                _rows(make())
+                outcomes.add("rows")
+            except (RuntimeError, ValueError) as exc:
+                outcomes.add(type(exc).__name__)
+    assert "RuntimeError" in outcomes
