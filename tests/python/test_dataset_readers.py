@@ -200,7 +200,7 @@ def test_damaged_files_raise_python_errors_only(tmp_path):
                lambda: ds.Cifar100Dataset(str(tmp_path), usage="test"),
                lambda: ds.ImageFolderDataset(str(tmp_path / "img"), decode=True)]
     outcomes = set()
-    for trial in range(60):
+    for _ in range(60):
         for path, data in originals.items():
             damaged = bytearray(data)
             for _ in range(int(rng.integers(1, 6))):
