@@ -20,11 +20,47 @@ using dataset::Value;
 
 namespace {
 
-// The engine frees values on its own threads: a Python reference is let go under the GIL,
-// taken only for that moment (never while a stage waits on a queue).
+// An engine thread calls into Python for many rows. Python gives a thread without a thread
+// state a new one for each GIL acquisition and destroys it after; this keeps one per engine
+// thread from its first call until the thread ends (the pipeline's Stop, which runs without
+// the GIL), so each row's acquisition is only the GIL's.
+class EngineThreadState {
+ public:
+  EngineThreadState() {
+    if (PyGILState_GetThisThreadState() != nullptr) return;  // a Python thread already
+    outer_ = PyGILState_Ensure();
+    saved_ = PyEval_SaveThread();
+    owned_ = true;
+  }
+  ~EngineThreadState() {
+    if (!owned_ || !Py_IsInitialized()) return;
+    PyEval_RestoreThread(saved_);
+    PyGILState_Release(outer_);
+  }
+
+ private:
+  PyGILState_STATE outer_{};
+  PyThreadState* saved_ = nullptr;
+  bool owned_ = false;
+};
+
+// The GIL for one call from an engine thread (or any thread), held only for that moment and
+// never while a stage waits on a queue.
+struct KeepThreadState {
+  KeepThreadState() {
+    thread_local EngineThreadState state;  // made before the GIL is first taken
+    (void)state;
+  }
+};
+
+class Gil : private KeepThreadState {
+  nb::gil_scoped_acquire gil_;  // a member: taken after the base made the thread state
+};
+
+// The engine frees values on its own threads: a Python reference is let go under the GIL.
 void DecRef(void* object) {
   if (!Py_IsInitialized()) return;  // the interpreter is gone; so is the object
-  nb::gil_scoped_acquire gil;
+  Gil gil;
   Py_DECREF(static_cast<PyObject*>(object));
 }
 
@@ -53,12 +89,18 @@ nb::tuple Columns(const std::vector<Value>& columns, bool tensors_as_numpy) {
   return nb::tuple(out);
 }
 
-// A row's columns from what a Python callable returned: a tuple of its column values.
+// A row's columns from what a Python callable returned: a tuple of its column values. kiln
+// Tensors become tensor values, which later stages (batch) handle without the GIL.
 std::vector<Value> ToColumns(nb::handle result, const char* what) {
   if (!nb::isinstance<nb::tuple>(result))
     throw nb::type_error((std::string(what) + " must return a tuple of columns").c_str());
   std::vector<Value> columns;
-  for (nb::handle v : nb::borrow<nb::tuple>(result)) columns.push_back(Hold(v));
+  for (nb::handle v : nb::borrow<nb::tuple>(result)) {
+    if (nb::isinstance<Tensor>(v))
+      columns.emplace_back(nb::cast<Tensor>(v));
+    else
+      columns.push_back(Hold(v));
+  }
   return columns;
 }
 
@@ -94,10 +136,10 @@ class PyPipeline {
     return pipeline_.AddSource(
         name,
         [held](int64_t pass) {
-          nb::gil_scoped_acquire gil;
+          Gil gil;
           auto iterator = HoldObject(nb::iter(Get(held)(pass)));
           return dataset::Producer([iterator](std::vector<Value>* columns) {
-            nb::gil_scoped_acquire gil;
+            Gil gil;
             PyObject* item = PyIter_Next(Get(iterator).ptr());
             if (item == nullptr) {
               if (PyErr_Occurred()) throw nb::python_error();
@@ -117,7 +159,7 @@ class PyPipeline {
     return pipeline_.AddTensorSource(
         name, columns,
         [held](int64_t pass) {
-          nb::gil_scoped_acquire gil;
+          Gil gil;
           return nb::cast<std::vector<int64_t>>(Get(held)(pass));
         },
         passes);
@@ -132,7 +174,7 @@ class PyPipeline {
         name, child,
         [held, name, stack_tensors](Row* row) {
           if (stack_tensors && dataset::StackTensorColumns(row->parts, &row->columns)) return true;
-          nb::gil_scoped_acquire gil;
+          Gil gil;
           nb::object input;
           if (!row->parts.empty()) {
             nb::list parts;

@@ -3,6 +3,7 @@ import numbers
 
 import numpy as np
 
+from kiln import _C
 from kiln.dataset import _random, config
 from kiln.dataset._iterators import DictIterator, TupleIterator, annotate
 from kiln.dataset._split import split
@@ -40,6 +41,20 @@ def as_array(value):
     if hasattr(value, "asnumpy"):
         return value.asnumpy()
     return np.asarray(value)
+
+
+_TENSOR_KINDS = frozenset("biuf")
+
+
+def as_value(value):
+    """A map result as the pipeline carries it: numeric arrays as kiln Tensors sharing their
+    memory (batch then stacks them in C++, without the GIL), others as NumPy arrays."""
+    array = as_array(value)
+    if array.dtype.kind in _TENSOR_KINDS and array.dtype.itemsize <= 8:
+        if not array.flags.c_contiguous:
+            array = np.ascontiguousarray(array)
+        return _C.tensor_from_array(array)
+    return array
 
 
 def _op_name(op):
@@ -216,8 +231,10 @@ class _ColumnStage(Dataset):
         if len(results) != len(self.output_columns):
             raise ValueError(f"{len(results)} outputs for the {len(self.output_columns)} output "
                              f"columns {self.output_columns}")
+        if self._names_out == self.output_columns:  # every column replaced: the usual case
+            return tuple(as_value(r) for r in results)
         values = dict(zip(self._child_names, row))
-        values.update(zip(self.output_columns, (as_array(r) for r in results)))
+        values.update(zip(self.output_columns, (as_value(r) for r in results)))
         return tuple(values[n] for n in self._names_out)
 
 
@@ -241,7 +258,8 @@ class MapDataset(_ColumnStage):
         seed, ops = builder.seed, self.operations
 
         def run(row, epoch, index):
-            with _random.row_context([seed, key, epoch, index]):
+            previous = _random.enter_row([seed, key, epoch, index])
+            try:
                 args = [row[i] for i in self._in_index]
                 for op in ops:
                     try:
@@ -250,6 +268,8 @@ class MapDataset(_ColumnStage):
                         annotate(exc, f"in {_op_name(op)}")
                         raise
                 return self._assemble(row, args)
+            finally:
+                _random.leave_row(previous)
 
         name = f"map({', '.join(_op_name(op) for op in ops)})"
         return builder.pipe.add_map(name, child, run, _workers(self.num_parallel_workers))

@@ -1,5 +1,4 @@
 """Random numbers for transforms: per row inside a pipeline, global outside one."""
-import contextlib
 import threading
 
 import numpy as np
@@ -21,14 +20,16 @@ class _RowKey:
         self.rng = None
 
 
-@contextlib.contextmanager
-def row_context(key):
+def enter_row(key):
+    """Makes `key` this thread's row (a map worker calls this per row); returns the previous
+    one for leave_row."""
     previous = getattr(_local, "row", None)
     _local.row = _RowKey(key)
-    try:
-        yield
-    finally:
-        _local.row = previous
+    return previous
+
+
+def leave_row(previous):
+    _local.row = previous
 
 
 def generator():
