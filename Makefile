@@ -2,7 +2,7 @@
 VENV := .venv
 PY := $(VENV)/bin/python
 
-.PHONY: build demo test test-cpp test-python bench lint fuzz-checkpoint-short \
+.PHONY: build demo test test-cpp test-python bench lint fuzz-checkpoint-short fuzz-dataset-short \
 	asan asan-build asan-cpp asan-python fuzz-ir-short fuzz-ir \
 	sanitized-cpp-and-fuzz-ir
 
@@ -13,11 +13,12 @@ demo: build
 	$(PY) examples/demo.py
 
 # All tests: the C++ and Python suites, lint, then the reliability checks (docs/reliability.md):
-# the C++ suite under AddressSanitizer + UBSan and short fuzz runs of the checkpoint loader and
-# the IR parser/verifier/executor (about 10 minutes more on 2 cores, most of it the one
+# the C++ suite under AddressSanitizer + UBSan and short fuzz runs of the checkpoint loader, the
+# dataset readers and the IR parser/verifier/executor (about 10 minutes more on 2 cores, most of it the one
 # instrumented build; `make test-cpp test-python` alone for quick iterations).
 test: build
-	$(MAKE) --no-print-directory test-cpp test-python lint fuzz-checkpoint-short sanitized-cpp-and-fuzz-ir
+	$(MAKE) --no-print-directory test-cpp test-python lint fuzz-checkpoint-short fuzz-dataset-short \
+	  sanitized-cpp-and-fuzz-ir
 
 test-cpp:
 	$(VENV)/bin/ctest --test-dir build/wheel --output-on-failure -j2
@@ -30,6 +31,11 @@ test-python:
 fuzz-checkpoint-short:
 	mkdir -p build/fuzz
 	$(PY) tests/fuzz/fuzz_checkpoint.py -max_total_time=25 -artifact_prefix=build/fuzz/
+
+# About 20 s of libFuzzer (atheris) on kiln.dataset's readers (idx, CIFAR, images).
+fuzz-dataset-short:
+	mkdir -p build/fuzz
+	$(PY) tests/fuzz/fuzz_dataset_readers.py -max_total_time=20 -artifact_prefix=build/fuzz/
 
 bench: build
 	$(PY) benchmarks/run_all.py
