@@ -213,8 +213,16 @@ void Pipeline::Stop() {
   stopped_ = true;
   finished_ = true;
   for (auto& q : queues_) q->Close();
-  for (auto& t : threads_)
-    if (t.joinable()) t.join();
+  for (auto& t : threads_) {
+    if (!t.joinable()) continue;
+    // Stop called from one of the pipeline's own threads (its user code dropped the last
+    // reference to the iterator): that thread cannot join itself. It returns at its next push
+    // or pop, and what it uses (queues, functions) is shared with it, not owned here.
+    if (t.get_id() == std::this_thread::get_id())
+      t.detach();
+    else
+      t.join();
+  }
   // Rows still queued are freed here, after every thread has ended.
   for (auto& q : queues_) q->Drain();
 }

@@ -4,6 +4,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 import numpy as np
@@ -259,3 +260,24 @@ def test_ctrl_c_while_waiting_for_a_row_interrupts_and_exits_cleanly():
         child.kill()
     assert child.returncode == 0, err
     assert out.strip() == "interrupted"
+
+
+def test_dropping_the_iterator_inside_its_own_map_function():
+    """The last reference goes in a worker thread: the pipeline stops from one of its own
+    threads, which must not try to join itself."""
+    holder, assigned, dropped = {}, threading.Event(), threading.Event()
+
+    def f(x):
+        if int(x) == 0 and not dropped.is_set():
+            assigned.wait(10)
+            del holder["it"]
+            dropped.set()
+        return x
+
+    data = ds.NumpySlicesDataset(np.arange(50), ["x"], shuffle=False).map(f,
+                                                                         num_parallel_workers=1)
+    holder["it"] = data.create_tuple_iterator(output_numpy=True)
+    assigned.set()
+    assert dropped.wait(10)
+    time.sleep(0.1)
+    assert _rows(data)[:3] == [[0], [1], [2]]  # the process and the engine carry on
