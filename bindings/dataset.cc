@@ -154,7 +154,8 @@ class PyPipeline {
 
   // Rows of `columns` (kiln Tensors) at the indices index_factory(pass) returns.
   int AddTensorSource(const std::string& name, const std::vector<Tensor>& columns,
-                      nb::callable index_factory, int64_t passes) {
+                      nb::callable index_factory, int64_t passes, int64_t batch_size,
+                      bool drop_remainder) {
     auto held = HoldObject(index_factory);
     return pipeline_.AddTensorSource(
         name, columns,
@@ -162,7 +163,7 @@ class PyPipeline {
           Gil gil;
           return nb::cast<std::vector<int64_t>>(Get(held)(pass));
         },
-        passes);
+        passes, batch_size, drop_remainder);
   }
 
   // fn(columns, epoch, index) -> tuple of columns, or None to drop the row; for a batch,
@@ -233,7 +234,9 @@ void BindDataset(nb::module_& m) {
   nb::class_<PyPipeline>(m, "DatasetPipeline")
       .def(nb::init<size_t>(), nb::arg("queue_capacity"))
       .def("add_source", &PyPipeline::AddSource)
-      .def("add_tensor_source", &PyPipeline::AddTensorSource)
+      .def("add_tensor_source", &PyPipeline::AddTensorSource, nb::arg("name"), nb::arg("columns"),
+           nb::arg("index_factory"), nb::arg("passes"), nb::arg("batch_size") = 0,
+           nb::arg("drop_remainder") = false)
       .def("add_map", &PyPipeline::AddMap, nb::arg("name"), nb::arg("child"), nb::arg("fn"),
            nb::arg("workers"), nb::arg("stack_tensors") = false)
       .def("add_take", [](PyPipeline& p, int c, int64_t n) { return p.pipeline().AddTake(c, n); })

@@ -45,15 +45,21 @@ int Pipeline::AddSource(const std::string& name, ProducerFactory factory, int64_
 }
 
 int Pipeline::AddTensorSource(const std::string& name, std::vector<Tensor> columns,
-                              IndexFactory indices, int64_t passes) {
+                              IndexFactory indices, int64_t passes, int64_t batch_size,
+                              bool drop_remainder) {
   CheckNotStarted();
   KILN_CHECK(!columns.empty(), Value, name, ": a tensor source needs a column");
-  for (const Tensor& c : columns)
+  for (const Tensor& c : columns) {
     KILN_CHECK(c.defined() && c.ndim() >= 1 && c.dim(0) == columns[0].dim(0), Value, name,
                ": columns must be tensors of one length along axis 0");
+    KILN_CHECK(batch_size <= 0 || c.is_contiguous(), Value, name,
+               ": batching in the source needs contiguous columns");
+  }
   auto out = NewQueue(capacity_);
-  return AddNode(
-      out, stages::TensorSource(name, std::move(columns), std::move(indices), passes, out), name);
+  return AddNode(out,
+                 stages::TensorSource(name, std::move(columns), std::move(indices), passes,
+                                      batch_size, drop_remainder, out),
+                 name);
 }
 
 bool StackTensorColumns(const std::vector<Row>& parts, std::vector<Value>* columns) {

@@ -46,9 +46,11 @@ class Pipeline {
   // `passes` passes of the source, each followed by an end-of-epoch; -1 for no end.
   int AddSource(const std::string& name, ProducerFactory factory, int64_t passes);
   // Rows of `columns` (equally long along axis 0) at the indices `indices(pass)` gives: views,
-  // made on the stage's thread without calling back into the embedding.
+  // made on the stage's thread without calling back into the embedding. With `batch_size` > 0
+  // the stage is also the batch after it: each row it sends is `batch_size` rows gathered (the
+  // last of a pass shorter, or dropped with `drop_remainder`); the columns must be contiguous.
   int AddTensorSource(const std::string& name, std::vector<Tensor> columns, IndexFactory indices,
-                      int64_t passes);
+                      int64_t passes, int64_t batch_size = 0, bool drop_remainder = false);
   int AddMap(const std::string& name, int child, MapFn fn, int workers);
   int AddTake(int child, int64_t count);
   int AddSkip(int child, int64_t count);

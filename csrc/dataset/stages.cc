@@ -2,6 +2,7 @@
 #include "dataset/stages.h"
 
 #include <algorithm>
+#include <cstring>
 #include <random>
 #include <utility>
 
@@ -61,20 +62,46 @@ Body Source(std::string name, ProducerFactory factory, int64_t passes, QueuePtr 
   });
 }
 
+namespace {
+
+// Rows `rows[0..count)` of a contiguous tensor, gathered into a new one.
+Tensor GatherRows(const Tensor& column, const int64_t* rows, int64_t count) {
+  Shape shape = column.shape();
+  const size_t row_bytes = column.dim(0) ? column.numel() / column.dim(0) * column.itemsize() : 0;
+  shape[0] = count;
+  Tensor out = Tensor::Empty(shape, column.dtype());
+  const char* src = static_cast<const char*>(column.raw_data());
+  char* dst = static_cast<char*>(out.raw_data());
+  for (int64_t k = 0; k < count && row_bytes; ++k)
+    std::memcpy(dst + k * row_bytes, src + rows[k] * row_bytes, row_bytes);
+  return out;
+}
+
+}  // namespace
+
 Body TensorSource(std::string name, std::vector<Tensor> columns, IndexFactory indices,
-                  int64_t passes, QueuePtr out) {
+                  int64_t passes, int64_t batch_size, bool drop_remainder, QueuePtr out) {
   return Guarded(name, out, [=] {
     const int64_t length = columns[0].dim(0);
     for (int64_t pass = 0; passes < 0 || pass < passes; ++pass) {
       int64_t index = 0;
       try {
-        for (int64_t i : indices(pass)) {
-          if (i < 0 || i >= length)
-            Throw(ErrorKind::Index, "index ", i, " is out of range for ", length, " rows");
+        const std::vector<int64_t> order = indices(pass);
+        for (; index < static_cast<int64_t>(order.size()); ++index)
+          if (order[index] < 0 || order[index] >= length)
+            Throw(ErrorKind::Index, "index ", order[index], " is out of range for ", length,
+                  " rows");
+        const int64_t total = static_cast<int64_t>(order.size());
+        const int64_t step = batch_size > 0 ? batch_size : 1;
+        for (index = 0; index < total; index += step) {
+          const int64_t count = std::min(step, total - index);
+          if (batch_size > 0 && count < batch_size && drop_remainder) break;
           Row row;
-          for (const Tensor& column : columns) row.columns.emplace_back(column.Select(0, i));
+          for (const Tensor& column : columns)
+            row.columns.emplace_back(batch_size > 0
+                                         ? GatherRows(column, order.data() + index, count)
+                                         : column.Select(0, order[index]));
           if (!out->Push(std::move(row))) return;
-          ++index;
         }
       } catch (...) {
         out->Push(Row::Failure(RowPlace(name, index, pass), std::current_exception()));

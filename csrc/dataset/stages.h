@@ -14,8 +14,9 @@ using QueuePtr = std::shared_ptr<RowQueue>;
 using Body = std::function<void()>;
 
 Body Source(std::string name, ProducerFactory factory, int64_t passes, QueuePtr out);
+// batch_size > 0: rows come out already batched (gathered from contiguous columns).
 Body TensorSource(std::string name, std::vector<Tensor> columns, IndexFactory indices,
-                  int64_t passes, QueuePtr out);
+                  int64_t passes, int64_t batch_size, bool drop_remainder, QueuePtr out);
 // A map stage is several bodies: a dispatcher, one per worker and a collector; with no worker
 // queues, one body that maps each row itself.
 std::vector<Body> Map(std::string name, MapFn fn, QueuePtr in, std::vector<QueuePtr> work,

@@ -225,3 +225,24 @@ def test_tuple_iterator_columns_and_dict_iterator():
         == [7, 8]
     rows = list(d.create_dict_iterator(num_epochs=1, output_numpy=True))
     assert [r["b"].tolist() for r in rows] == [7, 8]
+
+
+def test_a_batch_fused_into_its_tensor_source_matches_the_general_path():
+    """NumpySlicesDataset(...).batch(n) is one C++ stage; the same rows through a map (which
+    keeps the stages apart) must batch identically, epoch after epoch."""
+    values = np.arange(22).reshape(11, 2)
+
+    def epochs(fused, drop):
+        data = ds.NumpySlicesDataset({"v": values, "i": np.arange(11)})  # shuffled, seeded
+        if not fused:
+            data = data.map(lambda v: v, input_columns="v")
+        it = data.batch(4, drop_remainder=drop).repeat(2).create_tuple_iterator(
+            num_epochs=2, output_numpy=True)
+        return [[[c.tolist() for c in row] for row in it] for _ in range(2)]
+
+    for drop in (False, True):
+        fused, general = epochs(True, drop), epochs(False, drop)
+        assert fused == general
+        assert len(fused[0]) == (4 if drop else 6) and fused[0] != fused[1]
+    batch = next(iter(ds.NumpySlicesDataset(values, ["v"], shuffle=False).batch(4)))
+    np.testing.assert_array_equal(batch[0].asnumpy(), values[:4])

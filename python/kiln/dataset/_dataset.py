@@ -179,6 +179,10 @@ class Dataset:
         """For split(randomize=True): the random-access source this dataset is, or None."""
         return None
 
+    def _can_batch(self):
+        """Whether _build(builder, passes, batch_size, drop_remainder) batches rows itself."""
+        return False
+
 
 class BatchInfo:
     """What per_batch_map learns about the batch it combines."""
@@ -380,10 +384,14 @@ class BatchDataset(_ColumnStage):
                      for name, col in zip(self._names_out, columns))
 
     def _build(self, builder, passes):
-        child = self.children[0]._build(builder, passes)
+        child = self.children[0]
+        native = self.per_batch_map is None and not self.pad_info
+        if native and child._can_batch():
+            # A tensor source batches its own rows: one stage, one hand-off per batch.
+            return child._build(builder, passes, self.batch_size, self.drop_remainder)
+        child = child._build(builder, passes)
         grouped = builder.pipe.add_batch(child, self.batch_size, self.drop_remainder)
         name = f"batch({self.batch_size})"
-        native = self.per_batch_map is None and not self.pad_info
         # Stacking is cheap: more threads than one only pay when per_batch_map does work.
         workers = self.num_parallel_workers or (1 if self.per_batch_map is None else None)
         return builder.pipe.add_map(name, grouped, self._combine, _workers(workers), native)

@@ -198,11 +198,16 @@ class NumpySlicesDataset(GeneratorDataset):
                          sampler=sampler, num_shards=num_shards, shard_id=shard_id)
         self._tensors = _as_tensors(columns)
 
-    def _build(self, builder, passes):
+    def _build(self, builder, passes, batch_size=0, drop_remainder=False):
+        """`batch_size` > 0: a batch directly above is built here, in one stage (batch_fused)."""
         if self._tensors is None:
             return super()._build(builder, passes)
         n, sampler = self._length(), self.sampler
         seed = builder.derive(builder.stage())
         return builder.pipe.add_tensor_source(
             "NumpySlicesDataset", self._tensors,
-            lambda epoch: sampler._indices(n, seed, epoch).tolist(), passes)
+            lambda epoch: sampler._indices(n, seed, epoch).tolist(), passes, batch_size,
+            drop_remainder)
+
+    def _can_batch(self):
+        return self._tensors is not None
