@@ -4,6 +4,7 @@
 #include <nanobind/stl/vector.h>
 
 #include <chrono>
+#include <cstring>
 #include <memory>
 
 #include "convert.h"
@@ -72,6 +73,17 @@ nb::handle Get(const std::shared_ptr<void>& object) {
   return nb::handle(static_cast<PyObject*>(object.get()));
 }
 
+// A row's tensor that views part of a source's data (a row of a dataset held in memory) is
+// copied before it reaches the user, so writing to it cannot change the dataset (MindSpore's
+// iterators copy too). Batches own their memory and pass as they are.
+Tensor Detached(const Tensor& t) {
+  const size_t bytes = t.numel() * t.itemsize();
+  if (!t.is_contiguous() || t.storage()->nbytes() == bytes) return t;
+  Tensor out = Tensor::Empty(t.shape(), t.dtype());
+  if (bytes) std::memcpy(out.raw_data(), t.raw_data(), bytes);
+  return out;
+}
+
 // A row for Python code: tensor values as NumPy arrays for user functions (MindSpore hands
 // them NumPy), or as kiln.Tensors for the iterator.
 nb::tuple Columns(const std::vector<Value>& columns, bool tensors_as_numpy) {
@@ -79,11 +91,11 @@ nb::tuple Columns(const std::vector<Value>& columns, bool tensors_as_numpy) {
   for (const Value& v : columns) {
     if (!v.is_tensor()) {
       out.append(Get(v.object));
+    } else if (tensors_as_numpy) {
+      // A copy for user code, which may change its arguments in place.
+      out.append(Wrap(v.tensor).attr("asnumpy")().attr("copy")());
     } else {
-      nb::object t = Wrap(v.tensor);
-      // A copy for user code: the tensor may be a view of a source's data, which an in-place
-      // change must not reach.
-      out.append(tensors_as_numpy ? t.attr("asnumpy")().attr("copy")() : t);
+      out.append(Wrap(Detached(v.tensor)));
     }
   }
   return nb::tuple(out);

@@ -246,3 +246,15 @@ def test_a_batch_fused_into_its_tensor_source_matches_the_general_path():
         assert len(fused[0]) == (4 if drop else 6) and fused[0] != fused[1]
     batch = next(iter(ds.NumpySlicesDataset(values, ["v"], shuffle=False).batch(4)))
     np.testing.assert_array_equal(batch[0].asnumpy(), values[:4])
+
+
+def test_rows_handed_out_are_copies_of_the_source_data():
+    values = np.arange(6, dtype=np.float32).reshape(3, 2)
+    data = ds.NumpySlicesDataset(values, ["v"], shuffle=False)
+    for (row,) in data:
+        row[0] = 100  # an in-place write to the row's tensor
+    for (row,) in data.create_tuple_iterator(num_epochs=1, output_numpy=True):
+        row += 100
+    assert _col(data) == values.tolist()
+    touched = data.map(lambda v: v.__iadd__(1))  # a map function changing its argument
+    assert _col(touched) == (values + 1).tolist() and _col(data) == values.tolist()

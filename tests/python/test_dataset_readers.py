@@ -39,7 +39,11 @@ def test_mnist_reads_images_and_labels(mnist_dir):
     assert [int(r[1]) for r in rows] == [0, 1, 2, 3, 4] and rows[0][1].dtype == np.uint32
     raw = np.fromfile(mnist_dir / "train-images-idx3-ubyte", np.uint8)[16:].reshape(5, 28, 28)
     np.testing.assert_array_equal(rows[3][0][..., 0], raw[3])
-    assert ds.MnistDataset(str(mnist_dir)).get_dataset_size() == 8  # usage all
+    every = ds.MnistDataset(str(mnist_dir), shuffle=False)  # usage all: both file pairs
+    assert every.get_dataset_size() == 8
+    assert [int(r[1]) for r in _rows(every)] == [0, 1, 2, 3, 4, 0, 1, 2]
+    batched = _rows(ds.MnistDataset(str(mnist_dir), usage="train", shuffle=False).batch(2))
+    np.testing.assert_array_equal(batched[1][0][..., 0], raw[2:4])  # batched by the source
     assert ds.MnistDataset(str(mnist_dir), usage="test", num_samples=2).get_dataset_size() == 2
 
 

@@ -124,8 +124,7 @@ class _Iterator:
 
     def _row(self, columns):
         if self._output_numpy:
-            # A copy: the engine's tensors may be views of a source's data.
-            return [np.array(c.asnumpy()) if isinstance(c, Tensor) else c for c in columns]
+            return [c.asnumpy() if isinstance(c, Tensor) else c for c in columns]
         return [_to_tensor(c) for c in columns]
 
     def get_col_names(self):

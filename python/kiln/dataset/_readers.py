@@ -4,6 +4,7 @@ import os
 
 import numpy as np
 
+from kiln import _C
 from kiln.dataset._sources import MappableDataset
 from kiln.dataset.vision._image import decode
 
@@ -59,7 +60,8 @@ def _read_idx(path, kind):
                            f"but the file has {actual} bytes")
     if shape[0] == 0:
         return np.zeros(shape, dtype=np.uint8)
-    return np.memmap(path, dtype=np.uint8, mode="r", offset=header, shape=shape)
+    # Copy-on-write: rows handed out as tensors may be written to, never the file.
+    return np.memmap(path, dtype=np.uint8, mode="c", offset=header, shape=shape)
 
 
 class MnistDataset(MappableDataset):
@@ -88,7 +90,7 @@ class MnistDataset(MappableDataset):
             labels.append(lb)
         if not images:
             raise RuntimeError(f"MnistDataset: no MNIST idx files in {root}")
-        self._images, self._labels = images, labels
+        self._images, self._labels, self._tensors = images, labels, None
         self._offsets = np.cumsum([0] + [len(lb) for lb in labels])
         super().__init__(num_samples, num_parallel_workers, shuffle, sampler, num_shards,
                          shard_id)
@@ -104,6 +106,17 @@ class MnistDataset(MappableDataset):
         i = index - int(self._offsets[part])
         return (np.array(self._images[part][i])[..., None],
                 np.array(self._labels[part][i], dtype=np.uint32))
+
+    def _tensor_columns(self):
+        """One file pair: the images straight from the memory map (rows are views of it, read
+        by the engine without Python), the labels widened to uint32."""
+        if len(self._images) != 1 or not len(self._labels[0]):
+            return None
+        if self._tensors is None:
+            images = self._images[0]
+            self._tensors = [_C.tensor_from_array(images.reshape(images.shape + (1,))),
+                             _C.tensor_from_array(np.asarray(self._labels[0], np.uint32))]
+        return self._tensors
 
 
 # ---- CIFAR ----

@@ -45,10 +45,24 @@ class MappableDataset(Dataset):
         other._size_cache = None
         return other
 
-    def _build(self, builder, passes):
+    def _tensor_columns(self):
+        """The columns as kiln Tensors when the engine can slice rows itself (a tensor source,
+        no Python call per row), else None."""
+        return None
+
+    def _can_batch(self):
+        return self._tensor_columns() is not None
+
+    def _build(self, builder, passes, batch_size=0, drop_remainder=False):
+        """`batch_size` > 0: a batch directly above is built here, in one stage."""
         n, sampler = self._length(), self.sampler
         seed = builder.derive(builder.stage())
         name = type(self).__name__
+        tensors = self._tensor_columns()
+        if tensors is not None:
+            return builder.pipe.add_tensor_source(
+                name, tensors, lambda epoch: sampler._indices(n, seed, epoch).tolist(), passes,
+                batch_size, drop_remainder)
 
         def indices(epoch):
             return ((int(i),) for i in sampler._indices(n, seed, epoch))
@@ -122,9 +136,12 @@ class GeneratorDataset(MappableDataset):
             return iter(self.source)
         return iter(self.source())
 
-    def _build(self, builder, passes):
+    def _can_batch(self):
+        return self._random_access and super()._can_batch()
+
+    def _build(self, builder, passes, batch_size=0, drop_remainder=False):
         if self._random_access:
-            return super()._build(builder, passes)
+            return super()._build(builder, passes, batch_size, drop_remainder)
         limit = self.num_samples
 
         def rows(epoch):
@@ -198,16 +215,5 @@ class NumpySlicesDataset(GeneratorDataset):
                          sampler=sampler, num_shards=num_shards, shard_id=shard_id)
         self._tensors = _as_tensors(columns)
 
-    def _build(self, builder, passes, batch_size=0, drop_remainder=False):
-        """`batch_size` > 0: a batch directly above is built here, in one stage (batch_fused)."""
-        if self._tensors is None:
-            return super()._build(builder, passes)
-        n, sampler = self._length(), self.sampler
-        seed = builder.derive(builder.stage())
-        return builder.pipe.add_tensor_source(
-            "NumpySlicesDataset", self._tensors,
-            lambda epoch: sampler._indices(n, seed, epoch).tolist(), passes, batch_size,
-            drop_remainder)
-
-    def _can_batch(self):
-        return self._tensors is not None
+    def _tensor_columns(self):
+        return self._tensors
