@@ -2,6 +2,7 @@
 import numpy as np
 import pytest
 
+import kiln as ms
 import kiln.dataset as ds
 
 
@@ -258,3 +259,19 @@ def test_rows_handed_out_are_copies_of_the_source_data():
     assert _col(data) == values.tolist()
     touched = data.map(lambda v: v.__iadd__(1))  # a map function changing its argument
     assert _col(touched) == (values + 1).tolist() and _col(data) == values.tolist()
+
+
+def test_python_dict_columns_pass_through_map_batch_and_iterators():
+    def gen():
+        for i in range(4):
+            yield {"powers": np.power(i, [1, 2]), "i": np.array(i)}, i
+
+    data = ds.GeneratorDataset(gen, ["d", "n"])
+    rows = list(data.create_dict_iterator(num_epochs=1))
+    assert isinstance(rows[2]["d"], dict) and isinstance(rows[2]["d"]["powers"], ms.Tensor)
+    assert rows[2]["d"]["powers"].asnumpy().tolist() == [2, 4]
+    flat = data.map(lambda d: (d["powers"], d["i"]), input_columns="d",
+                    output_columns=["p", "i"])
+    assert flat.get_col_names() == ["p", "i", "n"] and _col(flat, 1) == [0, 1, 2, 3]
+    batched = list(data.batch(2).create_tuple_iterator(num_epochs=1, output_numpy=True))
+    assert batched[1][0]["powers"].tolist() == [[2, 4], [3, 9]] and batched[1][1].tolist() == [2, 3]

@@ -143,3 +143,44 @@ def test_a_transform_given_the_wrong_shape_names_op_and_row():
     data = ds.NumpySlicesDataset(np.zeros((4, 3), np.uint8), ["image"], shuffle=False)
     with pytest.raises(RuntimeError, match=r"map\(HWC2CHW\) row 0 of epoch 0, in HWC2CHW"):
         list(data.map(vision.HWC2CHW()).create_tuple_iterator(num_epochs=1))
+
+
+def test_random_color_adjust_and_posterize():
+    img = (np.arange(8 * 8 * 3) * 5 % 256).astype(np.uint8).reshape(8, 8, 3)
+    assert np.array_equal(vision.RandomColorAdjust()(img), img)  # factors of 1, no hue shift
+    dark = vision.RandomColorAdjust(brightness=(0.5, 0.5))(img)
+    np.testing.assert_allclose(dark, img * 0.5, atol=1)
+    gray = vision.RandomColorAdjust(saturation=(0.0, 0.0))(img)
+    assert np.abs(gray.astype(int) - gray[..., :1]).max() <= 1  # channels equal
+    flat = vision.RandomColorAdjust(contrast=(0.0, 0.0))(img)
+    assert flat.max() - flat.min() <= 1
+    shifted = vision.RandomColorAdjust(hue=(0.5, 0.5))(img)
+    assert shifted.shape == img.shape and not np.array_equal(shifted, img)
+    with pytest.raises(ValueError):
+        vision.RandomColorAdjust(hue=0.7)
+    np.testing.assert_array_equal(vision.RandomPosterize(2)(img), img & 0xC0)
+    with pytest.raises(RuntimeError, match="uint8"):
+        vision.RandomPosterize(2)(img.astype(np.float32))
+
+
+def test_weighted_random_sampler():
+    weights = [0.8, 0.5, 0, 0, 0, 0, 0, 0, 0, 0]
+    data = ds.NumpySlicesDataset(np.arange(10), ["x"],
+                                 sampler=ds.WeightedRandomSampler(weights, num_samples=60))
+    got = [int(r[0]) for r in data.create_tuple_iterator(output_numpy=True, num_epochs=1)]
+    assert len(got) == 60 and set(got) == {0, 1} and got.count(0) > got.count(1)
+    assert data.get_dataset_size() == 60
+    with pytest.raises(ValueError):
+        ds.WeightedRandomSampler([0, 0])
+
+
+def test_random_solarize():
+    img = np.arange(256, dtype=np.uint8).reshape(16, 16, 1)
+    np.testing.assert_array_equal(vision.RandomSolarize((0, 0))(img),
+                                  np.where(img == 0, 255, img))
+    out = vision.RandomSolarize((100, 200))(img)
+    changed = out != img
+    assert changed.any() and img[changed].min() >= 100 and img[changed].max() <= 200
+    np.testing.assert_array_equal(out[changed], 255 - img[changed])
+    with pytest.raises(ValueError):
+        vision.RandomSolarize((10, 300))

@@ -17,6 +17,7 @@ from kiln.dataset.samplers import (  # noqa: F401
     SequentialSampler,
     SubsetRandomSampler,
     SubsetSampler,
+    WeightedRandomSampler,
 )
 
 

@@ -49,6 +49,8 @@ _TENSOR_KINDS = frozenset("biuf")
 def as_value(value):
     """A map result as the pipeline carries it: numeric arrays as kiln Tensors sharing their
     memory (batch then stacks them in C++, without the GIL), others as NumPy arrays."""
+    if isinstance(value, dict):
+        return value
     array = as_array(value)
     if array.dtype.kind in _TENSOR_KINDS and array.dtype.itemsize <= 8:
         if not array.flags.c_contiguous:
@@ -310,6 +312,11 @@ def _pad_to(array, shape, value, column):
 
 
 def _stack(values, column, pad):
+    if all(isinstance(v, dict) for v in values):  # a dict column: each key batched
+        keys = list(values[0])
+        if any(list(v) != keys for v in values):
+            raise ValueError(f"batch: the dicts of column {column!r} have different keys")
+        return {k: _stack([as_array(v[k]) for v in values], f"{column}.{k}", pad) for k in keys}
     if pad is not None:
         shape, value = pad
         longest = np.max([np.shape(v) for v in values], axis=0) if values[0].ndim else ()
@@ -380,7 +387,8 @@ class BatchDataset(_ColumnStage):
             values = dict(zip(self._child_names, columns))
             values.update(zip(self.output_columns, results))
             columns = [values[n] for n in self._names_out]
-        return tuple(_stack([as_array(v) for v in col], name, self.pad_info.get(name))
+        return tuple(_stack([v if isinstance(v, dict) else as_array(v) for v in col], name,
+                            self.pad_info.get(name))
                      for name, col in zip(self._names_out, columns))
 
     def _build(self, builder, passes):

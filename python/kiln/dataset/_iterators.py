@@ -71,6 +71,10 @@ def _check_num_epochs(num_epochs):
 
 
 def _to_tensor(value):
+    if isinstance(value, dict):  # a Python dict column: its values converted, as in MindSpore
+        return {k: _to_tensor(v) for k, v in value.items()}
+    if isinstance(value, (int, float, bool, np.generic)):
+        value = np.asarray(value)
     numeric = isinstance(value, np.ndarray) and value.dtype.kind in "biuf"
     if numeric and value.dtype != np.longdouble:
         return Tensor(value)

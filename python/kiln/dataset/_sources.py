@@ -11,7 +11,10 @@ from kiln.dataset.samplers import select_sampler
 
 
 def column_value(value):
-    """A source's value as an array of its own (the source may reuse or change its object)."""
+    """A source's value as an array of its own (the source may reuse or change its object); a
+    dict stays a dict (MindSpore carries Python dicts through the pipeline as they are)."""
+    if isinstance(value, dict):
+        return value
     if hasattr(value, "asnumpy"):
         value = value.asnumpy()
     return np.array(value)

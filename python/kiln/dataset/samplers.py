@@ -80,6 +80,33 @@ class RandomSampler(Sampler):
         return self._limit(n)
 
 
+class WeightedRandomSampler(Sampler):
+    """`num_samples` indices drawn with probabilities proportional to `weights` (index i with
+    weight i), with or without replacement, anew each epoch."""
+
+    def __init__(self, weights, num_samples=None, replacement=True):
+        super().__init__(num_samples)
+        w = np.asarray(weights, dtype=np.float64).reshape(-1)
+        if w.size == 0 or np.any(w < 0) or not np.isfinite(w).all() or w.sum() <= 0:
+            raise ValueError(f"WeightedRandomSampler: weights must be non-negative, finite and "
+                             f"not all zero, got {list(weights)!r}")
+        if not isinstance(replacement, bool):
+            raise TypeError("WeightedRandomSampler: replacement must be a bool")
+        if not replacement and num_samples and num_samples > np.count_nonzero(w):
+            raise ValueError(f"WeightedRandomSampler: {num_samples} samples without replacement "
+                             f"need as many non-zero weights, got {np.count_nonzero(w)}")
+        self.weights, self.replacement = w, replacement
+
+    def _indices(self, n, seed, epoch):
+        _check_in_range(type(self).__name__, np.arange(len(self.weights)), n)
+        rng = np.random.default_rng([seed, epoch])
+        return rng.choice(len(self.weights), size=self._count(n), replace=self.replacement,
+                          p=self.weights / self.weights.sum()).astype(np.int64)
+
+    def _count(self, n):
+        return self.num_samples or len(self.weights)
+
+
 class SubsetSampler(Sampler):
     """The given indices, in their order."""
 

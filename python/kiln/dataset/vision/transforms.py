@@ -288,3 +288,95 @@ class Grayscale(TensorOperation):
                                f"{img.shape}")
         gray = cv2.cvtColor(img, cv2.COLOR_RGB2GRAY)
         return gray if self.num_output_channels == 1 else np.repeat(gray[..., None], 3, axis=2)
+
+
+def _factor_range(value, who, name, center=1.0, low=0.0):
+    """A range of factors from one number x ([center - x, center + x], clipped at `low`) or
+    from (min, max)."""
+    if isinstance(value, numbers.Real) and not isinstance(value, bool):
+        if value < 0:
+            raise ValueError(f"{who}: {name} must be >= 0, got {value}")
+        return (max(low, center - value), center + value)
+    lo, hi = (float(v) for v in value)
+    if not low <= lo <= hi:
+        raise ValueError(f"{who}: {name} must be (min, max) with {low} <= min <= max, got "
+                         f"{value!r}")
+    return (lo, hi)
+
+
+def _blend(img, other, factor):
+    """img * factor + other * (1 - factor), in uint8 range (PIL's ImageEnhance)."""
+    out = other + (img.astype(np.float32) - other) * factor
+    return np.clip(out, 0, 255) if img.dtype == np.uint8 else out
+
+
+class RandomColorAdjust(TensorOperation):
+    """Random brightness, contrast and saturation factors and a hue shift (in turns of the hue
+    circle, within [-0.5, 0.5]) applied to an RGB image, in that order."""
+
+    def __init__(self, brightness=(1, 1), contrast=(1, 1), saturation=(1, 1), hue=(0, 0)):
+        who = "RandomColorAdjust"
+        self.brightness = _factor_range(brightness, who, "brightness")
+        self.contrast = _factor_range(contrast, who, "contrast")
+        self.saturation = _factor_range(saturation, who, "saturation")
+        self.hue = _factor_range(hue, who, "hue", center=0.0, low=-0.5)
+        if self.hue[1] > 0.5:
+            raise ValueError(f"{who}: hue must be within [-0.5, 0.5], got {hue!r}")
+
+    def _apply(self, img):
+        img = _image.image(img, "RandomColorAdjust")
+        if img.ndim != 3 or img.shape[2] != 3:
+            raise RuntimeError(f"RandomColorAdjust: expected an RGB image <H, W, 3>, got shape "
+                               f"{img.shape}")
+        rng, dtype = _random.generator(), img.dtype
+        out = img.astype(np.float32)
+        out = _blend(out, 0.0, rng.uniform(*self.brightness))
+        gray = cv2.cvtColor(np.clip(out, 0, 255).astype(np.uint8), cv2.COLOR_RGB2GRAY)
+        out = _blend(out, float(gray.mean()), rng.uniform(*self.contrast))
+        gray = cv2.cvtColor(np.clip(out, 0, 255).astype(np.uint8), cv2.COLOR_RGB2GRAY)
+        out = _blend(out, gray[..., None].astype(np.float32), rng.uniform(*self.saturation))
+        shift = rng.uniform(*self.hue)
+        out = np.clip(out, 0, 255).astype(np.uint8) if dtype == np.uint8 else out
+        if shift:
+            hsv = cv2.cvtColor(out.astype(np.uint8), cv2.COLOR_RGB2HSV_FULL)
+            hsv[..., 0] = (hsv[..., 0].astype(np.int32) + int(round(shift * 256))) % 256
+            out = cv2.cvtColor(hsv, cv2.COLOR_HSV2RGB_FULL)
+        return out.astype(dtype)
+
+
+class RandomPosterize(TensorOperation):
+    """Each channel reduced to a random number of bits in `bits` (uint8 images)."""
+
+    def __init__(self, bits=(8, 8)):
+        lo, hi = (bits, bits) if isinstance(bits, int) else tuple(bits)
+        if not 1 <= lo <= hi <= 8:
+            raise ValueError(f"RandomPosterize: bits must be within [1, 8], got {bits!r}")
+        self.bits = (int(lo), int(hi))
+
+    def _apply(self, img):
+        img = _image.image(img, "RandomPosterize")
+        if img.dtype != np.uint8:
+            raise RuntimeError(f"RandomPosterize: expected a uint8 image, got {img.dtype}")
+        bits = int(_random.generator().integers(self.bits[0], self.bits[1] + 1))
+        return img & np.uint8((0xFF << (8 - bits)) & 0xFF)
+
+
+class RandomSolarize(TensorOperation):
+    """Pixels whose value lies within a random [low, high] drawn from `threshold` (two
+    values: the range of both ends) are inverted (255 - value); uint8 images."""
+
+    def __init__(self, threshold=(0, 255)):
+        lo, hi = (float(v) for v in threshold)
+        if not 0 <= lo <= hi <= 255:
+            raise ValueError(f"RandomSolarize: threshold must be (min, max) within [0, 255], "
+                             f"got {threshold!r}")
+        self.threshold = (int(lo), int(hi))
+
+    def _apply(self, img):
+        img = _image.image(img, "RandomSolarize")
+        if img.dtype != np.uint8:
+            raise RuntimeError(f"RandomSolarize: expected a uint8 image, got {img.dtype}")
+        rng = _random.generator()
+        a, b = sorted(int(rng.integers(self.threshold[0], self.threshold[1] + 1)) for _ in "ab")
+        inside = (img >= a) & (img <= b)
+        return np.where(inside, 255 - img, img).astype(np.uint8)
