@@ -19,6 +19,7 @@ import importlib
 import importlib.abc
 import importlib.util
 import json
+import linecache
 import os
 import re
 import subprocess
@@ -121,6 +122,8 @@ def run_page(path):
         source = "\n".join(line for line in source.splitlines()
                            if not line.lstrip().startswith(("%", "!")))
         name = f"{os.path.basename(path)}[{i}]"
+        # Source for inspect (kiln.jit reads the functions it compiles), as a file would give.
+        linecache.cache[name] = (len(source), None, source.splitlines(True), name)
         try:
             exec(compile(source, name, "exec"), namespace)
             results.append({"cell": i, "ok": True})
