@@ -4,7 +4,7 @@ import numbers
 import numpy as np
 
 from kiln import _C
-from kiln.dataset import _random, config
+from kiln.dataset import _multiprocess, _random, config
 from kiln.dataset._iterators import DictIterator, TupleIterator, annotate
 from kiln.dataset._split import split
 
@@ -88,7 +88,8 @@ class Dataset:
     def map(self, operations, input_columns=None, output_columns=None, num_parallel_workers=None,
             python_multiprocessing=False, cache=None, callbacks=None, max_rowsize=None,
             offload=None):
-        return MapDataset(self, operations, input_columns, output_columns, num_parallel_workers)
+        return MapDataset(self, operations, input_columns, output_columns, num_parallel_workers,
+                          python_multiprocessing)
 
     def batch(self, batch_size, drop_remainder=False, num_parallel_workers=None,
               per_batch_map=None, input_columns=None, output_columns=None,
@@ -249,36 +250,58 @@ def _apply(op, args):
     return list(out) if isinstance(out, tuple) else [out]
 
 
+class MapTask:
+    """A map's operations on one row: its input columns in, the last operation's outputs out.
+    Module-level, so python_multiprocessing can send it to worker processes."""
+
+    def __init__(self, operations, in_index):
+        self.operations, self.in_index = operations, in_index
+
+    def __call__(self, row):
+        args = [row[i] for i in self.in_index]
+        for op in self.operations:
+            try:
+                args = _apply(op, args)
+            except Exception as exc:
+                annotate(exc, f"in {_op_name(op)}")
+                raise
+        return [r if isinstance(r, dict) else as_array(r) for r in args]
+
+
 class MapDataset(_ColumnStage):
-    def __init__(self, child, operations, input_columns, output_columns, num_parallel_workers):
+    def __init__(self, child, operations, input_columns, output_columns, num_parallel_workers,
+                 python_multiprocessing=False):
         super().__init__([child], num_parallel_workers)
         ops = list(operations) if isinstance(operations, (list, tuple)) else [operations]
         if not ops or not all(callable(op) for op in ops):
             raise TypeError(f"map: operations must be callables, got {operations!r}")
         self.operations = ops
+        self.python_multiprocessing = bool(python_multiprocessing)
         self._setup(child, input_columns, output_columns, "map")
 
     def _build(self, builder, passes):
         child = self.children[0]._build(builder, passes)
-        key = builder.stage()
-        seed, ops = builder.seed, self.operations
+        key, seed = builder.stage(), builder.seed
+        workers = _workers(self.num_parallel_workers)
+        name = f"map({', '.join(_op_name(op) for op in self.operations)})"
+        task = MapTask(self.operations, self._in_index)
+        processes = None
+        if self.python_multiprocessing and workers > 1:
+            processes = _multiprocess.start(task, workers, name)
+        if processes is not None:
+            builder.resources.append(processes)
 
-        def run(row, epoch, index):
-            previous = _random.enter_row([seed, key, epoch, index])
-            try:
-                args = [row[i] for i in self._in_index]
-                for op in ops:
-                    try:
-                        args = _apply(op, args)
-                    except Exception as exc:
-                        annotate(exc, f"in {_op_name(op)}")
-                        raise
-                return self._assemble(row, args)
-            finally:
-                _random.leave_row(previous)
+            def run(row, epoch, index):
+                return self._assemble(row, processes(row, [seed, key, epoch, index]))
+        else:
+            def run(row, epoch, index):
+                previous = _random.enter_row([seed, key, epoch, index])
+                try:
+                    return self._assemble(row, task(row))
+                finally:
+                    _random.leave_row(previous)
 
-        name = f"map({', '.join(_op_name(op) for op in ops)})"
-        return builder.pipe.add_map(name, child, run, _workers(self.num_parallel_workers))
+        return builder.pipe.add_map(name, child, run, workers)
 
 
 class FilterDataset(_ColumnStage):

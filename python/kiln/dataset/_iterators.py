@@ -32,6 +32,9 @@ class Builder:
         self.pipe = pipe
         self.seed = seed
         self._stages = 0
+        # What the stages use and must end with the pipeline (worker processes): closed after
+        # its threads are joined.
+        self.resources = []
 
     def stage(self):
         """A key for the next random stage, the same for the same tree every time."""
@@ -87,19 +90,26 @@ class _Iterator:
 
     def __init__(self, dataset, num_epochs, output_numpy, columns=None):
         self._pipe = None
+        self._resources = []
         _check_num_epochs(num_epochs)
         names = dataset.get_col_names()
         pipe = _C.DatasetPipeline(config.get_prefetch_size())
-        root = dataset._build(Builder(pipe, config._pipeline_seed()), num_epochs)
-        if columns is not None:
-            columns = [columns] if isinstance(columns, str) else list(columns)
-            missing = [c for c in columns if c not in names]
-            if missing:
-                raise ValueError(f"create_tuple_iterator: no column {missing[0]!r}; the "
-                                 f"dataset has {names}")
-            root = pipe.add_project(root, [names.index(c) for c in columns])
-            names = columns
-        pipe.start(root)
+        builder = Builder(pipe, config._pipeline_seed())
+        self._resources = builder.resources
+        try:
+            root = dataset._build(builder, num_epochs)
+            if columns is not None:
+                columns = [columns] if isinstance(columns, str) else list(columns)
+                missing = [c for c in columns if c not in names]
+                if missing:
+                    raise ValueError(f"create_tuple_iterator: no column {missing[0]!r}; the "
+                                     f"dataset has {names}")
+                root = pipe.add_project(root, [names.index(c) for c in columns])
+                names = columns
+            pipe.start(root)
+        except BaseException:
+            self._close_resources()
+            raise
         self._pipe = pipe
         self._names = names
         self._num_epochs = num_epochs
@@ -138,6 +148,12 @@ class _Iterator:
         pipe, self._pipe = self._pipe, None
         if pipe is not None:
             pipe.stop()
+        self._close_resources()
+
+    def _close_resources(self):
+        resources, self._resources = self._resources, []
+        for resource in resources:
+            resource.close()
 
     def __del__(self):
         self.stop()

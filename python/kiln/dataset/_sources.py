@@ -5,6 +5,7 @@ import numpy as np
 
 from kiln.common import dtype as mstype
 from kiln.common.tensor import Tensor
+from kiln.dataset import _multiprocess, _random
 from kiln.dataset._dataset import Dataset, _names, _workers
 from kiln.dataset._iterators import annotate
 from kiln.dataset.samplers import select_sampler
@@ -18,6 +19,21 @@ def column_value(value):
     if hasattr(value, "asnumpy"):
         value = value.asnumpy()
     return np.array(value)
+
+
+class ReadTask:
+    """Reads a row of a random-access source by index. Module-level, so
+    python_multiprocessing can send it (and the source) to worker processes."""
+
+    def __init__(self, dataset):
+        self.dataset = dataset
+
+    def __call__(self, row):
+        try:
+            return self.dataset._read(row[0])
+        except Exception as exc:
+            annotate(exc, f"reading index {row[0]}")
+            raise
 
 
 class MappableDataset(Dataset):
@@ -70,15 +86,25 @@ class MappableDataset(Dataset):
         def indices(epoch):
             return ((int(i),) for i in sampler._indices(n, seed, epoch))
 
-        def read(row, epoch, position):
-            try:
-                return self._read(row[0])
-            except Exception as exc:
-                annotate(exc, f"reading index {row[0]}")
-                raise
+        task, workers = ReadTask(self), _workers(self.num_parallel_workers)
+        processes = None
+        if getattr(self, "python_multiprocessing", False) and workers > 1:
+            processes = _multiprocess.start(task, workers, name)
+        if processes is not None:
+            builder.resources.append(processes)
+
+            def read(row, epoch, position):
+                return processes(row, [seed, epoch, position])
+        else:
+            def read(row, epoch, position):
+                previous = _random.enter_row([seed, epoch, position])
+                try:
+                    return task(row)
+                finally:
+                    _random.leave_row(previous)
 
         source = builder.pipe.add_source(f"{name} sampler", indices, passes)
-        return builder.pipe.add_map(name, source, read, _workers(self.num_parallel_workers))
+        return builder.pipe.add_map(name, source, read, workers)
 
 
 class GeneratorDataset(MappableDataset):
@@ -102,6 +128,7 @@ class GeneratorDataset(MappableDataset):
             raise ValueError("GeneratorDataset: column_names must be given")
         self.column_names = _names(column_names, "GeneratorDataset: column_names")
         self.num_samples = num_samples
+        self.python_multiprocessing = bool(python_multiprocessing)
         self._types = None
         if column_types is not None:
             self._types = [mstype.dtype_to_nptype(mstype.to_dtype(t)) for t in column_types]

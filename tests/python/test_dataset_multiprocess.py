@@ -1,0 +1,113 @@
+"""python_multiprocessing=True: map operations and random-access sources in worker processes
+(forkserver), with the thread mode's order, seeds, errors and shutdown."""
+import os
+
+import numpy as np
+import pytest
+
+import kiln.dataset as ds
+from kiln.dataset import transforms
+
+
+@pytest.fixture(autouse=True)
+def _seeded():
+    seed = ds.config._state["seed"]
+    ds.config.set_seed(11)
+    yield
+    ds.config._state["seed"] = seed
+
+
+def square_and_pid(x):
+    return x * x, np.array(os.getpid())
+
+
+def fail_at_five(x):
+    if int(x) == 5:
+        raise ValueError("five is not allowed")
+    return x
+
+
+def die_at_three(x):
+    if int(x) == 3:
+        os._exit(7)
+    return x
+
+
+class Squares:
+    """A random-access source that pickles (module level)."""
+
+    def __len__(self):
+        return 12
+
+    def __getitem__(self, i):
+        return np.array(i * i), np.array(os.getpid())
+
+
+def _rows(dataset):
+    return [[np.asarray(c).tolist() for c in row]
+            for row in dataset.create_tuple_iterator(output_numpy=True, num_epochs=1)]
+
+
+def test_map_runs_in_worker_processes_in_order():
+    data = ds.NumpySlicesDataset(np.arange(20), ["x"], shuffle=False).map(
+        square_and_pid, output_columns=["sq", "pid"], num_parallel_workers=3,
+        python_multiprocessing=True)
+    rows = _rows(data)
+    assert [r[0] for r in rows] == [i * i for i in range(20)]
+    pids = {r[1] for r in rows}
+    assert os.getpid() not in pids and 1 <= len(pids) <= 3
+
+
+def test_results_match_the_thread_mode_under_a_seed():
+    def run(multiprocessing):
+        data = ds.NumpySlicesDataset(np.zeros(40, np.int64), ["x"], shuffle=False)
+        data = data.map(transforms.RandomApply([transforms.Fill(1)], prob=0.5),
+                        num_parallel_workers=2, python_multiprocessing=multiprocessing)
+        return _rows(data)
+
+    threads, processes = run(False), run(True)
+    assert threads == processes and 5 < sum(r[0] for r in threads) < 35
+
+
+def test_a_random_access_source_reads_in_processes():
+    data = ds.GeneratorDataset(Squares(), ["sq", "pid"], shuffle=False, num_parallel_workers=2)
+    rows = _rows(data)  # python_multiprocessing is True by default, as in MindSpore
+    assert [r[0] for r in rows] == [i * i for i in range(12)]
+    assert os.getpid() not in {r[1] for r in rows}
+
+
+def test_an_error_in_a_worker_process_names_the_row_and_op():
+    data = ds.NumpySlicesDataset(np.arange(10), ["x"], shuffle=False).map(
+        fail_at_five, num_parallel_workers=2, python_multiprocessing=True)
+    with pytest.raises(RuntimeError, match=r"map\(fail_at_five\) row 5 of epoch 0, in "
+                                           r"fail_at_five: ValueError: five is not allowed"):
+        _rows(data)
+
+
+def test_a_worker_process_that_dies_fails_the_pipeline_without_a_hang():
+    data = ds.NumpySlicesDataset(np.arange(10), ["x"], shuffle=False).map(
+        die_at_three, num_parallel_workers=2, python_multiprocessing=True)
+    with pytest.raises(RuntimeError, match=r"worker process \d+ ended \(exit code 7\)"):
+        _rows(data)
+
+
+def test_processes_end_with_the_iterator():
+    data = ds.NumpySlicesDataset(np.arange(1000), ["x"], shuffle=False).map(
+        square_and_pid, output_columns=["sq", "pid"], num_parallel_workers=2,
+        python_multiprocessing=True)
+    it = data.create_tuple_iterator(output_numpy=True)
+    pids = [p.pid for pool in it._resources for p, _ in pool._workers]
+    assert len(pids) == 2
+    for i, _ in enumerate(it):
+        if i == 3:
+            break
+    it.stop()
+    for pid in pids:
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
+
+
+def test_operations_that_do_not_pickle_run_on_threads():
+    data = ds.NumpySlicesDataset(np.arange(6), ["x"], shuffle=False).map(
+        lambda x: x + 1, num_parallel_workers=2, python_multiprocessing=True)
+    assert _rows(data) == [[i + 1] for i in range(6)]
