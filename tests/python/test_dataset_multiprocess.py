@@ -1,6 +1,8 @@
 """python_multiprocessing=True: map operations and random-access sources in worker processes
-(forkserver), with the thread mode's order, seeds, errors and shutdown."""
+(fresh interpreters), with the thread mode's order, seeds, errors and shutdown."""
 import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -96,7 +98,7 @@ def test_processes_end_with_the_iterator():
         square_and_pid, output_columns=["sq", "pid"], num_parallel_workers=2,
         python_multiprocessing=True)
     it = data.create_tuple_iterator(output_numpy=True)
-    pids = [p.pid for pool in it._resources for p, _ in pool._workers]
+    pids = [pid for pool in it._resources for pid in pool.pids()]
     assert len(pids) == 2
     for i, _ in enumerate(it):
         if i == 3:
@@ -111,3 +113,28 @@ def test_operations_that_do_not_pickle_run_on_threads():
     data = ds.NumpySlicesDataset(np.arange(6), ["x"], shuffle=False).map(
         lambda x: x + 1, num_parallel_workers=2, python_multiprocessing=True)
     assert _rows(data) == [[i + 1] for i in range(6)]
+
+
+def test_a_script_without_a_main_guard():
+    """A tutorial-style script: no `if __name__ == "__main__":`. Workers never re-run it; a
+    function the script defines itself stays on threads (with a warning), one from a module
+    goes to the processes; the script ends cleanly with its pipelines running."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    code = (
+        "import os, sys, numpy as np\n"
+        f"sys.path.insert(0, {here!r})\n"
+        "import kiln.dataset as ds\n"
+        "from test_dataset_multiprocess import square_and_pid\n"
+        "def local_pid(x):\n"
+        "    return np.array(os.getpid())\n"
+        "d = ds.NumpySlicesDataset(np.arange(100000), ['x'], shuffle=False)\n"
+        "a = d.map(square_and_pid, output_columns=['s', 'p'], num_parallel_workers=2,\n"
+        "          python_multiprocessing=True).create_tuple_iterator(output_numpy=True)\n"
+        "b = d.map(local_pid, num_parallel_workers=2,\n"
+        "          python_multiprocessing=True).create_tuple_iterator(output_numpy=True)\n"
+        "print(int(next(a)[1]) != os.getpid(), int(next(b)[0]) == os.getpid(), flush=True)\n")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["True", "True"]
+    assert "defined in the main script" in result.stderr
