@@ -62,6 +62,8 @@ def test_generator_iterable_sources():
         ds.GeneratorDataset(Iterable(), ["x"], shuffle=True)
     with pytest.raises(ValueError, match="column_names"):
         ds.GeneratorDataset(RandomAccess(3))
+    with pytest.raises(NotImplementedError, match="schema"):
+        ds.GeneratorDataset(RandomAccess(3), schema="schema.json")
     with pytest.raises(RuntimeError, match="2 columns, but column_names has 1"):
         _col(ds.GeneratorDataset(RandomAccess(3), ["a"]))
 
@@ -275,3 +277,20 @@ def test_python_dict_columns_pass_through_map_batch_and_iterators():
     assert flat.get_col_names() == ["p", "i", "n"] and _col(flat, 1) == [0, 1, 2, 3]
     batched = list(data.batch(2).create_tuple_iterator(num_epochs=1, output_numpy=True))
     assert batched[1][0]["powers"].tolist() == [[2, 4], [3, 9]] and batched[1][1].tolist() == [2, 3]
+
+
+def test_pk_sampler():
+    labels = np.array([2, 0, 1, 0, 2, 2, 1, 0])
+    data = ds.NumpySlicesDataset({"x": np.arange(8), "label": labels},
+                                 sampler=ds.PKSampler(2))
+    rows = list(data.create_tuple_iterator(output_numpy=True, num_epochs=1))
+    assert [int(r[1]) for r in rows] == [0, 0, 1, 1, 2, 2]
+    assert [int(r[0]) for r in rows] == [1, 3, 2, 6, 0, 4]  # each class's first rows
+    assert data.get_dataset_size() == 6
+    three = ds.NumpySlicesDataset({"x": np.arange(8), "label": labels},
+                                  sampler=ds.PKSampler(4, shuffle=True))
+    got = [int(r[1]) for r in three.create_tuple_iterator(output_numpy=True, num_epochs=1)]
+    assert sorted(got) == [0] * 4 + [1] * 4 + [2] * 4  # class 1 has 2 rows: repeated
+    with pytest.raises(ValueError, match="no column 'y'"):
+        ds.NumpySlicesDataset({"x": np.arange(3)}, sampler=ds.PKSampler(1, class_column="y")
+                              ).get_dataset_size()

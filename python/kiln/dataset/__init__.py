@@ -12,6 +12,7 @@ from kiln.dataset._readers import (  # noqa: F401
 from kiln.dataset._sources import GeneratorDataset, NumpySlicesDataset  # noqa: F401
 from kiln.dataset.samplers import (  # noqa: F401
     DistributedSampler,
+    PKSampler,
     RandomSampler,
     Sampler,
     SequentialSampler,

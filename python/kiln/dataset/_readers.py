@@ -107,6 +107,11 @@ class MnistDataset(MappableDataset):
         return (np.array(self._images[part][i])[..., None],
                 np.array(self._labels[part][i], dtype=np.uint32))
 
+    def _column_values(self, name):
+        if name == "label":
+            return np.concatenate([np.asarray(lb) for lb in self._labels])
+        return super()._column_values(name)
+
     def _tensor_columns(self):
         """One file pair: the images straight from the memory map (rows are views of it, read
         by the engine without Python), the labels widened to uint32."""
@@ -147,6 +152,12 @@ class _CifarDataset(MappableDataset):
 
     def _length(self):
         return int(self._offsets[-1])
+
+    def _column_values(self, name):
+        columns = self.get_col_names()
+        if name in columns[1:]:  # a label: one byte of each record
+            return np.concatenate([b[:, columns.index(name) - 1] for b in self._batches])
+        return super()._column_values(name)
 
     def _read(self, index):
         part = int(np.searchsorted(self._offsets, index, side="right")) - 1

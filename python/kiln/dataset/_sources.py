@@ -44,6 +44,7 @@ class MappableDataset(Dataset):
         super().__init__([], num_parallel_workers)
         self.sampler = select_sampler(num_samples, shuffle, sampler, num_shards, shard_id,
                                       type(self).__name__)
+        self.sampler._bind(self)
 
     def _length(self):
         raise NotImplementedError
@@ -62,7 +63,17 @@ class MappableDataset(Dataset):
         other = copy.copy(self)
         other.sampler = sampler
         other._size_cache = None
+        sampler._bind(other)
         return other
+
+    def _column_values(self, name):
+        """Every row's value of column `name` (PKSampler's labels): read row by row, unless a
+        reader knows them at once."""
+        names = self.get_col_names()
+        if name not in names:
+            raise ValueError(f"{type(self).__name__}: no column {name!r}; it has {names}")
+        column = names.index(name)
+        return [self._read(i)[column] for i in range(self._length())]
 
     def _tensor_columns(self):
         """The columns as kiln Tensors when the engine can slice rows itself (a tensor source,
@@ -124,6 +135,9 @@ class GeneratorDataset(MappableDataset):
         if not self._random_access and (shuffle or sampler is not None or num_shards):
             raise ValueError("GeneratorDataset: shuffle, sampler and num_shards need a "
                              "random-access source (__getitem__ and __len__)")
+        if schema is not None:
+            raise NotImplementedError("GeneratorDataset: schema is not supported by kiln; give "
+                                      "column_names (and column_types)")
         if column_names is None:
             raise ValueError("GeneratorDataset: column_names must be given")
         self.column_names = _names(column_names, "GeneratorDataset: column_names")

@@ -42,6 +42,9 @@ class Sampler:
     def _count(self, n):
         return len(self._indices(n, 0, 0))
 
+    def _bind(self, dataset):
+        """Called with the source it samples, before its first use (PKSampler reads labels)."""
+
 
 class SequentialSampler(Sampler):
     def __init__(self, start_index=None, num_samples=None):
@@ -105,6 +108,50 @@ class WeightedRandomSampler(Sampler):
 
     def _count(self, n):
         return self.num_samples or len(self.weights)
+
+
+class PKSampler(Sampler):
+    """`num_val` rows of each class (the values of `class_column`, in ascending order, or in a
+    random order each epoch with `shuffle`); a class with fewer rows repeats them."""
+
+    def __init__(self, num_val, num_class=None, shuffle=False, class_column="label",
+                 num_samples=None):
+        super().__init__(num_samples)
+        _check_count("num_val", num_val, low=1, allow_none=False)
+        if num_class is not None:
+            raise NotImplementedError("PKSampler: num_class is not supported (as in MindSpore)")
+        if not isinstance(shuffle, bool):
+            raise TypeError("PKSampler: shuffle must be a bool")
+        if not isinstance(class_column, str):
+            raise TypeError("PKSampler: class_column must be a column name")
+        self.num_val, self.shuffle, self.class_column = int(num_val), shuffle, class_column
+        self._dataset, self._by_class = None, None
+
+    def _bind(self, dataset):
+        self._dataset, self._by_class = dataset, None
+
+    def _classes(self):
+        if self._by_class is None:
+            if self._dataset is None:
+                raise RuntimeError("PKSampler: used before it was given to a dataset")
+            labels = np.asarray(self._dataset._column_values(self.class_column)).reshape(-1)
+            self._by_class = {int(c): np.flatnonzero(labels == c) for c in np.unique(labels)}
+        return self._by_class
+
+    def _indices(self, n, seed, epoch):
+        by_class = self._classes()
+        rng = np.random.default_rng([seed, epoch])
+        classes = sorted(by_class)
+        if self.shuffle:
+            classes = [classes[i] for i in rng.permutation(len(classes))]
+        picked = []
+        for c in classes:
+            rows = by_class[c] if not self.shuffle else rng.permutation(by_class[c])
+            picked.extend(rows[np.arange(self.num_val) % len(rows)])
+        return np.asarray(picked, dtype=np.int64)[: self._limit(len(picked))]
+
+    def _count(self, n):
+        return self._limit(len(self._classes()) * self.num_val)
 
 
 class SubsetSampler(Sampler):
