@@ -281,3 +281,28 @@ def test_dropping_the_iterator_inside_its_own_map_function():
     assert dropped.wait(10)
     time.sleep(0.1)
     assert _rows(data)[:3] == [[0], [1], [2]]  # the process and the engine carry on
+
+
+def test_many_iterators_leave_no_threads_behind():
+    """Pipelines made and dropped in a loop (early breaks, finished epochs, errors): the
+    process ends with the threads it started with."""
+    gc.collect()
+    before = _pipeline_threads()
+    data = ds.NumpySlicesDataset(np.arange(64), ["x"]).map(lambda x: x + 1,
+                                                          num_parallel_workers=3).batch(8)
+
+    def boom(x):
+        if int(x) == 9:
+            raise ValueError("nine")
+        return x
+
+    failing = ds.NumpySlicesDataset(np.arange(64), ["x"]).map(boom, num_parallel_workers=2)
+    for i in range(30):
+        for j, _ in enumerate(data.create_tuple_iterator(num_epochs=2)):
+            if j == i % 5:
+                break
+        assert len(list(data)) == 8
+        with pytest.raises(RuntimeError):
+            list(failing)
+    gc.collect()
+    assert _pipeline_threads() == before
