@@ -8,7 +8,7 @@ passes when it runs without an exception. The pages are read from where they are
 example a checkout of MindSpore's docs repository); none is kept in kiln. Data sets the pages
 download are made locally instead: `download.download` (the package MindSpore's tutorials use)
 is answered with files of random images in the formats asked for (MNIST idx, CIFAR-10 binary,
-a JPEG), written where the page expects them.
+an ImageNet-like folder of JPEGs, a JPEG), written where the page expects them.
 Cells that need a package kiln does not have installed (matplotlib, ...) fail like any other,
 with the error in the report. After a cell fails its statements run one by one, so that a
 missing name fails that cell, not every later one that uses another name of its imports.
@@ -104,6 +104,12 @@ def _local_download(url, path="./", kind="file", replace=False, **kwargs):
         _write_mnist(path, rng)
     elif "cifar-10-binary" in name:
         _write_cifar10(path, rng)
+    elif name.endswith(".tar.gz") and "ImageNet" in name:  # a folder of classes of JPEGs
+        folder = os.path.join(path, name[: -len(".tar.gz")])
+        for cls in ("class_a", "class_b"):
+            os.makedirs(os.path.join(folder, cls), exist_ok=True)
+            for i in range(8):
+                _write_jpeg(os.path.join(folder, cls, f"{i}.JPEG"), rng)
     elif name.lower().endswith((".jpg", ".jpeg")) and kind == "file":
         _write_jpeg(path if not os.path.isdir(path) else os.path.join(path, name), rng)
     else:

@@ -184,3 +184,46 @@ def test_random_solarize():
     np.testing.assert_array_equal(out[changed], 255 - img[changed])
     with pytest.raises(ValueError):
         vision.RandomSolarize((10, 300))
+
+
+def test_invert_equalize_autocontrast():
+    img = (np.arange(8 * 8 * 3) * 3 % 200 + 20).astype(np.uint8).reshape(8, 8, 3)
+    np.testing.assert_array_equal(vision.Invert()(img), 255 - img)
+    eq = vision.Equalize()(img)
+    for c in range(3):
+        np.testing.assert_array_equal(eq[..., c], cv2.equalizeHist(np.ascontiguousarray(
+            img[..., c])))
+    stretched = vision.AutoContrast()(img)
+    for c in range(3):
+        lo, hi = int(img[..., c].min()), int(img[..., c].max())
+        want = np.clip((img[..., c].astype(float) - lo) * 255.0 / (hi - lo), 0, 255)
+        np.testing.assert_array_equal(stretched[..., c], want.astype(np.uint8))
+    flat = np.full((4, 4, 3), 7, np.uint8)
+    np.testing.assert_array_equal(vision.AutoContrast()(flat), flat)
+    with pytest.raises(RuntimeError, match="uint8"):
+        vision.Invert()(img.astype(np.float32))
+
+
+def test_random_color_sharpness_affine_and_subpolicy():
+    img = (np.arange(10 * 12 * 3) * 7 % 256).astype(np.uint8).reshape(10, 12, 3)
+    np.testing.assert_array_equal(vision.RandomColor((1, 1))(img), img)
+    gray = vision.RandomColor((0, 0))(img)
+    assert np.abs(gray.astype(int) - gray[..., :1]).max() == 0
+    np.testing.assert_array_equal(vision.RandomSharpness((1, 1))(img), img)
+    blurred = vision.RandomSharpness((0, 0))(img)
+    np.testing.assert_array_equal(blurred[0], img[0])  # borders kept
+    assert not np.array_equal(blurred, img)
+    np.testing.assert_array_equal(vision.RandomAffine(0)(img), img)  # the identity
+    shifted = vision.RandomAffine(0, translate=(0.25, 0.25))(img)  # 3 pixels right
+    np.testing.assert_array_equal(shifted[:, 3:], img[:, :-3])
+    assert (shifted[:, :3] == 0).all()
+    dot = np.zeros((5, 5), np.uint8)
+    dot[0, 2] = 255
+    assert vision.RandomAffine((90, 90))(dot)[2, 0] == 255  # counter-clockwise
+    assert vision.RandomAffine(0, shear=(20, 20))(img).shape == img.shape
+    policy = vision.RandomSelectSubpolicy([[(vision.Invert(), 1.0)],
+                                           [(vision.RandomVerticalFlip(1.0), 1.0)]])
+    outs = {policy(img).tobytes() for _ in range(20)}
+    assert outs == {(255 - img).tobytes(), img[::-1].tobytes()}
+    with pytest.raises(ValueError):
+        vision.RandomSelectSubpolicy([[(vision.Invert(), 1.5)]])

@@ -18,4 +18,13 @@ from kiln.dataset.vision.transforms import (  # noqa: F401
     Resize,
     ToTensor,
 )
+from kiln.dataset.vision.autoaugment import (  # noqa: F401
+    AutoContrast,
+    Equalize,
+    Invert,
+    RandomAffine,
+    RandomColor,
+    RandomSelectSubpolicy,
+    RandomSharpness,
+)
 from kiln.dataset.vision.utils import Border, ImageReadMode, Inter  # noqa: F401
