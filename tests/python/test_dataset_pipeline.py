@@ -306,3 +306,29 @@ def test_many_iterators_leave_no_threads_behind():
             list(failing)
     gc.collect()
     assert _pipeline_threads() == before
+
+
+def test_sync_wait_paces_the_pipeline():
+    seen = []
+    data = ds.NumpySlicesDataset(np.arange(6), ["x"], shuffle=False)
+    data = data.sync_wait("step", num_batch=2, callback=seen.append).map(lambda x: x * 10)
+    it = data.create_tuple_iterator(output_numpy=True, num_epochs=1)
+    got = [int(next(it)[0]), int(next(it)[0])]
+    time.sleep(0.2)
+    assert it._pipe is not None and seen == []  # two rows passed; the third waits
+    data.sync_update("step", data={"step": 1})
+    got += [int(next(it)[0]), int(next(it)[0])]
+    data.sync_update("step", num_batch=5, data={"step": 2})
+    got += [int(r[0]) for r in it]
+    assert got == [0, 10, 20, 30, 40, 50] and seen == [{"step": 1}, {"step": 2}]
+    with pytest.raises(ValueError, match="no sync_wait named 'other'"):
+        data.sync_update("other")
+
+
+def test_a_pipeline_waiting_at_a_sync_point_stops():
+    data = ds.NumpySlicesDataset(np.arange(6), ["x"]).sync_wait("never")
+    it = data.create_tuple_iterator(output_numpy=True)
+    next(it)
+    start = time.perf_counter()
+    it.stop()  # the sync stage is blocked: stop must wake it
+    assert time.perf_counter() - start < 5

@@ -147,6 +147,8 @@ class _Iterator:
     def stop(self):
         pipe, self._pipe = self._pipe, None
         if pipe is not None:
+            for resource in self._resources:  # wakes stages that wait on them (sync_wait)
+                getattr(resource, "interrupt", lambda: None)()
             pipe.stop()
         self._close_resources()
 

@@ -6,8 +6,9 @@ import numpy as np
 from kiln.common import dtype as mstype
 from kiln.common.tensor import Tensor
 from kiln.dataset import _multiprocess, _random
-from kiln.dataset._dataset import Dataset, _names, _workers
+from kiln.dataset._dataset import Dataset
 from kiln.dataset._iterators import annotate
+from kiln.dataset._rows import _names, _workers
 from kiln.dataset.samplers import select_sampler
 
 
