@@ -227,3 +227,15 @@ def test_random_color_sharpness_affine_and_subpolicy():
     assert outs == {(255 - img).tobytes(), img[::-1].tobytes()}
     with pytest.raises(ValueError):
         vision.RandomSelectSubpolicy([[(vision.Invert(), 1.5)]])
+
+
+def test_center_crop_offsets_and_padding_as_mindspore():
+    """Offsets round down; padding puts the odd pixel on the top and left (MindSpore 2.10)."""
+    img = np.arange(37 * 53, dtype=np.float32).reshape(37, 53, 1)
+    out = vision.CenterCrop((18, 20))(img)
+    assert out[0, 0, 0] == 9 * 53 + 16
+    small = np.ones((37, 53, 3), np.uint8)
+    big = vision.CenterCrop(60)(small)
+    assert big.shape == (60, 60, 3)
+    rows, cols = np.nonzero(big[..., 0])
+    assert (rows.min(), cols.min()) == (12, 4)  # 23 rows of padding: 12 above, 11 below

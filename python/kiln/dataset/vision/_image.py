@@ -4,6 +4,10 @@ import cv2
 import numpy as np
 
 
+# OpenCV 4.10+ decodes straight to RGB; before, it decodes to BGR and the channels are swapped.
+_READ_FLAG = getattr(cv2, "IMREAD_COLOR_RGB", cv2.IMREAD_COLOR)
+
+
 def decode(data, where="Decode"):
     """Encoded bytes (a 1-D uint8 array or bytes) as an RGB image, HWC uint8."""
     if isinstance(data, (bytes, bytearray, memoryview)):
@@ -12,11 +16,11 @@ def decode(data, where="Decode"):
     if data.dtype != np.uint8 or data.ndim != 1:
         raise TypeError(f"{where}: expected the encoded image as a 1-D uint8 array, got "
                         f"{data.dtype} of shape {data.shape}")
-    image = cv2.imdecode(data, cv2.IMREAD_COLOR) if data.size else None
+    image = cv2.imdecode(data, _READ_FLAG) if data.size else None
     if image is None:
         raise RuntimeError(f"{where}: the data is not an image OpenCV can decode (JPEG, PNG, "
                            f"BMP, TIFF, ...)")
-    return cv2.cvtColor(image, cv2.COLOR_BGR2RGB)
+    return image if _READ_FLAG != cv2.IMREAD_COLOR else cv2.cvtColor(image, cv2.COLOR_BGR2RGB)
 
 
 def image(x, who, channels_last=True):

@@ -75,7 +75,7 @@ class Normalize(TensorOperation):
         self.is_hwc = bool(is_hwc)
 
     def _apply(self, img):
-        img = _image.image(img, "Normalize").astype(np.float32)
+        img = _image.image(img, "Normalize")
         channels = img.shape[-1 if self.is_hwc else 0] if img.ndim == 3 else 1
         if self.mean.size not in (1, channels):
             raise RuntimeError(f"Normalize: {self.mean.size} means for an image of {channels} "
@@ -83,7 +83,9 @@ class Normalize(TensorOperation):
         shape = [1] * img.ndim
         if img.ndim == 3:
             shape[-1 if self.is_hwc else 0] = self.mean.size
-        return ((img - self.mean.reshape(shape)) / self.std.reshape(shape)).astype(np.float32)
+        # Two passes into one float32 array (NumPy releases the GIL in each).
+        out = np.subtract(img, self.mean.reshape(shape), dtype=np.float32)
+        return np.divide(out, self.std.reshape(shape), out=out)
 
 
 class HWC2CHW(TensorOperation):
@@ -111,7 +113,8 @@ def _crop(img, top, left, height, width):
 
 
 class CenterCrop(TensorOperation):
-    """The central (height, width) region; a smaller image is zero-padded around first."""
+    """The central (height, width) region (offsets rounded down); a smaller image is
+    zero-padded around first (the odd pixel on the top and left), as MindSpore does."""
 
     def __init__(self, size):
         self.height, self.width = _image.size_pair(size, "CenterCrop")
@@ -121,10 +124,9 @@ class CenterCrop(TensorOperation):
         h, w = img.shape[:2]
         ph, pw = max(0, self.height - h), max(0, self.width - w)
         if ph or pw:
-            img = _image.pad(img, pw // 2, ph // 2, pw - pw // 2, ph - ph // 2, 0, "constant")
+            img = _image.pad(img, pw - pw // 2, ph - ph // 2, pw // 2, ph // 2, 0, "constant")
             h, w = img.shape[:2]
-        top = int(round((h - self.height) / 2.0))
-        left = int(round((w - self.width) / 2.0))
+        top, left = (h - self.height) // 2, (w - self.width) // 2
         return _crop(img, top, left, self.height, self.width)
 
 
