@@ -3,7 +3,6 @@ links libjpeg-turbo and libpng) and checks on image arrays."""
 import cv2
 import numpy as np
 
-
 # OpenCV 4.10+ decodes straight to RGB; before, it decodes to BGR and the channels are swapped.
 _READ_FLAG = getattr(cv2, "IMREAD_COLOR_RGB", cv2.IMREAD_COLOR)
 
