@@ -3,6 +3,7 @@
 import os
 import subprocess
 import sys
+import time
 
 import numpy as np
 import pytest
@@ -138,3 +139,32 @@ def test_a_script_without_a_main_guard():
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["True", "True"]
     assert "defined in the main script" in result.stderr
+
+
+def sleepy(x):
+    if int(x) >= 2:
+        time.sleep(120)
+    return x
+
+
+def test_stop_ends_a_worker_stuck_in_user_code():
+    data = ds.NumpySlicesDataset(np.arange(10), ["x"], shuffle=False).map(
+        sleepy, num_parallel_workers=2, python_multiprocessing=True)
+    it = data.create_tuple_iterator(output_numpy=True)
+    assert int(next(it)[0]) == 0
+    time.sleep(0.5)  # both workers are now inside sleepy
+    start = time.perf_counter()
+    it.stop()
+    assert time.perf_counter() - start < 10
+
+
+def test_stop_after_every_worker_died_does_not_wait_for_a_free_one():
+    """Workers lost to crashes never return to the free list; threads that still want one
+    must give up when the pipeline stops (a hang before)."""
+    for _ in range(3):
+        data = ds.NumpySlicesDataset(np.full(40, 3), ["x"], shuffle=False).map(
+            die_at_three, num_parallel_workers=3, python_multiprocessing=True)
+        start = time.perf_counter()
+        with pytest.raises(RuntimeError, match="ended"):
+            _rows(data)
+        assert time.perf_counter() - start < 30

@@ -101,6 +101,7 @@ class WorkerProcesses:
 
     def __init__(self, payload, count, what):
         self.what = what
+        self._closing = False
         self._free = queue.SimpleQueue()
         self._workers = []
         try:
@@ -117,9 +118,17 @@ class WorkerProcesses:
     def pids(self):
         return [process.pid for process in self._workers]
 
+    def _take(self):
+        while not self._closing:
+            try:
+                return self._free.get(timeout=0.05)
+            except queue.Empty:
+                continue
+        raise RuntimeError(f"{self.what}: the pipeline stopped")
+
     def __call__(self, row, key):
         """The task's result for `row` from a free worker (waits without the GIL)."""
-        process = self._free.get()
+        process = self._take()
         try:
             _send(process.stdin, (row, key))
             ok, value = _receive(process.stdout)
@@ -134,6 +143,16 @@ class WorkerProcesses:
         if not ok:
             raise value
         return value
+
+    def interrupt(self):
+        """Before the pipeline's threads are joined: no thread may wait for a worker any more
+        (a worker lost to a crash never comes back to the free list), and a worker still busy
+        with a row (user code that takes long or never ends) is killed, so the thread waiting
+        on it returns."""
+        self._closing = True
+        for process in self._workers:
+            if process.poll() is None:
+                process.kill()
 
     def close(self):
         """Stops every worker: asked first (None, then the end of its input), killed if it has
@@ -151,6 +170,11 @@ class WorkerProcesses:
                 process.kill()
                 process.wait()
             process.stdout.close()
+            if not process.stdin.closed:
+                try:
+                    process.stdin.close()
+                except OSError:
+                    pass
         self._workers = []
 
 
