@@ -1,6 +1,7 @@
 """kiln.nn -- Cell, layers, losses, optimizers, learning-rate schedules and training wrappers."""
 from kiln.nn import learning_rate_schedule  # noqa: F401
 from kiln.nn.cell import Cell  # noqa: F401
+from kiln.nn.graph_cell import GraphCell  # noqa: F401
 from kiln.nn.layer.activation import (  # noqa: F401
     GELU,
     LogSoftmax,
@@ -40,8 +41,8 @@ from kiln.nn.optim import SGD, Adam, AdamW, AdamWeightDecay, Momentum, Optimizer
 from kiln.nn.wrap import TrainOneStepCell, WithEvalCell, WithLossCell  # noqa: F401
 
 __all__ = [
-    "Cell", "Dense", "Flatten", "Dropout", "Identity", "ReLU", "GELU", "Sigmoid", "Tanh",
-    "Softmax", "LogSoftmax", "get_activation", "Conv2d", "MaxPool2d", "AvgPool2d",
+    "Cell", "GraphCell", "Dense", "Flatten", "Dropout", "Identity", "ReLU", "GELU", "Sigmoid",
+    "Tanh", "Softmax", "LogSoftmax", "get_activation", "Conv2d", "MaxPool2d", "AvgPool2d",
     "BatchNorm1d", "BatchNorm2d", "LayerNorm", "Embedding", "SequentialCell", "CellList",
     "MSELoss", "L1Loss", "CrossEntropyLoss", "SoftmaxCrossEntropyWithLogits", "LossBase",
     "Optimizer", "SGD", "Momentum", "Adam", "AdamW", "AdamWeightDecay",
