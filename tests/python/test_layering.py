@@ -18,7 +18,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 # runtime: a pass never runs eager kernels, and the executor never rewrites a graph.
 ALLOWED_INCLUDES = {
     "core": set(),
-    "dataset": {"core"},  # the data pipeline's engine: stages and queues, no tensors or ops
+    "dataset": {"core"},  # the data pipeline's engine: stages, queues, core tensors; no ops
     "kernels/cpu": {"core"},
     "ops": {"core", "kernels/cpu"},
     "ir": {"core", "kernels/cpu", "ops"},
