@@ -2,11 +2,25 @@
 from kiln.nn import learning_rate_schedule  # noqa: F401
 from kiln.nn.cell import Cell  # noqa: F401
 from kiln.nn.layer.activation import (  # noqa: F401
+    CELU,
+    ELU,
     GELU,
+    HSigmoid,
+    HSwish,
+    Hardtanh,
+    LeakyReLU,
+    LogSigmoid,
     LogSoftmax,
+    Mish,
+    PReLU,
     ReLU,
+    ReLU6,
+    SeLU,
     Sigmoid,
+    SiLU,
     Softmax,
+    Softplus,
+    Softsign,
     Tanh,
     get_activation,
 )
@@ -14,8 +28,42 @@ from kiln.nn.layer.basic import Dense, Dropout, Flatten, Identity  # noqa: F401
 from kiln.nn.layer.container import CellList, SequentialCell  # noqa: F401
 from kiln.nn.layer.conv import Conv2d  # noqa: F401
 from kiln.nn.layer.embedding import Embedding  # noqa: F401
-from kiln.nn.layer.normalization import BatchNorm1d, BatchNorm2d, LayerNorm  # noqa: F401
-from kiln.nn.layer.pooling import AvgPool2d, MaxPool2d  # noqa: F401
+from kiln.nn.layer.image import (  # noqa: F401
+    Dropout2d,
+    PixelShuffle,
+    PixelUnshuffle,
+    Unfold,
+    Upsample,
+)
+from kiln.nn.layer.normalization import (  # noqa: F401
+    BatchNorm1d,
+    BatchNorm2d,
+    GroupNorm,
+    InstanceNorm1d,
+    InstanceNorm2d,
+    InstanceNorm3d,
+    LayerNorm,
+)
+from kiln.nn.layer.padding import (  # noqa: F401
+    ConstantPad1d,
+    ConstantPad2d,
+    ConstantPad3d,
+    Pad,
+    ReflectionPad1d,
+    ReflectionPad2d,
+    ReplicationPad1d,
+    ReplicationPad2d,
+    ZeroPad2d,
+)
+from kiln.nn.layer.pooling import (  # noqa: F401
+    AdaptiveAvgPool1d,
+    AdaptiveAvgPool2d,
+    AdaptiveMaxPool2d,
+    AvgPool1d,
+    AvgPool2d,
+    MaxPool1d,
+    MaxPool2d,
+)
 from kiln.nn.learning_rate_schedule import (  # noqa: F401
     CosineDecayLR,
     ExponentialDecayLR,
@@ -49,4 +97,12 @@ __all__ = [
     "CosineDecayLR", "PolynomialDecayLR", "WarmUpLR", "piecewise_constant_lr",
     "exponential_decay_lr", "cosine_decay_lr", "warmup_lr",
     "WithLossCell", "WithEvalCell", "TrainOneStepCell",
+    # activations, padding, pooling, image and normalization layers of the API-breadth work
+    "ReLU6", "LeakyReLU", "SiLU", "PReLU", "ELU", "CELU", "SeLU", "HSwish", "HSigmoid",
+    "Hardtanh", "Mish", "Softplus", "Softsign", "LogSigmoid",
+    "Pad", "ZeroPad2d", "ConstantPad1d", "ConstantPad2d", "ConstantPad3d", "ReflectionPad1d",
+    "ReflectionPad2d", "ReplicationPad1d", "ReplicationPad2d",
+    "MaxPool1d", "AvgPool1d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveMaxPool2d",
+    "Upsample", "PixelShuffle", "PixelUnshuffle", "Unfold", "Dropout2d",
+    "GroupNorm", "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d",
 ]

@@ -1,11 +1,15 @@
-"""MaxPool2d and AvgPool2d (MindSpore defaults: kernel_size=1, stride=1, pad_mode="valid")."""
+"""Pooling layers: MaxPool2d/AvgPool2d (MindSpore defaults: kernel_size=1, stride=1,
+pad_mode="valid"), their 1-D forms over a height-1 plane, and adaptive pooling."""
+import numbers
+
 from kiln import ops
 from kiln.nn import _functional as F
 from kiln.nn.cell import Cell
 from kiln.nn.layer.basic import check_bool
 from kiln.nn.layer.conv import resolve_padding, spatial_pads
 
-__all__ = ["MaxPool2d", "AvgPool2d"]
+__all__ = ["MaxPool2d", "AvgPool2d", "MaxPool1d", "AvgPool1d", "AdaptiveAvgPool1d",
+           "AdaptiveAvgPool2d", "AdaptiveMaxPool2d"]
 
 
 class _Pool2d(Cell):
@@ -80,3 +84,94 @@ class AvgPool2d(_Pool2d):
                          self.count_include_pad, self.divisor_override,
                          exclude_asymmetric_pad=self.pad_mode == "same")
         return ops.squeeze(y, 0) if squeeze else y
+
+
+def _one_d(value, who, name):
+    """A 1-D size (an int, or a 1-tuple) as the (1, n) pair of the height-1 2-D pooling."""
+    if isinstance(value, (tuple, list)) and len(value) == 1:
+        value = value[0]
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{who}: {name} must be an int, got {value!r}")
+    return (1, int(value))
+
+
+def _one_d_padding(padding, who):
+    if isinstance(padding, (tuple, list)) and len(padding) == 2:
+        left, right = padding
+    else:
+        left = right = _one_d(padding, who, "padding")[1]
+    return (0, 0, left, right)
+
+
+def _as_plane(x, who):
+    """(N, C, L) -> (N, C, 1, L) and (C, L) -> (C, 1, L)."""
+    if len(x.shape) not in (2, 3):
+        raise ValueError(f"{who}: expected an (N, C, L) or (C, L) input, got shape "
+                         f"{tuple(x.shape)}")
+    return ops.expand_dims(x, -2)
+
+
+class MaxPool1d(MaxPool2d):
+    """Maximum over kernel_size windows of (N, C, L) / (C, L); indices (return_indices) are
+    positions along L."""
+
+    def __init__(self, kernel_size=1, stride=1, pad_mode="valid", padding=0, dilation=1,
+                 return_indices=False, ceil_mode=False):
+        who = "MaxPool1d"
+        super().__init__(_one_d(kernel_size, who, "kernel_size"), _one_d(stride, who, "stride"),
+                         pad_mode, _one_d_padding(padding, who), _one_d(dilation, who,
+                                                                         "dilation"),
+                         return_indices, ceil_mode)
+
+    def construct(self, x):
+        out = super().construct(_as_plane(x, "MaxPool1d"))
+        if self.return_indices:
+            return ops.squeeze(out[0], -2), ops.squeeze(out[1], -2)
+        return ops.squeeze(out, -2)
+
+
+class AvgPool1d(AvgPool2d):
+    """Mean over kernel_size windows of (N, C, L) / (C, L)."""
+
+    def __init__(self, kernel_size=1, stride=1, pad_mode="valid", padding=0, ceil_mode=False,
+                 count_include_pad=True):
+        who = "AvgPool1d"
+        super().__init__(_one_d(kernel_size, who, "kernel_size"), _one_d(stride, who, "stride"),
+                         pad_mode, _one_d_padding(padding, who), ceil_mode, count_include_pad)
+
+    def construct(self, x):
+        return ops.squeeze(super().construct(_as_plane(x, "AvgPool1d")), -2)
+
+
+class AdaptiveAvgPool1d(Cell):
+    """Averages (N, C, L) over output_size windows (PyTorch's adaptive bounds)."""
+
+    def __init__(self, output_size):
+        super().__init__()
+        self.output_size = _one_d(output_size, "AdaptiveAvgPool1d", "output_size")[1]
+
+    def construct(self, x):
+        return ops.adaptive_avg_pool1d(x, self.output_size)
+
+
+class AdaptiveAvgPool2d(Cell):
+    """Averages (N, C, H, W) over output_size windows of any size (None keeps that size)."""
+
+    def __init__(self, output_size):
+        super().__init__()
+        self.output_size = output_size
+
+    def construct(self, x):
+        return ops.adaptive_avg_pool2d(x, self.output_size)
+
+
+class AdaptiveMaxPool2d(Cell):
+    """Maximum of (N, C, H, W) over output_size windows (None keeps that size)."""
+
+    def __init__(self, output_size, return_indices=False):
+        super().__init__()
+        self.output_size = output_size
+        self.return_indices = check_bool(return_indices, "AdaptiveMaxPool2d", "return_indices")
+
+    def construct(self, x):
+        return ops.adaptive_max_pool2d(x, self.output_size, self.return_indices)
