@@ -81,6 +81,17 @@ CASES = {
     "dropout": {"seed": lambda v: ops.dropout(X, 0.5, seed=v)},
     "cross_entropy": {"ignore_index": lambda v: ops.cross_entropy(LOGITS, IDX, ignore_index=v)},
     "nll_loss": {"ignore_index": lambda v: ops.nll_loss(LOGITS, IDX, ignore_index=v)},
+    "adaptive_avg_pool1d": {"output_size": lambda v: ops.adaptive_avg_pool1d(X, v)},
+    "adaptive_max_pool2d": {"output_size": lambda v: ops.adaptive_max_pool2d(IMG, (v, 2))},
+    "avg_pool1d": {"kernel_size": lambda v: ops.avg_pool1d(X, v),
+                   "stride": lambda v: ops.avg_pool1d(X, 2, v),
+                   "padding": lambda v: ops.avg_pool1d(X, 3, 1, v)},
+    "interpolate": {"size": lambda v: ops.interpolate(X, size=(v,))},
+    "pad": {"padding": lambda v: ops.pad(X, (v, 1))},
+    "unfold": {"kernel_size": lambda v: ops.unfold(IMG, (v, 2)),
+               "dilation": lambda v: ops.unfold(IMG, 2, dilation=v),
+               "padding": lambda v: ops.unfold(IMG, 2, padding=v),
+               "stride": lambda v: ops.unfold(IMG, 2, stride=v)},
 }
 # The name the error message gives for an alias.
 SHOWN = {"cat": "concat"}

@@ -5,9 +5,9 @@ from kiln.nn.layer.activation import (  # noqa: F401
     CELU,
     ELU,
     GELU,
+    Hardtanh,
     HSigmoid,
     HSwish,
-    Hardtanh,
     LeakyReLU,
     LogSigmoid,
     LogSoftmax,
@@ -78,10 +78,24 @@ from kiln.nn.learning_rate_schedule import (  # noqa: F401
     warmup_lr,
 )
 from kiln.nn.loss import (  # noqa: F401
+    BCELoss,
+    BCEWithLogitsLoss,
+    CosineEmbeddingLoss,
     CrossEntropyLoss,
+    DiceLoss,
+    FocalLoss,
+    HuberLoss,
+    KLDivLoss,
     L1Loss,
     LossBase,
+    MAELoss,
+    MarginRankingLoss,
     MSELoss,
+    MultiClassDiceLoss,
+    NLLLoss,
+    RMSELoss,
+    SmoothL1Loss,
+    SoftMarginLoss,
     SoftmaxCrossEntropyWithLogits,
 )
 from kiln.nn.optim import SGD, Adam, AdamW, AdamWeightDecay, Momentum, Optimizer  # noqa: F401
@@ -105,4 +119,7 @@ __all__ = [
     "MaxPool1d", "AvgPool1d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveMaxPool2d",
     "Upsample", "PixelShuffle", "PixelUnshuffle", "Unfold", "Dropout2d",
     "GroupNorm", "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d",
+    "BCELoss", "BCEWithLogitsLoss", "NLLLoss", "SmoothL1Loss", "HuberLoss", "MAELoss",
+    "RMSELoss", "KLDivLoss", "CosineEmbeddingLoss", "MarginRankingLoss", "SoftMarginLoss",
+    "FocalLoss", "DiceLoss", "MultiClassDiceLoss",
 ]

@@ -125,7 +125,8 @@ def hardtanh(input, min_val=-1.0, max_val=1.0):  # noqa: A002
 
 def _softplus_raw(z):
     """log(1 + exp(z)) without overflow: max(z, 0) + log1p(exp(-|z|))."""
-    return call("add", (call("relu", (z,)), log1p(call("exp", (call("neg", (call("abs", (z,)),)),)))))
+    tail = call("exp", (call("neg", (call("abs", (z,)),)),))
+    return call("add", (call("relu", (z,)), log1p(tail)))
 
 
 def softplus(input, beta=1, threshold=20):  # noqa: A002

@@ -8,7 +8,7 @@ import numbers
 
 import numpy as np
 
-from kiln.common.tensor import Tensor
+from kiln.common._arrays import tensor_of
 from kiln.ops._core import call, int_arg, is_tensor, pair_attr, shape_attr
 from kiln.ops.function.nn import avg_pool2d
 from kiln.ops.function.reduce import mean as _mean
@@ -28,7 +28,7 @@ def _tensor(op, value, name="input"):
 
 
 def _index(values):
-    return Tensor(np.asarray(values, np.int64))
+    return tensor_of(np.asarray(values, np.int64))
 
 
 def _fill(shape, value, dtype):
@@ -144,7 +144,8 @@ def _linear_weights(in_size, out_size, scale, align_corners):
 def _along(values, ndim, axis, dtype):
     shape = [1] * ndim
     shape[axis] = len(values)
-    return Tensor(np.asarray(values, np.float64).reshape(shape), dtype)
+    return call("cast", (tensor_of(np.asarray(values, np.float64).reshape(shape)),),
+                (dtype._enum,))
 
 
 def _output_sizes(op, x, size, scale_factor):
@@ -226,7 +227,7 @@ def _averaging_matrix(in_size, out_size, dtype):
     a = np.zeros((in_size, out_size))
     for i, (lo, hi) in enumerate(_adaptive_bounds(in_size, out_size)):
         a[lo:hi, i] = 1.0 / (hi - lo)
-    return Tensor(a, dtype)
+    return call("cast", (tensor_of(a),), (dtype._enum,))
 
 
 def _output_size(op, value, spatial):
