@@ -43,20 +43,19 @@ def log1p(input):  # noqa: A002
 
 
 def expm1(input):  # noqa: A002
-    """exp(x) - 1, accurate for small x: (u - 1) * x / log(u) with u = exp(x) (Kahan's form),
-    used up to x = 1; beyond it exp(x) - 1 has no cancellation."""
+    """exp(x) - 1, accurate for small x: (u - 1) * x / log(u) with u = exp(x) (Kahan's form)
+    for |x| <= 1; beyond that exp(x) - 1 has no cancellation."""
     x = _float_input("expm1", input)
-    # The small-x branch is computed on min(x, 1) so that neither branch's value nor gradient
-    # overflows for the elements where where() discards it.
-    xs = call("minimum", (x, 1.0))
+    # The small-x branch is computed on x clamped to [-1, 1] so that neither branch's value
+    # nor gradient overflows (or divides by log 0) where where() discards it.
+    xs = call("clamp", (x,), (-1.0, 1.0))
     u = call("exp", (xs,))
     tiny = call("equal", (u, 1.0))
-    log_u = call("log", (u,))
-    denom = call("where", (tiny, 1.0, log_u))
+    denom = call("where", (tiny, 1.0, call("log", (u,))))
     corrected = call("div", (call("mul", (call("sub", (u, 1.0)), xs)), denom))
     small = call("where", (tiny, xs, corrected))
-    large = call("sub", (call("exp", (call("maximum", (x, 1.0)),)), 1.0))
-    return call("where", (call("greater", (x, 1.0)), large, small))
+    large = call("sub", (call("exp", (x,)), 1.0))
+    return call("where", (call("greater", (call("abs", (x,)), 1.0)), large, small))
 
 
 def leaky_relu(input, alpha=0.2):  # noqa: A002
