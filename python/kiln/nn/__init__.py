@@ -98,7 +98,22 @@ from kiln.nn.loss import (  # noqa: F401
     SoftMarginLoss,
     SoftmaxCrossEntropyWithLogits,
 )
-from kiln.nn.optim import SGD, Adam, AdamW, AdamWeightDecay, Momentum, Optimizer  # noqa: F401
+from kiln.nn.optim import (  # noqa: F401
+    ASGD,
+    FTRL,
+    SGD,
+    Adadelta,
+    Adagrad,
+    Adam,
+    AdaMax,
+    AdamW,
+    AdamWeightDecay,
+    Lamb,
+    Momentum,
+    Optimizer,
+    RMSProp,
+    Rprop,
+)
 from kiln.nn.wrap import TrainOneStepCell, WithEvalCell, WithLossCell  # noqa: F401
 
 __all__ = [
@@ -122,4 +137,5 @@ __all__ = [
     "BCELoss", "BCEWithLogitsLoss", "NLLLoss", "SmoothL1Loss", "HuberLoss", "MAELoss",
     "RMSELoss", "KLDivLoss", "CosineEmbeddingLoss", "MarginRankingLoss", "SoftMarginLoss",
     "FocalLoss", "DiceLoss", "MultiClassDiceLoss",
+    "RMSProp", "Adagrad", "Adadelta", "AdaMax", "Lamb", "FTRL", "ASGD", "Rprop",
 ]
