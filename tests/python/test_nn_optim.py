@@ -201,7 +201,8 @@ def test_schedules_values():
         pytest.approx(0.09 * 0.25 + 0.01)
     assert float(nn.WarmUpLR(0.1, 6)(step).asnumpy()) == pytest.approx(0.05)
     assert nn.piecewise_constant_lr([2, 5], [0.1, 0.01]) == [0.1, 0.1, 0.01, 0.01, 0.01]
-    assert nn.warmup_lr(0.1, 6, 2, 2) == pytest.approx([0.05, 0.05, 0.1, 0.1, 0.1, 0.1])
+    # MindSpore's rule: min(floor(i / step_per_epoch), warmup_epoch) / warmup_epoch, 0 first.
+    assert nn.warmup_lr(0.1, 6, 2, 2) == pytest.approx([0.0, 0.0, 0.05, 0.05, 0.1, 0.1])
     assert len(nn.cosine_decay_lr(0.01, 0.1, 6, 2, 2)) == 6
 
 

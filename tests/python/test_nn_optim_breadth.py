@@ -274,3 +274,63 @@ def test_loss_scale_divides_the_decayed_gradient():
     nn.SGD([w], learning_rate=1.0, weight_decay=0.5, loss_scale=4.0)((Tensor(np.full(2, 2.0,
                                                                              np.float32)),))
     np.testing.assert_allclose(w.asnumpy(), 1 - (2.0 + 0.5) / 4.0)
+
+
+# ---- dynamic_lr lists (MindSpore's documented examples and formulas) ----
+
+def test_dynamic_lr_lists():
+    approx = pytest.approx
+    assert nn.piecewise_constant_lr([2, 5, 10], [0.1, 0.05, 0.01]) == \
+        [0.1] * 2 + [0.05] * 3 + [0.01] * 5
+    assert nn.exponential_decay_lr(0.1, 0.9, 6, 2, 1) == approx([0.1, 0.1, 0.09, 0.09, 0.081,
+                                                                 0.081])
+    assert nn.exponential_decay_lr(0.1, 0.5, 6, 1, 2, True) == approx(
+        [0.1, 0.1, 0.05, 0.05, 0.025, 0.025])
+    assert nn.natural_exp_decay_lr(0.1, 0.9, 6, 2, 2, True) == approx(
+        [0.1] * 4 + [0.1 * np.exp(-1.8)] * 2)
+    assert nn.natural_exp_decay_lr(0.1, 0.9, 4, 1, 2) == approx(
+        [0.1 * np.exp(-0.9 * e) for e in range(4)])
+    assert nn.inverse_decay_lr(0.1, 0.5, 6, 1, 1, True) == approx(
+        [0.1 / (1 + 0.5 * e) for e in range(6)])
+    assert nn.inverse_decay_lr(0.1, 0.5, 4, 1, 2) == approx(
+        [0.1 / (1 + 0.5 * e / 2) for e in range(4)])
+    assert nn.cosine_decay_lr(0.01, 0.1, 6, 2, 2) == approx([0.1, 0.1, 0.055, 0.055, 0.01,
+                                                             0.01])
+    assert nn.polynomial_decay_lr(0.1, 0.01, 6, 2, 2, 0.5) == approx(
+        [0.1, 0.1, 0.09 * 0.5 ** 0.5 + 0.01, 0.09 * 0.5 ** 0.5 + 0.01, 0.01, 0.01])
+    grown = nn.polynomial_decay_lr(0.1, 0.01, 6, 1, 2, 1.0, update_decay_epoch=True)
+    spans = [2, 2, 2, 4, 4, 6]
+    assert grown == approx([0.09 * (1 - e / s) + 0.01 for e, s in zip(range(6), spans)])
+    assert nn.warmup_lr(0.1, 6, 2, 2) == approx([0.0, 0.0, 0.05, 0.05, 0.1, 0.1])
+
+
+def test_dynamic_lr_argument_checks():
+    with pytest.raises(TypeError, match="exponential_decay_lr: learning_rate must be a float"):
+        nn.exponential_decay_lr(1, 0.9, 6, 2, 1)
+    with pytest.raises(ValueError, match="inverse_decay_lr: total_step must be > 0"):
+        nn.inverse_decay_lr(0.1, 0.9, 0, 2, 1)
+    with pytest.raises(TypeError, match="natural_exp_decay_lr: decay_epoch must be an int"):
+        nn.natural_exp_decay_lr(0.1, 0.9, 6, 2, 1.5)
+    with pytest.raises(ValueError, match="cosine_decay_lr: max_lr must be greater"):
+        nn.cosine_decay_lr(0.1, 0.1, 6, 2, 2)
+    with pytest.raises(ValueError, match="piecewise_constant_lr: milestone must be increasing"):
+        nn.piecewise_constant_lr([3, 2], [0.1, 0.2])
+    with pytest.raises(TypeError, match="polynomial_decay_lr: update_decay_epoch"):
+        nn.polynomial_decay_lr(0.1, 0.01, 6, 2, 2, 0.5, update_decay_epoch=1)
+
+
+@pytest.mark.parametrize("mode", ["pynative", "graph"])
+def test_a_dynamic_lr_list_drives_a_new_optimizer(mode):
+    lrs = nn.polynomial_decay_lr(0.1, 0.01, STEPS, 1, 2, 1.0)
+    params = _params()
+    opt = nn.RMSProp(params, learning_rate=lrs)
+    for grads in GRADS:
+        g = [Tensor(a) for a in grads]
+        (opt(tuple(g)) if mode == "pynative" else _compiled_step(opt, *g))
+    values = [a.astype(np.float64) for a in INIT]
+    states = [{}, {}]
+    for t in range(1, STEPS + 1):
+        values = [rmsprop(p, g.astype(np.float64), s, t, lr=lrs[t - 1])
+                  for p, g, s in zip(values, GRADS[t - 1], states)]
+    for got, want in zip(params, values):
+        np.testing.assert_allclose(got.asnumpy(), want, rtol=2e-5, atol=2e-6)

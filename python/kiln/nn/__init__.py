@@ -1,6 +1,15 @@
 """kiln.nn -- Cell, layers, losses, optimizers, learning-rate schedules and training wrappers."""
-from kiln.nn import learning_rate_schedule  # noqa: F401
+from kiln.nn import dynamic_lr, learning_rate_schedule  # noqa: F401
 from kiln.nn.cell import Cell  # noqa: F401
+from kiln.nn.dynamic_lr import (  # noqa: F401
+    cosine_decay_lr,
+    exponential_decay_lr,
+    inverse_decay_lr,
+    natural_exp_decay_lr,
+    piecewise_constant_lr,
+    polynomial_decay_lr,
+    warmup_lr,
+)
 from kiln.nn.layer.activation import (  # noqa: F401
     CELU,
     ELU,
@@ -72,10 +81,6 @@ from kiln.nn.learning_rate_schedule import (  # noqa: F401
     NaturalExpDecayLR,
     PolynomialDecayLR,
     WarmUpLR,
-    cosine_decay_lr,
-    exponential_decay_lr,
-    piecewise_constant_lr,
-    warmup_lr,
 )
 from kiln.nn.loss import (  # noqa: F401
     BCELoss,
@@ -138,4 +143,5 @@ __all__ = [
     "RMSELoss", "KLDivLoss", "CosineEmbeddingLoss", "MarginRankingLoss", "SoftMarginLoss",
     "FocalLoss", "DiceLoss", "MultiClassDiceLoss",
     "RMSProp", "Adagrad", "Adadelta", "AdaMax", "Lamb", "FTRL", "ASGD", "Rprop",
+    "natural_exp_decay_lr", "inverse_decay_lr", "polynomial_decay_lr",
 ]
