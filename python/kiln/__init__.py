@@ -85,3 +85,8 @@ from kiln.train.serialization import (  # noqa: E402,F401
 # __init__ sits below the Tensor class (kiln/common/__init__.py), so the names are added here.
 _common.Parameter, _common.ParameterTuple, _common.Tensor = Parameter, ParameterTuple, Tensor
 globals()["bool"] = bool_  # ms.bool, MindSpore's alias of bool_ (this module uses builtins.bool)
+
+# A MindSpore name kiln lacks: an AttributeError saying so (kiln.common._missing).
+from kiln.common._missing import missing_attribute as _missing_attribute  # noqa: E402
+
+__getattr__ = _missing_attribute("kiln", "mindspore")

@@ -119,7 +119,6 @@ LAYERS = [
     (lambda: nn.HSwish(), lambda x: x * np.clip(x + 3, 0, 6) / 6),
     (lambda: nn.HSigmoid(), lambda x: np.clip(x + 3, 0, 6) / 6),
     (lambda: nn.Mish(), lambda x: x * np.tanh(np.logaddexp(0.0, x))),
-    (lambda: nn.Softplus(), np_softplus),
     (lambda: nn.ReLU6(), lambda x: np.clip(x, 0, 6)),
     (lambda: nn.SeLU(), lambda x: SELU_S * np_elu(x, SELU_A)),
     (lambda: nn.Softsign(), lambda x: x / (1 + np.abs(x))),

@@ -268,12 +268,13 @@ def _compiled_single(opt, g):
     return opt((g,))
 
 
-def test_loss_scale_divides_the_decayed_gradient():
-    # MindSpore decays first and unscales after: (g + wd * p) / loss_scale.
-    w = ms.Parameter(Tensor(np.ones(2, np.float32)), name="w")
-    nn.SGD([w], learning_rate=1.0, weight_decay=0.5, loss_scale=4.0)((Tensor(np.full(2, 2.0,
-                                                                             np.float32)),))
-    np.testing.assert_allclose(w.asnumpy(), 1 - (2.0 + 0.5) / 4.0)
+def test_loss_scale_unscales_the_gradient_not_the_decay():
+    # MindSpore 2.10 (run): weight_decay is pre-multiplied by loss_scale, so the step is
+    # g / loss_scale + weight_decay * p.
+    w = ms.Parameter(Tensor(np.array([1.0, 2.0], np.float32)), name="w")
+    nn.SGD([w], learning_rate=1.0, weight_decay=0.5, loss_scale=4.0)(
+        (Tensor(np.array([0.5, -1.0], np.float32)),))
+    np.testing.assert_allclose(w.asnumpy(), [0.375, 1.25])
 
 
 # ---- dynamic_lr lists (MindSpore's documented examples and formulas) ----

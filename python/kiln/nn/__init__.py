@@ -28,7 +28,6 @@ from kiln.nn.layer.activation import (  # noqa: F401
     Sigmoid,
     SiLU,
     Softmax,
-    Softplus,
     Softsign,
     Tanh,
     get_activation,
@@ -133,7 +132,7 @@ __all__ = [
     "WithLossCell", "WithEvalCell", "TrainOneStepCell",
     # activations, padding, pooling, image and normalization layers of the API-breadth work
     "ReLU6", "LeakyReLU", "SiLU", "PReLU", "ELU", "CELU", "SeLU", "HSwish", "HSigmoid",
-    "Hardtanh", "Mish", "Softplus", "Softsign", "LogSigmoid",
+    "Hardtanh", "Mish", "Softsign", "LogSigmoid",
     "Pad", "ZeroPad2d", "ConstantPad1d", "ConstantPad2d", "ConstantPad3d", "ReflectionPad1d",
     "ReflectionPad2d", "ReplicationPad1d", "ReplicationPad2d",
     "MaxPool1d", "AvgPool1d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveMaxPool2d",
@@ -145,3 +144,7 @@ __all__ = [
     "RMSProp", "Adagrad", "Adadelta", "AdaMax", "Lamb", "FTRL", "ASGD", "Rprop",
     "natural_exp_decay_lr", "inverse_decay_lr", "polynomial_decay_lr",
 ]
+
+from kiln.common._missing import missing_attribute as _missing_attribute  # noqa: E402
+
+__getattr__ = _missing_attribute("kiln.nn", "mindspore.nn")

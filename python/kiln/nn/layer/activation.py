@@ -1,6 +1,6 @@
 """Activation layers (MindSpore names, arguments and defaults): ReLU, ReLU6, GELU, Sigmoid, Tanh,
 Softmax, LogSoftmax, LeakyReLU, SiLU, PReLU, ELU, CELU, SeLU, HSwish, HSigmoid, Hardtanh, Mish,
-Softplus, Softsign, LogSigmoid."""
+Softsign, LogSigmoid (MindSpore 2.10 has no nn.Softplus: use ops.softplus)."""
 import numbers
 
 import numpy as np
@@ -13,7 +13,7 @@ from kiln.nn import _functional as F
 from kiln.nn.cell import Cell
 
 __all__ = ["ReLU", "ReLU6", "GELU", "Sigmoid", "Tanh", "Softmax", "LogSoftmax", "LeakyReLU", "SiLU",
-           "PReLU", "ELU", "CELU", "SeLU", "HSwish", "HSigmoid", "Hardtanh", "Mish", "Softplus",
+           "PReLU", "ELU", "CELU", "SeLU", "HSwish", "HSigmoid", "Hardtanh", "Mish",
            "Softsign", "LogSigmoid", "get_activation"]
 
 
@@ -205,18 +205,6 @@ class Mish(Cell):
 
     def construct(self, x):
         return ops.mish(x)
-
-
-class Softplus(Cell):
-    """log(1 + exp(beta * x)) / beta, linear where beta * x > threshold."""
-
-    def __init__(self, beta=1.0, threshold=20.0):
-        super().__init__()
-        self.beta = _float_arg(beta, "Softplus", "beta")
-        self.threshold = _float_arg(threshold, "Softplus", "threshold")
-
-    def construct(self, x):
-        return ops.softplus(x, self.beta, self.threshold)
 
 
 class Softsign(Cell):

@@ -172,7 +172,7 @@ class _InstanceNorm(Cell):
     _RANK = 4
 
     def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True, gamma_init="ones",
-                 beta_init="zeros"):
+                 beta_init="zeros", dtype=mstype.float32):
         super().__init__()
         who = type(self).__name__
         self.num_features = check_int(num_features, who, "num_features")
@@ -184,12 +184,14 @@ class _InstanceNorm(Cell):
         self.eps, self.momentum = float(eps), float(momentum)
         self.affine = check_bool(affine, who, "affine")
         n = (self.num_features,)
-        self.moving_mean = Parameter(initializer("zeros", n), name="mean", requires_grad=False)
-        self.moving_variance = Parameter(initializer("ones", n), name="variance",
+        self.moving_mean = Parameter(initializer("zeros", n, dtype), name="mean",
+                                     requires_grad=False)
+        self.moving_variance = Parameter(initializer("ones", n, dtype), name="variance",
                                          requires_grad=False)
-        self.gamma = Parameter(initializer(gamma_init, n), name="gamma",
+        self.gamma = Parameter(initializer(gamma_init, n, dtype), name="gamma",
                                requires_grad=self.affine)
-        self.beta = Parameter(initializer(beta_init, n), name="beta", requires_grad=self.affine)
+        self.beta = Parameter(initializer(beta_init, n, dtype), name="beta",
+                              requires_grad=self.affine)
 
     def construct(self, x):
         shape = tuple(x.shape)

@@ -335,13 +335,14 @@ class Optimizer(Cell):
                 grad = grad.astype(param.dtype)
             param = _graph_value(param)
             wd = decays[i]
-            # MindSpore's order: weight decay, gradient centralization, then the loss scale.
+            # MindSpore multiplies weight_decay by loss_scale, decays, centralizes, then divides
+            # by loss_scale: the same as unscaling first and decaying with weight_decay itself.
+            if self.loss_scale != 1.0:
+                grad = grad * (1.0 / self.loss_scale)
             if not self._decoupled_weight_decay and (_core.is_tensor(wd) or wd):
                 grad = grad + param * wd
             if self._grad_centralization[i]:
                 grad = _centralize(grad)
-            if self.loss_scale != 1.0:
-                grad = grad * (1.0 / self.loss_scale)
             lr = lrs[i]
             if _core.is_tensor(lr) and lr.dtype != param.dtype:
                 lr = ops.cast(lr, param.dtype)

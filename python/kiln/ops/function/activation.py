@@ -107,9 +107,9 @@ def hardsigmoid(input):  # noqa: A002
     return call("div", (call("clamp", (call("add", (x, 3.0)),), (0.0, 6.0)), 6.0))
 
 
-def hardswish(x):
+def hardswish(input):  # noqa: A002
     """x * relu6(x + 3) / 6."""
-    x = _float_input("hardswish", x, "x")
+    x = _float_input("hardswish", input)
     return call("mul", (x, hardsigmoid(x)))
 
 
@@ -157,10 +157,10 @@ def logsigmoid(x):
     return call("neg", (_softplus_raw(call("neg", (x,))),))
 
 
-def prelu(x, weight):
+def prelu(input, weight):  # noqa: A002
     """max(0, x) + weight * min(0, x); weight is (1,) or one value per channel (axis 1, or axis
     0 for a 1-D x)."""
-    x = _float_input("prelu", x, "x")
+    x = _float_input("prelu", input)
     if not is_tensor(weight):
         raise TypeError(f"prelu: weight must be a Tensor, got {type(weight).__name__}")
     shape, wshape = tuple(x.shape), tuple(weight.shape)
