@@ -72,6 +72,14 @@ from kiln.nn.layer.pooling import (  # noqa: F401
     MaxPool1d,
     MaxPool2d,
 )
+from kiln.nn.layer.transformer import (  # noqa: F401
+    MultiheadAttention,
+    Transformer,
+    TransformerDecoder,
+    TransformerDecoderLayer,
+    TransformerEncoder,
+    TransformerEncoderLayer,
+)
 from kiln.nn.learning_rate_schedule import (  # noqa: F401
     CosineDecayLR,
     ExponentialDecayLR,
@@ -143,6 +151,8 @@ __all__ = [
     "FocalLoss", "DiceLoss", "MultiClassDiceLoss",
     "RMSProp", "Adagrad", "Adadelta", "AdaMax", "Lamb", "FTRL", "ASGD", "Rprop",
     "natural_exp_decay_lr", "inverse_decay_lr", "polynomial_decay_lr",
+    "MultiheadAttention", "TransformerEncoderLayer", "TransformerDecoderLayer",
+    "TransformerEncoder", "TransformerDecoder", "Transformer",
 ]
 
 from kiln.common._missing import missing_attribute as _missing_attribute  # noqa: E402
