@@ -32,9 +32,10 @@ from kiln.nn.layer.activation import (  # noqa: F401
     Tanh,
     get_activation,
 )
-from kiln.nn.layer.basic import Dense, Dropout, Flatten, Identity  # noqa: F401
+from kiln.nn.layer.basic import Dense, Dropout, Flatten, Identity, Linear  # noqa: F401
 from kiln.nn.layer.container import CellList, SequentialCell  # noqa: F401
-from kiln.nn.layer.conv import Conv2d  # noqa: F401
+from kiln.nn.layer.conv import Conv1d, Conv2d  # noqa: F401
+from kiln.nn.layer.conv_transpose import Conv1dTranspose, Conv2dTranspose  # noqa: F401
 from kiln.nn.layer.embedding import Embedding  # noqa: F401
 from kiln.nn.layer.image import (  # noqa: F401
     Dropout2d,
@@ -153,6 +154,7 @@ __all__ = [
     "natural_exp_decay_lr", "inverse_decay_lr", "polynomial_decay_lr",
     "MultiheadAttention", "TransformerEncoderLayer", "TransformerDecoderLayer",
     "TransformerEncoder", "TransformerDecoder", "Transformer",
+    "Linear", "Conv1d", "Conv2dTranspose", "Conv1dTranspose",
 ]
 
 from kiln.common._missing import missing_attribute as _missing_attribute  # noqa: E402

@@ -1,4 +1,5 @@
-"""Basic layers: Dense, Flatten, Dropout, Identity (MindSpore argument names and defaults)."""
+"""Basic layers: Dense, Linear, Flatten, Dropout, Identity (MindSpore argument names and
+defaults)."""
 import math
 import numbers
 
@@ -10,7 +11,7 @@ from kiln.nn import _functional as F
 from kiln.nn.cell import Cell
 from kiln.nn.layer.activation import get_activation
 
-__all__ = ["Dense", "Flatten", "Dropout", "Identity"]
+__all__ = ["Dense", "Linear", "Flatten", "Dropout", "Identity"]
 
 
 def check_int(value, who, name, minimum=1):
@@ -82,6 +83,22 @@ class Dense(Cell):
         if self.activation_flag:
             s += f", activation={self.activation}"
         return s
+
+
+class Linear(Dense):
+    """y = x @ weight.T + bias with MindSpore's Linear arguments (in_features, out_features,
+    bias, weight_init, bias_init, dtype); the same parameters and initializers as Dense."""
+
+    def __init__(self, in_features, out_features, bias=True, weight_init=None, bias_init=None,
+                 dtype=None):
+        super().__init__(in_features, out_features, weight_init, bias_init,
+                         check_bool(bias, "Linear", "bias"), None,
+                         mstype.float32 if dtype is None else dtype)
+        self.in_features, self.out_features = self.in_channels, self.out_channels
+
+    def extend_repr(self):
+        return (f"in_features={self.in_features}, out_features={self.out_features}, "
+                f"bias={self.has_bias}")
 
 
 class Flatten(Cell):

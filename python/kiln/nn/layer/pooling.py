@@ -53,6 +53,9 @@ class MaxPool2d(_Pool2d):
         self.return_indices = check_bool(return_indices, "MaxPool2d", "return_indices")
 
     def construct(self, x):
+        return self._max_pool2d(x)
+
+    def _max_pool2d(self, x):
         x, pads, squeeze = self._prepare(x, "MaxPool2d", self.dilation)
         out = F.max_pool2d(x, self.kernel_size, self.stride, pads, self.dilation, self.ceil_mode,
                            self.return_indices)
@@ -79,6 +82,9 @@ class AvgPool2d(_Pool2d):
         self.divisor_override = divisor_override
 
     def construct(self, x):
+        return self._avg_pool2d(x)
+
+    def _avg_pool2d(self, x):
         x, pads, squeeze = self._prepare(x, "AvgPool2d")
         y = F.avg_pool2d(x, self.kernel_size, self.stride, pads, self.ceil_mode,
                          self.count_include_pad, self.divisor_override,
@@ -124,7 +130,7 @@ class MaxPool1d(MaxPool2d):
                          return_indices, ceil_mode)
 
     def construct(self, x):
-        out = super().construct(_as_plane(x, "MaxPool1d"))
+        out = self._max_pool2d(_as_plane(x, "MaxPool1d"))
         if self.return_indices:
             return ops.squeeze(out[0], -2), ops.squeeze(out[1], -2)
         return ops.squeeze(out, -2)
@@ -140,7 +146,7 @@ class AvgPool1d(AvgPool2d):
                          pad_mode, _one_d_padding(padding, who), ceil_mode, count_include_pad)
 
     def construct(self, x):
-        return ops.squeeze(super().construct(_as_plane(x, "AvgPool1d")), -2)
+        return ops.squeeze(self._avg_pool2d(_as_plane(x, "AvgPool1d")), -2)
 
 
 class AdaptiveAvgPool1d(Cell):
