@@ -73,6 +73,7 @@ from kiln.nn.layer.pooling import (  # noqa: F401
     MaxPool1d,
     MaxPool2d,
 )
+from kiln.nn.layer.rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNCell  # noqa: F401
 from kiln.nn.layer.transformer import (  # noqa: F401
     MultiheadAttention,
     Transformer,
@@ -155,6 +156,7 @@ __all__ = [
     "MultiheadAttention", "TransformerEncoderLayer", "TransformerDecoderLayer",
     "TransformerEncoder", "TransformerDecoder", "Transformer",
     "Linear", "Conv1d", "Conv2dTranspose", "Conv1dTranspose",
+    "RNNCell", "LSTMCell", "GRUCell", "RNN", "LSTM", "GRU",
 ]
 
 from kiln.common._missing import missing_attribute as _missing_attribute  # noqa: E402
