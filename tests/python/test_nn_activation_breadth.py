@@ -38,6 +38,12 @@ REFERENCES = {
     "softsign": (ops.softsign, lambda x: x / (1 + np.abs(x))),
     "logsigmoid": (ops.logsigmoid, lambda x: -np.logaddexp(0.0, -x)),
     "log1p": (ops.log1p, np.log1p),
+    "softmin": (lambda x: ops.softmin(x, 0), lambda x: np.exp(-x) / np.exp(-x).sum(0)),
+    "threshold": (lambda x: ops.threshold(x, 1.0, -3.0), lambda x: np.where(x > 1, x, -3.0)),
+    "tanhshrink": (ops.tanhshrink, lambda x: x - np.tanh(x)),
+    "softshrink": (lambda x: ops.softshrink(x, 0.7),
+                   lambda x: np.where(np.abs(x) > 0.7, x - 0.7 * np.sign(x), 0)),
+    "hardshrink": (lambda x: ops.hardshrink(x, 0.7), lambda x: np.where(np.abs(x) > 0.7, x, 0)),
     "expm1": (ops.expm1, np.expm1),
 }
 
@@ -76,7 +82,9 @@ def test_small_arguments_keep_their_digits():
 def test_gradients_by_finite_differences(name):
     fn, _ = REFERENCES[name]
     x = RNG.uniform(-4, 4, (2, 5))
-    x = x[np.abs(np.abs(x) - 3) > 0.05]  # away from the kinks of the hard activations
+    # away from the kinks of the hard activations and shrinks
+    x = x[(np.abs(np.abs(x) - 3) > 0.05) & (np.abs(np.abs(x) - 0.7) > 0.05) &
+          (np.abs(x - 1) > 0.05)]
     if name == "log1p":
         x = np.abs(x)
     check_grad(fn, x.reshape(-1), rtol=1e-5, atol=1e-7)
@@ -126,6 +134,13 @@ LAYERS = [
     (lambda: nn.CELU(), np_elu),
     (lambda: nn.Hardtanh(), lambda x: np.clip(x, -1, 1)),
     (lambda: nn.PReLU(), lambda x: np.maximum(x, 0) + 0.25 * np.minimum(x, 0)),
+    (lambda: nn.Softmin(), lambda x: np.exp(-x) / np.exp(-x).sum(-1, keepdims=True)),
+    (lambda: nn.Softmax2d(), lambda x: np.exp(x) / np.exp(x).sum(-3, keepdims=True)),
+    (lambda: nn.Tanhshrink(), lambda x: x - np.tanh(x)),
+    (lambda: nn.SoftShrink(1.5), lambda x: np.where(np.abs(x) > 1.5, x - 1.5 * np.sign(x), 0)),
+    (lambda: nn.HShrink(), lambda x: np.where(np.abs(x) > 0.5, x, 0)),
+    (lambda: nn.Threshold(0.2, 7.0), lambda x: np.where(x > 0.2, x, 7.0)),
+    (lambda: nn.GLU(-1), lambda x: x[..., :2] / (1 + np.exp(-x[..., 2:]))),
 ]
 
 
@@ -169,9 +184,25 @@ def test_prelu_layer_parameter_and_training():
         nn.LeakyReLU("0.2")
 
 
+def test_glu_and_rrelu():
+    x = RNG.standard_normal((2, 6))
+    check_grad(lambda t: ops.glu(t, 1), x)
+    with pytest.raises(ValueError, match="glu: the size of axis 0 must be even"):
+        ops.glu(ms.Tensor(RNG.standard_normal((3, 2))), 0)
+    ms.set_seed(5)
+    y = ops.rrelu(ms.Tensor(np.full((1000,), -2.0, np.float32)), 0.1, 0.3).asnumpy()
+    assert np.all((y <= -0.2 + 1e-6) & (y >= -0.6 - 1e-6)) and np.std(y) > 0.01
+    np.testing.assert_array_equal(nn.RReLU()(ms.Tensor(np.ones(4, np.float32))).asnumpy(), 1.0)
+    with pytest.raises(ValueError, match="RReLU: upper must be >= lower"):
+        nn.RReLU(0.5, 0.1)
+
+
 def test_get_activation_knows_the_new_names():
     assert isinstance(nn.get_activation("leakyrelu"), nn.LeakyReLU)
     assert isinstance(nn.get_activation("hswish"), nn.HSwish)
     assert isinstance(nn.get_activation("silu"), nn.SiLU)
+    assert isinstance(nn.get_activation("softshrink"), nn.SoftShrink)
+    with pytest.raises(KeyError):
+        nn.get_activation("selu")          # not one of MindSpore 2.10's names
     dense = nn.Dense(3, 2, activation="mish")
     assert isinstance(dense.activation, nn.Mish)

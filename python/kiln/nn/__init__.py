@@ -14,7 +14,9 @@ from kiln.nn.layer.activation import (  # noqa: F401
     CELU,
     ELU,
     GELU,
+    GLU,
     Hardtanh,
+    HShrink,
     HSigmoid,
     HSwish,
     LeakyReLU,
@@ -24,12 +26,18 @@ from kiln.nn.layer.activation import (  # noqa: F401
     PReLU,
     ReLU,
     ReLU6,
+    RReLU,
     SeLU,
     Sigmoid,
     SiLU,
     Softmax,
+    Softmax2d,
+    Softmin,
+    SoftShrink,
     Softsign,
     Tanh,
+    Tanhshrink,
+    Threshold,
     get_activation,
 )
 from kiln.nn.layer.basic import Dense, Dropout, Flatten, Identity, Linear  # noqa: F401
@@ -157,6 +165,7 @@ __all__ = [
     "TransformerEncoder", "TransformerDecoder", "Transformer",
     "Linear", "Conv1d", "Conv2dTranspose", "Conv1dTranspose",
     "RNNCell", "LSTMCell", "GRUCell", "RNN", "LSTM", "GRU",
+    "Softmin", "Softmax2d", "Tanhshrink", "SoftShrink", "HShrink", "Threshold", "GLU", "RReLU",
 ]
 
 from kiln.common._missing import missing_attribute as _missing_attribute  # noqa: E402

@@ -1,6 +1,7 @@
 """Activation layers (MindSpore names, arguments and defaults): ReLU, ReLU6, GELU, Sigmoid, Tanh,
 Softmax, LogSoftmax, LeakyReLU, SiLU, PReLU, ELU, CELU, SeLU, HSwish, HSigmoid, Hardtanh, Mish,
-Softsign, LogSigmoid (MindSpore 2.10 has no nn.Softplus: use ops.softplus)."""
+Softsign, LogSigmoid, Softmin, Softmax2d, Tanhshrink, SoftShrink, HShrink, Threshold, GLU, RReLU
+(MindSpore 2.10 has no nn.Softplus: use ops.softplus)."""
 import numbers
 
 import numpy as np
@@ -14,7 +15,8 @@ from kiln.nn.cell import Cell
 
 __all__ = ["ReLU", "ReLU6", "GELU", "Sigmoid", "Tanh", "Softmax", "LogSoftmax", "LeakyReLU", "SiLU",
            "PReLU", "ELU", "CELU", "SeLU", "HSwish", "HSigmoid", "Hardtanh", "Mish",
-           "Softsign", "LogSigmoid", "get_activation"]
+           "Softsign", "LogSigmoid", "Softmin", "Softmax2d", "Tanhshrink", "SoftShrink",
+           "HShrink", "Threshold", "GLU", "RReLU", "get_activation"]
 
 
 def _check_axis(axis, who):
@@ -221,11 +223,102 @@ class LogSigmoid(Cell):
         return ops.logsigmoid(x)
 
 
+class Softmin(Cell):
+    """softmax(-x) along axis."""
+
+    def __init__(self, axis=-1):
+        super().__init__()
+        self.axis = _check_axis(axis, "Softmin")
+
+    def construct(self, x):
+        return ops.softmin(x, self.axis)
+
+
+class Softmax2d(Cell):
+    """Softmax over the channel axis (-3) of (C, H, W) or (N, C, H, W)."""
+
+    def construct(self, x):
+        if len(x.shape) not in (3, 4):
+            raise ValueError(f"Softmax2d: the input must have 3 or 4 dims, got shape "
+                             f"{tuple(x.shape)}")
+        return ops.softmax(x, -3)
+
+
+class Tanhshrink(Cell):
+    """x - tanh(x)."""
+
+    def construct(self, x):
+        return ops.tanhshrink(x)
+
+
+class SoftShrink(Cell):
+    """x - lambd * sign(x) where |x| > lambd, else 0."""
+
+    def __init__(self, lambd=0.5):
+        super().__init__()
+        self.lambd = _float_arg(lambd, "SoftShrink", "lambd")
+
+    def construct(self, input):  # noqa: A002 - MindSpore's argument name
+        return ops.softshrink(input, self.lambd)
+
+
+class HShrink(Cell):
+    """x where |x| > lambd, else 0."""
+
+    def __init__(self, lambd=0.5):
+        super().__init__()
+        self.lambd = _float_arg(lambd, "HShrink", "lambd")
+
+    def construct(self, input):  # noqa: A002
+        return ops.hardshrink(input, self.lambd)
+
+
+class Threshold(Cell):
+    """x where x > threshold, else value."""
+
+    def __init__(self, threshold, value):
+        super().__init__()
+        self.threshold = _float_arg(threshold, "Threshold", "threshold")
+        self.value = _float_arg(value, "Threshold", "value")
+
+    def construct(self, input_x):
+        return ops.threshold(input_x, self.threshold, self.value)
+
+
+class GLU(Cell):
+    """a * sigmoid(b) for the halves a, b of x along axis."""
+
+    def __init__(self, axis=-1):
+        super().__init__()
+        self.dim = _check_axis(axis, "GLU")
+
+    def construct(self, x):
+        return ops.glu(x, self.dim)
+
+
+class RReLU(Cell):
+    """x for x >= 0, a * x otherwise with a ~ U(lower, upper) drawn per element on every call
+    (training or not, as MindSpore's RReLU)."""
+
+    def __init__(self, lower=1 / 8, upper=1 / 3):
+        super().__init__()
+        self.lower = _float_arg(lower, "RReLU", "lower")
+        self.upper = _float_arg(upper, "RReLU", "upper")
+        if self.lower > self.upper:
+            raise ValueError(f"RReLU: upper must be >= lower, got lower={lower}, upper={upper}")
+
+    def construct(self, x):
+        return ops.rrelu(x, self.lower, self.upper)
+
+
+# MindSpore 2.10's get_activation names (those kiln has).
 _ACTIVATIONS = {
-    "relu": ReLU, "gelu": GELU, "sigmoid": Sigmoid, "tanh": Tanh, "softmax": Softmax,
-    "logsoftmax": LogSoftmax, "relu6": ReLU6, "leakyrelu": LeakyReLU, "silu": SiLU,
-    "prelu": PReLU, "elu": ELU, "hswish": HSwish, "hsigmoid": HSigmoid, "mish": Mish,
-    "softsign": Softsign, "logsigmoid": LogSigmoid, "selu": SeLU,
+    "softmin": Softmin, "softmax": Softmax, "softmax2d": Softmax2d, "logsoftmax": LogSoftmax,
+    "relu": ReLU, "relu6": ReLU6, "rrelu": RReLU, "silu": SiLU, "tanh": Tanh,
+    "tanhshrink": Tanhshrink, "hardtanh": Hardtanh, "gelu": GELU, "elu": ELU,
+    "sigmoid": Sigmoid, "softsign": Softsign, "prelu": PReLU, "leakyrelu": LeakyReLU,
+    "hswish": HSwish, "hsigmoid": HSigmoid, "logsigmoid": LogSigmoid, "softshrink": SoftShrink,
+    "hshrink": HShrink, "mish": Mish,
 }
 
 

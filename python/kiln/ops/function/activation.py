@@ -1,13 +1,15 @@
 """Activation functional ops composed of registry ops (their gradients follow): leaky_relu, elu,
 selu, celu, relu6, hardsigmoid, hardswish, hardtanh, mish, softplus, softsign, logsigmoid, prelu,
-log1p, expm1. MindSpore 2.x names, arguments and defaults."""
+log1p, expm1, softmin, threshold, glu, tanhshrink, softshrink, hardshrink, rrelu. MindSpore 2.x
+names, arguments and defaults."""
 import numbers
 
 from kiln.ops._core import call, is_tensor
 
 __all__ = [
     "leaky_relu", "elu", "selu", "celu", "relu6", "hardsigmoid", "hardswish", "hardtanh", "mish",
-    "softplus", "softsign", "logsigmoid", "prelu", "log1p", "expm1",
+    "softplus", "softsign", "logsigmoid", "prelu", "log1p", "expm1", "softmin", "threshold",
+    "glu", "tanhshrink", "softshrink", "hardshrink", "rrelu",
 ]
 
 # SELU's constants (Klambauer et al., 2017), as MindSpore's SeLU uses them.
@@ -176,3 +178,74 @@ def prelu(input, weight):  # noqa: A002
         weight = call("cast", (weight,), (x.dtype._enum,))
     neg = call("mul", (call("minimum", (x, 0.0)), weight))
     return call("add", (call("relu", (x,)), neg))
+
+
+def softmin(x, axis=-1, *, dtype=None):
+    """softmax(-x) along axis (cast to dtype first when given)."""
+    x = _float_input("softmin", x, "x")
+    if dtype is not None:
+        x = call("cast", (x,), (dtype._enum,))
+    axis = axis if isinstance(axis, tuple) else (axis,)
+    if len(axis) != 1:
+        # Several axes: exp(-x) normalized over all of them together.
+        neg = call("neg", (x,))
+        shifted = call("sub", (neg, call("reduce_max", (neg,), (axis, True))))
+        e = call("exp", (shifted,))
+        return call("div", (e, call("reduce_sum", (e,), (axis, True, None))))
+    return call("softmax", (call("neg", (x,)),), (axis[0],))
+
+
+def threshold(input, thr, value):  # noqa: A002
+    """input where input > thr, else value."""
+    if not is_tensor(input):
+        raise TypeError(f"threshold: input must be a Tensor, got {type(input).__name__}")
+    thr, value = _real("threshold", "thr", thr), _real("threshold", "value", value)
+    # The replacement is made in the input's dtype (a 0-d constant that where broadcasts).
+    fill = call("fill", (), ((), value, input.dtype._enum))
+    return call("where", (call("greater", (input, thr)), input, fill))
+
+
+def glu(x, axis=-1):
+    """a * sigmoid(b) for the two halves a, b of x along axis."""
+    x = _float_input("glu", x, "x")
+    shape = tuple(x.shape)
+    ax = axis % len(shape) if shape else 0
+    if not shape or shape[ax] % 2:
+        raise ValueError(f"glu: the size of axis {axis} must be even, got shape {shape}")
+    half = shape[ax] // 2
+    a, b = call("split", (x,), (ax, (half, half)))
+    return call("mul", (a, call("sigmoid", (b,))))
+
+
+def tanhshrink(input):  # noqa: A002
+    """x - tanh(x)."""
+    x = _float_input("tanhshrink", input)
+    return call("sub", (x, call("tanh", (x,))))
+
+
+def softshrink(input, lambd=0.5):  # noqa: A002
+    """x - lambd where x > lambd, x + lambd where x < -lambd, else 0."""
+    x = _float_input("softshrink", input)
+    lambd = _real("softshrink", "lambd", lambd)
+    if lambd < 0:
+        raise ValueError(f"softshrink: lambd must be >= 0, got {lambd}")
+    shrunk = call("sub", (x, call("mul", (call("sign", (x,)), lambd))))
+    return call("where", (call("greater", (call("abs", (x,)), lambd)), shrunk, 0.0))
+
+
+def hardshrink(input, lambd=0.5):  # noqa: A002
+    """x where |x| > lambd, else 0."""
+    x = _float_input("hardshrink", input)
+    lambd = _real("hardshrink", "lambd", lambd)
+    return call("where", (call("greater", (call("abs", (x,)), lambd)), x, 0.0))
+
+
+def rrelu(input, lower=1.0 / 8, upper=1.0 / 3):  # noqa: A002
+    """x for x >= 0, a * x otherwise with a drawn from U(lower, upper) per element (always
+    random, as MindSpore's rrelu)."""
+    x = _float_input("rrelu", input)
+    lower, upper = _real("rrelu", "lower", lower), _real("rrelu", "upper", upper)
+    if lower > upper:
+        raise ValueError(f"rrelu: upper must be >= lower, got lower={lower}, upper={upper}")
+    slope = call("uniform_real", (), (tuple(x.shape), x.dtype._enum, lower, upper, None))
+    return call("where", (call("less", (x, 0.0)), call("mul", (x, slope)), x))
