@@ -255,3 +255,78 @@ def test_functional_losses_compile_like_they_run():
                 ops.soft_margin_loss(a, b))
 
     assert_same_in_both_modes(many, x, y)
+
+
+# ---- hinge, Gaussian NLL, multi-label soft margin, multi-margin, triplet, Poisson NLL ----
+
+def test_hinge_and_gaussian_nll():
+    x, y = RNG.normal(0, 1, (4, 5)), np.sign(RNG.normal(0, 1, (4, 5)))
+    want = np.where(y == 1, x, np.maximum(0, 0.5 - x))
+    assert_close(nn.HingeEmbeddingLoss(0.5, "none")(Tensor(x), Tensor(y)), want, ms.float64)
+    assert_close(nn.HingeEmbeddingLoss(0.5)(Tensor(x), Tensor(y)), want.mean(), ms.float64)
+    var = RNG.uniform(0.1, 2, (4,))
+    ref = 0.5 * (np.log(var[:, None]) + (x - y) ** 2 / var[:, None]) + 0.5 * np.log(2 * np.pi)
+    got = nn.GaussianNLLLoss(full=True, reduction="none")(Tensor(x), Tensor(y), Tensor(var))
+    assert_close(got, ref, ms.float64)
+    check_grad(lambda a, v: ops.gaussian_nll_loss(a, Tensor(y), v, reduction="none"), x,
+               RNG.uniform(0.1, 2, (4, 5)))
+
+
+def test_multilabel_and_multi_margin():
+    x = RNG.normal(0, 1, (4, 5))
+    t = (RNG.uniform(0, 1, (4, 5)) > 0.5).astype(np.float64)
+    w = RNG.uniform(0.5, 2, (5,))
+    terms = -(t * -np_softplus(-x) + (1 - t) * -np_softplus(x)) * w
+    got = nn.MultiLabelSoftMarginLoss(Tensor(w), "none")(Tensor(x), Tensor(t))
+    assert_close(got, terms.mean(1), ms.float64)
+    idx = np.array([1, 0, 4, 2], np.int64)
+    hinge = np.maximum(0, 0.5 - x[np.arange(4), idx][:, None] + x) ** 2 * w[idx][:, None]
+    hinge[np.arange(4), idx] = 0
+    got = nn.MultiMarginLoss(2, 0.5, "none", Tensor(w))(Tensor(x), Tensor(idx))
+    assert_close(got, hinge.sum(1) / 5, ms.float64)
+    check_grad(lambda a: ops.multi_margin_loss(a, Tensor(idx), reduction="none"), x)
+    with pytest.raises(ValueError, match="multi_margin_loss: p must be 1 or 2"):
+        ops.multi_margin_loss(Tensor(x), Tensor(idx), p=3)
+
+
+@pytest.mark.parametrize("p,swap", [(2, False), (1, True)])
+def test_triplet_margin_loss(p, swap):
+    a, pos, neg = (RNG.normal(0, 1, (4, 6)) for _ in range(3))
+
+    def dist(u, v):
+        return (np.abs(u - v + 1e-6) ** p).sum(-1) ** (1 / p)
+
+    d_neg = np.minimum(dist(a, neg), dist(pos, neg)) if swap else dist(a, neg)
+    want = np.maximum(dist(a, pos) - d_neg + 0.5, 0)
+    got = nn.TripletMarginLoss(p, swap, reduction="none", margin=0.5)(Tensor(a), Tensor(pos),
+                                                                     Tensor(neg))
+    assert_close(got, want, ms.float64)
+    check_grad(lambda u: ops.triplet_margin_loss(u, Tensor(pos), Tensor(neg), p=p,
+                                                 reduction="none"), a)
+
+
+def test_poisson_nll_loss():
+    x = RNG.uniform(0.1, 3, (4, 5))
+    counts = RNG.integers(0, 6, (4, 5)).astype(np.float64)
+    assert_close(nn.PoissonNLLLoss()(Tensor(x), Tensor(counts)),
+                 (np.exp(x) - counts * x).mean(), ms.float64)
+    t = np.maximum(counts, 1e-8)
+    stirling = np.where(counts > 1, t * np.log(t) - t + 0.5 * np.log(2 * np.pi * t), 0)
+    want = x - counts * np.log(x + 1e-8) + stirling
+    got = nn.PoissonNLLLoss(False, True, reduction="none")(Tensor(x), Tensor(counts))
+    assert_close(got, want, ms.float64)
+    with pytest.raises(ValueError, match="PoissonNLLLoss: the inputs must be non-scalar"):
+        nn.PoissonNLLLoss()(Tensor(1.0), Tensor(1.0))
+
+
+def test_more_losses_compile_like_they_run():
+    x = Tensor(RNG.normal(0, 1, (4, 5)).astype(np.float32))
+    y = Tensor(np.sign(RNG.normal(0, 1, (4, 5))).astype(np.float32))
+    idx = Tensor(np.array([1, 0, 4, 2], np.int64))
+
+    def many(a, b, i):
+        return (ops.hinge_embedding_loss(a, b), ops.multi_margin_loss(a, i),
+                ops.multilabel_soft_margin_loss(a, (b + 1) / 2),
+                ops.triplet_margin_loss(a, b, a * 0.5), ops.gaussian_nll_loss(a, b, a * a + 1))
+
+    assert_same_in_both_modes(many, x, y, idx)

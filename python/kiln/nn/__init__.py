@@ -106,6 +106,8 @@ from kiln.nn.loss import (  # noqa: F401
     CrossEntropyLoss,
     DiceLoss,
     FocalLoss,
+    GaussianNLLLoss,
+    HingeEmbeddingLoss,
     HuberLoss,
     KLDivLoss,
     L1Loss,
@@ -114,11 +116,15 @@ from kiln.nn.loss import (  # noqa: F401
     MarginRankingLoss,
     MSELoss,
     MultiClassDiceLoss,
+    MultiLabelSoftMarginLoss,
+    MultiMarginLoss,
     NLLLoss,
+    PoissonNLLLoss,
     RMSELoss,
     SmoothL1Loss,
     SoftMarginLoss,
     SoftmaxCrossEntropyWithLogits,
+    TripletMarginLoss,
 )
 from kiln.nn.optim import (  # noqa: F401
     ASGD,
@@ -166,6 +172,8 @@ __all__ = [
     "Linear", "Conv1d", "Conv2dTranspose", "Conv1dTranspose",
     "RNNCell", "LSTMCell", "GRUCell", "RNN", "LSTM", "GRU",
     "Softmin", "Softmax2d", "Tanhshrink", "SoftShrink", "HShrink", "Threshold", "GLU", "RReLU",
+    "HingeEmbeddingLoss", "GaussianNLLLoss", "MultiLabelSoftMarginLoss", "MultiMarginLoss",
+    "TripletMarginLoss", "PoissonNLLLoss",
 ]
 
 from kiln.common._missing import missing_attribute as _missing_attribute  # noqa: E402

@@ -12,18 +12,25 @@ from kiln.nn.loss.losses import (  # noqa: F401
     CosineEmbeddingLoss,
     DiceLoss,
     FocalLoss,
+    GaussianNLLLoss,
+    HingeEmbeddingLoss,
     HuberLoss,
     KLDivLoss,
     MAELoss,
     MarginRankingLoss,
     MultiClassDiceLoss,
+    MultiLabelSoftMarginLoss,
+    MultiMarginLoss,
     NLLLoss,
+    PoissonNLLLoss,
     RMSELoss,
     SmoothL1Loss,
     SoftMarginLoss,
+    TripletMarginLoss,
 )
 
 __all__ = ["LossBase", "MSELoss", "L1Loss", "CrossEntropyLoss", "SoftmaxCrossEntropyWithLogits",
            "BCELoss", "BCEWithLogitsLoss", "NLLLoss", "SmoothL1Loss", "HuberLoss", "MAELoss",
            "RMSELoss", "KLDivLoss", "CosineEmbeddingLoss", "MarginRankingLoss", "SoftMarginLoss",
-           "FocalLoss", "DiceLoss", "MultiClassDiceLoss"]
+           "FocalLoss", "DiceLoss", "MultiClassDiceLoss", "HingeEmbeddingLoss", "GaussianNLLLoss",
+           "MultiLabelSoftMarginLoss", "MultiMarginLoss", "TripletMarginLoss", "PoissonNLLLoss"]

@@ -1,6 +1,8 @@
 """More losses with MindSpore 2.x names, defaults and reductions: BCELoss, BCEWithLogitsLoss,
 NLLLoss, SmoothL1Loss, HuberLoss, MAELoss, RMSELoss, KLDivLoss, CosineEmbeddingLoss,
-MarginRankingLoss, SoftMarginLoss, FocalLoss, DiceLoss, MultiClassDiceLoss."""
+MarginRankingLoss, SoftMarginLoss, FocalLoss, DiceLoss, MultiClassDiceLoss, HingeEmbeddingLoss,
+GaussianNLLLoss, MultiLabelSoftMarginLoss, MultiMarginLoss, TripletMarginLoss, PoissonNLLLoss."""
+import math
 import numbers
 
 from kiln import _C, ops
@@ -14,7 +16,9 @@ from kiln.ops._core import is_tensor
 
 __all__ = ["BCELoss", "BCEWithLogitsLoss", "NLLLoss", "SmoothL1Loss", "HuberLoss", "MAELoss",
            "RMSELoss", "KLDivLoss", "CosineEmbeddingLoss", "MarginRankingLoss",
-           "SoftMarginLoss", "FocalLoss", "DiceLoss", "MultiClassDiceLoss"]
+           "SoftMarginLoss", "FocalLoss", "DiceLoss", "MultiClassDiceLoss", "HingeEmbeddingLoss",
+           "GaussianNLLLoss", "MultiLabelSoftMarginLoss", "MultiMarginLoss", "TripletMarginLoss",
+           "PoissonNLLLoss"]
 
 
 def _tensor_or_none(value, who, name):
@@ -311,3 +315,114 @@ class MultiClassDiceLoss(LossBase):
                 loss = loss * self.weights[i]
             total = total + loss
         return total / label.shape[1]
+
+
+def _reduction_arg(reduction, who):
+    if reduction not in ("none", "mean", "sum"):
+        raise ValueError(f"{who}: reduction must be one of ('mean', 'sum', 'none'), got "
+                         f"{reduction!r}")
+    return reduction
+
+
+class HingeEmbeddingLoss(LossBase):
+    """x where labels is 1, max(0, margin - x) where it is -1."""
+
+    def __init__(self, margin=1.0, reduction="mean"):
+        super().__init__(_reduction_arg(reduction, "HingeEmbeddingLoss"))
+        self.margin = _float(margin, "HingeEmbeddingLoss", "margin")
+
+    def construct(self, logits, labels):
+        return ops.hinge_embedding_loss(logits, labels, self.margin, self.reduction)
+
+
+class GaussianNLLLoss(LossBase):
+    """0.5 * (log(max(var, eps)) + (logits - labels)^2 / max(var, eps)) (+ const with full)."""
+
+    def __init__(self, *, full=False, eps=1e-6, reduction="mean"):
+        super().__init__(_reduction_arg(reduction, "GaussianNLLLoss"))
+        self.eps = _float(eps, "GaussianNLLLoss", "eps")
+        if self.eps <= 0:
+            raise ValueError(f"GaussianNLLLoss: eps must be > 0, got {eps}")
+        if not isinstance(full, bool):
+            raise TypeError(f"GaussianNLLLoss: full must be a bool, got {full!r}")
+        self.full = full
+
+    def construct(self, logits, labels, var):
+        return ops.gaussian_nll_loss(logits, labels, var, self.full, self.eps, self.reduction)
+
+
+class MultiLabelSoftMarginLoss(LossBase):
+    """Per sample, the class mean of the logistic losses of (N, C) scores and 0/1 targets."""
+
+    def __init__(self, weight=None, reduction="mean"):
+        super().__init__(reduction)
+        self.weight = weight
+
+    def construct(self, x, target):
+        return ops.multilabel_soft_margin_loss(x, target, self.weight, self.reduction)
+
+
+class MultiMarginLoss(LossBase):
+    """Multi-class hinge loss of (N, C) scores against (N,) class indices."""
+
+    def __init__(self, p=1, margin=1.0, reduction="mean", weight=None):
+        super().__init__(_reduction_arg(reduction, "MultiMarginLoss"))
+        if isinstance(p, bool) or p not in (1, 2):
+            raise ValueError(f"MultiMarginLoss: p must be 1 or 2, got {p!r}")
+        self.p, self.margin = p, _float(margin, "MultiMarginLoss", "margin")
+        self.weight = _tensor_or_none(weight, "MultiMarginLoss", "weight")
+
+    def construct(self, x, target, weight=None):
+        weight = self.weight if self.weight is not None else weight
+        return ops.multi_margin_loss(x, target, self.p, self.margin, weight, self.reduction)
+
+
+class TripletMarginLoss(LossBase):
+    """max(d(x, positive) - d(x, negative) + margin, 0) with p-norm distances."""
+
+    def __init__(self, p=2, swap=False, eps=1e-06, reduction="mean", margin=1.0):
+        super().__init__(_reduction_arg(reduction, "TripletMarginLoss"))
+        self.p, self.swap, self.eps = p, swap, eps
+        self.margin = _float(margin, "TripletMarginLoss", "margin")
+
+    def construct(self, x, positive, negative, margin=1.0):
+        # As MindSpore: the constructor's margin wins unless it is the default 1.0.
+        if self.margin != 1.0:
+            margin = self.margin
+        if is_tensor(margin):
+            margin = float(margin.item())
+        return ops.triplet_margin_loss(x, positive, negative, margin, self.p, self.eps,
+                                       self.swap, self.reduction)
+
+
+class PoissonNLLLoss(LossBase):
+    """exp(x) - target * x with log_input (else x - target * log(x + eps)); with full, the
+    Stirling term target * log(target) - target + 0.5 * log(2 pi target) for targets > 1."""
+
+    def __init__(self, log_input=True, full=False, eps=1e-08, reduction="mean"):
+        super().__init__(reduction)
+        self.log_input = check_flag(log_input, "PoissonNLLLoss", "log_input")
+        self.full = check_flag(full, "PoissonNLLLoss", "full")
+        self.eps = _float(eps, "PoissonNLLLoss", "eps")
+
+    def construct(self, x, target):
+        _check_tensors("PoissonNLLLoss", x=x, target=target)
+        if len(x.shape) == 0 or len(target.shape) == 0:
+            raise ValueError(f"PoissonNLLLoss: the inputs must be non-scalar, got shapes "
+                             f"{tuple(x.shape)} and {tuple(target.shape)}")
+        target = F.cast(target, x.dtype)
+        if self.log_input:
+            loss = ops.exp(x) - target * x
+        else:
+            loss = x - target * ops.log(x + self.eps)
+        if self.full:
+            t = ops.maximum(target, self.eps)
+            stirling = t * ops.log(t) - t + 0.5 * ops.log(2 * math.pi * t)
+            loss = loss + ops.where(target > 1, stirling, 0.0)
+        return self.get_loss(loss)
+
+
+def check_flag(value, who, name):
+    if not isinstance(value, bool):
+        raise TypeError(f"{who}: {name} must be a bool, got {value!r}")
+    return value

@@ -1,17 +1,22 @@
 """Loss functional ops composed of registry ops (their gradients follow): binary_cross_entropy
 (with logits), smooth_l1_loss, huber_loss, kl_div, margin_ranking_loss, cosine_embedding_loss,
-soft_margin_loss. MindSpore 2.x names, argument order and defaults; inputs broadcast where
-MindSpore's do."""
+soft_margin_loss, hinge_embedding_loss, gaussian_nll_loss, multilabel_soft_margin_loss,
+multi_margin_loss, triplet_margin_loss. MindSpore 2.x names, argument order and defaults; inputs
+broadcast where MindSpore's do."""
+import math
 import numbers
 
 from kiln.ops._core import call, is_tensor
 from kiln.ops.function.activation import _softplus_raw
+from kiln.ops.function.array import one_hot_checked
 from kiln.ops.function.reduce import mean as _mean
 from kiln.ops.function.reduce import sum as _sum
 
 __all__ = [
     "binary_cross_entropy", "binary_cross_entropy_with_logits", "smooth_l1_loss", "huber_loss",
     "kl_div", "margin_ranking_loss", "cosine_embedding_loss", "soft_margin_loss",
+    "hinge_embedding_loss", "gaussian_nll_loss", "multilabel_soft_margin_loss",
+    "multi_margin_loss", "triplet_margin_loss",
 ]
 
 _REDUCTIONS = ("none", "mean", "sum")
@@ -215,3 +220,114 @@ def soft_margin_loss(input, target, reduction="mean"):  # noqa: A002
     check_reduction(op, reduction)
     _same_shape(op, input, target, ("input", "target"))
     return reduce_loss(_softplus_raw(call("neg", (call("mul", (target, input)),))), reduction)
+
+
+def hinge_embedding_loss(inputs, targets, margin=1.0, reduction="mean"):
+    """x where the target is 1, max(0, margin - x) where it is -1 (broadcast)."""
+    op = "hinge_embedding_loss"
+    float_tensor(op, "inputs", inputs)
+    if not is_tensor(targets):
+        raise TypeError(f"{op}: targets must be a Tensor, got {type(targets).__name__}")
+    margin = _real(op, "margin", margin)
+    check_reduction(op, reduction)
+    neg = call("relu", (call("sub", (margin, inputs)),))
+    loss = call("add", (call("where", (call("equal", (targets, 1)), inputs, 0.0)),
+                        call("where", (call("equal", (targets, -1)), neg, 0.0))))
+    return reduce_loss(loss, reduction)
+
+
+def gaussian_nll_loss(x, target, var, full=False, eps=1e-6, reduction="mean"):
+    """0.5 * (log(max(var, eps)) + (x - target)^2 / max(var, eps)) (+ 0.5 * log(2 pi) with
+    full); var may have one dimension fewer than x (or 1 there) and broadcasts."""
+    op = "gaussian_nll_loss"
+    for name, value in (("x", x), ("target", target), ("var", var)):
+        float_tensor(op, name, value)
+    if not isinstance(full, bool):
+        raise TypeError(f"{op}: full must be a bool, got {full!r}")
+    eps = _real(op, "eps", eps, positive=True)
+    check_reduction(op, reduction)
+    if len(var.shape) == len(x.shape) - 1:
+        var = call("expand_dims", (var,), (-1,))
+    clamped = call("maximum", (var, eps))
+    sq = call("square", (call("sub", (x, target)),))
+    loss = call("mul", (call("add", (call("log", (clamped,)), call("div", (sq, clamped)))), 0.5))
+    if full:
+        loss = call("add", (loss, 0.5 * math.log(2 * math.pi)))
+    return reduce_loss(loss, reduction)
+
+
+def multilabel_soft_margin_loss(input, target, weight=None, reduction="mean"):  # noqa: A002
+    """Per sample, the mean over classes of -(y log sigmoid(x) + (1 - y) log sigmoid(-x)),
+    each class scaled by weight; input and target (N, C)."""
+    op = "multilabel_soft_margin_loss"
+    float_tensor(op, "input", input)
+    float_tensor(op, "target", target)
+    check_reduction(op, reduction)
+    if len(input.shape) != 2 or tuple(target.shape) != tuple(input.shape):
+        raise ValueError(f"{op}: input and target must share a 2-D shape (N, C), got "
+                         f"{tuple(input.shape)} and {tuple(target.shape)}")
+    log_sig = call("neg", (_softplus_raw(call("neg", (input,))),))
+    log_one_minus = call("neg", (_softplus_raw(input),))
+    terms = call("add", (call("mul", (target, log_sig)),
+                         call("mul", (call("sub", (1.0, target)), log_one_minus))))
+    if weight is not None:
+        terms = call("mul", (terms, weight))
+    loss = call("neg", (_mean(terms, 1),))
+    return reduce_loss(loss, reduction)
+
+
+def multi_margin_loss(input, target, p=1, margin=1, weight=None, reduction="mean"):  # noqa: A002
+    """Per sample: the sum over classes i != y of max(0, margin - x[y] + x[i])^p * w[y],
+    divided by C (target (N,) class indices, input (N, C))."""
+    op = "multi_margin_loss"
+    float_tensor(op, "input", input)
+    if not is_tensor(target) or target.dtype.is_floating_point:
+        raise TypeError(f"{op}: target must be an integer Tensor")
+    if isinstance(p, bool) or p not in (1, 2):
+        raise ValueError(f"{op}: p must be 1 or 2, got {p!r}")
+    margin = _real(op, "margin", margin)
+    check_reduction(op, reduction)
+    if len(input.shape) != 2 or tuple(target.shape) != (input.shape[0],):
+        raise ValueError(f"{op}: input must be (N, C) and target (N,), got "
+                         f"{tuple(input.shape)} and {tuple(target.shape)}")
+    classes = input.shape[1]
+    hot = call("cast", (one_hot_checked(target, classes, 1, 0, -1, f"{op}: target class"),),
+               (input.dtype._enum,))
+    picked = _sum(call("mul", (input, hot)), 1, True)
+    hinge = call("relu", (call("add", (call("sub", (margin, picked)), input)),))
+    if p == 2:
+        hinge = call("square", (hinge,))
+    if weight is not None:
+        hinge = call("mul", (hinge, _sum(call("mul", (hot, weight)), 1, True)))
+    hinge = call("mul", (hinge, call("sub", (1.0, hot))))     # i == y contributes nothing
+    return reduce_loss(call("div", (_sum(hinge, 1), float(classes))), reduction)
+
+
+def _pairwise_distance(a, b, p, eps):
+    diff = call("add", (call("sub", (a, b)), eps))
+    if p == 1:
+        return _sum(call("abs", (diff,)), -1)
+    if p == 2:
+        return call("sqrt", (_sum(call("square", (diff,)), -1),))
+    return call("pow", (_sum(call("pow", (call("abs", (diff,)), float(p))), -1), 1.0 / p))
+
+
+def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-06, swap=False,
+                        reduction="mean"):
+    """max(d(a, p) - d(a, n) + margin, 0) with d the p-norm of (x - y + eps) over the last
+    axis; swap uses min(d(a, n), d(p, n))."""
+    op = "triplet_margin_loss"
+    for name, value in (("anchor", anchor), ("positive", positive), ("negative", negative)):
+        float_tensor(op, name, value)
+    if isinstance(p, bool) or not isinstance(p, int) or p < 1:
+        raise TypeError(f"{op}: p must be a positive int, got {p!r}")
+    eps = _real(op, "eps", eps)
+    if not isinstance(swap, bool):
+        raise TypeError(f"{op}: swap must be a bool, got {swap!r}")
+    check_reduction(op, reduction)
+    d_pos = _pairwise_distance(anchor, positive, p, eps)
+    d_neg = _pairwise_distance(anchor, negative, p, eps)
+    if swap:
+        d_neg = call("minimum", (d_neg, _pairwise_distance(positive, negative, p, eps)))
+    loss = call("relu", (call("add", (call("sub", (d_pos, d_neg)), margin)),))
+    return reduce_loss(loss, reduction)
