@@ -298,3 +298,55 @@ def test_spatial_ops_compile_like_they_run():
                 ops.unfold(t, 2), ops.group_norm(t, 2))
 
     assert_same_in_both_modes(many, x)
+
+
+# ---- small layers: channel dropout 1d/3d, shuffles, unflatten, BatchNorm3d, pads 3d ----
+
+def test_channel_dropout_1d_and_3d():
+    ms.set_seed(4)
+    x = np.ones((4, 8, 5), np.float32)
+    y = ops.dropout1d(ms.Tensor(x), 0.5).asnumpy()
+    assert np.all((y == 0).all(-1) | (y == 2).all(-1)) and 0 < (y[..., 0] == 0).mean() < 1
+    unbatched = ops.dropout1d(ms.Tensor(x[0]), 0.5).asnumpy()
+    assert np.all((unbatched == 0).all(-1) | (unbatched == 2).all(-1))
+    v = ops.dropout3d(ms.Tensor(np.ones((2, 6, 2, 2, 2), np.float32)), 0.5).asnumpy()
+    flat = v.reshape(2, 6, -1)
+    assert np.all((flat == 0).all(-1) | (flat == 2).all(-1))
+    layer = nn.Dropout3d(0.5)
+    layer.set_train(False)
+    assert layer(ms.Tensor(v)) is not None and nn.Dropout1d(0.0)(ms.Tensor(x)).shape == x.shape
+    with pytest.raises(ValueError, match="dropout3d: input must be 5-D"):
+        ops.dropout3d(ms.Tensor(x))
+
+
+def test_channel_shuffle_unflatten_and_pads_3d():
+    x = rand(2, 6, 4, 5)
+    ref = x.reshape(2, 3, 2, 4, 5).transpose(0, 2, 1, 3, 4).reshape(2, 6, 4, 5)
+    assert_close(nn.ChannelShuffle(3)(ms.Tensor(x)), ref, ms.float64)
+    assert_close(in_graph_mode(nn.ChannelShuffle(2), ms.Tensor(x)),
+                 x.reshape(2, 2, 3, 4, 5).transpose(0, 2, 1, 3, 4).reshape(2, 6, 4, 5),
+                 ms.float64)
+    assert nn.Unflatten(1, (2, 3))(ms.Tensor(x)).shape == (2, 2, 3, 4, 5)
+    assert nn.Unflatten(-1, [5, 1])(ms.Tensor(x)).shape == (2, 6, 4, 5, 1)
+    v = rand(1, 2, 3, 4, 5)
+    assert_close(nn.ReflectionPad3d((1, 2, 1, 0, 2, 1))(ms.Tensor(v)),
+                 np.pad(v, ((0, 0), (0, 0), (2, 1), (1, 0), (1, 2)), "reflect"), ms.float64)
+    assert_close(nn.ReplicationPad3d(1)(ms.Tensor(v)),
+                 np.pad(v, ((0, 0), (0, 0), (1, 1), (1, 1), (1, 1)), "edge"), ms.float64)
+
+
+def test_batch_norm_3d_and_adaptive_max_pool_1d():
+    v = rand(2, 3, 4, 5, 6).astype(np.float32)
+    bn = nn.BatchNorm3d(3)
+    assert [p.name for p in bn.trainable_params()] == ["bn2d.gamma", "bn2d.beta"]
+    assert_close(bn(ms.Tensor(v)), v / np.sqrt(1 + 1e-5), ms.float32)   # eval: moving stats
+    bn.set_train(True)
+    flat = v.transpose(1, 0, 2, 3, 4).reshape(3, -1).astype(np.float64)
+    ref = (v - flat.mean(1)[None, :, None, None, None]) / np.sqrt(
+        flat.var(1)[None, :, None, None, None] + 1e-5)
+    assert_close(bn(ms.Tensor(v)), ref, ms.float32, rtol=1e-4, atol=1e-4)
+    x = rand(2, 3, 12)
+    assert_close(nn.AdaptiveMaxPool1d(4)(ms.Tensor(x)), x.reshape(2, 3, 4, 3).max(-1),
+                 ms.float64)
+    with pytest.raises(ValueError, match="divisible by output_size=5"):
+        nn.AdaptiveMaxPool1d(5)(ms.Tensor(x))

@@ -40,13 +40,16 @@ from kiln.nn.layer.activation import (  # noqa: F401
     Threshold,
     get_activation,
 )
-from kiln.nn.layer.basic import Dense, Dropout, Flatten, Identity, Linear  # noqa: F401
+from kiln.nn.layer.basic import Dense, Dropout, Flatten, Identity, Linear, Unflatten  # noqa: F401
 from kiln.nn.layer.container import CellList, SequentialCell  # noqa: F401
 from kiln.nn.layer.conv import Conv1d, Conv2d  # noqa: F401
 from kiln.nn.layer.conv_transpose import Conv1dTranspose, Conv2dTranspose  # noqa: F401
 from kiln.nn.layer.embedding import Embedding  # noqa: F401
 from kiln.nn.layer.image import (  # noqa: F401
+    ChannelShuffle,
+    Dropout1d,
     Dropout2d,
+    Dropout3d,
     PixelShuffle,
     PixelUnshuffle,
     Unfold,
@@ -55,6 +58,7 @@ from kiln.nn.layer.image import (  # noqa: F401
 from kiln.nn.layer.normalization import (  # noqa: F401
     BatchNorm1d,
     BatchNorm2d,
+    BatchNorm3d,
     GroupNorm,
     InstanceNorm1d,
     InstanceNorm2d,
@@ -68,13 +72,16 @@ from kiln.nn.layer.padding import (  # noqa: F401
     Pad,
     ReflectionPad1d,
     ReflectionPad2d,
+    ReflectionPad3d,
     ReplicationPad1d,
     ReplicationPad2d,
+    ReplicationPad3d,
     ZeroPad2d,
 )
 from kiln.nn.layer.pooling import (  # noqa: F401
     AdaptiveAvgPool1d,
     AdaptiveAvgPool2d,
+    AdaptiveMaxPool1d,
     AdaptiveMaxPool2d,
     AvgPool1d,
     AvgPool2d,
@@ -174,6 +181,8 @@ __all__ = [
     "Softmin", "Softmax2d", "Tanhshrink", "SoftShrink", "HShrink", "Threshold", "GLU", "RReLU",
     "HingeEmbeddingLoss", "GaussianNLLLoss", "MultiLabelSoftMarginLoss", "MultiMarginLoss",
     "TripletMarginLoss", "PoissonNLLLoss",
+    "Dropout1d", "Dropout3d", "ChannelShuffle", "Unflatten", "BatchNorm3d", "AdaptiveMaxPool1d",
+    "ReflectionPad3d", "ReplicationPad3d",
 ]
 
 from kiln.common._missing import missing_attribute as _missing_attribute  # noqa: E402

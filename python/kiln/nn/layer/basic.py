@@ -11,7 +11,7 @@ from kiln.nn import _functional as F
 from kiln.nn.cell import Cell
 from kiln.nn.layer.activation import get_activation
 
-__all__ = ["Dense", "Linear", "Flatten", "Dropout", "Identity"]
+__all__ = ["Dense", "Linear", "Flatten", "Unflatten", "Dropout", "Identity"]
 
 
 def check_int(value, who, name, minimum=1):
@@ -111,6 +111,23 @@ class Flatten(Cell):
 
     def construct(self, x):
         return ops.flatten(x, start_dim=self.start_dim, end_dim=self.end_dim)
+
+
+class Unflatten(Cell):
+    """Splits axis `axis` into unflattened_size (a tuple or list; one entry may be -1)."""
+
+    def __init__(self, axis, unflattened_size):
+        super().__init__()
+        self.axis = check_int(axis, "Unflatten", "axis", minimum=-2**31)
+        if not isinstance(unflattened_size, (tuple, list)):
+            raise TypeError(f"Unflatten: unflattened_size must be a tuple or list, got "
+                            f"{type(unflattened_size).__name__}")
+        self.unflattened_size = tuple(unflattened_size)
+
+    def construct(self, input_x):
+        shape = tuple(input_x.shape)
+        axis = self.axis % len(shape)
+        return ops.reshape(input_x, shape[:axis] + self.unflattened_size + shape[axis + 1:])
 
 
 class Identity(Cell):

@@ -1,12 +1,14 @@
 """Image layers (MindSpore names and arguments): Upsample, PixelShuffle, PixelUnshuffle, Unfold,
-Dropout2d; built on kiln.ops.interpolate / pixel_shuffle / dropout2d and strided views."""
+Dropout1d/2d/3d (channel dropout), ChannelShuffle; built on kiln.ops.interpolate /
+pixel_shuffle / dropout*d / channel_shuffle and strided views."""
 import numbers
 
 from kiln import ops
 from kiln.nn.cell import Cell
 from kiln.ops.function.spatial import image_patches
 
-__all__ = ["Upsample", "PixelShuffle", "PixelUnshuffle", "Unfold", "Dropout2d"]
+__all__ = ["Upsample", "PixelShuffle", "PixelUnshuffle", "Unfold", "Dropout1d", "Dropout2d",
+           "Dropout3d", "ChannelShuffle"]
 
 
 class Upsample(Cell):
@@ -97,20 +99,55 @@ class Unfold(Cell):
         return ops.reshape(ops.stack(views, 1), (n, len(views) * c, oh, ow))
 
 
-class Dropout2d(Cell):
-    """Zeroes whole channels of (N, C, H, W) with probability p in training (scaling the rest
-    by 1 / (1 - p)); the identity in evaluation."""
+class _ChannelDropout(Cell):
+    """Zeroes whole channels with probability p in training (scaling the rest by 1 / (1 - p));
+    the identity in evaluation."""
+
+    _OP = staticmethod(ops.dropout2d)
 
     def __init__(self, p=0.5):
         super().__init__()
-        if isinstance(p, bool) or not isinstance(p, numbers.Real) or not 0 <= p <= 1:
-            raise ValueError(f"Dropout2d: p must be a float in [0, 1], got {p!r}")
+        who = type(self).__name__
+        if isinstance(p, bool) or not isinstance(p, numbers.Real):
+            raise TypeError(f"{who}: p must be a float, got {p!r}")
+        if not 0 <= p <= 1:
+            raise ValueError(f"{who}: p must be a float in [0, 1], got {p!r}")
         self.p = float(p)
 
     def construct(self, x):
-        if not self.training:
+        if not self.training or self.p == 0:
             return x
-        return ops.dropout2d(x, self.p, True)
+        return self._OP(x, self.p, True)
 
     def extend_repr(self):
         return f"p={self.p}"
+
+
+class Dropout1d(_ChannelDropout):
+    """Channel dropout of (N, C, L) or (C, L)."""
+    _OP = staticmethod(ops.dropout1d)
+
+
+class Dropout2d(_ChannelDropout):
+    """Channel dropout of (N, C, H, W)."""
+    _OP = staticmethod(ops.dropout2d)
+
+
+class Dropout3d(_ChannelDropout):
+    """Channel dropout of (N, C, D, H, W)."""
+    _OP = staticmethod(ops.dropout3d)
+
+
+class ChannelShuffle(Cell):
+    """Regroups the channels of (N, C, ...): (groups, C / groups) -> (C / groups, groups)."""
+
+    def __init__(self, groups):
+        super().__init__()
+        if isinstance(groups, bool) or not isinstance(groups, int):
+            raise TypeError(f"ChannelShuffle: groups must be an int, got {type(groups).__name__}")
+        if groups < 1:
+            raise ValueError(f"ChannelShuffle: groups must be > 0, got {groups}")
+        self.groups = groups
+
+    def construct(self, x):
+        return ops.channel_shuffle(x, self.groups)

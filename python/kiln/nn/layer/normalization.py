@@ -11,7 +11,7 @@ from kiln.nn import _functional as F
 from kiln.nn.cell import Cell
 from kiln.nn.layer.basic import check_bool, check_int
 
-__all__ = ["BatchNorm1d", "BatchNorm2d", "LayerNorm", "GroupNorm", "InstanceNorm1d",
+__all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "LayerNorm", "GroupNorm", "InstanceNorm1d",
            "InstanceNorm2d", "InstanceNorm3d"]
 
 
@@ -82,6 +82,26 @@ class BatchNorm2d(_BatchNorm):
     """Batch norm over an (N, C, H, W) input, per channel."""
     _NAME = "BatchNorm2d"
     _RANKS = (4,)
+
+
+class BatchNorm3d(Cell):
+    """Batch norm of (N, C, D, H, W) per channel: MindSpore's BatchNorm3d, a BatchNorm2d named
+    `bn2d` over the input viewed as (N, C, D * H, W) (so its parameters are bn2d.gamma, ...)."""
+
+    def __init__(self, num_features, eps=1e-5, momentum=0.9, affine=True, gamma_init="ones",
+                 beta_init="zeros", moving_mean_init="zeros", moving_var_init="ones",
+                 use_batch_statistics=None, dtype=mstype.float32):
+        super().__init__()
+        self.bn2d = BatchNorm2d(num_features, eps, momentum, affine, gamma_init, beta_init,
+                                moving_mean_init, moving_var_init, use_batch_statistics,
+                                dtype=dtype)
+
+    def construct(self, x):
+        shape = tuple(x.shape)
+        if len(shape) != 5:
+            raise ValueError(f"BatchNorm3d: expected an (N, C, D, H, W) input, got shape {shape}")
+        y = self.bn2d(F.reshape(x, (shape[0], shape[1], shape[2] * shape[3], shape[4])))
+        return F.reshape(y, shape)
 
 
 class LayerNorm(Cell):

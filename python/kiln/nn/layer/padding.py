@@ -1,5 +1,5 @@
 """Padding layers (MindSpore names and argument forms): Pad, ZeroPad2d, ConstantPad1d/2d/3d,
-ReflectionPad1d/2d, ReplicationPad1d/2d; all built on kiln.ops.pad's per-axis helpers."""
+ReflectionPad1d/2d/3d, ReplicationPad1d/2d/3d; all built on kiln.ops.pad's per-axis helpers."""
 import numbers
 
 from kiln import ops
@@ -8,7 +8,8 @@ from kiln.ops._core import shape_attr
 from kiln.ops.function.spatial import pad_constant_axis, pad_gather_axis
 
 __all__ = ["Pad", "ZeroPad2d", "ConstantPad1d", "ConstantPad2d", "ConstantPad3d",
-           "ReflectionPad1d", "ReflectionPad2d", "ReplicationPad1d", "ReplicationPad2d"]
+           "ReflectionPad1d", "ReflectionPad2d", "ReflectionPad3d", "ReplicationPad1d",
+           "ReplicationPad2d", "ReplicationPad3d"]
 
 _MODES = {"CONSTANT": "constant", "REFLECT": "reflect", "SYMMETRIC": "symmetric"}
 
@@ -132,4 +133,14 @@ class ReplicationPad1d(_PadNd):
 
 class ReplicationPad2d(_PadNd):
     _N = 2
+    _MODE = "replicate"
+
+
+class ReflectionPad3d(_PadNd):
+    _N = 3
+    _MODE = "reflect"
+
+
+class ReplicationPad3d(_PadNd):
+    _N = 3
     _MODE = "replicate"

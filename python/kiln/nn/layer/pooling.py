@@ -9,7 +9,7 @@ from kiln.nn.layer.basic import check_bool
 from kiln.nn.layer.conv import resolve_padding, spatial_pads
 
 __all__ = ["MaxPool2d", "AvgPool2d", "MaxPool1d", "AvgPool1d", "AdaptiveAvgPool1d",
-           "AdaptiveAvgPool2d", "AdaptiveMaxPool2d"]
+           "AdaptiveAvgPool2d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d"]
 
 
 class _Pool2d(Cell):
@@ -158,6 +158,32 @@ class AdaptiveAvgPool1d(Cell):
 
     def construct(self, x):
         return ops.adaptive_avg_pool1d(x, self.output_size)
+
+
+class AdaptiveMaxPool1d(Cell):
+    """Maximum of (N, C, L) over output_size equal windows; as in MindSpore, output_size must
+    divide L."""
+
+    def __init__(self, output_size):
+        super().__init__()
+        if isinstance(output_size, bool) or not isinstance(output_size, int):
+            raise TypeError(f"AdaptiveMaxPool1d: output_size must be an int, got "
+                            f"{output_size!r}")
+        if output_size < 1:
+            raise ValueError(f"AdaptiveMaxPool1d: output_size must be >= 1, got {output_size}")
+        self.output_size = output_size
+
+    def construct(self, x):
+        if len(x.shape) != 3:
+            raise ValueError(f"AdaptiveMaxPool1d: expected an (N, C, L) input, got shape "
+                             f"{tuple(x.shape)}")
+        width = x.shape[-1]
+        if width % self.output_size:
+            raise ValueError(f"AdaptiveMaxPool1d: the input's last dimension must be divisible "
+                             f"by output_size={self.output_size}, got {width}")
+        window = width // self.output_size
+        y = ops.max_pool2d(ops.expand_dims(x, 2), (1, window), (1, window))
+        return ops.squeeze(y, 2)
 
 
 class AdaptiveAvgPool2d(Cell):

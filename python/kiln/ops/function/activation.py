@@ -4,7 +4,7 @@ log1p, expm1, softmin, threshold, glu, tanhshrink, softshrink, hardshrink, rrelu
 names, arguments and defaults."""
 import numbers
 
-from kiln.ops._core import call, is_tensor
+from kiln.ops._core import call, int_arg, is_tensor
 
 __all__ = [
     "leaky_relu", "elu", "selu", "celu", "relu6", "hardsigmoid", "hardswish", "hardtanh", "mish",
@@ -185,7 +185,8 @@ def softmin(x, axis=-1, *, dtype=None):
     x = _float_input("softmin", x, "x")
     if dtype is not None:
         x = call("cast", (x,), (dtype._enum,))
-    axis = axis if isinstance(axis, tuple) else (axis,)
+    axis = tuple(int_arg(a, "softmin", "axis") for a in axis) if isinstance(axis, tuple) \
+        else (int_arg(axis, "softmin", "axis"),)
     if len(axis) != 1:
         # Several axes: exp(-x) normalized over all of them together.
         neg = call("neg", (x,))
@@ -209,7 +210,7 @@ def glu(x, axis=-1):
     """a * sigmoid(b) for the two halves a, b of x along axis."""
     x = _float_input("glu", x, "x")
     shape = tuple(x.shape)
-    ax = axis % len(shape) if shape else 0
+    ax = int_arg(axis, "glu", "axis") % len(shape) if shape else 0
     if not shape or shape[ax] % 2:
         raise ValueError(f"glu: the size of axis {axis} must be even, got shape {shape}")
     half = shape[ax] // 2

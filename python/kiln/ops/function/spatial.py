@@ -15,7 +15,8 @@ from kiln.ops.function.reduce import mean as _mean
 
 __all__ = [
     "pad", "interpolate", "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_max_pool2d",
-    "avg_pool1d", "pixel_shuffle", "pixel_unshuffle", "unfold", "dropout2d", "group_norm",
+    "avg_pool1d", "pixel_shuffle", "pixel_unshuffle", "unfold", "dropout1d", "dropout2d",
+    "dropout3d", "group_norm", "channel_shuffle",
 ]
 
 _PAD_MODES = ("constant", "reflect", "replicate", "circular")
@@ -376,23 +377,55 @@ def image_patches(x, kernel, stride, dilation, pads):
 
 # ---- dropout2d and group_norm ----
 
-def dropout2d(input, p=0.5, training=True):  # noqa: A002
-    """Zeroes whole channels of (N, C, H, W) with probability p, scaling the rest by
-    1 / (1 - p); the input itself when not training."""
-    op = "dropout2d"
+def _channel_dropout(op, input, p, training, ranks):  # noqa: A002
+    """Zeroes whole channels (axis 1; axis 0 of an unbatched input, one rank lower) with
+    probability p and scales the rest by 1 / (1 - p)."""
     _tensor(op, input)
     if isinstance(p, bool) or not isinstance(p, numbers.Real) or not 0 <= p <= 1:
         raise ValueError(f"{op}: p must be a float in [0, 1], got {p!r}")
-    if len(input.shape) != 4:
-        raise ValueError(f"{op}: input must be 4-D (N, C, H, W), got shape "
-                         f"{tuple(input.shape)}")
+    if len(input.shape) not in ranks:
+        raise ValueError(f"{op}: input must be {' or '.join(f'{r}-D' for r in ranks)}, got "
+                         f"shape {tuple(input.shape)}")
     if not training or p == 0:
         return input
     if p == 1:
         return call("mul", (input, 0.0))
-    n, c = input.shape[0], input.shape[1]
-    mask, _ = call("dropout", (_fill((n, c, 1, 1), 1.0, input.dtype),), (float(p), None))
+    shape = tuple(input.shape)
+    batched = len(shape) == max(ranks)
+    lead = shape[:2] if batched else shape[:1]
+    mask_shape = lead + (1,) * (len(shape) - len(lead))
+    mask, _ = call("dropout", (_fill(mask_shape, 1.0, input.dtype),), (float(p), None))
     return call("mul", (input, mask))
+
+
+def dropout1d(input, p=0.5, training=True):  # noqa: A002
+    """Channel dropout of (N, C, L) or (C, L)."""
+    return _channel_dropout("dropout1d", input, p, training, (2, 3))
+
+
+def dropout2d(input, p=0.5, training=True):  # noqa: A002
+    """Channel dropout of (N, C, H, W): whole channels are zeroed with probability p, the rest
+    scaled by 1 / (1 - p); the input itself when not training."""
+    return _channel_dropout("dropout2d", input, p, training, (4,))
+
+
+def dropout3d(input, p=0.5, training=True):  # noqa: A002
+    """Channel dropout of (N, C, D, H, W)."""
+    return _channel_dropout("dropout3d", input, p, training, (5,))
+
+
+def channel_shuffle(x, groups):
+    """(N, C, ...) with its channels regrouped: (groups, C / groups) -> (C / groups, groups)."""
+    op = "channel_shuffle"
+    _tensor(op, x, "x")
+    groups = int_arg(groups, op, "groups")
+    shape = tuple(x.shape)
+    if groups < 1 or len(shape) < 3 or shape[1] % groups:
+        raise ValueError(f"{op}: groups must be positive and divide the channels of an "
+                         f"(N, C, ...) input, got groups={groups} for shape {shape}")
+    y = call("reshape", (x,), ((shape[0], groups, shape[1] // groups, -1),))
+    y = call("transpose", (y,), ((0, 2, 1, 3),))
+    return call("reshape", (y,), (shape,))
 
 
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):  # noqa: A002
