@@ -350,3 +350,24 @@ def test_batch_norm_3d_and_adaptive_max_pool_1d():
                  ms.float64)
     with pytest.raises(ValueError, match="divisible by output_size=5"):
         nn.AdaptiveMaxPool1d(5)(ms.Tensor(x))
+
+
+def test_embedding_lookup():
+    layer = nn.EmbeddingLookup(10, 4)
+    assert [p.name for p in layer.trainable_params()] == ["embedding_table"]
+    table = layer.embedding_table.asnumpy()
+    ids = np.array([[1, 0, 9], [3, 12, -1]], np.int32)
+    want = np.where(((ids >= 0) & (ids < 10))[..., None], table[np.clip(ids, 0, 9)], 0)
+    assert_close(layer(ms.Tensor(ids)), want, ms.float32)           # out of range: zeros
+    assert_close(in_graph_mode(layer, ms.Tensor(ids)), want, ms.float32)
+    clipped = nn.EmbeddingLookup(10, 4, max_norm=0.01)
+    clipped.embedding_table.set_data(ms.Tensor(table * 10))
+    rows = table[[1, 0, 9]] * 10
+    norms = np.linalg.norm(rows, axis=-1, keepdims=True)
+    assert_close(clipped(ms.Tensor(ids[0])), rows * 0.01 / np.maximum(norms, 0.01), ms.float32,
+                 rtol=1e-5)
+    device = nn.EmbeddingLookup(10, 4, target="DEVICE", sparse=False)
+    with pytest.raises(IndexError, match="EmbeddingLookup: id"):
+        device(ms.Tensor(ids))
+    with pytest.raises(ValueError, match="sparse must be True"):
+        nn.EmbeddingLookup(10, 4, sparse=False)

@@ -44,7 +44,7 @@ from kiln.nn.layer.basic import Dense, Dropout, Flatten, Identity, Linear, Unfla
 from kiln.nn.layer.container import CellList, SequentialCell  # noqa: F401
 from kiln.nn.layer.conv import Conv1d, Conv2d  # noqa: F401
 from kiln.nn.layer.conv_transpose import Conv1dTranspose, Conv2dTranspose  # noqa: F401
-from kiln.nn.layer.embedding import Embedding  # noqa: F401
+from kiln.nn.layer.embedding import Embedding, EmbeddingLookup  # noqa: F401
 from kiln.nn.layer.image import (  # noqa: F401
     ChannelShuffle,
     Dropout1d,
@@ -182,7 +182,7 @@ __all__ = [
     "HingeEmbeddingLoss", "GaussianNLLLoss", "MultiLabelSoftMarginLoss", "MultiMarginLoss",
     "TripletMarginLoss", "PoissonNLLLoss",
     "Dropout1d", "Dropout3d", "ChannelShuffle", "Unflatten", "BatchNorm3d", "AdaptiveMaxPool1d",
-    "ReflectionPad3d", "ReplicationPad3d",
+    "ReflectionPad3d", "ReplicationPad3d", "EmbeddingLookup",
 ]
 
 from kiln.common._missing import missing_attribute as _missing_attribute  # noqa: E402
