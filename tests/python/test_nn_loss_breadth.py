@@ -330,3 +330,80 @@ def test_more_losses_compile_like_they_run():
                 ops.triplet_margin_loss(a, b, a * 0.5), ops.gaussian_nll_loss(a, b, a * a + 1))
 
     assert_same_in_both_modes(many, x, y, idx)
+
+
+# ---- CTC ----
+
+def _collapse(path, blank):
+    out, prev = [], None
+    for p in path:
+        if p != prev and p != blank:
+            out.append(p)
+        prev = p
+    return out
+
+
+def np_ctc(lp, target, blank=0):
+    """-log of the summed probability of every path of length T collapsing to target."""
+    import itertools  # noqa: PLC0415
+    steps, classes = lp.shape
+    total = 0.0
+    for path in itertools.product(range(classes), repeat=steps):
+        if _collapse(path, blank) == list(target):
+            total += np.exp(sum(lp[t, c] for t, c in enumerate(path)))
+    return -np.log(total) if total > 0 else np.inf
+
+
+def _log_softmax(x):
+    return x - np.log(np.exp(x).sum(-1, keepdims=True))
+
+
+@pytest.mark.parametrize("reduction", ["none", "mean", "sum"])
+def test_ctc_loss_matches_enumerated_alignments(reduction):
+    lp = _log_softmax(RNG.normal(0, 1, (5, 3, 3)))
+    targets = np.array([[1, 2], [2, 2], [1, 0]], np.int64)
+    in_len, tgt_len = np.array([5, 5, 3], np.int64), np.array([2, 2, 1], np.int64)
+    per = np.array([np_ctc(lp[:in_len[b], b], targets[b, :tgt_len[b]]) for b in range(3)])
+    loss, log_alpha = ops.ctc_loss(Tensor(lp), Tensor(targets), Tensor(in_len), Tensor(tgt_len),
+                                   reduction=reduction)
+    want = {"none": per, "sum": per.sum(), "mean": (per / np.maximum(tgt_len, 1)).mean()}
+    assert_close(loss, want[reduction], ms.float64, rtol=1e-9)
+    assert log_alpha.shape == (3, 5, 5)
+    assert np.isneginf(log_alpha.asnumpy()[2, 3:]).all()        # past input length 3
+
+
+def test_ctc_gradient_infinity_and_cell():
+    lp = _log_softmax(RNG.normal(0, 1, (4, 2, 3)))
+    targets = Tensor(np.array([[1, 2], [1, 1]], np.int64))
+    lens, tlens = Tensor(np.array([4, 3], np.int64)), Tensor(np.array([2, 2], np.int64))
+    check_grad(lambda x: ops.ctc_loss(x, targets, lens, tlens, reduction="none")[0], lp)
+    # [1, 1] needs a blank between the repeats: 3 frames are enough, 2 are not.
+    short = Tensor(np.array([4, 2], np.int64))
+    loss, _ = ops.ctc_loss(Tensor(lp), targets, short, tlens, reduction="none")
+    assert np.isinf(loss.asnumpy()[1]) and np.isfinite(loss.asnumpy()[0])
+    zeroed, _ = ops.ctc_loss(Tensor(lp), targets, short, tlens, reduction="none",
+                             zero_infinity=True)
+    assert zeroed.asnumpy()[1] == 0.0
+    cell = nn.CTCLoss(blank=0, reduction="sum")
+    assert_close(cell(Tensor(lp), targets, lens, tlens),
+                 ops.ctc_loss(Tensor(lp), targets, lens, tlens, reduction="sum")[0].asnumpy(),
+                 ms.float64)
+    single = nn.CTCLoss(reduction="none")(Tensor(lp[:, 0]), Tensor(np.array([1, 2], np.int64)),
+                                          Tensor(np.array([4], np.int64)),
+                                          Tensor(np.array([2], np.int64)))
+    assert_close(single, np_ctc(lp[:, 0], [1, 2]), ms.float64, rtol=1e-9)
+    with pytest.raises(ValueError, match="ctc_loss: blank must be an int in \\[0, 3\\)"):
+        ops.ctc_loss(Tensor(lp), targets, lens, tlens, blank=3)
+
+
+def test_ctc_in_graph_mode():
+    lp = Tensor(_log_softmax(RNG.normal(0, 1, (6, 2, 4))).astype(np.float32))
+    targets = Tensor(np.array([[1, 3, 2], [2, 2, 0]], np.int32))
+    lens, tlens = Tensor(np.array([6, 5], np.int32)), Tensor(np.array([3, 2], np.int32))
+    eager = nn.CTCLoss()(lp, targets, lens, tlens)
+    ms.set_context(mode=ms.GRAPH_MODE)
+    try:
+        graph = _Net(nn.CTCLoss())(lp, targets, lens, tlens)
+    finally:
+        ms.set_context(mode=ms.PYNATIVE_MODE)
+    assert_close(graph, eager.asnumpy(), ms.float32, rtol=1e-5)

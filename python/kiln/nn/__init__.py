@@ -111,6 +111,7 @@ from kiln.nn.loss import (  # noqa: F401
     BCEWithLogitsLoss,
     CosineEmbeddingLoss,
     CrossEntropyLoss,
+    CTCLoss,
     DiceLoss,
     FocalLoss,
     GaussianNLLLoss,
@@ -182,7 +183,7 @@ __all__ = [
     "HingeEmbeddingLoss", "GaussianNLLLoss", "MultiLabelSoftMarginLoss", "MultiMarginLoss",
     "TripletMarginLoss", "PoissonNLLLoss",
     "Dropout1d", "Dropout3d", "ChannelShuffle", "Unflatten", "BatchNorm3d", "AdaptiveMaxPool1d",
-    "ReflectionPad3d", "ReplicationPad3d", "EmbeddingLookup",
+    "ReflectionPad3d", "ReplicationPad3d", "EmbeddingLookup", "CTCLoss",
 ]
 
 from kiln.common._missing import missing_attribute as _missing_attribute  # noqa: E402

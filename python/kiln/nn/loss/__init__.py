@@ -10,6 +10,7 @@ from kiln.nn.loss.losses import (  # noqa: F401
     BCELoss,
     BCEWithLogitsLoss,
     CosineEmbeddingLoss,
+    CTCLoss,
     DiceLoss,
     FocalLoss,
     GaussianNLLLoss,
@@ -33,4 +34,5 @@ __all__ = ["LossBase", "MSELoss", "L1Loss", "CrossEntropyLoss", "SoftmaxCrossEnt
            "BCELoss", "BCEWithLogitsLoss", "NLLLoss", "SmoothL1Loss", "HuberLoss", "MAELoss",
            "RMSELoss", "KLDivLoss", "CosineEmbeddingLoss", "MarginRankingLoss", "SoftMarginLoss",
            "FocalLoss", "DiceLoss", "MultiClassDiceLoss", "HingeEmbeddingLoss", "GaussianNLLLoss",
-           "MultiLabelSoftMarginLoss", "MultiMarginLoss", "TripletMarginLoss", "PoissonNLLLoss"]
+           "MultiLabelSoftMarginLoss", "MultiMarginLoss", "TripletMarginLoss", "PoissonNLLLoss",
+           "CTCLoss"]

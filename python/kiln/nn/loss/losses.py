@@ -1,7 +1,8 @@
 """More losses with MindSpore 2.x names, defaults and reductions: BCELoss, BCEWithLogitsLoss,
 NLLLoss, SmoothL1Loss, HuberLoss, MAELoss, RMSELoss, KLDivLoss, CosineEmbeddingLoss,
 MarginRankingLoss, SoftMarginLoss, FocalLoss, DiceLoss, MultiClassDiceLoss, HingeEmbeddingLoss,
-GaussianNLLLoss, MultiLabelSoftMarginLoss, MultiMarginLoss, TripletMarginLoss, PoissonNLLLoss."""
+GaussianNLLLoss, MultiLabelSoftMarginLoss, MultiMarginLoss, TripletMarginLoss, PoissonNLLLoss,
+CTCLoss."""
 import math
 import numbers
 
@@ -18,7 +19,7 @@ __all__ = ["BCELoss", "BCEWithLogitsLoss", "NLLLoss", "SmoothL1Loss", "HuberLoss
            "RMSELoss", "KLDivLoss", "CosineEmbeddingLoss", "MarginRankingLoss",
            "SoftMarginLoss", "FocalLoss", "DiceLoss", "MultiClassDiceLoss", "HingeEmbeddingLoss",
            "GaussianNLLLoss", "MultiLabelSoftMarginLoss", "MultiMarginLoss", "TripletMarginLoss",
-           "PoissonNLLLoss"]
+           "PoissonNLLLoss", "CTCLoss"]
 
 
 def _tensor_or_none(value, who, name):
@@ -426,3 +427,32 @@ def check_flag(value, who, name):
     if not isinstance(value, bool):
         raise TypeError(f"{who}: {name} must be a bool, got {value!r}")
     return value
+
+
+class CTCLoss(LossBase):
+    """Connectionist temporal classification loss of (T, N, C) (or unbatched (T, C))
+    log-probabilities against (N, S) targets (ops.ctc_loss; only the loss is returned)."""
+
+    def __init__(self, blank=0, reduction="mean", zero_infinity=False):
+        super().__init__(_reduction_arg(reduction, "CTCLoss"))
+        if isinstance(blank, bool) or not isinstance(blank, int):
+            raise TypeError(f"CTCLoss: blank must be an int, got {blank!r}")
+        self.blank = blank
+        self.zero_infinity = check_flag(zero_infinity, "CTCLoss", "zero_infinity")
+
+    def construct(self, log_probs, targets, input_lengths, target_lengths):
+        _check_tensors("CTCLoss", log_probs=log_probs, targets=targets)
+        if len(log_probs.shape) == 2:
+            if len(targets.shape) not in (1, 2) or (len(targets.shape) == 2 and
+                                                    targets.shape[0] != 1):
+                raise ValueError(f"CTCLoss: unbatched targets must be (S,) or (1, S), got shape "
+                                 f"{tuple(targets.shape)}")
+            if len(targets.shape) == 1:
+                targets = ops.expand_dims(targets, 0)
+            loss, _ = ops.ctc_loss(ops.expand_dims(log_probs, -2), targets, input_lengths,
+                                   target_lengths, self.blank, self.reduction,
+                                   self.zero_infinity)
+            return ops.squeeze(loss, 0) if len(loss.shape) else loss
+        loss, _ = ops.ctc_loss(log_probs, targets, input_lengths, target_lengths, self.blank,
+                               self.reduction, self.zero_infinity)
+        return loss

@@ -2,6 +2,7 @@
 from kiln.ops.function import (
     activation,
     array,
+    ctc,
     elementwise,
     helpers,
     linalg,
@@ -13,6 +14,7 @@ from kiln.ops.function import (
 )
 from kiln.ops.function.activation import *  # noqa: F401,F403
 from kiln.ops.function.array import *  # noqa: F401,F403
+from kiln.ops.function.ctc import *  # noqa: F401,F403
 from kiln.ops.function.elementwise import *  # noqa: F401,F403
 from kiln.ops.function.helpers import *  # noqa: F401,F403
 from kiln.ops.function.linalg import *  # noqa: F401,F403
@@ -22,6 +24,6 @@ from kiln.ops.function.normalization import *  # noqa: F401,F403
 from kiln.ops.function.reduce import *  # noqa: F401,F403
 from kiln.ops.function.spatial import *  # noqa: F401,F403
 
-__all__ = sorted({name for module in (activation, array, elementwise, helpers, linalg,
+__all__ = sorted({name for module in (activation, array, ctc, elementwise, helpers, linalg,
                                       loss, nn, normalization, reduce, spatial)
                   for name in module.__all__})
