@@ -193,8 +193,11 @@ def test_schedules_values():
     step = Tensor(np.array(3, np.int32))
     assert float(nn.ExponentialDecayLR(0.1, 0.9, 2, is_stair=True)(step).asnumpy()) == \
         pytest.approx(0.1 * 0.9)
+    # MindSpore 2.10 (run): exp(-decay_rate * step), the step not divided by decay_steps.
     assert float(nn.NaturalExpDecayLR(0.1, 0.9, 2)(step).asnumpy()) == \
-        pytest.approx(0.1 * math.exp(-0.9 * 1.5))
+        pytest.approx(0.1 * math.exp(-0.9 * 3))
+    assert float(nn.NaturalExpDecayLR(0.1, 0.9, 2, True)(step).asnumpy()) == \
+        pytest.approx(0.1 * math.exp(-0.9 * 2))
     assert float(nn.InverseDecayLR(0.1, 0.5, 1)(step).asnumpy()) == pytest.approx(0.1 / 2.5)
     assert float(nn.CosineDecayLR(0.01, 0.1, 6)(step).asnumpy()) == pytest.approx(0.055)
     assert float(nn.PolynomialDecayLR(0.1, 0.01, 6, 2.0)(step).asnumpy()) == \

@@ -97,10 +97,14 @@ class ExponentialDecayLR(LearningRateSchedule):
 
 
 class NaturalExpDecayLR(ExponentialDecayLR):
-    """lr * exp(-decay_rate * step / decay_steps)."""
+    """lr * exp(-decay_rate * p) with p the step itself (MindSpore's rule: not divided by
+    decay_steps), or with is_stair the step rounded down to a multiple of decay_steps."""
 
     def construct(self, global_step):
-        return _out(self.learning_rate * ops.exp(self._progress(global_step) * -self.decay_rate))
+        p = _step_tensor(global_step)
+        if self.is_stair:
+            p = ops.floor(p / self.decay_steps) * float(self.decay_steps)
+        return _out(self.learning_rate * ops.exp(p * -self.decay_rate))
 
 
 class InverseDecayLR(ExponentialDecayLR):
