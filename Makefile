@@ -3,7 +3,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 
 .PHONY: build demo test test-cpp test-python bench lint fuzz-checkpoint-short \
-	asan asan-build asan-cpp asan-python fuzz-ir-short fuzz-ir \
+	asan asan-build asan-cpp asan-python fuzz-ir-short fuzz-ir fuzz-model-short \
 	sanitized-cpp-and-fuzz-ir
 
 build:
@@ -35,7 +35,7 @@ bench: build
 	$(PY) benchmarks/run_all.py
 
 # C++ sources under clang-format (.clang-format); csrc/ops/op_list.def is an X-macro list, not C++.
-CPP_SOURCES = $(sort $(shell find csrc bindings tools tests/cpp tests/fuzz benchmarks/cpp -name '*.cc' -o -name '*.h'))
+CPP_SOURCES = $(sort $(shell find csrc bindings include tools examples/cpp tests/cpp tests/fuzz benchmarks/cpp -name '*.cc' -o -name '*.h'))
 
 lint:
 	$(PY) -m ruff check python tests benchmarks examples
@@ -81,6 +81,11 @@ sanitized-cpp-and-fuzz-ir:
 	ASAN_OPTIONS=abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	  $(VENV)/bin/ctest --test-dir build/fuzz --output-on-failure -j2
 	VENV=$(VENV) bash scripts/fuzz_ir.sh 30
+	FUZZ_TARGET=model VENV=$(VENV) bash scripts/fuzz_ir.sh 20
+
+# libFuzzer on the model-file loader (engine/model_file.h), seeded with exports of tiny networks.
+fuzz-model-short:
+	FUZZ_TARGET=model VENV=$(VENV) bash scripts/fuzz_ir.sh 30
 
 FUZZ_SECONDS ?= 3600
 fuzz-ir:

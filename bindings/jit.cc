@@ -6,6 +6,7 @@
 
 #include "convert.h"
 #include "engine/engine.h"
+#include "engine/model_file.h"
 #include "frontend/graph_builder.h"
 #include "outputs.h"
 
@@ -185,11 +186,40 @@ void BindJit(nb::module_& m) {
                  ir::EntrySignature(b.module(), weights, ToOutputTree(outputs)));
            })
       .def("text", [](GraphBuilder& b) { return ir::Print(b.module()); })
+      .def("export",
+           [](GraphBuilder& b, const std::string& path, nb::sequence weights,
+              const std::string& producer_version, int64_t external_data_threshold) {
+             engine::SaveOptions options;
+             options.producer_version = producer_version;
+             options.external_data_threshold = external_data_threshold;
+             engine::SaveModel(b.module(), ToTensors(weights, "weights"), path, options);
+           })
       .def("finish", [](GraphBuilder& b, const std::string& level) {
         engine::CompileOptions options;
         options.level = level;
         return new Executable(engine::Compile(std::move(b.module()), options));
       });
+
+  // A model file (engine/model_file.h): its compiled graph, its weights in signature order,
+  // and (name, dtype, shape) of each user input.
+  m.def("load_model", [](const std::string& path, const std::string& level) {
+    engine::SavedModel saved = engine::LoadModel(path);
+    nb::list inputs;
+    for (const auto& in : saved.module.signature()->inputs)
+      if (in.role == ir::InputRole::Input)
+        inputs.append(nb::make_tuple(in.name, in.dtype, in.shape));
+    nb::list weights;
+    for (auto& w : saved.weights) weights.append(Wrap(std::move(w)));
+    const auto& sig = *saved.module.signature();
+    nb::list weight_names;
+    for (const auto& in : sig.inputs)
+      if (in.role == ir::InputRole::Weight) weight_names.append(in.name);
+    engine::CompileOptions options;
+    options.level = level;
+    auto* exe = new Executable(engine::Compile(std::move(saved.module), options));
+    return nb::make_tuple(nb::cast(exe, nb::rv_policy::take_ownership), weights, weight_names,
+                          inputs);
+  });
 
   nb::class_<Executable>(m, "Executable")
       .def("run", &Executable::Run, nb::arg("args"), nb::arg("free_dead_values") = true,

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # bootstrap.sh - installs what kiln needs on a fresh Debian machine and builds it into .venv.
 #
-# System packages (Debian): GoogleTest (C++ tests), a C++ compiler. oneDNN (matmul/conv) and
-# oneTBB (the thread pool) come from PyPI with the other Python packages: Debian's oneDNN runs
-# only on OpenMP (docs/architecture.md, "Threading"). Python packages go into .venv, so the system Python is never modified. Re-running is cheap:
-# installed packages are skipped and the C++ build is incremental (build/wheel).
+# System packages (Debian): GoogleTest (C++ tests), Protocol Buffers (model files), libzip
+# (kiln-run's .npz files), a C++ compiler. oneDNN (matmul/conv) and oneTBB (the thread pool)
+# come from PyPI with the other Python packages: Debian's oneDNN runs only on OpenMP
+# (docs/architecture.md, "Threading"). Python packages go into .venv, so the system Python is
+# never modified. Re-running is cheap: installed packages are skipped and the C++ build is
+# incremental (build/wheel).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -15,6 +17,11 @@ source scripts/apt_install.sh
 
 missing=()
 [ -d /usr/include/gtest ] || missing+=(libgtest-dev)
+# Protocol Buffers: the MindIR model files export and load read and write (csrc/engine).
+[ -f /usr/include/google/protobuf/message.h ] || missing+=(libprotobuf-dev)
+command -v protoc >/dev/null || missing+=(protobuf-compiler)
+# libzip: kiln-run reads and writes .npz files.
+[ -f /usr/include/zip.h ] || missing+=(libzip-dev)
 command -v g++ >/dev/null || missing+=(g++)
 command -v make >/dev/null || missing+=(make)
 apt_install bootstrap "${missing[@]}"

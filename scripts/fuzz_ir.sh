@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# fuzz_ir.sh SECONDS - builds the IR libFuzzer target (clang, ASan+UBSan) and fuzzes it.
+# fuzz_ir.sh SECONDS - builds the libFuzzer targets (clang, ASan+UBSan) and fuzzes one: the IR
+# reader (default) or, with FUZZ_TARGET=model, the model-file loader.
 #
 # Installs clang and libFuzzer (Debian) only when missing, so `make test` never pays for them. The
 # kiln core is built with clang into build/fuzz against the oneDNN and oneTBB of $VENV; the target
 # runs kernels on one thread (reproducible runs). The seed corpus is the repo's IR files and IR printed
-# from compiled graphs (tests/fuzz/corpus_ir); new inputs go to build/fuzz/corpus, crashes to
+# from compiled graphs (tests/fuzz/corpus_ir); new inputs go to build/fuzz/corpus_ir, crashes to
 # build/fuzz/crash-*. Extra arguments go to libFuzzer (e.g. -runs=N, -jobs=N).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -30,14 +31,21 @@ apt_install fuzz_ir "${missing[@]}"
 # FUZZ_EXTRA_TARGETS (e.g. "kiln_tests kiln-cli"): more of this instrumented build, so that CI
 # runs the C++ suite under clang's ASan+UBSan without a second instrumented build.
 # shellcheck disable=SC2086
-"$VENV/bin/ninja" -C build/fuzz -j"${CMAKE_BUILD_PARALLEL_LEVEL:-2}" fuzz_ir ${FUZZ_EXTRA_TARGETS:-}
+TARGET=${FUZZ_TARGET:-ir}  # ir: IR text (fuzz_ir); model: model files (fuzz_model)
+"$VENV/bin/ninja" -C build/fuzz -j"${CMAKE_BUILD_PARALLEL_LEVEL:-2}" fuzz_ir fuzz_model ${FUZZ_EXTRA_TARGETS:-}
 [ "${FUZZ_BUILD_ONLY:-0}" = 1 ] && exit 0
 
-mkdir -p build/fuzz/corpus
+mkdir -p "build/fuzz/corpus_$TARGET"
+if [ "$TARGET" = model ]; then
+  # Seeds: exports of tiny networks (tests/fuzz/make_model_corpus.py), at most 6 KB each.
+  exec build/fuzz/fuzz_model -max_total_time="$SECONDS_TO_RUN" -timeout=10 \
+    -rss_limit_mb=4096 -max_len=8192 -close_fd_mask=1 -print_final_stats=1 \
+    -artifact_prefix=build/fuzz/model- "$@" build/fuzz/corpus_model tests/fuzz/corpus_model
+fi
 # -close_fd_mask=1: fuzzed `print` nodes write to stdout. -timeout: a single input over 10 s is a
 # finding (sizes are bounded, so nothing legitimate takes that long). -max_len=4096: the largest
 # seeds (training graphs, 21 KB) would otherwise set the limit and cut executions 6x.
 exec build/fuzz/fuzz_ir -max_total_time="$SECONDS_TO_RUN" -timeout=10 \
   -rss_limit_mb=4096 -max_len=4096 -close_fd_mask=1 -print_final_stats=1 \
   -artifact_prefix=build/fuzz/ "$@" \
-  build/fuzz/corpus tests/fuzz/corpus_ir tests/fuzz/regressions_ir tests/ir
+  build/fuzz/corpus_ir tests/fuzz/corpus_ir tests/fuzz/regressions_ir tests/ir

@@ -142,7 +142,7 @@ dnnl::convolution_forward::primitive_desc ForwardPd(const ConvGeometry& g, const
                                                     dnnl::prop_kind prop) {
   return dnnl::convolution_forward::primitive_desc(
       cpu::OnednnEngine(), prop, dnnl::algorithm::convolution_direct, d.src, d.weights, bias, d.dst,
-      {g.stride[0], g.stride[1]}, OnednnDilation(g), PadBegin(g), PadEnd(g));
+      {g.stride[0], g.stride[1]}, OnednnDilation(g), PadBegin(g), PadEnd(g), cpu::ConcurrentAttr());
 }
 
 using cpu::OnednnExecute;
@@ -191,7 +191,8 @@ void OnednnConvBackwardData(const ConvGeometry& g, const Tensor& dy, const Tenso
         auto hint = ForwardPd(g, d, memory::desc(), dnnl::prop_kind::forward_training);
         dnnl::convolution_backward_data::primitive_desc pd(
             cpu::OnednnEngine(), dnnl::algorithm::convolution_direct, d.src, d.weights, d.dst,
-            {g.stride[0], g.stride[1]}, OnednnDilation(g), PadBegin(g), PadEnd(g), hint);
+            {g.stride[0], g.stride[1]}, OnednnDilation(g), PadBegin(g), PadEnd(g), hint,
+            cpu::ConcurrentAttr());
         return ConvBackwardDataEntry{dnnl::convolution_backward_data(pd), d};
       });
   auto& engine = cpu::OnednnEngine();
@@ -227,7 +228,8 @@ void OnednnConvBackwardWeights(const ConvGeometry& g, const Tensor& dy, const Te
         auto hint = ForwardPd(g, any, memory::desc(), dnnl::prop_kind::forward_training);
         dnnl::convolution_backward_weights::primitive_desc pd(
             engine, dnnl::algorithm::convolution_direct, any.src, any.weights, any.dst,
-            {g.stride[0], g.stride[1]}, OnednnDilation(g), PadBegin(g), PadEnd(g), hint);
+            {g.stride[0], g.stride[1]}, OnednnDilation(g), PadBegin(g), PadEnd(g), hint,
+            cpu::ConcurrentAttr());
         ConvBackwardWeightsEntry e{
             dnnl::convolution_backward_weights(pd),
             plain,
@@ -237,8 +239,8 @@ void OnednnConvBackwardWeights(const ConvGeometry& g, const Tensor& dy, const Te
             nullptr};
         auto reorder = [&](const memory::desc& from, const memory::desc& to) {
           return from == to ? nullptr
-                            : std::make_shared<dnnl::reorder>(
-                                  dnnl::reorder::primitive_desc(engine, from, engine, to));
+                            : std::make_shared<dnnl::reorder>(dnnl::reorder::primitive_desc(
+                                  engine, from, engine, to, cpu::ConcurrentAttr()));
         };
         e.src_in = reorder(plain.src, e.chosen.src);
         e.dst_in = reorder(plain.dst, e.chosen.dst);

@@ -201,7 +201,7 @@ void OnednnMatMul(const Tensor& a, const Tensor& b, const Tensor& c) {
   AppendLayout(key, c);
   auto entry = cpu::CachedPrimitive<MatMulEntry>(key, [&] {
     dnnl::matmul::primitive_desc pd(cpu::OnednnEngine(), StridedDesc(a, type), StridedDesc(b, type),
-                                    StridedDesc(c, type));
+                                    StridedDesc(c, type), cpu::ConcurrentAttr());
     return MatMulEntry{dnnl::matmul(pd), cpu::IsReferenceImpl(pd), pd.weights_desc()};
   });
   if (entry->reference && !(a.is_contiguous() && b.is_contiguous())) {

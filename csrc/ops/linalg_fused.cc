@@ -218,7 +218,7 @@ bool OnednnFusedMatMul(const Tensor& a, const Tensor& b, const Tensor& bias, Act
       ops.append_eltwise(EltwiseAlgorithm(act), 0.f, beta);
     }
     if (r.defined()) ops.append_binary(dnnl::algorithm::binary_add, StridedDesc(r, type));
-    dnnl::primitive_attr attr;
+    dnnl::primitive_attr attr = cpu::ConcurrentAttr();
     attr.set_post_ops(ops);
     const memory::desc src = StridedDesc(a, type), dst = StridedDesc(c, type);
     const memory::desc weights = packed_weights

@@ -5,6 +5,7 @@
 import builtins
 
 from kiln import _C, ops  # noqa: F401
+from kiln._version import __version__  # noqa: F401
 from kiln.common import dtype  # noqa: F401 - public as ms.dtype
 from kiln.common.dtype import (  # noqa: F401
     bfloat16,
@@ -42,8 +43,6 @@ from kiln.context import (  # noqa: F401
 from kiln.jit import GraphSyntaxError, JitConfig, get_jit_stats, jit, mutable  # noqa: F401
 from kiln.ops.composite import grad, value_and_grad  # noqa: F401
 
-__version__ = "0.1.0"
-
 
 def set_num_threads(n):
     """Sets the number of intra-op threads (shared by kiln's kernels and oneDNN)."""
@@ -75,6 +74,7 @@ from kiln import log, nn, train  # noqa: E402,F401
 from kiln.common.api import jit_class  # noqa: E402,F401
 from kiln.common.parameter import Parameter, ParameterTuple  # noqa: E402,F401
 from kiln.ops.primitive import constexpr  # noqa: E402,F401
+from kiln.train.model_export import export, load  # noqa: E402,F401
 from kiln.train.serialization import (  # noqa: E402,F401
     load_checkpoint,
     load_param_into_net,

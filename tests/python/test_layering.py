@@ -25,7 +25,11 @@ ALLOWED_INCLUDES = {
     "passes": {"core", "kernels/cpu", "ops", "ir", "analysis"},
     "autodiff": {"core", "kernels/cpu", "ops", "ir", "analysis"},
     "runtime": {"core", "kernels/cpu", "ops", "ir", "analysis"},
-    "engine": {"core", "kernels/cpu", "ops", "ir", "analysis", "passes", "autodiff", "runtime"},
+    # include/kiln: the public C++ API (runtime.h), which includes nothing of kiln's; engine
+    # implements it.
+    "public": set(),
+    "engine": {"core", "kernels/cpu", "ops", "ir", "analysis", "passes", "autodiff", "runtime",
+               "public"},
     "frontend": {"core", "kernels/cpu", "ops", "ir", "analysis", "passes", "autodiff", "runtime",
                  "engine"},
     "bindings": None,  # converts between Python and any part of the engine: may include anything
@@ -39,7 +43,10 @@ _INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.MULTILINE)
 
 
 def _folder_of_path(path):
-    """The table's folder for a path under csrc/ (relative to csrc) or None."""
+    """The table's folder for a path under csrc/ (relative to csrc) or None; "kiln/..." is the
+    public header folder include/kiln."""
+    if path.startswith("kiln/"):
+        return "public"
     for folder in sorted(ALLOWED_INCLUDES, key=len, reverse=True):
         if path == folder or path.startswith(folder + "/"):
             return folder
@@ -47,7 +54,7 @@ def _folder_of_path(path):
 
 
 def _cpp_sources():
-    files = [p for d in ("csrc", "bindings") for p in (ROOT / d).rglob("*")
+    files = [p for d in ("csrc", "bindings", "include") for p in (ROOT / d).rglob("*")
              if p.suffix in (".h", ".cc", ".def")]
     assert files, "no C++ sources found"
     return sorted(files)
@@ -57,6 +64,8 @@ def _source_folder(path):
     rel = path.relative_to(ROOT).as_posix()
     if rel.startswith("bindings/"):
         return "bindings"
+    if rel.startswith("include/"):
+        return _folder_of_path(rel[len("include/"):])
     return _folder_of_path(rel[len("csrc/"):])
 
 
@@ -126,8 +135,8 @@ PACKAGE = ROOT / "python" / "kiln"
 # one, never a higher one. An entry names a module and everything under it. kiln._C (the C++
 # extension) is below them all.
 LAYERS = [
-    ("base", ["kiln._graph_state", "kiln.log", "kiln.context", "kiln._extends", "kiln.common",
-              "kiln.common.dtype", "kiln.common._arrays", "kiln.common.mutable"]),
+    ("base", ["kiln._version", "kiln._graph_state", "kiln.log", "kiln.context", "kiln._extends",
+              "kiln.common", "kiln.common.dtype", "kiln.common._arrays", "kiln.common.mutable"]),
     ("ops", ["kiln.ops"]),  # the functional API, primitives, grad; makes Tensors through _C
     ("tensor", ["kiln.common.initializer", "kiln.common.tensor", "kiln.common.parameter"]),
     ("jit", ["kiln.jit"]),  # Graph mode; knows Cells only through kiln.jit.cell_interface

@@ -1,9 +1,11 @@
 // onednn.cc - engine/stream singletons and the bounded, mutex-guarded primitive cache.
 #include "kernels/cpu/onednn.h"
 
+#include <cstdint>
 #include <mutex>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "core/parallel.h"
 
@@ -14,12 +16,42 @@ dnnl::engine& OnednnEngine() {
   return engine;
 }
 
+dnnl::primitive_attr ConcurrentAttr(dnnl::primitive_attr attr) {
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  return attr;
+}
+
+namespace {
+
+// The scratchpad a primitive made with ConcurrentAttr needs, in this thread's buffer (grown as
+// needed, kept for the next call); none (the args unchanged) for one that owns its own.
+const std::unordered_map<int, dnnl::memory>* WithScratchpad(
+    const dnnl::primitive& prim, const std::unordered_map<int, dnnl::memory>& args,
+    std::unordered_map<int, dnnl::memory>& storage) {
+  const_dnnl_memory_desc_t md =
+      dnnl_primitive_desc_query_md(prim.get_primitive_desc(), dnnl_query_scratchpad_md, 0);
+  const size_t size = md ? dnnl_memory_desc_get_size(md) : 0;
+  if (size == 0) return &args;
+  thread_local std::vector<uint8_t> buffer;
+  if (buffer.size() < size + 64) buffer.resize(size + 64);
+  void* aligned = buffer.data() + (64 - reinterpret_cast<uintptr_t>(buffer.data()) % 64) % 64;
+  dnnl_memory_desc_t copy = nullptr;
+  dnnl_memory_desc_clone(&copy, md);
+  storage = args;
+  storage[DNNL_ARG_SCRATCHPAD] = dnnl::memory(dnnl::memory::desc(copy), OnednnEngine(), aligned);
+  return &storage;
+}
+
+}  // namespace
+
 void OnednnExecute(const dnnl::primitive& prim, const std::unordered_map<int, dnnl::memory>& args) {
   // A stream is not thread-safe, and eager ops run from any Python thread (data loading,
   // serving): one per thread.
   thread_local dnnl::stream stream(OnednnEngine());
+  std::unordered_map<int, dnnl::memory> storage;
+  const auto* all = WithScratchpad(prim, args, storage);
   RunInPool([&] {
-    prim.execute(stream, args);
+    prim.execute(stream, *all);
     stream.wait();
   });
 }

@@ -21,6 +21,11 @@ dnnl::engine& OnednnEngine();
 
 // Runs `prim` to completion on this thread's stream, in kiln's pool (core/parallel.h).
 void OnednnExecute(const dnnl::primitive& prim, const std::unordered_map<int, dnnl::memory>& args);
+// Attributes for a primitive that is cached and so may run on several threads at once: its
+// scratchpad is the caller's (OnednnExecute passes a per-thread one) instead of one buffer the
+// primitive owns, which concurrent runs would share (a crash found by running one loaded model
+// from several threads). `attr` is modified and returned.
+dnnl::primitive_attr ConcurrentAttr(dnnl::primitive_attr attr = {});
 
 // The oneDNN data type of `dtype`; memory::data_type::undef when oneDNN has none.
 dnnl::memory::data_type OnednnType(DType dtype);

@@ -20,10 +20,15 @@ class Tensor(_C.TensorBase):
 
     def __init__(self, input_data=None, dtype=None, shape=None, init=None, const_arg=False):
         dtype = None if dtype is None else mstype.to_dtype(dtype)
+        declared = None
         if input_data is None:
             if shape is None:
                 raise ValueError("Tensor: give input_data, or shape and dtype (with init)")
-            input_data = _initial_values(shape, dtype, init)
+            declared = _dynamic_shape(shape) if init is None else None
+            if declared is not None:  # a placeholder: what export and set_inputs accept
+                input_data = np.zeros([max(d, 0) for d in declared], _placeholder_nptype(dtype))
+            else:
+                input_data = _initial_values(shape, dtype, init)
         if isinstance(input_data, _C.TensorBase):
             source = input_data if dtype is None else ops.cast(input_data, dtype)
         elif dtype is mstype.bfloat16:  # NumPy has no bfloat16: convert through float32
@@ -31,6 +36,8 @@ class Tensor(_C.TensorBase):
         else:
             source = as_array(input_data, dtype)
         _C.TensorBase.__init__(self, source)  # a Tensor shares storage; an array is shared too
+        if declared is not None:
+            self._declared_shape = declared
 
     # ---- metadata ----
     @property
@@ -329,6 +336,24 @@ def _varargs_shape(args):
 def tensor(input_data=None, dtype=None, shape=None, init=None, const_arg=False):
     """Same as ``Tensor(...)``."""
     return Tensor(input_data, dtype, shape, init, const_arg)
+
+
+def _dynamic_shape(shape):
+    """`shape` with None as -1 when it has a dimension of unknown size (None or -1), else None.
+    ``Tensor(shape=[None, 64], dtype=...)`` declares an input of any batch size for export (and
+    holds no data: its storage is empty)."""
+    if not isinstance(shape, (list, tuple)) or not any(d is None or d == -1 for d in shape):
+        return None
+    dims = tuple(-1 if d is None else d for d in shape)
+    for d in dims:
+        if isinstance(d, bool) or not isinstance(d, int) or d < -1:
+            raise TypeError(f"Tensor: shape {tuple(shape)} needs sizes, None or -1, got {d!r}")
+    return dims
+
+
+def _placeholder_nptype(dtype):
+    dtype = dtype or mstype.float32
+    return np.float32 if dtype is mstype.bfloat16 else mstype.dtype_to_nptype(dtype)
 
 
 def _initial_values(shape, dtype, init):

@@ -147,7 +147,8 @@ def _graph_inputs(emitter, value, inputs, name):
     """Replaces tensors and mutable numbers in an argument by graph inputs."""
     if isinstance(value, Tensor):
         inputs.append(value)
-        return emitter.input(value._dtype, value.shape, name)
+        # A placeholder Tensor(shape=[None, 64]) declares dimensions of any size (-1).
+        return emitter.input(value._dtype, getattr(value, "_declared_shape", value.shape), name)
     if isinstance(value, (_MutableInt, _MutableFloat, _MutableBool)):
         t = Tensor(
             bool(value)
@@ -198,6 +199,35 @@ def _run_inputs(value, inputs):
             _run_inputs(v, inputs)
 
 
+def _build_graph(emitter, converter, fn, args, kwargs, self_obj):
+    """Runs fn(*args, **kwargs) through the front end into `emitter`'s module, with its outputs
+    and signature set. Returns the opaque values its output tree names."""
+    graph_args = [_graph_inputs(emitter, a, [], f"arg{i}") for i, a in enumerate(args)]
+    graph_args = [_wrap_cells(converter, a, f"arg{i}") for i, a in enumerate(graph_args)]
+    graph_kwargs = {k: _graph_inputs(emitter, v, [], k) for k, v in kwargs.items()}
+    if self_obj is not None:
+        graph_args.insert(0, converter.wrap(self_obj, "self", None, path="self"))
+    result = lazy_as_tuples(converter.call_function(fn, tuple(graph_args), graph_kwargs))
+    converter.guards.settle(fn.__qualname__)
+    tree, outputs, opaque = output_signature(result, lambda v: isinstance(v, GraphTensor))
+    emitter.set_outputs(outputs)
+    emitter.set_signature(tree)
+    return opaque
+
+
+def export_function(fn, args, self_obj, path, producer_version, external_data_threshold):
+    """Builds the graph of fn(*args) as compile_function does and writes it, unoptimized, with
+    its weights' current values to the model file `path` (engine/model_file.h)."""
+    emitter = GraphEmitter()
+    converter = Converter(emitter)
+    previous = _state.begin_compile(emitter)
+    try:
+        _build_graph(emitter, converter, fn, args, {}, self_obj)
+        emitter.export(path, list(emitter.parameters), producer_version, external_data_threshold)
+    finally:
+        _state.end_compile(previous)
+
+
 def compile_function(fn, args, kwargs, self_obj=None, name="graph", level="O1"):
     """Builds, checks and returns the compiled graph of fn(*args, **kwargs)."""
     from kiln.context import get_context  # noqa: PLC0415
@@ -207,16 +237,7 @@ def compile_function(fn, args, kwargs, self_obj=None, name="graph", level="O1"):
     converter = Converter(emitter)
     previous = _state.begin_compile(emitter)
     try:
-        graph_args = [_graph_inputs(emitter, a, [], f"arg{i}") for i, a in enumerate(args)]
-        graph_args = [_wrap_cells(converter, a, f"arg{i}") for i, a in enumerate(graph_args)]
-        graph_kwargs = {k: _graph_inputs(emitter, v, [], k) for k, v in kwargs.items()}
-        if self_obj is not None:
-            graph_args.insert(0, converter.wrap(self_obj, "self", None, path="self"))
-        result = lazy_as_tuples(converter.call_function(fn, tuple(graph_args), graph_kwargs))
-        converter.guards.settle(fn.__qualname__)
-        tree, outputs, opaque = output_signature(result, lambda v: isinstance(v, GraphTensor))
-        emitter.set_outputs(outputs)
-        emitter.set_signature(tree)
+        opaque = _build_graph(emitter, converter, fn, args, kwargs, self_obj)
         text = emitter.text()
         _save_graph(name, "frontend", text, get_context)
         executable = emitter.finish(level)

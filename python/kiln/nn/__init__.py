@@ -10,6 +10,7 @@ from kiln.nn.dynamic_lr import (  # noqa: F401
     polynomial_decay_lr,
     warmup_lr,
 )
+from kiln.nn.graph_cell import GraphCell  # noqa: F401
 from kiln.nn.layer.activation import (  # noqa: F401
     CELU,
     ELU,
@@ -153,8 +154,8 @@ from kiln.nn.optim import (  # noqa: F401
 from kiln.nn.wrap import TrainOneStepCell, WithEvalCell, WithLossCell  # noqa: F401
 
 __all__ = [
-    "Cell", "Dense", "Flatten", "Dropout", "Identity", "ReLU", "GELU", "Sigmoid", "Tanh",
-    "Softmax", "LogSoftmax", "get_activation", "Conv2d", "MaxPool2d", "AvgPool2d",
+    "Cell", "GraphCell", "Dense", "Flatten", "Dropout", "Identity", "ReLU", "GELU", "Sigmoid",
+    "Tanh", "Softmax", "LogSoftmax", "get_activation", "Conv2d", "MaxPool2d", "AvgPool2d",
     "BatchNorm1d", "BatchNorm2d", "LayerNorm", "Embedding", "SequentialCell", "CellList",
     "MSELoss", "L1Loss", "CrossEntropyLoss", "SoftmaxCrossEntropyWithLogits", "LossBase",
     "Optimizer", "SGD", "Momentum", "Adam", "AdamW", "AdamWeightDecay",

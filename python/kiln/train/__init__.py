@@ -1,4 +1,5 @@
 """kiln.train -- checkpoints (kiln.train.serialization), as mindspore.train."""
+from kiln.train.model_export import export, load  # noqa: F401
 from kiln.train.serialization import (  # noqa: F401
     CheckpointError,
     load_checkpoint,
@@ -6,4 +7,5 @@ from kiln.train.serialization import (  # noqa: F401
     save_checkpoint,
 )
 
-__all__ = ["save_checkpoint", "load_checkpoint", "load_param_into_net", "CheckpointError"]
+__all__ = ["export", "load", "save_checkpoint", "load_checkpoint", "load_param_into_net",
+           "CheckpointError"]
