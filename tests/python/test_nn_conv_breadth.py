@@ -173,3 +173,58 @@ def test_graph_mode_matches_pynative():
     finally:
         ms.set_context(mode=ms.PYNATIVE_MODE)
     assert_close(graph, eager.asnumpy(), ms.float32, rtol=1e-5, atol=1e-6)
+
+
+def np_conv3d(x, w, stride, pads, dilation, groups=1):
+    x = np.pad(x, ((0, 0), (0, 0), pads[0:2], pads[2:4], pads[4:6]))
+    n, c, d, h, wd = x.shape
+    o, cg, kd, kh, kw = w.shape
+    outs = [(size - dl * (k - 1) - 1) // s + 1
+            for size, k, s, dl in zip((d, h, wd), (kd, kh, kw), stride, dilation)]
+    y = np.zeros((n, o) + tuple(outs))
+    og = o // groups
+    for g in range(groups):
+        for a in range(kd):
+            for b in range(kh):
+                for e in range(kw):
+                    patch = x[:, g * cg:(g + 1) * cg,
+                              a * dilation[0]:a * dilation[0] + (outs[0] - 1) * stride[0] + 1:
+                              stride[0],
+                              b * dilation[1]:b * dilation[1] + (outs[1] - 1) * stride[1] + 1:
+                              stride[1],
+                              e * dilation[2]:e * dilation[2] + (outs[2] - 1) * stride[2] + 1:
+                              stride[2]]
+                    y[:, g * og:(g + 1) * og] += np.einsum(
+                        "ncdhw,oc->nodhw", patch, w[g * og:(g + 1) * og, :, a, b, e])
+    return y
+
+
+@pytest.mark.parametrize("case,pads", [
+    (dict(kernel_size=(3, 2, 3), stride=2, pad_mode="valid", has_bias=True), (0,) * 6),
+    (dict(kernel_size=3, pad_mode="pad", padding=(1, 0, 2, 1, 0, 1), dilation=(2, 1, 1)),
+     (1, 0, 2, 1, 0, 1)),
+    (dict(kernel_size=3, group=2), (1, 1, 1, 1, 1, 1)),
+], ids=["valid-stride", "pad-dilation", "same-groups"])
+def test_conv3d(case, pads):
+    layer = nn.Conv3d(4, 6, **case)
+    x = RNG.standard_normal((2, 4, 5, 6, 5))
+    w = layer.weight.asnumpy().astype(np.float64)
+    ref = np_conv3d(x, w, layer.stride, pads, layer.dilation, layer.group)
+    if layer.has_bias:
+        ref = ref + layer.bias.asnumpy()[None, :, None, None, None]
+    assert_close(layer(Tensor(x.astype(np.float32))), ref, ms.float32, rtol=1e-4, atol=1e-4)
+
+
+def test_conv3d_gradient_and_graph_mode():
+    layer = nn.Conv3d(2, 3, 2, 1, "pad", 1, has_bias=True)
+    x = RNG.standard_normal((1, 2, 3, 3, 3)).astype(np.float32)
+    _check_linear_grad(layer, x)
+    eager = layer(Tensor(x))
+    ms.set_context(mode=ms.GRAPH_MODE)
+    try:
+        graph = layer(Tensor(x))
+    finally:
+        ms.set_context(mode=ms.PYNATIVE_MODE)
+    assert_close(graph, eager.asnumpy(), ms.float32, rtol=1e-5, atol=1e-6)
+    with pytest.raises(ValueError, match="Conv3d: padding must be 0 unless pad_mode is 'pad'"):
+        nn.Conv3d(2, 3, 2, padding=1)

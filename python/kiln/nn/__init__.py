@@ -44,6 +44,7 @@ from kiln.nn.layer.activation import (  # noqa: F401
 from kiln.nn.layer.basic import Dense, Dropout, Flatten, Identity, Linear, Unflatten  # noqa: F401
 from kiln.nn.layer.container import CellList, SequentialCell  # noqa: F401
 from kiln.nn.layer.conv import Conv1d, Conv2d  # noqa: F401
+from kiln.nn.layer.conv3d import Conv3d  # noqa: F401
 from kiln.nn.layer.conv_transpose import Conv1dTranspose, Conv2dTranspose  # noqa: F401
 from kiln.nn.layer.embedding import Embedding, EmbeddingLookup  # noqa: F401
 from kiln.nn.layer.image import (  # noqa: F401
@@ -184,7 +185,7 @@ __all__ = [
     "HingeEmbeddingLoss", "GaussianNLLLoss", "MultiLabelSoftMarginLoss", "MultiMarginLoss",
     "TripletMarginLoss", "PoissonNLLLoss",
     "Dropout1d", "Dropout3d", "ChannelShuffle", "Unflatten", "BatchNorm3d", "AdaptiveMaxPool1d",
-    "ReflectionPad3d", "ReplicationPad3d", "EmbeddingLookup", "CTCLoss",
+    "ReflectionPad3d", "ReplicationPad3d", "EmbeddingLookup", "CTCLoss", "Conv3d",
 ]
 
 from kiln.common._missing import missing_attribute as _missing_attribute  # noqa: E402
