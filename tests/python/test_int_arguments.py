@@ -83,6 +83,7 @@ CASES = {
     "nll_loss": {"ignore_index": lambda v: ops.nll_loss(LOGITS, IDX, ignore_index=v)},
     "adaptive_avg_pool1d": {"output_size": lambda v: ops.adaptive_avg_pool1d(X, v)},
     "adaptive_max_pool2d": {"output_size": lambda v: ops.adaptive_max_pool2d(IMG, (v, 2))},
+    "adaptive_avg_pool3d": {"output_size": lambda v: ops.adaptive_avg_pool3d(IMG, (v, 2, 2))},
     "avg_pool1d": {"kernel_size": lambda v: ops.avg_pool1d(X, v),
                    "stride": lambda v: ops.avg_pool1d(X, 2, v),
                    "padding": lambda v: ops.avg_pool1d(X, 3, 1, v)},

@@ -371,3 +371,15 @@ def test_embedding_lookup():
         device(ms.Tensor(ids))
     with pytest.raises(ValueError, match="sparse must be True"):
         nn.EmbeddingLookup(10, 4, sparse=False)
+
+
+def test_adaptive_avg_pool3d():
+    x = rand(2, 3, 5, 7, 6)
+    ref = np_adaptive_avg(np_adaptive_avg(np_adaptive_avg(x, 2, 2), 3, 3), 4, 4)
+    assert_close(nn.AdaptiveAvgPool3d((2, 3, 4))(ms.Tensor(x)), ref, ms.float64)
+    assert_close(ops.adaptive_avg_pool3d(ms.Tensor(x[0]), (None, 3, 2)),
+                 np_adaptive_avg(np_adaptive_avg(x[0], 3, 2), 2, 3), ms.float64)
+    assert_close(in_graph_mode(nn.AdaptiveAvgPool3d(2), ms.Tensor(x)),
+                 np_adaptive_avg(np_adaptive_avg(np_adaptive_avg(x, 2, 2), 2, 3), 2, 4),
+                 ms.float64)
+    check_grad(lambda t: ops.adaptive_avg_pool3d(t, (2, 1, 2)), rand(1, 1, 3, 2, 3))

@@ -83,6 +83,7 @@ from kiln.nn.layer.padding import (  # noqa: F401
 from kiln.nn.layer.pooling import (  # noqa: F401
     AdaptiveAvgPool1d,
     AdaptiveAvgPool2d,
+    AdaptiveAvgPool3d,
     AdaptiveMaxPool1d,
     AdaptiveMaxPool2d,
     AvgPool1d,
@@ -186,6 +187,7 @@ __all__ = [
     "TripletMarginLoss", "PoissonNLLLoss",
     "Dropout1d", "Dropout3d", "ChannelShuffle", "Unflatten", "BatchNorm3d", "AdaptiveMaxPool1d",
     "ReflectionPad3d", "ReplicationPad3d", "EmbeddingLookup", "CTCLoss", "Conv3d",
+    "AdaptiveAvgPool3d",
 ]
 
 from kiln.common._missing import missing_attribute as _missing_attribute  # noqa: E402

@@ -9,7 +9,7 @@ from kiln.nn.layer.basic import check_bool
 from kiln.nn.layer.conv import resolve_padding, spatial_pads
 
 __all__ = ["MaxPool2d", "AvgPool2d", "MaxPool1d", "AvgPool1d", "AdaptiveAvgPool1d",
-           "AdaptiveAvgPool2d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d"]
+           "AdaptiveAvgPool2d", "AdaptiveAvgPool3d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d"]
 
 
 class _Pool2d(Cell):
@@ -195,6 +195,17 @@ class AdaptiveAvgPool2d(Cell):
 
     def construct(self, x):
         return ops.adaptive_avg_pool2d(x, self.output_size)
+
+
+class AdaptiveAvgPool3d(Cell):
+    """Averages (N, C, D, H, W) over output_size windows of any size (None keeps that size)."""
+
+    def __init__(self, output_size):
+        super().__init__()
+        self.output_size = output_size
+
+    def construct(self, x):
+        return ops.adaptive_avg_pool3d(x, self.output_size)
 
 
 class AdaptiveMaxPool2d(Cell):

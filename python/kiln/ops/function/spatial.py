@@ -14,7 +14,8 @@ from kiln.ops.function.nn import avg_pool2d
 from kiln.ops.function.reduce import mean as _mean
 
 __all__ = [
-    "pad", "interpolate", "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_max_pool2d",
+    "pad", "interpolate", "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_avg_pool3d",
+    "adaptive_max_pool2d",
     "avg_pool1d", "pixel_shuffle", "pixel_unshuffle", "unfold", "dropout1d", "dropout2d",
     "dropout3d", "group_norm", "channel_shuffle",
 ]
@@ -270,6 +271,23 @@ def adaptive_avg_pool2d(input, output_size):  # noqa: A002
     oh, ow = _output_size(op, output_size, (h, w))
     rows = call("transpose", (_averaging_matrix(h, oh, x.dtype),), ((1, 0),))
     return call("matmul", (rows, call("matmul", (x, _averaging_matrix(w, ow, x.dtype)))))
+
+
+def adaptive_avg_pool3d(input, output_size):  # noqa: A002
+    """Averages (N, C, D, H, W) / (C, D, H, W) over output_size windows of any size: one
+    averaging-matrix product per spatial axis."""
+    op = "adaptive_avg_pool3d"
+    x = _float_spatial(op, input, (4, 5))
+    d, h, w = x.shape[-3:]
+    od, oh, ow = _output_size(op, output_size, (d, h, w))
+    rank = len(x.shape)
+    y = call("matmul", (x, _averaging_matrix(w, ow, x.dtype)))           # pools W
+    rows = call("transpose", (_averaging_matrix(h, oh, x.dtype),), ((1, 0),))
+    y = call("matmul", (rows, y))                                         # pools H
+    lead = tuple(range(rank - 3))
+    moved = call("transpose", (y,), (lead + (rank - 2, rank - 1, rank - 3),))  # D last
+    moved = call("matmul", (moved, _averaging_matrix(d, od, x.dtype)))   # pools D
+    return call("transpose", (moved,), (lead + (rank - 1, rank - 3, rank - 2),))
 
 
 def adaptive_max_pool2d(input, output_size, return_indices=False):  # noqa: A002
