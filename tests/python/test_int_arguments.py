@@ -92,6 +92,7 @@ CASES = {
     "channel_shuffle": {"groups": lambda v: ops.channel_shuffle(X, v)},
     "glu": {"axis": lambda v: ops.glu(ops.concat([X, X], 1), v)},
     "softmin": {"axis": lambda v: ops.softmin(X, v)},
+    "roll": {"dims": lambda v: ops.roll(X, 1, v)},
     "unfold": {"kernel_size": lambda v: ops.unfold(IMG, (v, 2)),
                "dilation": lambda v: ops.unfold(IMG, 2, dilation=v),
                "padding": lambda v: ops.unfold(IMG, 2, padding=v),

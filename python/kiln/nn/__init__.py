@@ -57,6 +57,18 @@ from kiln.nn.layer.image import (  # noqa: F401
     Unfold,
     Upsample,
 )
+from kiln.nn.layer.math_cells import (  # noqa: F401
+    ImageGradients,
+    L1Regularizer,
+    MatMul,
+    Moments,
+    Norm,
+    OneHot,
+    ReduceLogSumExp,
+    Roll,
+    Tril,
+    Triu,
+)
 from kiln.nn.layer.normalization import (  # noqa: F401
     BatchNorm1d,
     BatchNorm2d,
@@ -187,7 +199,8 @@ __all__ = [
     "TripletMarginLoss", "PoissonNLLLoss",
     "Dropout1d", "Dropout3d", "ChannelShuffle", "Unflatten", "BatchNorm3d", "AdaptiveMaxPool1d",
     "ReflectionPad3d", "ReplicationPad3d", "EmbeddingLookup", "CTCLoss", "Conv3d",
-    "AdaptiveAvgPool3d",
+    "AdaptiveAvgPool3d", "OneHot", "Tril", "Triu", "Roll", "Moments", "MatMul", "Norm",
+    "ReduceLogSumExp", "L1Regularizer", "ImageGradients",
 ]
 
 from kiln.common._missing import missing_attribute as _missing_attribute  # noqa: E402

@@ -7,6 +7,7 @@ from kiln.ops.function import (
     helpers,
     linalg,
     loss,
+    matrix,
     nn,
     normalization,
     reduce,
@@ -19,11 +20,12 @@ from kiln.ops.function.elementwise import *  # noqa: F401,F403
 from kiln.ops.function.helpers import *  # noqa: F401,F403
 from kiln.ops.function.linalg import *  # noqa: F401,F403
 from kiln.ops.function.loss import *  # noqa: F401,F403
+from kiln.ops.function.matrix import *  # noqa: F401,F403
 from kiln.ops.function.nn import *  # noqa: F401,F403
 from kiln.ops.function.normalization import *  # noqa: F401,F403
 from kiln.ops.function.reduce import *  # noqa: F401,F403
 from kiln.ops.function.spatial import *  # noqa: F401,F403
 
 __all__ = sorted({name for module in (activation, array, ctc, elementwise, helpers, linalg,
-                                      loss, nn, normalization, reduce, spatial)
+                                      loss, matrix, nn, normalization, reduce, spatial)
                   for name in module.__all__})
