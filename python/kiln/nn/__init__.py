@@ -165,7 +165,14 @@ from kiln.nn.optim import (  # noqa: F401
     RMSProp,
     Rprop,
 )
-from kiln.nn.wrap import TrainOneStepCell, WithEvalCell, WithLossCell  # noqa: F401
+from kiln.nn.wrap import (  # noqa: F401
+    DynamicLossScaleUpdateCell,
+    FixedLossScaleUpdateCell,
+    TrainOneStepCell,
+    TrainOneStepWithLossScaleCell,
+    WithEvalCell,
+    WithLossCell,
+)
 
 __all__ = [
     "Cell", "GraphCell", "Dense", "Flatten", "Dropout", "Identity", "ReLU", "GELU", "Sigmoid",
@@ -200,7 +207,8 @@ __all__ = [
     "Dropout1d", "Dropout3d", "ChannelShuffle", "Unflatten", "BatchNorm3d", "AdaptiveMaxPool1d",
     "ReflectionPad3d", "ReplicationPad3d", "EmbeddingLookup", "CTCLoss", "Conv3d",
     "AdaptiveAvgPool3d", "OneHot", "Tril", "Triu", "Roll", "Moments", "MatMul", "Norm",
-    "ReduceLogSumExp", "L1Regularizer", "ImageGradients",
+    "ReduceLogSumExp", "L1Regularizer", "ImageGradients", "DynamicLossScaleUpdateCell",
+    "FixedLossScaleUpdateCell", "TrainOneStepWithLossScaleCell",
 ]
 
 from kiln.common._missing import missing_attribute as _missing_attribute  # noqa: E402

@@ -1,7 +1,8 @@
-"""while_loop(cond, body, values) for kiln's own layers: a Python loop in PyNative; while a
-graph compiles, one `while` node of the graph (library code runs as is on graph values, so a
-plain `while` on a tensor there could not become graph control flow). The loop's reverse mode
-comes from the graph while's gradient (docs/graph_mode.md, "Gradients in Graph mode")."""
+"""Control flow for kiln's own layers: while_loop(cond, body, values) and run_if(pred, fn). In
+PyNative they are Python's loop and if; while a graph compiles they become one `while` or `if`
+node of the graph (library code runs as is on graph values, so a plain `while`/`if` on a tensor
+there could not become graph control flow). The loop's reverse mode comes from the graph
+while's gradient (docs/graph_mode.md, "Gradients in Graph mode")."""
 from kiln import _graph_state
 from kiln.jit.conditions import scalar_bool
 
@@ -31,3 +32,21 @@ def while_loop(cond, body, values):
     emitter.end_region([r.handle for r in results])
     return tuple(emitter.while_(init, group))
 
+
+
+def run_if(pred, fn):
+    """Calls fn() (for its side effects: assignments to Parameters) when the 0-d bool tensor
+    pred holds; in compiled code a graph `if` whose then-branch is fn's nodes."""
+    emitter = _graph_state.emitter()
+    if emitter is None:
+        if bool(pred):
+            fn()
+        return
+    test = scalar_bool(emitter.to_graph(pred, "run_if"))
+    group = emitter.new_group()
+    emitter.begin_region(group, "if_then")
+    fn()
+    emitter.end_region([])
+    emitter.begin_region(group, "if_else")
+    emitter.end_region([])
+    emitter.if_(test, group)
