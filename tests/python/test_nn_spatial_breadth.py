@@ -383,3 +383,51 @@ def test_adaptive_avg_pool3d():
                  np_adaptive_avg(np_adaptive_avg(np_adaptive_avg(x, 2, 2), 2, 3), 2, 4),
                  ms.float64)
     check_grad(lambda t: ops.adaptive_avg_pool3d(t, (2, 1, 2)), rand(1, 1, 3, 2, 3))
+
+
+def np_pool3d(x, k, s, pad, reduce, fill, ceil=False):
+    """Direct windows over x padded by `pad` on each side with `fill` (PyTorch's ceil rule)."""
+    padded = np.pad(x, ((0, 0), (0, 0)) + ((pad, pad),) * 3, constant_values=fill)
+    outs = []
+    for n in x.shape[2:]:
+        free = n + 2 * pad - k
+        size = (-(-free // s) if ceil else free // s) + 1
+        if ceil and (size - 1) * s >= n + pad:
+            size -= 1
+        outs.append(size)
+    y = np.zeros(x.shape[:2] + tuple(outs))
+    for i in range(outs[0]):
+        for j in range(outs[1]):
+            for m in range(outs[2]):
+                win = padded[:, :, i * s:i * s + k, j * s:j * s + k, m * s:m * s + k]
+                y[:, :, i, j, m] = reduce(win)
+    return y
+
+
+def test_pool3d_layers():
+    x = rand(2, 3, 7, 6, 5)
+    assert_close(nn.MaxPool3d(3, 2, "pad", 1)(ms.Tensor(x)),
+                 np_pool3d(x, 3, 2, 1, lambda w: w.max((2, 3, 4)), -np.inf), ms.float64)
+    assert_close(nn.MaxPool3d(3, 2, "pad", 1, ceil_mode=True)(ms.Tensor(x)),
+                 np_pool3d(x, 3, 2, 1, lambda w: w.max((2, 3, 4)), -np.inf, ceil=True),
+                 ms.float64)
+    assert_close(nn.AvgPool3d(3, 2, "pad", 1)(ms.Tensor(x)),
+                 np_pool3d(x, 3, 2, 1, lambda w: w.mean((2, 3, 4)), 0.0), ms.float64)
+    ones = np.ones_like(x)
+    count = np_pool3d(ones, 3, 2, 1, lambda w: w.sum((2, 3, 4)), 0.0)
+    assert_close(nn.AvgPool3d(3, 2, "pad", 1, count_include_pad=False)(ms.Tensor(x)),
+                 np_pool3d(x, 3, 2, 1, lambda w: w.sum((2, 3, 4)), 0.0) / count, ms.float64)
+    assert_close(nn.AvgPool3d(2, 2, divisor_override=3)(ms.Tensor(x)),
+                 np_pool3d(x, 2, 2, 0, lambda w: w.sum((2, 3, 4)) / 3, 0.0), ms.float64)
+    y, idx = nn.MaxPool3d(2, 2, "pad", 0, return_indices=True)(ms.Tensor(x))
+    flat = x.reshape(2, 3, -1)
+    np.testing.assert_array_equal(np.take_along_axis(flat, idx.asnumpy().reshape(2, 3, -1), 2),
+                                  y.asnumpy().reshape(2, 3, -1))
+    assert idx.dtype == ms.int64
+    check_grad(lambda t: nn.AvgPool3d(2, 1, "pad", 1, count_include_pad=False)(t),
+               rand(1, 1, 2, 3, 2))
+    check_grad(lambda t: nn.MaxPool3d(2, 1)(t), rand(1, 1, 3, 3, 2))
+    assert_close(in_graph_mode(nn.MaxPool3d(3, 2, "same"), ms.Tensor(x)),
+                 nn.MaxPool3d(3, 2, "same")(ms.Tensor(x)).asnumpy(), ms.float64)
+    with pytest.raises(ValueError, match="pad_mode must be 'pad' when dilation"):
+        nn.MaxPool3d(2, return_indices=True)

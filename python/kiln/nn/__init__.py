@@ -92,6 +92,7 @@ from kiln.nn.layer.padding import (  # noqa: F401
     ReplicationPad3d,
     ZeroPad2d,
 )
+from kiln.nn.layer.pool3d import AvgPool3d, MaxPool3d  # noqa: F401
 from kiln.nn.layer.pooling import (  # noqa: F401
     AdaptiveAvgPool1d,
     AdaptiveAvgPool2d,
@@ -208,7 +209,7 @@ __all__ = [
     "ReflectionPad3d", "ReplicationPad3d", "EmbeddingLookup", "CTCLoss", "Conv3d",
     "AdaptiveAvgPool3d", "OneHot", "Tril", "Triu", "Roll", "Moments", "MatMul", "Norm",
     "ReduceLogSumExp", "L1Regularizer", "ImageGradients", "DynamicLossScaleUpdateCell",
-    "FixedLossScaleUpdateCell", "TrainOneStepWithLossScaleCell",
+    "FixedLossScaleUpdateCell", "TrainOneStepWithLossScaleCell", "MaxPool3d", "AvgPool3d",
 ]
 
 from kiln.common._missing import missing_attribute as _missing_attribute  # noqa: E402
