@@ -228,3 +228,57 @@ def test_conv3d_gradient_and_graph_mode():
     assert_close(graph, eager.asnumpy(), ms.float32, rtol=1e-5, atol=1e-6)
     with pytest.raises(ValueError, match="Conv3d: padding must be 0 unless pad_mode is 'pad'"):
         nn.Conv3d(2, 3, 2, padding=1)
+
+
+def np_conv_transpose3d_full(x, w, stride, dilation):
+    """The uncropped transposed convolution: each input voxel adds x * w at stride * position
+    + dilation * kernel offset."""
+    n, cin, d, h, wd = x.shape
+    _, cout, kd, kh, kw = w.shape
+    full = [(s - 1) * st + dl * (k - 1) + 1 for s, st, dl, k in
+            zip((d, h, wd), stride, dilation, (kd, kh, kw))]
+    y = np.zeros((n, cout) + tuple(full))
+    for a in range(kd):
+        for b in range(kh):
+            for e in range(kw):
+                contrib = np.einsum("ncdhw,co->nodhw", x, w[:, :, a, b, e])
+                y[:, :, a * dilation[0]:a * dilation[0] + (d - 1) * stride[0] + 1:stride[0],
+                  b * dilation[1]:b * dilation[1] + (h - 1) * stride[1] + 1:stride[1],
+                  e * dilation[2]:e * dilation[2] + (wd - 1) * stride[2] + 1:stride[2]] += contrib
+    return y
+
+
+def test_conv3d_transpose_pad_mode_matches_the_scatter_reference():
+    layer = nn.Conv3dTranspose(4, 6, (3, 2, 3), (2, 1, 2), "pad", (1, 0, 1, 1, 0, 1),
+                               output_padding=(1, 0, 1), has_bias=True)
+    x = RNG.standard_normal((2, 4, 3, 4, 3))
+    full = np_conv_transpose3d_full(x, layer.weight.asnumpy().astype(np.float64),
+                                    layer.stride, layer.dilation)
+    full = np.pad(full, ((0, 0), (0, 0), (0, 1), (0, 0), (0, 1)))   # room for output_padding
+    ref = full[:, :, 1:1 + (7 - 1 + 1), 1:1 + (5 - 2), 0:0 + (7 - 1 + 1)]
+    ref = ref + layer.bias.asnumpy()[None, :, None, None, None]
+    got = layer(Tensor(x.astype(np.float32)))
+    assert got.shape == ref.shape == (2, 6, 7, 3, 7)
+    assert_close(got, ref, ms.float32, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("pad_mode,size", [("same", (6, 8, 6)), ("valid", (7, 9, 7))])
+def test_conv3d_transpose_same_and_valid_sizes(pad_mode, size):
+    layer = nn.Conv3dTranspose(2, 3, 3, 2, pad_mode)
+    x = RNG.standard_normal((1, 2, 3, 4, 3)).astype(np.float32)
+    full = np_conv_transpose3d_full(x.astype(np.float64), layer.weight.asnumpy(), (2, 2, 2),
+                                    (1, 1, 1))                       # (7, 9, 7)
+    if pad_mode == "same":
+        ref = full[:, :, 0:6, 0:8, 0:6]                              # one extra, after
+    else:
+        ref = full
+    got = layer(Tensor(x))
+    assert got.shape[2:] == size
+    assert_close(got, ref, ms.float32, rtol=1e-4, atol=1e-4)
+    _check_linear_grad(layer, x)
+    ms.set_context(mode=ms.GRAPH_MODE)
+    try:
+        graph = layer(Tensor(x))
+    finally:
+        ms.set_context(mode=ms.PYNATIVE_MODE)
+    assert_close(graph, got.asnumpy(), ms.float32, rtol=1e-5, atol=1e-6)

@@ -44,7 +44,7 @@ from kiln.nn.layer.activation import (  # noqa: F401
 from kiln.nn.layer.basic import Dense, Dropout, Flatten, Identity, Linear, Unflatten  # noqa: F401
 from kiln.nn.layer.container import CellList, SequentialCell  # noqa: F401
 from kiln.nn.layer.conv import Conv1d, Conv2d  # noqa: F401
-from kiln.nn.layer.conv3d import Conv3d  # noqa: F401
+from kiln.nn.layer.conv3d import Conv3d, Conv3dTranspose  # noqa: F401
 from kiln.nn.layer.conv_transpose import Conv1dTranspose, Conv2dTranspose  # noqa: F401
 from kiln.nn.layer.embedding import Embedding, EmbeddingLookup  # noqa: F401
 from kiln.nn.layer.image import (  # noqa: F401
@@ -210,6 +210,7 @@ __all__ = [
     "AdaptiveAvgPool3d", "OneHot", "Tril", "Triu", "Roll", "Moments", "MatMul", "Norm",
     "ReduceLogSumExp", "L1Regularizer", "ImageGradients", "DynamicLossScaleUpdateCell",
     "FixedLossScaleUpdateCell", "TrainOneStepWithLossScaleCell", "MaxPool3d", "AvgPool3d",
+    "Conv3dTranspose",
 ]
 
 from kiln.common._missing import missing_attribute as _missing_attribute  # noqa: E402
