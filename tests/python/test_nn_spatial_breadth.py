@@ -159,6 +159,12 @@ def test_adaptive_max_pool2d():
     assert_close(ops.adaptive_max_pool2d(ms.Tensor(x), (3, 2)), ref, ms.float64)
     check_grad(lambda t: ops.adaptive_max_pool2d(t, 2), rand(1, 1, 4, 5))
     assert_close(in_graph_mode(nn.AdaptiveMaxPool2d((3, 2)), ms.Tensor(x)), ref, ms.float64)
+    y, idx = ops.adaptive_max_pool2d(ms.Tensor(x), (3, 2), True)
+    assert idx.dtype == ms.int64 and idx.shape == (2, 3, 3, 2)
+    picked = np.take_along_axis(x.reshape(2, 3, -1), idx.asnumpy().reshape(2, 3, -1), 2)
+    np.testing.assert_array_equal(picked.reshape(y.shape), y.asnumpy())
+    _, idx3 = nn.AdaptiveMaxPool2d((3, 2), True)(ms.Tensor(x[0]))
+    np.testing.assert_array_equal(idx3.asnumpy(), idx.asnumpy()[0])
 
 
 @pytest.mark.parametrize("mode", ["pynative", "graph"])

@@ -8,6 +8,7 @@ import numbers
 
 import numpy as np
 
+from kiln.common import dtype as mstype
 from kiln.common._arrays import tensor_of
 from kiln.ops._core import call, int_arg, is_tensor, pair_attr, shape_attr
 from kiln.ops.function.nn import avg_pool2d
@@ -291,22 +292,38 @@ def adaptive_avg_pool3d(input, output_size):  # noqa: A002
 
 
 def adaptive_max_pool2d(input, output_size, return_indices=False):  # noqa: A002
-    """Maximum of (N, C, H, W) / (C, H, W) over output_size windows of PyTorch's bounds."""
+    """Maximum of (N, C, H, W) / (C, H, W) over output_size windows of PyTorch's bounds; with
+    return_indices also each maximum's flat index h * W + w in its plane (int64)."""
     op = "adaptive_max_pool2d"
     x = _float_spatial(op, input, (3, 4))
-    if return_indices:
-        raise ValueError(f"{op}: return_indices=True is not supported by kiln yet")
+    if not isinstance(return_indices, bool):
+        raise TypeError(f"{op}: return_indices must be a bool, got {return_indices!r}")
     h, w = x.shape[-2], x.shape[-1]
     oh, ow = _output_size(op, output_size, (h, w))
     rank = len(x.shape)
-    rows = []
+    lead = tuple(x.shape[:-2])
+    rows, index_rows = [], []
     for top, bottom in _adaptive_bounds(h, oh):
         band = _slice_axis(x, rank - 2, top, bottom)
-        cells = [call("reduce_max", (_slice_axis(band, rank - 1, left, right),),
-                      ((rank - 2, rank - 1), True))
-                 for left, right in _adaptive_bounds(w, ow)]
-        rows.append(call("concat", tuple(cells), (rank - 1,)))
-    return call("concat", tuple(rows), (rank - 2,))
+        cells, indices = [], []
+        for left, right in _adaptive_bounds(w, ow):
+            window = call("reshape", (_slice_axis(band, rank - 1, left, right),),
+                          (lead + (-1,),))
+            cells.append(call("reduce_max", (window,), ((rank - 2,), True)))
+            if return_indices:
+                local = call("argmax", (window,), (rank - 2, True))
+                width = right - left
+                row = call("add", (call("floor_div", (local, width)), top))
+                col = call("add", (call("mod", (local, width)), left))
+                indices.append(call("add", (call("mul", (row, w)), col)))
+        rows.append(call("concat", tuple(cells), (rank - 2,)))
+        if return_indices:
+            index_rows.append(call("concat", tuple(indices), (rank - 2,)))
+    out = call("reshape", (call("concat", tuple(rows), (rank - 2,)),), (lead + (oh, ow),))
+    if not return_indices:
+        return out
+    flat = call("reshape", (call("concat", tuple(index_rows), (rank - 2,)),), (lead + (oh, ow),))
+    return out, call("cast", (flat,), (mstype.int64._enum,))
 
 
 def avg_pool1d(input_x, kernel_size=1, stride=1, padding=0, ceil_mode=False,
