@@ -47,6 +47,41 @@ def np_adamw(p, g, s, t, lr, b1=0.9, b2=0.999, eps=1e-8, wd=1e-2, amsgrad=False)
     return p - lr / (1 - b1 ** t) * s["m"] / denom
 
 
+def np_rmsprop(p, g, s, t, lr, alpha=0.99, eps=1e-8, wd=0.0, momentum=0.0, centered=False):
+    g = g + wd * p
+    s["ms"] = alpha * s.get("ms", 0) + (1 - alpha) * g * g
+    if centered:
+        s["mg"] = alpha * s.get("mg", 0) + (1 - alpha) * g
+        avg = np.sqrt(s["ms"] - s["mg"] ** 2) + eps
+    else:
+        avg = np.sqrt(s["ms"]) + eps
+    if momentum > 0:
+        s["buf"] = momentum * s.get("buf", 0) + g / avg
+        return p - lr * s["buf"]
+    return p - lr * g / avg
+
+
+def np_adagrad(p, g, s, t, lr, lr_decay=0.0, wd=0.0, init=0.0, eps=1e-10):
+    g = g + wd * p
+    s["acc"] = s.get("acc", init) + g * g
+    return p - lr / (1 + (t - 1) * lr_decay) * g / (np.sqrt(s["acc"]) + eps)
+
+
+def np_adadelta(p, g, s, t, lr, rho=0.9, eps=1e-6, wd=0.0):
+    g = g + wd * p
+    s["acc"] = rho * s.get("acc", 0) + (1 - rho) * g * g
+    update = np.sqrt(s.get("upd", 0) + eps) * g / np.sqrt(s["acc"] + eps)
+    s["upd"] = rho * s.get("upd", 0) + (1 - rho) * update * update
+    return p - lr * update
+
+
+def np_adamax(p, g, s, t, lr, b1=0.9, b2=0.999, eps=1e-8, wd=0.0):
+    g = g + wd * p
+    s["m"] = b1 * s.get("m", 0) + (1 - b1) * g
+    s["u"] = np.maximum(b2 * s.get("u", 0), np.abs(g) + eps)
+    return p - lr / (1 - b1 ** t) * s["m"] / s["u"]
+
+
 CASES = {
     "sgd": (lambda ps: optim.SGD(ps, 0.1), lambda *a: np_sgd(*a, lr=0.1)),
     "sgd_momentum": (lambda ps: optim.SGD(ps, 0.1, momentum=0.9, dampening=0.2,
@@ -59,6 +94,18 @@ CASES = {
     "adamw": (lambda ps: optim.AdamW(ps, 0.05), lambda *a: np_adamw(*a, lr=0.05)),
     "adamw_amsgrad": (lambda ps: optim.AdamW(ps, 0.05, weight_decay=0.1, amsgrad=True),
                       lambda *a: np_adamw(*a, lr=0.05, wd=0.1, amsgrad=True)),
+    "rmsprop": (lambda ps: optim.RMSprop(ps, 0.01), lambda *a: np_rmsprop(*a, lr=0.01)),
+    "rmsprop_centered_momentum": (
+        lambda ps: optim.RMSprop(ps, 0.01, alpha=0.9, momentum=0.5, centered=True,
+                                 weight_decay=0.1),
+        lambda *a: np_rmsprop(*a, lr=0.01, alpha=0.9, momentum=0.5, centered=True, wd=0.1)),
+    "adagrad": (lambda ps: optim.Adagrad(ps, 0.1, lr_decay=0.5, weight_decay=0.1,
+                                         initial_accumulator_value=0.2),
+                lambda *a: np_adagrad(*a, lr=0.1, lr_decay=0.5, wd=0.1, init=0.2)),
+    "adadelta": (lambda ps: optim.Adadelta(ps, 1.0, rho=0.8, weight_decay=0.1),
+                 lambda *a: np_adadelta(*a, lr=1.0, rho=0.8, wd=0.1)),
+    "adamax": (lambda ps: optim.Adamax(ps, 0.05, weight_decay=0.1),
+               lambda *a: np_adamax(*a, lr=0.05, wd=0.1)),
 }
 
 
@@ -173,3 +220,16 @@ def test_a_compiled_training_step_sees_the_scheduled_rate():
     assert float(opt.lrs[0].asnumpy()) == pytest.approx(0.0125)
     step_sizes = [np.abs(weights[i + 1] - weights[i]).max() for i in range(2)]
     assert step_sizes[1] < step_sizes[0]
+
+
+@pytest.mark.parametrize("cls", [optim.RMSprop, optim.Adagrad, optim.Adadelta, optim.Adamax])
+def test_adaptive_maximize_and_arguments(cls):
+    a, b = _params(), _params()
+    up, down = cls(a, maximize=True), cls(b)
+    for grads in GRADS[:2]:
+        up(tuple(Tensor(g) for g in grads))
+        down(tuple(Tensor(-g) for g in grads))
+    for x, y in zip(a, b):
+        np.testing.assert_allclose(x.asnumpy(), y.asnumpy(), rtol=1e-6)
+    with pytest.raises(ValueError):
+        cls(_params(), lr=-1.0)
