@@ -7,6 +7,7 @@
 #include "convert.h"
 #include "engine/engine.h"
 #include "engine/model_file.h"
+#include "engine/onnx_export.h"
 #include "frontend/graph_builder.h"
 #include "outputs.h"
 
@@ -188,7 +189,12 @@ void BindJit(nb::module_& m) {
       .def("text", [](GraphBuilder& b) { return ir::Print(b.module()); })
       .def("export",
            [](GraphBuilder& b, const std::string& path, nb::sequence weights,
-              const std::string& producer_version, int64_t external_data_threshold) {
+              const std::string& producer_version, int64_t external_data_threshold,
+              const std::string& file_format) {
+             if (file_format == "ONNX") {
+               engine::SaveOnnx(b.module(), ToTensors(weights, "weights"), path, producer_version);
+               return;
+             }
              engine::SaveOptions options;
              options.producer_version = producer_version;
              options.external_data_threshold = external_data_threshold;

@@ -33,6 +33,10 @@ struct SaveOptions {
   // (protobuf cannot serialize a message of 2 GB or more).
   int64_t external_data_threshold = int64_t{1} << 30;
   std::string producer_version;  // the kiln version writing the file
+  // Write the graph in MindSpore's vocabulary when every node has a MindSpore primitive and
+  // there is no control flow, so MindSpore can load the file too; else (or when false) in
+  // kiln's own.
+  bool mindspore_vocabulary = true;
 };
 
 // Writes `module` (with a signature whose outputs hold no opaque Python objects) and its

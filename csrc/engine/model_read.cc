@@ -188,6 +188,21 @@ ir::OutputTree ReadTree(const AttributeProto& a, int depth, const std::string& w
   }
 }
 
+// Protobuf's nesting limit for parsed messages: an output tree nests one message per level.
+constexpr int kRecursionLimit = ir::kMaxOutputDepth + 32;
+
+// The output tree, stored as the bytes of one AttributeProto in a STRING attribute.
+ir::OutputTree ReadTreeAttr(const AttributeProto& attr) {
+  KILN_CHECK(attr.type() == AttributeProto::STRING, Value, "the output tree is not a string");
+  AttributeProto tree;
+  google::protobuf::io::ArrayInputStream raw(attr.s().data(), static_cast<int>(attr.s().size()));
+  google::protobuf::io::CodedInputStream coded(&raw);
+  coded.SetRecursionLimit(kRecursionLimit);
+  KILN_CHECK(tree.ParseFromCodedStream(&coded) && coded.ConsumedEntireMessage(), Value,
+             "the output tree is damaged");
+  return ReadTree(tree, 0, "outputs");
+}
+
 const AttributeProto* FindAttr(const NodeProto& node, const char* name) {
   for (const auto& a : node.attribute())
     if (a.name() == name) return &a;
@@ -334,17 +349,18 @@ void ReadEntry(const GraphProto& graph, ir::Module& module, const std::string& d
     reader.AddParam(name, meta);
   }
   const AttributeProto* tree = FindGraphAttr(graph, mindir::kOutputTree);
-  KILN_CHECK(tree != nullptr && tree->values_size() == 1, Value,
-             "the main graph does not say how its results nest");
-  sig.outputs = ReadTree(tree->values(0), 0, "outputs");
+  KILN_CHECK(tree != nullptr, Value, "the main graph does not say how its results nest");
+  sig.outputs = ReadTreeAttr(*tree);
   module.set_signature(std::move(sig));
 }
 
-void CheckHeader(const mind_ir::ModelProto& model) {
+// Whether the file is kiln's own (true) or MindSpore's (false); anything else is refused.
+bool CheckHeader(const mind_ir::ModelProto& model) {
   const auto& info = model.user_info();
   auto version = info.find(mindir::kFormatVersionKey);
-  KILN_CHECK(version != info.end(), Value, "not a kiln model (written by '", model.producer_name(),
-             "'); kiln loads the MindIR files kiln exports (docs/export.md)");
+  if (version == info.end() && model.producer_name() == "MindSpore") return false;
+  KILN_CHECK(version != info.end(), Value, "not a kiln or MindSpore model (written by '",
+             model.producer_name(), "'; docs/export.md)");
   int64_t v = 0;
   try {
     size_t used = 0;
@@ -358,6 +374,22 @@ void CheckHeader(const mind_ir::ModelProto& model) {
              v > kModelFormatVersion ? ": it was written by a newer kiln, upgrade to load it" : "");
   KILN_CHECK(!model.has_little_endian() || model.little_endian(), Value,
              "the file holds big-endian data");
+  return true;
+}
+
+// A kiln export written in MindSpore's vocabulary: imported as MindSpore's files are, then
+// given back what kiln recorded beside it (how the results nest).
+SavedModel ImportKilnInMindSporeVocabulary(const mind_ir::ModelProto& model,
+                                           const std::string& directory) {
+  SavedModel saved = mindir::ImportMindSporeModel(model, directory);
+  const AttributeProto* tree = FindGraphAttr(model.graph(), mindir::kOutputTree);
+  if (tree != nullptr) {
+    ir::Signature sig = *saved.module.signature();
+    sig.outputs = ReadTreeAttr(*tree);
+    saved.module.set_signature(std::move(sig));
+    ir::Verify(saved.module);
+  }
+  return saved;
 }
 
 }  // namespace
@@ -368,11 +400,14 @@ SavedModel ParseModel(const std::string& bytes, const std::string& directory) {
   google::protobuf::io::CodedInputStream coded(&raw);
   // Output trees nest one message per level; the default limit (100) would refuse deep ones
   // that ir::kMaxOutputDepth allows. Still bounded, so a hostile file cannot exhaust the stack.
-  coded.SetRecursionLimit(ir::kMaxOutputDepth + 32);
+  coded.SetRecursionLimit(kRecursionLimit);
   KILN_CHECK(bytes.size() < (size_t{1} << 31) && model.ParseFromCodedStream(&coded) &&
                  coded.ConsumedEntireMessage(),
              Value, "not a MindIR file (the protobuf is damaged)");
-  CheckHeader(model);
+  if (!CheckHeader(model)) return mindir::ImportMindSporeModel(model, directory);
+  auto vocabulary = model.user_info().find(mindir::kVocabularyKey);
+  if (vocabulary != model.user_info().end() && vocabulary->second == "mindspore")
+    return ImportKilnInMindSporeVocabulary(model, directory);
   SavedModel saved;
   std::vector<const GraphProto*> graphs = {&model.graph()};
   for (const auto& g : model.functions()) graphs.push_back(&g);

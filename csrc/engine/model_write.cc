@@ -270,8 +270,9 @@ struct ExternalData {
   std::string bytes;
 };
 
-void WriteEntry(const ir::Module& module, const std::vector<Tensor>& weights, GraphProto& graph,
-                ExternalData* external) {
+void WriteEntry(const ir::Module& module, const std::vector<Tensor>& weights,
+                mind_ir::ModelProto& model, ExternalData* external) {
+  GraphProto& graph = *model.mutable_graph();
   const ir::Signature& sig = *module.signature();
   const std::vector<std::string> names = EntryParamNames(sig);
   AttributeProto& order = *graph.add_attribute();
@@ -307,11 +308,20 @@ void WriteEntry(const ir::Module& module, const std::vector<Tensor>& weights, Gr
     }
     p.set_name(names[i]);
   }
-  AttributeProto& tree = *graph.add_attribute();  // the tree is its one value (a leaf has a
-  tree.set_name(mindir::kOutputTree);             // name of its own: "result", "literal")
-  tree.set_type(AttributeProto::TUPLE);
-  SetTree(*tree.add_values(), sig.outputs);
-  FuncWriter(module.entry(), names, graph).Write();
+  // The tree as the bytes of one AttributeProto in a STRING attribute: MindSpore parses every
+  // graph attribute by its own rules and refuses kiln's tree, but passes strings over.
+  AttributeProto tree_value;
+  SetTree(tree_value, sig.outputs);
+  AttributeProto& tree = *graph.add_attribute();
+  tree.set_name(mindir::kOutputTree);
+  tree.set_type(AttributeProto::STRING);
+  tree.set_s(tree_value.SerializeAsString());
+  if ((*model.mutable_user_info())[mindir::kVocabularyKey] == "mindspore") {
+    graph.set_name(module.entry().name);
+    mindir::WriteMindSporeGraph(module, names, model);
+  } else {
+    FuncWriter(module.entry(), names, graph).Write();
+  }
 }
 
 mind_ir::ModelProto BuildModel(const ir::Module& module, const std::vector<Tensor>& weights,
@@ -322,13 +332,17 @@ mind_ir::ModelProto BuildModel(const ir::Module& module, const std::vector<Tenso
   KILN_CHECK(weights.size() == num_weights, Value, "export: the graph binds ", num_weights,
              " weights, got ", weights.size());
   mind_ir::ModelProto model;
-  model.set_ir_version("1");
+  // The MindIR versions MindSpore 2.10 writes: its loader checks them (docs/export.md).
+  model.set_ir_version("1.1");
+  model.set_mind_ir_version(3);
   model.set_producer_name(mindir::kProducer);
   model.set_producer_version(options.producer_version);
   model.set_model_version("1");
   model.set_little_endian(true);
   (*model.mutable_user_info())[mindir::kFormatVersionKey] = std::to_string(kModelFormatVersion);
-  WriteEntry(module, weights, *model.mutable_graph(), external);
+  const bool mindspore = options.mindspore_vocabulary && mindir::MindSporeCanRun(module);
+  (*model.mutable_user_info())[mindir::kVocabularyKey] = mindspore ? "mindspore" : "kiln";
+  WriteEntry(module, weights, model, external);
   const auto& funcs = module.funcs();
   for (size_t f = 1; f < funcs.size(); ++f) {
     GraphProto& g = *model.add_functions();

@@ -180,10 +180,10 @@ TEST(ModelFile, ANewerFormatVersionIsRefusedNamingBothVersions) {
 
 TEST(ModelFile, AFileKilnDidNotWriteIsRefusedClearly) {
   mind_ir::ModelProto model;
-  model.set_producer_name("MindSpore");
+  model.set_producer_name("SomeTool");
   model.set_ir_version("0.1.1");
   ExpectContains(ErrorOf([&] { engine::ParseModel(model.SerializeAsString()); }),
-                 "not a kiln model (written by 'MindSpore')");
+                 "not a kiln or MindSpore model (written by 'SomeTool'");
   ExpectContains(ErrorOf([&] { engine::ParseModel("not a protobuf at all \xff\xff"); }),
                  "not a MindIR file");
   ExpectContains(ErrorOf([&] { engine::LoadModel(TempPath("missing.mindir")); }), "cannot open");
@@ -251,6 +251,35 @@ TEST(ModelFile, AFailedSaveLeavesTheOldFileIntact) {
   EXPECT_EQ(engine::LoadModel(path).weights.size(), 2u);
   ExpectContains(ErrorOf([&] { engine::SaveModel(ir::Parse(kModel), Weights(), "/no/dir/m"); }),
                  "cannot write");
+}
+
+std::string Fixture(const std::string& name) {
+  std::ifstream in(std::string(KILN_SOURCE_DIR) + "/tests/fixtures/mindspore/" + name,
+                   std::ios::binary);
+  std::stringstream bytes;
+  bytes << in.rdbuf();
+  return bytes.str();
+}
+
+TEST(MindSporeImport, MapsPrimitivesAndNamesTheOnesItCannot) {
+  const std::string bytes = Fixture("ops.mindir");
+  ASSERT_FALSE(bytes.empty());
+  const engine::SavedModel saved = engine::ParseModel(bytes);
+  EXPECT_EQ(saved.module.signature()->inputs[0].name, "x");
+  EXPECT_EQ(saved.module.signature()->inputs[1].name, "fc.weight");
+  mind_ir::ModelProto model = Proto(bytes);
+  for (auto& prim : *model.mutable_primitives())
+    if (prim.op_type() == "Tanh") prim.set_op_type("NoSuchPrimitive");
+  ExpectContains(ErrorOf([&] { engine::ParseModel(model.SerializeAsString()); }),
+                 "MindSpore primitive NoSuchPrimitive");
+  model = Proto(bytes);
+  model.mutable_primitives()->Clear();
+  ExpectContains(ErrorOf([&] { engine::ParseModel(model.SerializeAsString()); }),
+                 "which the file does not list");
+  model = Proto(bytes);
+  model.mutable_graph()->mutable_parameter(0)->mutable_raw_data()->resize(3);
+  ExpectContains(ErrorOf([&] { engine::ParseModel(model.SerializeAsString()); }),
+                 "weight 'fc.weight': holds 3 bytes");
 }
 
 TEST(RuntimeApi, LoadsRunsFromSeveralThreadsAndChecksInputs) {

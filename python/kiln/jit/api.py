@@ -215,15 +215,18 @@ def _build_graph(emitter, converter, fn, args, kwargs, self_obj):
     return opaque
 
 
-def export_function(fn, args, self_obj, path, producer_version, external_data_threshold):
+def export_function(fn, args, self_obj, path, producer_version, external_data_threshold,
+                    file_format="MINDIR"):
     """Builds the graph of fn(*args) as compile_function does and writes it, unoptimized, with
-    its weights' current values to the model file `path` (engine/model_file.h)."""
+    its weights' current values to the model file `path` (engine/model_file.h, or
+    engine/onnx_export.h for file_format "ONNX")."""
     emitter = GraphEmitter()
     converter = Converter(emitter)
     previous = _state.begin_compile(emitter)
     try:
         _build_graph(emitter, converter, fn, args, {}, self_obj)
-        emitter.export(path, list(emitter.parameters), producer_version, external_data_threshold)
+        emitter.export(path, list(emitter.parameters), producer_version, external_data_threshold,
+                       file_format)
     finally:
         _state.end_compile(previous)
 

@@ -188,9 +188,10 @@ class GraphEmitter:
         """The graph as built, in IR text."""
         return self._builder.text()
 
-    def export(self, path, weights, producer_version, external_data_threshold):
+    def export(self, path, weights, producer_version, external_data_threshold, file_format):
         """Writes the graph as built (no passes) and `weights` to a model file."""
-        self._builder.export(path, weights, producer_version, external_data_threshold)
+        self._builder.export(path, weights, producer_version, external_data_threshold,
+                             file_format)
 
     def finish(self, level):
         """Verifies the graph, runs the jit level's passes and plans it: a _C.Executable."""

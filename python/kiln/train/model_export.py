@@ -21,20 +21,22 @@ def _plain(fn):
 
 
 def export(net, *inputs, file_name, file_format="MINDIR", **kwargs):
-    """Compiles ``net(*inputs)`` as a graph and writes it with its weights to one file.
+    """Compiles ``net(*inputs)`` as a graph and writes it with its weights to one file:
+    MindIR (``file_format="MINDIR"``, read back by kiln.load and by MindSpore) or ONNX
+    (``"ONNX"``, opset 20, for the ops that have ONNX operators; no control flow).
 
     ``inputs`` are Tensors giving each input's dtype and shape; a placeholder
     ``Tensor(shape=[None, 64], dtype=ms.float32)`` leaves a dimension free (a dynamic batch).
-    The file name gets a ``.mindir`` suffix when it has none. A Cell is exported in inference
+    The file name gets a ``.mindir`` (``.onnx``) suffix when it has none. A Cell is exported in inference
     mode (``set_train(False)``) and restored afterwards. The graph must compile in STRICT syntax.
     """
     if not isinstance(file_name, str) or not file_name:
         raise TypeError(f"export: 'file_name' must be a non-empty str, got {file_name!r}")
     if file_format not in _FORMATS:
         raise ValueError(f"export: 'file_format' must be one of {_FORMATS}, got {file_format!r}")
-    if file_format != "MINDIR":
-        raise ValueError(f"export: file_format={file_format!r} is not supported by kiln yet; "
-                         "use 'MINDIR' (docs/export.md)")
+    if file_format == "AIR":
+        raise ValueError("export: file_format='AIR' is for Ascend devices, which kiln does not "
+                         "run on; use 'MINDIR' or 'ONNX' (docs/export.md)")
     unknown = set(kwargs) - {"external_data_threshold"}
     if unknown:
         raise TypeError(f"export: unexpected keyword arguments {sorted(unknown)}")
@@ -42,8 +44,9 @@ def export(net, *inputs, file_name, file_format="MINDIR", **kwargs):
         if not isinstance(x, Tensor):
             raise TypeError(f"export: input {i} must be a Tensor (or a placeholder "
                             f"Tensor(shape=..., dtype=...)), got {type(x).__name__}")
-    if not file_name.endswith(".mindir"):
-        file_name += ".mindir"
+    suffix = ".mindir" if file_format == "MINDIR" else ".onnx"
+    if not file_name.endswith(suffix):
+        file_name += suffix
     path = os.path.realpath(file_name)
     threshold = kwargs.get("external_data_threshold", _EXTERNAL_DATA_THRESHOLD)
     if isinstance(net, CellBase):
@@ -51,11 +54,11 @@ def export(net, *inputs, file_name, file_format="MINDIR", **kwargs):
         net.set_train(False)
         try:
             export_function(_plain(type(net).construct), inputs, net, path, __version__,
-                            threshold)
+                            threshold, file_format)
         finally:
             net.set_train(was_training)
     elif callable(net):
-        export_function(_plain(net), inputs, None, path, __version__, threshold)
+        export_function(_plain(net), inputs, None, path, __version__, threshold, file_format)
     else:
         raise TypeError(f"export: 'net' must be a Cell or a function, got {type(net).__name__}")
 
