@@ -1,5 +1,5 @@
 """kiln.nn -- Cell, layers, losses, optimizers, learning-rate schedules and training wrappers."""
-from kiln.nn import dynamic_lr, learning_rate_schedule  # noqa: F401
+from kiln.nn import dynamic_lr, learning_rate_schedule, utils  # noqa: F401
 from kiln.nn.cell import Cell  # noqa: F401
 from kiln.nn.dynamic_lr import (  # noqa: F401
     cosine_decay_lr,
@@ -166,6 +166,7 @@ from kiln.nn.optim import (  # noqa: F401
     RMSProp,
     Rprop,
 )
+from kiln.nn.utils import no_init_parameters  # noqa: F401
 from kiln.nn.wrap import (  # noqa: F401
     DynamicLossScaleUpdateCell,
     FixedLossScaleUpdateCell,
@@ -210,7 +211,7 @@ __all__ = [
     "AdaptiveAvgPool3d", "OneHot", "Tril", "Triu", "Roll", "Moments", "MatMul", "Norm",
     "ReduceLogSumExp", "L1Regularizer", "ImageGradients", "DynamicLossScaleUpdateCell",
     "FixedLossScaleUpdateCell", "TrainOneStepWithLossScaleCell", "MaxPool3d", "AvgPool3d",
-    "Conv3dTranspose",
+    "Conv3dTranspose", "no_init_parameters",
 ]
 
 from kiln.common._missing import missing_attribute as _missing_attribute  # noqa: E402

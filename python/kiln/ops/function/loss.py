@@ -67,15 +67,15 @@ def _real(op, name, value, positive=False):
 
 def binary_cross_entropy(logits, labels, weight=None, reduction="mean"):
     """-weight * (y * log(x + 1e-12) + (1 - y) * log(1 - x + 1e-12)) for probabilities x
-    (MindSpore's kernel adds 1e-12 inside the logs); logits, labels and weight share a shape."""
+    (MindSpore's kernel adds 1e-12 inside the logs); logits and labels share a shape and weight
+    broadcasts to it (MindSpore's shape check accepts that; its CPU kernel then reads the weight
+    unbroadcast)."""
     op = "binary_cross_entropy"
     float_tensor(op, "logits", logits)
     float_tensor(op, "labels", labels)
     _optional_float(op, "weight", weight)
     check_reduction(op, reduction)
     _same_shape(op, logits, labels, ("logits", "labels"))
-    if weight is not None:
-        _same_shape(op, logits, weight, ("logits", "weight"))
     pos = call("mul", (labels, call("log", (call("add", (logits, _BCE_EPS)),))))
     one_minus = call("sub", (1.0, logits))
     neg = call("mul", (call("sub", (1.0, labels)), call("log", (call("add", (one_minus,
@@ -83,6 +83,9 @@ def binary_cross_entropy(logits, labels, weight=None, reduction="mean"):
     loss = call("neg", (call("add", (pos, neg)),))
     if weight is not None:
         loss = call("mul", (loss, weight))
+        if tuple(loss.shape) != tuple(logits.shape):
+            raise ValueError(f"{op}: weight of shape {tuple(weight.shape)} does not broadcast to "
+                             f"the logits' shape {tuple(logits.shape)}")
     return reduce_loss(loss, reduction)
 
 

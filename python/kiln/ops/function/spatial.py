@@ -18,7 +18,7 @@ __all__ = [
     "pad", "interpolate", "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_avg_pool3d",
     "adaptive_max_pool2d",
     "avg_pool1d", "pixel_shuffle", "pixel_unshuffle", "unfold", "dropout1d", "dropout2d",
-    "dropout3d", "group_norm", "channel_shuffle",
+    "dropout3d", "group_norm", "channel_shuffle", "bias_add",
 ]
 
 _PAD_MODES = ("constant", "reflect", "replicate", "circular")
@@ -487,3 +487,22 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):  # noqa: A0
         y = call("add", (y, call("reshape", (bias,), (affine,))))
     return y
 
+
+
+def bias_add(input_x, bias):
+    """input_x + bias along axis 1 (MindSpore's BiasAdd, NCHW): input_x of rank 2 to 5, bias of
+    shape (C,) and the same dtype."""
+    _tensor("bias_add", input_x, "input_x")
+    _tensor("bias_add", bias, "bias")
+    rank = len(input_x.shape)
+    if not 2 <= rank <= 5:
+        raise ValueError(f"For primitive[BiasAdd], the rank of input_x must be in [2,5], but got "
+                         f"{rank}.")
+    if input_x.dtype != bias.dtype:
+        raise TypeError(f"For primitive[BiasAdd], the input type must be same: bias "
+                        f"{bias.dtype}, input_x {input_x.dtype}.")
+    if len(bias.shape) != 1 or bias.shape[0] != input_x.shape[1]:
+        raise ValueError(f"For 'BiasAdd', bias shape {tuple(bias.shape)} must be (C,) with C = "
+                         f"input_x.shape[1] = {input_x.shape[1]}.")
+    column = call("reshape", (bias,), ((-1,) + (1,) * (rank - 2),))
+    return call("add", (input_x, column))
