@@ -27,8 +27,9 @@ def export(net, *inputs, file_name, file_format="MINDIR", **kwargs):
 
     ``inputs`` are Tensors giving each input's dtype and shape; a placeholder
     ``Tensor(shape=[None, 64], dtype=ms.float32)`` leaves a dimension free (a dynamic batch).
-    The file name gets a ``.mindir`` (``.onnx``) suffix when it has none. A Cell is exported in inference
-    mode (``set_train(False)``) and restored afterwards. The graph must compile in STRICT syntax.
+    The file name gets a ``.mindir`` (``.onnx``) suffix when it has none. A Cell is exported
+    in inference mode (``set_train(False)``) and restored afterwards. The graph must compile in
+    STRICT syntax.
     """
     if not isinstance(file_name, str) or not file_name:
         raise TypeError(f"export: 'file_name' must be a non-empty str, got {file_name!r}")
