@@ -437,3 +437,49 @@ def test_pool3d_layers():
                  nn.MaxPool3d(3, 2, "same")(ms.Tensor(x)).asnumpy(), ms.float64)
     with pytest.raises(ValueError, match="pad_mode must be 'pad' when dilation"):
         nn.MaxPool3d(2, return_indices=True)
+
+
+def np_lp_pool(x, p, kernel, stride, ceil_mode=False):
+    """(sum of x^p over each window) ^ (1 / p) over the last len(kernel) axes; ceil_mode windows
+    that run past the end are averaged over their valid part and scaled by the full window."""
+    nd = len(kernel)
+    sizes = x.shape[-nd:]
+    outs = []
+    for size, k, s in zip(sizes, kernel, stride):
+        n = -(-(size - k) // s) + 1 if ceil_mode else (size - k) // s + 1
+        if ceil_mode and (n - 1) * s >= size:
+            n -= 1
+        outs.append(n)
+    out = np.zeros(x.shape[:-nd] + tuple(outs))
+    for idx in np.ndindex(*outs):
+        sl = tuple(slice(i * s, min(i * s + k, size))
+                   for i, s, k, size in zip(idx, stride, kernel, sizes))
+        win = x[(Ellipsis,) + sl] ** p
+        out[(Ellipsis,) + idx] = win.mean(tuple(range(-nd, 0))) * np.prod(kernel)
+    return out ** (1.0 / p)
+
+
+@pytest.mark.parametrize("p,kernel,stride,ceil", [(2, 2, None, False), (3.0, (3, 2), (2, 1), False),
+                                                   (1, 3, 2, True)])
+def test_lp_pool2d(p, kernel, stride, ceil):
+    x = RNG.uniform(0.1, 2.0, (2, 3, 7, 6))
+    k2 = kernel if isinstance(kernel, tuple) else (kernel, kernel)
+    s2 = k2 if stride is None else (stride if isinstance(stride, tuple) else (stride, stride))
+    got = ops.lp_pool2d(ms.Tensor(x), p, kernel, stride, ceil)
+    np.testing.assert_allclose(got.asnumpy(), np_lp_pool(x, p, k2, s2, ceil), rtol=1e-10)
+    layer = nn.LPPool2d(p, kernel, stride, ceil)
+    assert_same_in_both_modes(lambda t: layer(t), ms.Tensor(x.astype(np.float32)))
+    check_grad(lambda t: ops.lp_pool2d(t, p, kernel, stride, ceil), x[:1, :1])
+
+
+def test_lp_pool1d_and_errors():
+    x = RNG.uniform(0.1, 2.0, (2, 3, 7))
+    got = nn.LPPool1d(1.5, 2)(ms.Tensor(x))
+    np.testing.assert_allclose(got.asnumpy(), np_lp_pool(x, 1.5, (2,), (2,)), rtol=1e-10)
+    got = ops.lp_pool1d(ms.Tensor(x[0]), 2, 3, 2, True)           # (C, L)
+    np.testing.assert_allclose(got.asnumpy(), np_lp_pool(x[0], 2, (3,), (2,), True), rtol=1e-10)
+    check_grad(lambda t: ops.lp_pool1d(t, 2, 3, 2), x[:1])
+    with pytest.raises(ValueError, match="can not be 0"):
+        ops.lp_pool1d(ms.Tensor(x), 0, 2)
+    with pytest.raises(TypeError, match="norm_type"):
+        ops.lp_pool2d(ms.Tensor(x[None]), "2", 2)

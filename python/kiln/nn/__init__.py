@@ -101,6 +101,8 @@ from kiln.nn.layer.pooling import (  # noqa: F401
     AdaptiveMaxPool2d,
     AvgPool1d,
     AvgPool2d,
+    LPPool1d,
+    LPPool2d,
     MaxPool1d,
     MaxPool2d,
 )
@@ -211,7 +213,7 @@ __all__ = [
     "AdaptiveAvgPool3d", "OneHot", "Tril", "Triu", "Roll", "Moments", "MatMul", "Norm",
     "ReduceLogSumExp", "L1Regularizer", "ImageGradients", "DynamicLossScaleUpdateCell",
     "FixedLossScaleUpdateCell", "TrainOneStepWithLossScaleCell", "MaxPool3d", "AvgPool3d",
-    "Conv3dTranspose", "no_init_parameters",
+    "Conv3dTranspose", "no_init_parameters", "LPPool1d", "LPPool2d",
 ]
 
 from kiln.common._missing import missing_attribute as _missing_attribute  # noqa: E402

@@ -9,7 +9,8 @@ from kiln.nn.layer.basic import check_bool
 from kiln.nn.layer.conv import resolve_padding, spatial_pads
 
 __all__ = ["MaxPool2d", "AvgPool2d", "MaxPool1d", "AvgPool1d", "AdaptiveAvgPool1d",
-           "AdaptiveAvgPool2d", "AdaptiveAvgPool3d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d"]
+           "AdaptiveAvgPool2d", "AdaptiveAvgPool3d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d",
+           "LPPool1d", "LPPool2d"]
 
 
 class _Pool2d(Cell):
@@ -218,3 +219,22 @@ class AdaptiveMaxPool2d(Cell):
 
     def construct(self, x):
         return ops.adaptive_max_pool2d(x, self.output_size, self.return_indices)
+
+
+class LPPool1d(Cell):
+    """Power-average pooling: (sum over each window of x^p) ^ (1 / p) for (N, C, L) or (C, L)."""
+
+    def __init__(self, norm_type, kernel_size, stride=None, ceil_mode=False):
+        super().__init__()
+        self.norm_type, self.kernel_size, self.stride = norm_type, kernel_size, stride
+        self.ceil_mode = ceil_mode
+
+    def construct(self, x):
+        return ops.lp_pool1d(x, self.norm_type, self.kernel_size, self.stride, self.ceil_mode)
+
+
+class LPPool2d(LPPool1d):
+    """Power-average pooling of (N, C, H, W): (sum over each window of x^p) ^ (1 / p)."""
+
+    def construct(self, x):
+        return ops.lp_pool2d(x, self.norm_type, self.kernel_size, self.stride, self.ceil_mode)

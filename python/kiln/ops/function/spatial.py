@@ -19,6 +19,7 @@ __all__ = [
     "adaptive_max_pool2d",
     "avg_pool1d", "pixel_shuffle", "pixel_unshuffle", "unfold", "dropout1d", "dropout2d",
     "dropout3d", "group_norm", "channel_shuffle", "bias_add",
+    "lp_pool1d", "lp_pool2d",
 ]
 
 _PAD_MODES = ("constant", "reflect", "replicate", "circular")
@@ -336,6 +337,42 @@ def avg_pool1d(input_x, kernel_size=1, stride=1, padding=0, ceil_mode=False,
     y = avg_pool2d(call("expand_dims", (x,), (-2,)), (1, k), (1, s), (0, p), ceil_mode,
                    count_include_pad)
     return call("squeeze", (y,), ((-2 % len(y.shape),),))
+
+
+def _lp_norm_type(op, norm_type):
+    if isinstance(norm_type, bool) or not isinstance(norm_type, (int, float)):
+        raise TypeError(f"For {op}, the type of 'norm_type' must be float or int, but got "
+                        f"{type(norm_type)}")
+    if norm_type == 0:
+        raise ValueError(f"For {op}, the value of 'norm_type' can not be 0.")
+    return float(norm_type)
+
+
+def _lp_finish(out, p, window):
+    """(window * mean(x^p)) ^ (1 / p), as MindSpore computes it."""
+    return call("pow", (call("mul", (out, float(window))), 1.0 / p))
+
+
+def lp_pool1d(x, norm_type, kernel_size, stride=None, ceil_mode=False):
+    """(sum over each window of x^p) ^ (1 / p) for (N, C, L) or (C, L); stride defaults to
+    kernel_size."""
+    op = "lp_pool1d"
+    p = _lp_norm_type(op, norm_type)
+    k = int_arg(kernel_size, op, "kernel_size")
+    s = k if stride is None else int_arg(stride, op, "stride")
+    out = avg_pool1d(call("pow", (x, p)), k, s, 0, ceil_mode)
+    return _lp_finish(out, p, k)
+
+
+def lp_pool2d(x, norm_type, kernel_size, stride=None, ceil_mode=False):
+    """(sum over each kernel_size window of x^p) ^ (1 / p) for (N, C, H, W); stride defaults to
+    kernel_size."""
+    op = "lp_pool2d"
+    p = _lp_norm_type(op, norm_type)
+    k = pair_attr(kernel_size, op, "kernel_size")
+    s = k if stride is None else pair_attr(stride, op, "stride")
+    out = avg_pool2d(call("pow", (x, p)), k, s, 0, ceil_mode)
+    return _lp_finish(out, p, k[0] * k[1])
 
 
 # ---- rearrangements ----

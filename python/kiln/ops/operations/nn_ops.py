@@ -406,24 +406,43 @@ class _Pool(Primitive):
         self.kernel_size = _hw(kernel_size, type(self).__name__, "kernel_size")
         self.strides = _hw(strides, type(self).__name__, "strides")
 
-    def _layer(self):
-        from kiln.nn.layer.pooling import AvgPool2d, MaxPool2d  # noqa: PLC0415 (nn sits above ops)
-        cls = MaxPool2d if isinstance(self, MaxPool) else AvgPool2d
-        return cls(self.kernel_size, self.strides, self.pad_mode)
+    def _same_pads(self, x):
+        """TensorFlow's 'same' padding (t, b, l, r): the output size is ceil(size / stride)."""
+        pads = []
+        for size, k, s in zip(x.shape[2:], self.kernel_size, self.strides):
+            total = max((-(-size // s) - 1) * s + k - size, 0)
+            pads.append((total // 2, total - total // 2))
+        (t, b), (l_, r) = pads
+        return (l_, r, t, b)                                  # ops.pad order: last axis first
+
+    def _check(self, x):
+        if len(x.shape) != 4:
+            raise ValueError(f"For '{type(self).__name__}', the input must be (N, C, H, W), got "
+                             f"shape {tuple(x.shape)}")
 
 
 class MaxPool(_Pool):
     """Maximum over kernel_size windows of an (N, C, H, W) input; 'same' padding never wins."""
 
     def __call__(self, x):
-        return self._layer()._max_pool2d(x)
+        self._check(x)
+        if self.pad_mode == "same":
+            x = _ops.pad(x, self._same_pads(x), value=float("-inf"))
+        return _ops.max_pool2d(x, self.kernel_size, self.strides)
 
 
 class AvgPool(_Pool):
     """Mean over kernel_size windows; with 'same' the padding is not counted."""
 
     def __call__(self, x):
-        return self._layer()._avg_pool2d(x)
+        self._check(x)
+        if self.pad_mode == "valid":
+            return _ops.avg_pool2d(x, self.kernel_size, self.strides)
+        pads = self._same_pads(x)
+        total = _ops.avg_pool2d(_ops.pad(x, pads), self.kernel_size, self.strides)
+        ones = _ops.ones((1, 1) + tuple(x.shape[2:]), x.dtype)
+        share = _ops.avg_pool2d(_ops.pad(ones, pads), self.kernel_size, self.strides)
+        return _ops.div(total, share)
 
 
 __all__ += ["Conv2D", "MaxPool", "AvgPool"]
