@@ -304,3 +304,12 @@ def test_pool_primitives():
                               Tensor(x.astype(np.float32)))
     with pytest.raises(ValueError, match="pad_mode"):
         ops.MaxPool(2, 2, "pad")
+
+
+def test_gelu_primitive_is_the_tanh_form_and_append_returns_none():
+    x = np.linspace(-4, 4, 9)
+    tanh_form = 0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x ** 3)))
+    np.testing.assert_allclose(ops.GeLU()(Tensor(x)).asnumpy(), tanh_form, rtol=1e-10)
+    cells = nn.CellList()
+    assert cells.append(nn.ReLU()) is None and nn.SequentialCell().append(nn.ReLU()) is None
+    assert cells.extend([nn.ReLU()]) is cells and len(cells) == 2

@@ -483,3 +483,17 @@ def test_lp_pool1d_and_errors():
         ops.lp_pool1d(ms.Tensor(x), 0, 2)
     with pytest.raises(TypeError, match="norm_type"):
         ops.lp_pool2d(ms.Tensor(x[None]), "2", 2)
+
+
+def test_pool1d_ceil_mode_with_padding():
+    """Padding only along the length (a height-1 plane) is symmetric per axis, so ceil_mode
+    works (MindSpore 2.10's docstring example)."""
+    x = np.arange(2 * 8, dtype=np.float32).reshape(1, 2, 8)
+    got = nn.AvgPool1d(4, stride=1, ceil_mode=True, pad_mode="pad", padding=2)(ms.Tensor(x))
+    padded = np.pad(x, ((0, 0), (0, 0), (2, 2)))
+    want = np.stack([padded[..., i:i + 4].mean(-1) for i in range(9)], -1)
+    np.testing.assert_allclose(got.asnumpy(), want, rtol=1e-6)
+    got = nn.MaxPool1d(4, stride=1, ceil_mode=True, pad_mode="pad", padding=2)(ms.Tensor(x))
+    padded = np.pad(x, ((0, 0), (0, 0), (2, 2)), constant_values=-np.inf)
+    want = np.stack([padded[..., i:i + 4].max(-1) for i in range(9)], -1)
+    np.testing.assert_array_equal(got.asnumpy(), want)

@@ -70,7 +70,10 @@ AddN = _elementwise("AddN", "addn")
 
 
 class GeLU(Primitive):
-    def __init__(self, approximate="none"):
+    """MindSpore's GeLU primitive computes the tanh approximation (ops.gelu's default is the
+    exact erf form)."""
+
+    def __init__(self, approximate="tanh"):
         super().__init__()
         self.approximate = approximate
 
