@@ -49,10 +49,12 @@ def _examples(obj):
     return [e.source for e in doctest.DocTestParser().get_examples(doc)]
 
 
-def _run(sources, seconds=30):
+def _run(sources, seconds=300):
     """What each example prints (or 'EXC: <type>' when it raises; the rest still run)."""
+    import mindspore  # noqa: PLC0415 - MindSpore itself, or kiln under its name
     import numpy as np  # noqa: PLC0415
 
+    mindspore.set_context(mode=mindspore.PYNATIVE_MODE)  # an earlier example may have changed it
     np.random.seed(0)
     scope = {"__name__": "__main__"}
     outputs = []
@@ -95,18 +97,18 @@ def _objects():
     }
 
 
-def dump(path, only=None):
-    import mindspore  # noqa: PLC0415
-
-    mindspore.set_context(mode=mindspore.PYNATIVE_MODE)
+def dump(path, only=None, resume=False):
     version, groups = _objects()
     out = {"version": version, "examples": {}}
+    if resume:
+        with open(path) as f:
+            out = json.load(f)
     for namespace, items in groups.items():
         for name, obj in items:
             if only and name not in only:
                 continue
             sources = _examples(obj)
-            if sources:
+            if sources and f"{namespace}:{name}" not in out["examples"]:
                 print(f"{namespace}:{name}", file=sys.stderr, flush=True)
                 out["examples"][f"{namespace}:{name}"] = {"sources": sources,
                                                           "outputs": _run(sources)}
@@ -159,6 +161,8 @@ def compare(path, details=False):
         if any("EXC:" in t for t in theirs):
             rows[namespace][2] += 1
             continue
+        if details:
+            print(f"running {key}", file=sys.stderr, flush=True)
         try:
             ours = _run(entry["sources"])
         except Exception:  # noqa: BLE001
@@ -200,12 +204,13 @@ def main(argv=None):
     d = sub.add_parser("dump")
     d.add_argument("path")
     d.add_argument("--only", nargs="*", help="just these names")
+    d.add_argument("--resume", action="store_true", help="keep the names already in the file")
     c = sub.add_parser("compare")
     c.add_argument("path")
     c.add_argument("--details", action="store_true", help="show each mismatch (stderr)")
     args = parser.parse_args(argv)
     if args.command == "dump":
-        dump(args.path, args.only)
+        dump(args.path, args.only, args.resume)
     else:
         compare(args.path, args.details)
 

@@ -313,3 +313,42 @@ def test_gelu_primitive_is_the_tanh_form_and_append_returns_none():
     cells = nn.CellList()
     assert cells.append(nn.ReLU()) is None and nn.SequentialCell().append(nn.ReLU()) is None
     assert cells.extend([nn.ReLU()]) is cells and len(cells) == 2
+
+
+class _MyMomentum(nn.Optimizer):
+    """MindSpore's documented custom-optimizer pattern."""
+
+    def __init__(self, params, learning_rate, momentum=0.9, weight_decay=0.0, loss_scale=1.0):
+        super().__init__(learning_rate, params, weight_decay, loss_scale)
+        self.moments = self.parameters.clone(prefix="moments", init="zeros")
+        self.momentum = momentum
+        self.opt = ops.ApplyMomentum()
+
+    def construct(self, gradients):
+        lr = self.get_lr()
+        gradients = self.decay_weight(gradients)
+        gradients = self.gradients_centralization(gradients)
+        gradients = self.scale_grad(gradients)
+        for param, mom, grad in zip(self.parameters, self.moments, gradients):
+            self.opt(param, mom, lr, grad, self.momentum)
+        return True
+
+
+@pytest.mark.parametrize("mode", ["pynative", "graph"])
+def test_custom_optimizer_with_apply_momentum(mode):
+    w0 = RNG.standard_normal((3, 2)).astype(np.float32)
+    grads = [RNG.standard_normal((3, 2)).astype(np.float32) for _ in range(3)]
+    w = ms.Parameter(Tensor(w0.copy()), name="w")
+    opt = _MyMomentum([w], 0.1, 0.9, weight_decay=0.01, loss_scale=4.0)
+    step = opt if mode == "pynative" else ms.jit(lambda g: opt(g))
+    for g in grads:
+        step((Tensor(g * 4.0),))
+    want, acc = w0.astype(np.float64), 0.0
+    for g in grads:
+        acc = acc * 0.9 + (g + 0.01 * want)
+        want = want - 0.1 * acc
+    np.testing.assert_allclose(w.asnumpy(), want, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(opt.moments[0].asnumpy(), acc, rtol=1e-5, atol=1e-6)
+    assert opt.target == "CPU" and opt.unique is True
+    np.testing.assert_array_equal(ops.Sign()(Tensor(np.array([-2.0, 0.0, 3.0]))).asnumpy(),
+                                  [-1.0, 0.0, 1.0])

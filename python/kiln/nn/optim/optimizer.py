@@ -373,6 +373,38 @@ class Optimizer(Cell):
         values = self._decay_values(self._step_tensor())
         return tuple(values) if self.is_group else values[0] if values else self.weight_decay
 
+    # ---- MindSpore's helpers for optimizers that write their own construct ----
+    @property
+    def target(self):
+        return "CPU"
+
+    @property
+    def unique(self):
+        return True
+
+    def decay_weight(self, gradients):
+        """gradients + weight_decay * loss_scale * parameter, where the parameter decays (the
+        loss scale is undone by scale_grad, as in MindSpore)."""
+        decays = self._decay_values(self._step_tensor())
+        out = []
+        for p, g, wd in zip(self.parameters, gradients, decays):
+            if g is not None and not self._decoupled_weight_decay and (_core.is_tensor(wd) or
+                                                                       wd):
+                g = g + _graph_value(p) * (wd * self.loss_scale)
+            out.append(g)
+        return tuple(out)
+
+    def gradients_centralization(self, gradients):
+        """Each gradient of a group with grad_centralization, centralized."""
+        return tuple(_centralize(g) if flag and g is not None else g
+                     for g, flag in zip(gradients, self._grad_centralization))
+
+    def scale_grad(self, gradients):
+        """Gradients divided by loss_scale (unchanged when it is 1)."""
+        if self.loss_scale == 1.0:
+            return tuple(gradients)
+        return tuple(None if g is None else g * (1.0 / self.loss_scale) for g in gradients)
+
     def _begin_step(self, step):
         """Per-step values shared by all parameters (Adam's bias corrections), computed from
         the step tensor with ops; passed to every `_update` as `state`."""

@@ -445,7 +445,28 @@ class AvgPool(_Pool):
         return _ops.div(total, share)
 
 
-__all__ += ["Conv2D", "MaxPool", "AvgPool"]
+class ApplyMomentum(Primitive):
+    """accumulation = accumulation * momentum + gradient; variable -= learning_rate *
+    accumulation (use_nesterov: variable -= learning_rate * (gradient + momentum *
+    accumulation)); both updated in place, variable returned. gradient_scale is accepted and
+    not applied, as MindSpore 2.10's CPU kernel does."""
+
+    def __init__(self, use_nesterov=False, use_locking=False, gradient_scale=1.0):
+        super().__init__()
+        self.use_nesterov, self.use_locking = bool(use_nesterov), bool(use_locking)
+        self.gradient_scale = float(gradient_scale)
+
+    def __call__(self, variable, accumulation, learning_rate, gradient, momentum):
+        accum = _ops.add(_ops.mul(accumulation, momentum), gradient)
+        _ops.assign(accumulation, accum)
+        step = _ops.add(gradient, _ops.mul(accum, momentum)) if self.use_nesterov else accum
+        _ops.assign(variable, _ops.sub(variable, _ops.mul(step, learning_rate)))
+        return variable
+
+
+Sign = _unary("Sign", lambda x: _ops.sign(x))
+
+__all__ += ["Conv2D", "MaxPool", "AvgPool", "ApplyMomentum", "Sign"]
 __all__ += ["Expm1", "Log1p", "Tril", "Triu", "Roll", "GLU", "ChannelShuffle",
             "AdaptiveAvgPool2D", "AdaptiveMaxPool2D", "Dense", "SoftMarginLoss",
             "MultiMarginLoss", "TripletMarginLoss", "SoftmaxCrossEntropyWithLogits",
