@@ -19,16 +19,20 @@ void BindAutodiff(nb::module_& m);
 void BindIR(nb::module_& m);
 void BindJit(nb::module_& m);
 void BindDispatch(nb::module_& m);
+void BindDataset(nb::module_& m);
 
 namespace {
 
+// numpy.exceptions.AxisError (a ValueError and an IndexError), looked up at module init.
+PyObject* g_axis_error = nullptr;
+
 // The Python exception class of each ErrorKind, in the enum's order (core/error.h).
 PyObject* PythonException(ErrorKind kind) {
-  PyObject* const by_kind[] = {
-      PyExc_ValueError,    PyExc_TypeError,           PyExc_IndexError,
-      PyExc_RuntimeError,  PyExc_NotImplementedError, PyExc_MemoryError,
-      PyExc_OverflowError, PyExc_KeyboardInterrupt,   PyExc_RecursionError};
-  static_assert(static_cast<int>(ErrorKind::Recursion) == 8, "one exception per ErrorKind");
+  PyObject* const by_kind[] = {PyExc_ValueError,    PyExc_TypeError,           PyExc_IndexError,
+                               PyExc_RuntimeError,  PyExc_NotImplementedError, PyExc_MemoryError,
+                               PyExc_OverflowError, PyExc_KeyboardInterrupt,   PyExc_RecursionError,
+                               g_axis_error};
+  static_assert(static_cast<int>(ErrorKind::Axis) == 9, "one exception per ErrorKind");
   return by_kind[static_cast<int>(kind)];
 }
 
@@ -99,6 +103,13 @@ void InitModule(nb::module_& m) {
   nb::set_leak_warnings(false);
   g_graph_raise = PyErr_NewException("kiln._C.GraphRaise", PyExc_RuntimeError, nullptr);
   m.attr("GraphRaise") = nb::handle(g_graph_raise);
+  // Held for the life of the process, as the builtin exception classes are. NumPy 1.24 has it
+  // at the top level only, NumPy 2 in numpy.exceptions only.
+  nb::object numpy = nb::module_::import_("numpy");
+  nb::object axis_error = nb::hasattr(numpy, "exceptions")
+                              ? numpy.attr("exceptions").attr("AxisError")
+                              : numpy.attr("AxisError");
+  g_axis_error = axis_error.release().ptr();
   nb::register_exception_translator(&TranslateErrors);
   SetInterruptCheck(&CheckPythonSignals);
 
@@ -115,6 +126,7 @@ void InitModule(nb::module_& m) {
   BindAutodiff(m);
   BindIR(m);
   BindJit(m);
+  BindDataset(m);
   m.def("_set_tensor_class", &SetTensorClass);
 
   m.def("weak_scalar", [](nb::handle h) {

@@ -11,7 +11,8 @@ namespace kiln {
 // Memory: an allocation larger than the machine can give (MemoryError). Overflow: a number that
 // does not fit its dtype (OverflowError). Interrupted: Ctrl-C seen while a graph ran
 // (KeyboardInterrupt). Recursion: calls nested past a fixed depth (RecursionError), never a
-// stack overflow.
+// stack overflow. Axis: an axis argument out of range, NumPy's AxisError (a ValueError, as
+// MindSpore raises, and an IndexError, as kiln raised before).
 enum class ErrorKind {
   Value,
   Type,
@@ -21,7 +22,8 @@ enum class ErrorKind {
   Memory,
   Overflow,
   Interrupted,
-  Recursion
+  Recursion,
+  Axis
 };
 
 class Error : public std::runtime_error {

@@ -68,7 +68,7 @@ Shape ContiguousStrides(const Shape& shape) {
 
 int64_t NormalizeAxis(int64_t axis, int64_t ndim, const char* op) {
   int64_t bound = std::max<int64_t>(ndim, 1);
-  KILN_CHECK(axis >= -bound && axis < bound, Index, op, ": axis ", axis,
+  KILN_CHECK(axis >= -bound && axis < bound, Axis, op, ": axis ", axis,
              " is out of range for a tensor of rank ", ndim);
   return axis < 0 ? axis + bound : axis;
 }

@@ -60,6 +60,20 @@ double ToDouble(const Token& tok, const char* what) {
   return v;
 }
 
+bool IsGlobalName(const std::string& name) {
+  if (name.empty()) return false;
+  for (char c : name)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '.') return false;
+  return true;
+}
+
+bool IsIdentifier(const std::string& name) {
+  if (name.empty() || std::isdigit(static_cast<unsigned char>(name[0]))) return false;
+  for (char c : name)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') return false;
+  return true;
+}
+
 std::vector<Token> Tokenize(const std::string& src) {
   std::vector<Token> out;
   int line = 1;

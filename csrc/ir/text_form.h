@@ -34,6 +34,11 @@ std::vector<Token> Tokenize(const std::string& src);
 const char* ShortDType(DType d);
 DType DTypeFromShort(const std::string& s, const Token& tok);
 
+// Whether `name` can follow '@' (letters, digits, '_', '.'; not empty), and whether `name` is
+// an identifier (a letter or '_', then letters, digits and '_'): what the reader accepts.
+bool IsGlobalName(const std::string& name);
+bool IsIdentifier(const std::string& name);
+
 // A double-quoted string with `"`, `\` and newlines escaped.
 std::string Quote(const std::string& s);
 // 17 significant digits (parses back to the same bits), always visibly a float ("2.0").

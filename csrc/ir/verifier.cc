@@ -8,11 +8,13 @@
 // 4. Every function returns values it defines.
 // 5. No function reaches itself through if/while/call (the executor would recurse forever).
 // 6. The signature, when there is one, fits the entry function (signature.cc).
+// 7. Function names and raise types are names the text form can spell.
 #include <string>
 #include <unordered_map>
 
 #include "core/error.h"
 #include "ir/ir.h"
+#include "ir/text_form.h"
 
 namespace kiln::ir {
 namespace {
@@ -55,6 +57,8 @@ class FuncVerifier {
         case NodeKind::Raise:
           Require(node.outputs.empty() && node.callees.size() == 1,
                   "needs an exception type and no results");
+          Require(text::IsIdentifier(node.callees[0]),
+                  "names an exception type that is not a name");
           break;
       }
     }
@@ -224,6 +228,11 @@ class CallCycleFinder {
 
 void Verify(const Module& module) {
   KILN_CHECK(!module.empty(), Value, "ir verifier: the module has no functions");
+  // Names the text form could not spell would make a module print as IR that does not parse
+  // (found by fuzzing model files, whose function names come from the file).
+  for (const auto& f : module.funcs())
+    KILN_CHECK(text::IsGlobalName(f->name), Value, "ir verifier: function name '", f->name,
+               "' is not letters, digits, '_' and '.'");
   for (const auto& f : module.funcs()) FuncVerifier(module, *f).CheckResults();
   for (const auto& f : module.funcs()) FuncVerifier(module, *f).Run();
   CallCycleFinder cycles(module);

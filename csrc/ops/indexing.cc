@@ -55,7 +55,7 @@ IndexLayout PlanIndex(const Shape& input, const std::vector<Shape>& index_shapes
              " index tensors for ", axes.size(), " axes ", ShapeStr(axes));
   std::vector<bool> indexed(n, false);
   for (int64_t axis : axes) {
-    KILN_CHECK(axis >= -n && axis < n, Index, op, ": axis ", axis,
+    KILN_CHECK(axis >= -n && axis < n, Axis, op, ": axis ", axis,
                " is out of range for a tensor of rank ", n);
     axis = axis < 0 ? axis + n : axis;
     KILN_CHECK(!indexed[axis], Value, op, ": axis ", axis, " is indexed twice");
@@ -288,7 +288,7 @@ GatherPlan PlanGather(const Shape& params, const Shape& indices, const Attrs& at
   int64_t n = static_cast<int64_t>(params.size()), ni = static_cast<int64_t>(indices.size());
   KILN_CHECK(n > 0, Value, op, ": input_params must have at least one dimension");
   g.axis = AttrInt(attrs, 0);
-  KILN_CHECK(g.axis >= -n && g.axis < n, Index, op, ": axis ", g.axis,
+  KILN_CHECK(g.axis >= -n && g.axis < n, Axis, op, ": axis ", g.axis,
              " is out of range for a tensor of rank ", n);
   if (g.axis < 0) g.axis += n;
   g.batch_dims = AttrInt(attrs, 1);
@@ -363,7 +363,7 @@ void GatherKernel(KernelContext& ctx) {
 // ---- one_hot(indices; depth, axis, on_value, off_value, dtype, out_of_range_error)
 
 int64_t OneHotAxis(int64_t axis, int64_t ndim, const char* op) {
-  KILN_CHECK(axis >= -1 && axis <= ndim, Index, op, ": axis must be in [-1, ", ndim, "], got ",
+  KILN_CHECK(axis >= -1 && axis <= ndim, Axis, op, ": axis must be in [-1, ", ndim, "], got ",
              axis);
   return axis == -1 ? ndim : axis;
 }

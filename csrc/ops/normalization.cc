@@ -50,7 +50,7 @@ using namespace norm;  // NOLINT: this file is the normalization family
 
 int64_t SoftmaxAxis(const OpDef& def, const Shape& shape, int64_t axis) {
   const int64_t rank = std::max<int64_t>(static_cast<int64_t>(shape.size()), 1);
-  KILN_CHECK(axis >= -rank && axis < rank, Index, def.name, ": axis ", axis,
+  KILN_CHECK(axis >= -rank && axis < rank, Axis, def.name, ": axis ", axis,
              " is out of range for input of shape ", ShapeStr(shape));
   return axis < 0 ? axis + rank : axis;
 }
@@ -171,7 +171,7 @@ std::vector<TensorMeta> InferLayerNorm(const OpDef& def, const std::vector<Tenso
   KILN_CHECK(ndim >= 1, Value, def.name,
              ": expected an input with at least one dimension, got shape ", ShapeStr(shape));
   int64_t axis = AttrInt(attrs, 0);
-  KILN_CHECK(axis >= -ndim && axis < ndim, Index, def.name, ": begin_norm_axis ", axis,
+  KILN_CHECK(axis >= -ndim && axis < ndim, Axis, def.name, ": begin_norm_axis ", axis,
              " is out of range for input of shape ", ShapeStr(shape));
   if (axis < 0) axis += ndim;
   Shape normalized(shape.begin() + axis, shape.end());

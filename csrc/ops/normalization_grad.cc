@@ -26,7 +26,7 @@ std::vector<TensorMeta> InferLayerNormGrad(const OpDef& def, const std::vector<T
   const int64_t ndim = static_cast<int64_t>(shape.size());
   RequireFloating(in[1], def.name);
   const int64_t raw = AttrInt(attrs, 0);
-  KILN_CHECK(ndim >= 1 && raw >= -ndim && raw < ndim, Index, def.name, ": begin_norm_axis ", raw,
+  KILN_CHECK(ndim >= 1 && raw >= -ndim && raw < ndim, Axis, def.name, ": begin_norm_axis ", raw,
              " is out of range for input of shape ", ShapeStr(shape));
   const int64_t axis = NormAxis(shape, attrs);
   KILN_CHECK(ShapesMatch(in[0].shape, shape) && in[0].dtype == in[1].dtype, Value, def.name,

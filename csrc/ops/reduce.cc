@@ -35,7 +35,7 @@ std::vector<bool> ReducedAxes(const OpDef& def, const Shape& shape, const AttrVa
   // A 0-d tensor accepts axis 0 and -1, as PyTorch and MindSpore do: the reduction is a no-op.
   const int64_t rank = std::max<int64_t>(ndim, 1);
   for (int64_t axis : list) {
-    KILN_CHECK(axis >= -rank && axis < rank, Index, def.name, ": axis ", axis,
+    KILN_CHECK(axis >= -rank && axis < rank, Axis, def.name, ": axis ", axis,
                " is out of range for input of shape ", ShapeStr(shape));
     if (ndim == 0) continue;
     int64_t d = axis < 0 ? axis + ndim : axis;

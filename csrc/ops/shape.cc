@@ -37,7 +37,7 @@ int64_t Rank(const TensorMeta& m) { return static_cast<int64_t>(m.shape.size());
 
 // Checks an axis against a rank without NormalizeAxis's 0-d leniency (axis 0 of a 0-d tensor).
 int64_t StrictAxis(int64_t axis, int64_t ndim, const char* op) {
-  KILN_CHECK(axis >= -ndim && axis < ndim, Index, op, ": axis ", axis,
+  KILN_CHECK(axis >= -ndim && axis < ndim, Axis, op, ": axis ", axis,
              " is out of range for a tensor of rank ", ndim);
   return axis < 0 ? axis + ndim : axis;
 }

@@ -4,7 +4,8 @@
 // 2. Cast promoted inputs to their common dtype (the registry's Promotion rule).
 // 3. Infer output dtypes and shapes with the op's inference function (the one Graph mode uses).
 // 4. Allocate the outputs, unless the op makes its own (views, value-dependent shapes).
-// 5. Run the CPU kernel.
+// 5. Run the CPU kernel (first, under a tape, keep copies of the recorded tensors an in-place
+//    op is about to overwrite: runtime/tape.h).
 // 6. Record the op on any active autodiff tape (runtime/tape.h).
 // Steps 1-5 are ops/evaluate.h's; this file adds the tapes.
 #include "runtime/eager.h"
@@ -25,8 +26,10 @@ std::vector<Tensor> CallOp(OpKind kind, std::vector<Tensor> inputs, Attrs attrs)
   PrepareOperands(def, inputs, attrs);
   const bool record = AnyTapeActive();
   PromoteInputs(def, inputs, record ? RecordedCast : PlainCast);
+  if (record && !def.mutated_inputs.empty()) PreserveWrittenInputs(def, inputs);
   std::vector<Tensor> outputs = InferAndRun(def, inputs, attrs);
   if (record) RecordOnTapes(def, inputs, attrs, outputs);
+  if (record && !def.mutated_inputs.empty()) RebaseWrittenInputs(def, inputs);
   return outputs;
 }
 

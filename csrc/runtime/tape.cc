@@ -2,6 +2,8 @@
 #include "runtime/tape.h"
 
 #include <algorithm>
+#include <optional>
+#include <unordered_set>
 
 #include "core/error.h"
 #include "kernels/cpu/copy.h"
@@ -75,6 +77,85 @@ Tensor Ones(const Tensor& like) {
   return ones;
 }
 
+bool IsStateInput(const OpDef& def, size_t k) {
+  return std::find(def.mutated_inputs.begin(), def.mutated_inputs.end(), static_cast<int>(k)) !=
+         def.mutated_inputs.end();
+}
+
+// Storage offsets (in elements) of t's elements, in t's row-major order.
+std::vector<int64_t> ElementOffsets(const Tensor& t) {
+  const Shape &shape = t.shape(), &strides = t.strides();
+  std::vector<int64_t> out(static_cast<size_t>(t.numel()));
+  std::vector<int64_t> index(shape.size(), 0);
+  int64_t offset = t.offset();
+  for (size_t n = 0; n < out.size(); ++n) {
+    out[n] = offset;
+    for (int64_t d = static_cast<int64_t>(shape.size()) - 1; d >= 0; --d) {
+      if (++index[d] < shape[d]) {
+        offset += strides[d];
+        break;
+      }
+      offset -= strides[d] * (shape[d] - 1);
+      index[d] = 0;
+    }
+  }
+  return out;
+}
+
+// Where each element of `part` sits in `holder` (flat row-major positions, shaped like part),
+// or nothing when some element of part is not one of holder's (or holder repeats an element).
+std::optional<std::vector<int64_t>> PositionsIn(const Tensor& holder, const Tensor& part) {
+  if (holder.is_contiguous()) {  // a flat position is the offset from holder's first element
+    std::vector<int64_t> positions = ElementOffsets(part);
+    for (int64_t& p : positions) {
+      p -= holder.offset();
+      if (p < 0 || p >= holder.numel()) return std::nullopt;
+    }
+    return positions;
+  }
+  std::unordered_map<int64_t, int64_t> where;
+  std::vector<int64_t> offsets = ElementOffsets(holder);
+  for (size_t i = 0; i < offsets.size(); ++i)
+    if (!where.emplace(offsets[i], static_cast<int64_t>(i)).second) return std::nullopt;
+  std::vector<int64_t> positions;
+  for (int64_t offset : ElementOffsets(part)) {
+    auto it = where.find(offset);
+    if (it == where.end()) return std::nullopt;
+    positions.push_back(it->second);
+  }
+  return positions;
+}
+
+// holder's coordinates of the flat `positions`, one int64 tensor per axis, shaped `like`.
+std::vector<Tensor> Coordinates(const Shape& holder, const std::vector<int64_t>& positions,
+                                const Shape& like) {
+  std::vector<Tensor> coords;
+  int64_t stride = 1;
+  for (int64_t d = static_cast<int64_t>(holder.size()) - 1; d >= 0; --d) {
+    Tensor c = Tensor::Empty(like, DType::Int64);
+    for (size_t i = 0; i < positions.size(); ++i)
+      c.data<int64_t>()[i] = positions[i] / stride % holder[d];
+    coords.insert(coords.begin(), c);
+    stride *= holder[d];
+  }
+  return coords;
+}
+
+bool Overlaps(const Tensor& a, const Tensor& b) {
+  std::vector<int64_t> oa = ElementOffsets(a), ob = ElementOffsets(b);
+  auto [a_lo, a_hi] = std::minmax_element(oa.begin(), oa.end());
+  auto [b_lo, b_hi] = std::minmax_element(ob.begin(), ob.end());
+  if (*a_hi < *b_lo || *b_hi < *a_lo) return false;  // disjoint ranges of the storage
+  std::unordered_set<int64_t> in_a(oa.begin(), oa.end());
+  return std::any_of(ob.begin(), ob.end(), [&](int64_t o) { return in_a.count(o) > 0; });
+}
+
+std::vector<int64_t> AllAxes(const Tensor& t) {
+  std::vector<int64_t> axes(static_cast<size_t>(t.ndim()));
+  for (size_t i = 0; i < axes.size(); ++i) axes[i] = static_cast<int64_t>(i);
+  return axes;
+}
+
 Tensor Zeros(const Tensor& like) {
   Tensor zeros = Tensor::Empty(like.shape(), like.dtype());
   cpu::Fill(zeros, 0.0);
@@ -108,6 +189,10 @@ void Tape::Record(const OpDef& def, const std::vector<Tensor>& inputs, const Att
   bool any = false;
   for (const auto& t : inputs) {
     int id = Differentiable(t) ? IdOf(t) : -1;
+    KILN_CHECK(id < 0 || stale_.count(t.impl()) == 0, Runtime, "grad: an input of '", def.name,
+               "' was changed in place through a tensor that overlaps it only in part (two "
+               "views of one tensor); autodiff cannot follow that write. Write through the "
+               "whole tensor, or copy the view first");
     rec.input_ids.push_back(id);
     rec.input_versions.push_back(t.defined() ? t.impl()->version : 0);
     any = any || id >= 0;
@@ -115,6 +200,61 @@ void Tape::Record(const OpDef& def, const std::vector<Tensor>& inputs, const Att
   if (!any) return;
   for (const auto& t : outputs) rec.output_ids.push_back(Differentiable(t) ? NewId(t) : -1);
   records_.push_back(std::move(rec));
+}
+
+void Tape::PreserveBeforeWrite(const Tensor& target) {
+  // One copy per recorded tensor (views of target each keep their own elements).
+  std::unordered_map<const TensorImpl*, Tensor> copies;
+  auto preserve = [&](Tensor& t) {
+    auto it = copies.find(t.impl());
+    if (it == copies.end()) it = copies.emplace(t.impl(), t.Clone()).first;
+    t = it->second;
+  };
+  for (auto& rec : records_) {
+    const OpDef& def = GetOpDef(rec.kind);
+    for (size_t k = 0; k < rec.inputs.size(); ++k) {
+      Tensor& in = rec.inputs[k];
+      // State the op updates itself is not read by its rule; a tensor already written since
+      // it was recorded stays as it is, for Gradient's check to report.
+      if (!in.defined() || !in.same_storage(target) || IsStateInput(def, k) ||
+          in.impl()->version != rec.input_versions[k])
+        continue;
+      preserve(in);
+      rec.input_versions[k] = in.impl()->version;
+    }
+    for (Tensor& out : rec.outputs)
+      if (out.defined() && out.same_storage(target)) preserve(out);
+  }
+}
+
+void Tape::RebaseAfterWrite(const Tensor& written) {
+  if (written.numel() == 0) return;
+  std::vector<std::shared_ptr<TensorImpl>> others;  // tracked tensors in the same storage
+  for (const auto& impl : keep_alive_)
+    if (impl.get() != written.impl() && impl->storage == written.storage() &&
+        impl.use_count() > 1 && IsFloating(impl->dtype))
+      others.push_back(impl);
+  for (const auto& impl : others) {
+    Tensor other(impl);
+    if (other.numel() == 0 || !Overlaps(other, written)) continue;
+    if (other.ndim() > 0) {
+      if (auto at = PositionsIn(other, written)) {  // other holds the written elements
+        std::vector<Tensor> inputs = {other, written};
+        for (Tensor& c : Coordinates(other.shape(), *at, written.shape())) inputs.push_back(c);
+        Record(GetOpDef(OpKind::IndexPut), inputs, {AllAxes(other), false}, {other});
+        continue;
+      }
+    }
+    if (written.ndim() > 0) {
+      if (auto at = PositionsIn(written, other)) {  // other is a part of what was written
+        std::vector<Tensor> inputs = {written};
+        for (Tensor& c : Coordinates(written.shape(), *at, other.shape())) inputs.push_back(c);
+        Record(GetOpDef(OpKind::AdvancedIndex), inputs, {AllAxes(written)}, {other});
+        continue;
+      }
+    }
+    stale_.insert(other.impl());
+  }
 }
 
 std::vector<Tensor> Tape::Gradient(const std::vector<Tensor>& targets,
@@ -170,8 +310,7 @@ std::vector<Tensor> Tape::Gradient(const std::vector<Tensor>& targets,
     for (size_t k = 0; k < rec->inputs.size(); ++k) {
       // State an op updates itself (BatchNorm's running statistics, Assign's target) is not read
       // by its gradient rule, so later updates to it are fine.
-      bool is_state = std::find(def.mutated_inputs.begin(), def.mutated_inputs.end(),
-                                static_cast<int>(k)) != def.mutated_inputs.end();
+      bool is_state = IsStateInput(def, k);
       KILN_CHECK(is_state || !rec->inputs[k].defined() ||
                      rec->inputs[k].impl()->version == rec->input_versions[k],
                  Runtime, "grad: an input of '", def.name,
@@ -211,6 +350,20 @@ bool AnyTapeActive() { return !t_tapes.empty(); }
 void RecordOnTapes(const OpDef& def, const std::vector<Tensor>& inputs, const Attrs& attrs,
                    const std::vector<Tensor>& outputs) {
   for (Tape* tape : t_tapes) tape->Record(def, inputs, attrs, outputs);
+}
+
+void RebaseWrittenInputs(const OpDef& def, const std::vector<Tensor>& inputs) {
+  for (int k : def.mutated_inputs) {
+    if (k >= static_cast<int>(inputs.size()) || !inputs[k].defined()) continue;
+    for (Tape* tape : t_tapes) tape->RebaseAfterWrite(inputs[k]);
+  }
+}
+
+void PreserveWrittenInputs(const OpDef& def, const std::vector<Tensor>& inputs) {
+  for (int k : def.mutated_inputs) {
+    if (k >= static_cast<int>(inputs.size()) || !inputs[k].defined()) continue;
+    for (Tape* tape : t_tapes) tape->PreserveBeforeWrite(inputs[k]);
+  }
 }
 
 }  // namespace kiln

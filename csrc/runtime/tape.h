@@ -9,6 +9,7 @@
 
 #include <memory>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "ops/registry.h"
@@ -30,6 +31,18 @@ class Tape {
   void Record(const OpDef& def, const std::vector<Tensor>& inputs, const Attrs& attrs,
               const std::vector<Tensor>& outputs);
 
+  // Called by eager dispatch before an op writes `target` in place: recorded tensors that
+  // share its storage (and whose values a gradient rule may read) are replaced by copies of
+  // their current values, so the write cannot change what the backward sweep sees.
+  void PreserveBeforeWrite(const Tensor& target);
+
+  // Called by eager dispatch after an op wrote `written` in place: every other tensor the tape
+  // tracks in the same storage changed too (the base of a written view, or a view of a written
+  // base). One that holds all of written's elements gets a record of written's values put into
+  // it (index_put), one inside written a record of being read from it (advanced_index), so
+  // gradients follow the write; one that overlaps it partly can no longer be differentiated.
+  void RebaseAfterWrite(const Tensor& written);
+
   size_t num_records() const { return records_.size(); }
 
  private:
@@ -48,6 +61,7 @@ class Tape {
   std::unordered_map<const TensorImpl*, int> ids_;
   std::vector<std::shared_ptr<TensorImpl>> keep_alive_;  // so impl addresses are never reused
   std::vector<OpRecord> records_;
+  std::unordered_set<const TensorImpl*> stale_;  // changed by a write autodiff cannot follow
   int next_id_ = 0;
 };
 
@@ -58,5 +72,9 @@ bool AnyTapeActive();
 // Records an op on every active tape that watches one of its inputs.
 void RecordOnTapes(const OpDef& def, const std::vector<Tensor>& inputs, const Attrs& attrs,
                    const std::vector<Tensor>& outputs);
+// Before `def` runs: Tape::PreserveBeforeWrite on every active tape for each input it writes.
+void PreserveWrittenInputs(const OpDef& def, const std::vector<Tensor>& inputs);
+// After `def` ran: Tape::RebaseAfterWrite on every active tape for each input it wrote.
+void RebaseWrittenInputs(const OpDef& def, const std::vector<Tensor>& inputs);
 
 }  // namespace kiln

@@ -1,6 +1,8 @@
 // test_evaluate.cc - ops/evaluate.h: one op call without autodiff, as constant folding uses it,
-// and eager dispatch's recording built on it.
+// and eager dispatch's recording built on it (with the copies kept before in-place writes).
 #include <gtest/gtest.h>
+
+#include <cmath>
 
 #include "core/error.h"
 #include "ir/ir.h"
@@ -84,6 +86,42 @@ TEST(Evaluate, ConstantFoldingLeavesNothingOnAnActiveTape) {
   for (const auto& node : m.entry().nodes)
     folded = folded || (node.kind == ir::NodeKind::Const && node.value.numel() == 3);
   EXPECT_TRUE(folded) << ir::Print(m);
+}
+
+TEST(Evaluate, AnInPlaceWriteUnderATapeKeepsTheValuesItRecorded) {
+  // t = y * y with y = exp(x); then y is overwritten in place. mul's rule needs the old y.
+  Tensor x = Full({2}, DType::Float32, 1);
+  Tape tape;
+  tape.Watch(x);
+  PushTape(&tape);
+  Tensor y = CallOp1(OpKind::Exp, {x});
+  Tensor t = CallOp1(OpKind::Mul, {y, y});
+  CallOp(OpKind::Assign, {y, ScalarTensor(5, DType::Float32)}, {});
+  Tensor loss = CallOp1(OpKind::ReduceSum, {t});
+  PopTape(&tape);
+  EXPECT_FLOAT_EQ(y.data<float>()[0], 5.0f);  // the write itself happened
+  Tensor dx = tape.Gradient({loss}, {}, {x})[0];
+  const float expected = 2.0f * std::exp(2.0f);  // d(e^2x)/dx at x = 1
+  EXPECT_NEAR(dx.data<float>()[0], expected, 1e-4f);
+  EXPECT_NEAR(dx.data<float>()[1], expected, 1e-4f);
+}
+
+TEST(Evaluate, AWriteThroughAViewUnderATapeReachesTheBasesGradient) {
+  // base = x * 2; base[1:, :] = 0 through a strided_slice view; loss = sum(base).
+  Tensor x = Full({2, 3}, DType::Float32, 1);
+  Tape tape;
+  tape.Watch(x);
+  PushTape(&tape);
+  Tensor base = CallOp1(OpKind::Mul, {x, ScalarTensor(2, DType::Float32)});
+  Tensor row =
+      CallOp1(OpKind::StridedSlice, {base},
+              {std::vector<int64_t>{1, 0}, std::vector<int64_t>{2, 3}, std::vector<int64_t>{1, 1}});
+  CallOp(OpKind::Assign, {row, ScalarTensor(0, DType::Float32)}, {});
+  Tensor loss = CallOp1(OpKind::ReduceSum, {base});
+  PopTape(&tape);
+  EXPECT_FLOAT_EQ(base.data<float>()[4], 0.0f);  // written through the view
+  Tensor dx = tape.Gradient({loss}, {}, {x})[0];
+  for (int i = 0; i < 6; ++i) EXPECT_FLOAT_EQ(dx.data<float>()[i], i < 3 ? 2.0f : 0.0f) << i;
 }
 
 }  // namespace

@@ -1,5 +1,5 @@
-// test_fuzz_regressions.cc - every input the IR fuzzer ever crashed on, replayed
-// (ir_input_check.h).
+// test_fuzz_regressions.cc - every input the IR and model-file fuzzers ever failed on, replayed
+// (ir_input_check.h, model_input_check.h).
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "../fuzz/ir_input_check.h"
+#include "../fuzz/model_input_check.h"
 
 namespace kiln {
 namespace {
@@ -20,6 +21,20 @@ TEST(FuzzRegressions, EveryPastIRCrashIsNowAnErrorOrARun) {
     std::stringstream text;
     text << in.rdbuf();
     EXPECT_NO_THROW(fuzz::CheckIRInput(text.str())) << entry.path();
+    ++replayed;
+  }
+  EXPECT_GT(replayed, 0) << "no inputs in " << dir;
+}
+
+TEST(FuzzRegressions, EveryPastModelFileFindingIsNowAnErrorOrARun) {
+  const std::filesystem::path dir =
+      std::filesystem::path(KILN_SOURCE_DIR) / "tests/fuzz/regressions_model";
+  int replayed = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    std::ifstream in(entry.path(), std::ios::binary);
+    std::stringstream bytes;
+    bytes << in.rdbuf();
+    EXPECT_NO_THROW(fuzz::CheckModelInput(bytes.str())) << entry.path();
     ++replayed;
   }
   EXPECT_GT(replayed, 0) << "no inputs in " << dir;

@@ -86,7 +86,7 @@ TEST(ReduceOps, MaxPropagatesNanAndArgmaxPicksFirstNan) {
 
 TEST(ReduceOps, ErrorsNameOpAndShape) {
   Tensor x = Tensor::Empty({2, 3}, DType::Float32);
-  EXPECT_EQ(ErrorOf(OpKind::ReduceSum, {x}, {std::vector<int64_t>{2}}, "(2, 3)"), ErrorKind::Index);
+  EXPECT_EQ(ErrorOf(OpKind::ReduceSum, {x}, {std::vector<int64_t>{2}}, "(2, 3)"), ErrorKind::Axis);
   EXPECT_EQ(ErrorOf(OpKind::ReduceMean, {x}, {std::vector<int64_t>{1, -1}}, "(2, 3)"),
             ErrorKind::Value);
   Tensor empty = Tensor::Empty({0, 3}, DType::Float32);

@@ -132,7 +132,7 @@ TEST(Views, UnsqueezeAndSqueeze) {
   EXPECT_EQ(u.Squeeze({}).shape(), (Shape{2, 3}));
   EXPECT_EQ(u.Squeeze({-2}).shape(), (Shape{2, 3}));
   EXPECT_EQ(KindOf([&] { u.Squeeze({0}); }), ErrorKind::Value);
-  EXPECT_EQ(KindOf([&] { u.Squeeze({3}); }), ErrorKind::Index);
+  EXPECT_EQ(KindOf([&] { u.Squeeze({3}); }), ErrorKind::Axis);
 }
 
 TEST(Views, ViewAsWhenTheLayoutAllows) {
@@ -192,7 +192,7 @@ TEST(Views, ContiguousCopiesStridedTensors) {
 TEST(Views, NormalizeAxis) {
   EXPECT_EQ(NormalizeAxis(-1, 3, "op"), 2);
   EXPECT_EQ(NormalizeAxis(0, 0, "op"), 0);  // 0-d tensors accept axis 0 and -1
-  EXPECT_EQ(KindOf([] { NormalizeAxis(3, 3, "op"); }), ErrorKind::Index);
+  EXPECT_EQ(KindOf([] { NormalizeAxis(3, 3, "op"); }), ErrorKind::Axis);
 }
 
 // ---- the loop planner

@@ -34,3 +34,23 @@ def assert_same_in_both_modes(fn, *args, rtol=1e-5, atol=1e-6, **kwargs):
         else:
             assert type(e) is type(g) and e == g, f"{e!r} eagerly, {g!r} compiled"
     return graph
+
+
+def in_three_modes(fn, *args):
+    """fn(*args) in PyNative, through ms.jit, and as a Cell's construct in GRAPH_MODE: a list
+    of (mode, thunk) whose thunks run it (exceptions propagate)."""
+
+    class Wrapped(ms.nn.Cell):
+        def construct(self, *a):
+            return fn(*a)
+
+    def graph_cell():
+        previous = ms.get_context("mode")
+        ms.set_context(mode=ms.GRAPH_MODE)
+        try:
+            return Wrapped()(*args)
+        finally:
+            ms.set_context(mode=previous)
+
+    return [("pynative", lambda: fn(*args)), ("jit", lambda: ms.jit(fn)(*args)),
+            ("cell", graph_cell)]

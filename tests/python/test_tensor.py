@@ -115,7 +115,7 @@ def test_scalar_conversions():
     assert not bool(Tensor(0))
     with pytest.raises(ValueError, match="ambiguous"):
         bool(Tensor([1, 2]))
-    with pytest.raises(ValueError, match="one-element"):
+    with pytest.raises(ValueError, match="Only one element tensors"):
         Tensor([1, 2]).item()
     with pytest.raises(TypeError):
         len(Tensor(1.0))

@@ -100,8 +100,7 @@ class Tensor(_C.TensorBase):
         if index is not None:
             return arr.item(index)
         if arr.size != 1:
-            raise ValueError(f"item: only one-element tensors can be converted to a Python "
-                             f"scalar, this one has shape {self.shape}")
+            raise ValueError(one_element_message("item", self.shape))
         return arr.item()
 
     def tolist(self):
@@ -112,8 +111,7 @@ class Tensor(_C.TensorBase):
 
     def __bool__(self):
         if self.size != 1:
-            raise ValueError(f"The truth value of a tensor of shape {self.shape} is ambiguous; "
-                             f"use .any() or .all()")
+            raise ValueError(one_element_message("bool", self.shape))
         return bool(self._read_numpy().item())
 
     def __float__(self):
@@ -362,3 +360,14 @@ def _initial_values(shape, dtype, init):
 
 
 _C._set_tensor_class(Tensor)
+
+
+def one_element_message(what, shape):
+    """Why a tensor of `shape` (not one element) has no single value, for `what` (bool, int,
+    float, item), in both modes, in NumPy's and PyTorch's words, which MindSpore uses too."""
+    if what == "bool":
+        return (f"The truth value of an array with more than one element is ambiguous: only a "
+                f"tensor of one element can be converted to bool, but this one has shape "
+                f"{tuple(shape)}; use .any() or .all()")
+    return (f"Only one element tensors can be converted to Python scalars ({what}() of a tensor "
+            f"of shape {tuple(shape)})")

@@ -13,6 +13,7 @@ import numpy as np
 from kiln import _C
 from kiln import _graph_state as _state
 from kiln.common.mutable import _is_dynamic_len, _MutableBool, _MutableFloat, _MutableInt
+from kiln.common.parameter import Parameter
 from kiln.common.tensor import Tensor
 from kiln.jit.cache import CompileCache
 from kiln.jit.cell_interface import CellBase
@@ -107,17 +108,20 @@ class JitConfig:
         return f"JitConfig(jit_level={self.jit_level!r}, exec_mode={self.exec_mode!r})"
 
 
-def _signature(value):
-    """The part of an argument the compiled graph depends on (the cache key)."""
+def _signature(value, path=()):
+    """The part of an argument the compiled graph depends on (the cache key); `path`: the ids
+    of the containers it sits in."""
     if isinstance(value, Tensor):
         return ("T", value._dtype, value._shape)
     if isinstance(value, (_MutableInt, _MutableFloat, _MutableBool)):
         return ("M", type(value).__name__)
     if isinstance(value, (tuple, list)):
+        path = _inside(value, path)
         kind = type(value).__name__ + ("(dynamic_len)" if _is_dynamic_len(value) else "")
-        return (kind, tuple(_signature(v) for v in value))
+        return (kind, tuple(_signature(v, path) for v in value))
     if isinstance(value, dict):
-        return ("dict", tuple((k, _signature(v)) for k, v in value.items()))
+        path = _inside(value, path)
+        return ("dict", tuple((k, _signature(v, path)) for k, v in value.items()))
     if isinstance(value, np.ndarray):
         return ("A",) + freeze(value)
     if is_user_object(value):  # compiled with its attributes' values: they are the key
@@ -127,6 +131,17 @@ def _signature(value):
         return ("C", type(value).__name__, value)
     except TypeError:  # by content where freeze knows how (sets), else by identity; the key
         return ("O", freeze(value))  # holds the object, so its id is never another's
+
+
+def _inside(container, path):
+    """path extended by `container`; a container inside itself is an error, as in MindSpore
+    (a RuntimeError), instead of Python's recursion limit somewhere deep in the compiler."""
+    if id(container) in path:
+        raise RecursionError(
+            f"jit: an argument holds a {type(container).__name__} that contains itself; a graph "
+            f"cannot take a container with a cycle (recursion detected while converting it)"
+        )
+    return path + (id(container),)
 
 
 def _NO_SELF():  # the _fast_self of a plain function: "called with self_obj None"
@@ -147,8 +162,11 @@ def _graph_inputs(emitter, value, inputs, name):
     """Replaces tensors and mutable numbers in an argument by graph inputs."""
     if isinstance(value, Tensor):
         inputs.append(value)
-        # A placeholder Tensor(shape=[None, 64]) declares dimensions of any size (-1).
-        return emitter.input(value._dtype, getattr(value, "_declared_shape", value.shape), name)
+        # A placeholder Tensor(shape=[None, 64]) declares dimensions of any size (-1); a
+        # Parameter argument stays one for isinstance (and its in-place methods' errors).
+        source = value if isinstance(value, Parameter) else None
+        return emitter.input(value._dtype, getattr(value, "_declared_shape", value.shape), name,
+                             source=source)
     if isinstance(value, (_MutableInt, _MutableFloat, _MutableBool)):
         t = Tensor(
             bool(value)

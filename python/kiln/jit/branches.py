@@ -59,7 +59,7 @@ class BranchesMixin:
         branches return, which it then returns from the function."""
         try:
             cond = scalar_bool(test)
-        except CompileTimeValueError as e:
+        except (CompileTimeValueError, ValueError) as e:
             raise at_line(e, frame.source, stmt.lineno) from None
         if _ends_in_raise(body) and not _ends_in_raise(orelse):
             # Build the branch that raises second, so it can mirror the other branch's results.
@@ -203,7 +203,12 @@ class BranchesMixin:
         joined, k = [], 0
         for pos, (a, b, x, y) in enumerate(zip(la, lb, ca, cb)):
             a_graph, b_graph = x is None, y is None
-            numeric = isinstance(a, (GraphTensor, Tensor, bool, int, float))
+            numeric = isinstance(a, _NUMERIC)
+            if numeric != isinstance(b, _NUMERIC):  # e.g. a tensor and None
+                raise TypeError(
+                    f"the two branches give a {_kind(a)} and a {_kind(b)} for {what}; "
+                    f"both sides must agree in kind and dtype"
+                )
             if not numeric:
                 if a != b:
                     raise TypeError(
@@ -219,6 +224,9 @@ class BranchesMixin:
             _check_same_kind(a, b, a_graph, b_graph, what)
             joined.append(a if not a_graph and a == b else out)
         return unflatten(ta, joined)
+
+
+_NUMERIC = (GraphTensor, Tensor, bool, int, float)  # what a branch result may carry as a value
 
 
 def _merged_names(body, orelse, frame):
@@ -253,6 +261,13 @@ def _check_same_kind(a, b, a_graph, b_graph, what):
         raise TypeError(
             f"the two branches give {_kind(a)} and {_kind(b)} for {what}; "
             f"both sides must agree in dtype"
+        )
+    shapes = tuple(getattr(v, "shape", ()) for v in (a, b))
+    if a_graph and shapes[0] != shapes[1] and -1 not in shapes[0] + shapes[1]:
+        # A graph value has one static shape (as MindSpore's STRICT join requires).
+        raise TypeError(
+            f"the two branches give tensors of shapes {shapes[0]} and {shapes[1]} for {what}; "
+            f"both sides must agree in shape"
         )
 
 

@@ -3,6 +3,7 @@
 import types
 
 from kiln import _graph_state
+from kiln.jit.forbidden import ForbiddenCall
 from kiln.jit.scope import Converted, is_library
 
 
@@ -81,4 +82,6 @@ def real_classes(classinfo):
     """classinfo as a tuple of real classes (a Cell class read by compiled code is wrapped)."""
     if isinstance(classinfo, tuple):
         return tuple(c for item in classinfo for c in real_classes(item))
-    return (classinfo.cls if isinstance(classinfo, BuildAtCompileTime) else classinfo,)
+    if isinstance(classinfo, BuildAtCompileTime):
+        return (classinfo.cls,)
+    return (classinfo.target if isinstance(classinfo, ForbiddenCall) else classinfo,)

@@ -6,8 +6,9 @@ from kiln.ops._core import call
 
 
 def scalar_bool(value):
-    """A condition tensor as a 0-d bool tensor; more than one element is an error."""
-    if value.size != 1:
+    """A condition tensor as a 0-d bool tensor; more than one element is PyNative's error."""
+    value._one_element("bool")
+    if value.size != 1:  # a run-time length: one element is needed, whatever it turns out to be
         raise CompileTimeValueError(
             f"a condition must be a single value, got a tensor of shape "
             f"{value.shape}; use .any() or .all()"

@@ -20,6 +20,7 @@ from kiln.jit.callables import BuildAtCompileTime, ZeroArgSuper
 from kiln.jit.cell_interface import CellBase
 from kiln.jit.conditions import contains, logical_not
 from kiln.jit.errors import at_line, explain_one_branch_name, where
+from kiln.jit.forbidden import refused
 from kiln.jit.frames import (
     BreakSignal,
     ContinueSignal,
@@ -62,6 +63,9 @@ class Converter(StatementsMixin, BranchesMixin, LoopsMixin):
         identifies the place it was read from, when the description alone may not)."""
         if getter is not None:
             self.guards.record(description, getter, value, cell_attr, key)
+        seen = refused(value, self.guards)  # APIs a graph may not call or reads settings with
+        if seen is not None:
+            return seen
         if isinstance(value, CellBase):
             return CellProxy(self, value, path or description)
         if isinstance(value, Tensor):

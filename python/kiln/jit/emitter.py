@@ -39,6 +39,7 @@ class GraphEmitter:
         self.views = {}  # id -> (view, op name, base): outputs of view ops
         self.raise_types = {}  # name in the graph -> exception class, for classes not builtin
         self.is_outside = lambda tensor: False  # read from outside (set by the Converter)
+        self.differentiating = 0  # how many grad regions (ops.composite) are being built
 
     # ---- values ----
     def wrap(self, handle):

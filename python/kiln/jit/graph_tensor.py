@@ -2,7 +2,8 @@
 
 from kiln._graph_state import GraphValue
 from kiln.common import dtype as mstype
-from kiln.common.tensor import Tensor
+from kiln.common.tensor import Tensor, one_element_message
+from kiln.jit.forbidden import method_of
 from kiln.ops import _indexing
 from kiln.ops._core import call
 
@@ -48,6 +49,29 @@ class GraphTensor(GraphValue):
     def itemsize(self):
         return self.dtype.itemsize
 
+    # Methods that change a tensor in place from Python: in a graph they would act once, while
+    # compiling (kiln.jit.forbidden).
+    def assign_value(self, value):
+        raise method_of(self._kind(), "assign_value")
+
+    def set_const_arg(self, const_arg=True):
+        raise method_of(self._kind(), "set_const_arg")
+
+    def set_data(self, data, slice_shape=False):
+        if self._kind() != "Parameter":
+            raise AttributeError("'Tensor' object has no attribute 'set_data'")
+        raise method_of("Parameter", "set_data")
+
+    def _kind(self):
+        from kiln import _graph_state  # noqa: PLC0415
+        from kiln.common.parameter import Parameter  # noqa: PLC0415
+
+        source = _graph_state.emitter().source_of(self)
+        return "Parameter" if isinstance(source, Parameter) else "Tensor"
+
+    def __getattr__(self, name):  # only for names Tensor lacks: the error names Tensor
+        raise AttributeError(f"'Tensor' object has no attribute {name!r}")
+
     def __repr__(self):
         return f"GraphTensor(shape={list(self._shape)}, dtype={self.dtype})"
 
@@ -58,19 +82,30 @@ class GraphTensor(GraphValue):
             f"a tensor condition in if/while), or run this code in PyNative mode."
         )
 
+    def _one_element(self, what):
+        """A tensor of several elements has no single value, in either mode: PyNative's
+        ValueError (MindSpore's too), decided from the shape while compiling."""
+        if self.size != 1 and -1 not in self._shape:
+            raise ValueError(one_element_message(what, self._shape))
+
     def __bool__(self):
+        self._one_element("bool")
         self._no_value("using a tensor as a Python bool")
 
     def asnumpy(self):
         self._no_value("asnumpy()")
 
     def item(self, index=None):
+        if index is None:
+            self._one_element("item")
         self._no_value("item()")
 
     def __float__(self):
+        self._one_element("float")
         self._no_value("float()")
 
     def __int__(self):
+        self._one_element("int")
         self._no_value("int()")
 
     def __index__(self):

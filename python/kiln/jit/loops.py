@@ -138,7 +138,7 @@ class LoopsMixin:
             cond = self.emitter.to_graph(bool(cond), "while")
         try:
             return scalar_bool(cond)
-        except CompileTimeValueError as e:
+        except (CompileTimeValueError, ValueError) as e:
             raise at_line(e, frame.source, stmt.lineno) from None
 
     def _carried_after(self, inner, names, values, tree, init, frame, stmt):

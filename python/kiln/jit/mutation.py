@@ -31,7 +31,9 @@ def set_item(converter, container, index, value):
             f"original tensor, or copy the view first (y = y + 0)"
         )
     updated = call("mul", (container, 1))  # a copy: graph values are never shared-mutated
-    _indexing.setitem(updated, index, value)
+    # Under grad (emitter.differentiating) the write is one node whose output is the updated
+    # tensor, so the IR's autodiff sees what overwrote which elements.
+    updated = _indexing.setitem(updated, index, value, traced=emitter.differentiating > 0)
     if id(container) in emitter.entries:
         call("assign", (container, updated))  # the caller's tensor changes, as in PyNative
     rebind(converter, container, updated)

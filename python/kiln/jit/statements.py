@@ -123,7 +123,9 @@ class StatementsMixin:
 
     def exec_Raise(self, stmt, frame):
         if stmt.exc is None:
-            raise GraphSyntaxError(where(frame.source, stmt.lineno) + "bare raise is not supported")
+            # Compiled code has no except block, so there is never an exception to re-raise.
+            raise GraphSyntaxError(where(frame.source, stmt.lineno) + "No active exception to "
+                                   "reraise: a bare raise needs an enclosing except block")
         exc = self.eval(stmt.exc, frame)
         exc_type = exc if isinstance(exc, type) else type(exc)
         if not issubclass(exc_type, BaseException):

@@ -8,10 +8,12 @@ axis (a copy; kiln strides are never negative); setitem reverses the value inste
 destination stays a view. As in NumPy, an int beside an array index counts as a 0-d array
 (it takes part in placing the broadcast index dimensions).
 """
+import math
 import numbers
 
 import numpy as np
 
+from kiln import _C
 from kiln.common import dtype as mstype
 from kiln.common._arrays import tensor_of
 from kiln.ops._core import call, is_tensor
@@ -25,6 +27,11 @@ class _Plan:
         self.view_shape = []       # shape after dropping int axes and inserting None axes
         self.advanced = []         # (view axis, int64 Tensor)
         self.reversed = []         # view axes taken with a negative step
+
+
+class InvalidIndexError(IndexError, TypeError):
+    """An index of a type that cannot index (a float, a float tensor, a dict...): an IndexError
+    as NumPy and MindSpore raise, and a TypeError as kiln raised before."""
 
 
 def _is_int(item):
@@ -45,7 +52,8 @@ def _classify(item):
         return "int", int(item)
     if is_tensor(item):
         if item.dtype.is_floating_point:
-            raise TypeError(f"tensors used as indices must be integer or bool, got {item.dtype}")
+            raise InvalidIndexError(f"tensors used as indices must be integer or bool, got "
+                                    f"{item.dtype}")
         if item.dtype == mstype.bool_:
             return "bool", item
         return "array", item
@@ -56,10 +64,12 @@ def _classify(item):
         if arr.size == 0 and arr.dtype != object:
             arr = arr.astype(np.int64)
         if not np.issubdtype(arr.dtype, np.integer):
-            raise TypeError(f"arrays used as indices must be integer or bool, got {arr.dtype}")
+            raise InvalidIndexError(f"arrays used as indices must be integer or bool, got "
+                                    f"{arr.dtype}")
         return "array", tensor_of(arr.astype(np.int64, copy=False))
-    raise TypeError(f"invalid index of type {type(item).__name__}: only integers, slices, "
-                    f"None, ..., and integer or boolean tensors/arrays are valid indices")
+    raise InvalidIndexError(f"invalid index of type {type(item).__name__}: only integers, "
+                            f"slices, None, ..., and integer or boolean tensors/arrays are "
+                            f"valid indices")
 
 
 def _consumed(kind, payload):
@@ -221,9 +231,19 @@ def getitem(tensor, index):
     return out
 
 
-def setitem(tensor, index, value):
+def setitem(tensor, index, value, traced=None):
     """tensor[index] = value in place: value broadcasts to the indexed shape and converts to
-    tensor's dtype."""
+    tensor's dtype. Returns the tensor as written: `tensor` itself, or (traced) the output of
+    the one op that wrote it.
+
+    Writing through a view (strided_slice + assign) is fastest, but a gradient cannot follow
+    it: the tape and the IR's autodiff see the view written, not `tensor`. Where a gradient may
+    follow (`traced`; by default while a PyNative tape records), the write is one op over
+    tensor's own axes instead (_setitem_traced), whose gradient rule routes dy to both sides."""
+    if traced is None:
+        traced = _C.tape_active() and not _C.graph_target()
+    if traced:
+        return _setitem_traced(tensor, index, value)
     plan = _plan(tuple(tensor.shape), index)
     target = _basic_view(tensor, plan)
     if is_tensor(value):
@@ -248,6 +268,43 @@ def setitem(tensor, index, value):
         else:
             value = _strip_leading_ones(value, len(target.shape))
         call("assign", (target, value))
+    return tensor
+
+
+def _setitem_traced(tensor, index, value):
+    """tensor[index] = value as one index_put on `tensor` (or, 0-d, one assign): the element
+    positions the index selects are found by indexing a tensor of flat positions the same way,
+    so ints, slices (negative steps too), None, ..., and integer and boolean arrays all keep
+    NumPy's meaning, in the index's order."""
+    shape = tuple(tensor.shape)
+    value = _value_operand(tensor, value)
+    positions = call("arange", (), (0, math.prod(shape), 1))
+    dest = getitem(call("reshape", (positions,), (shape,)), index)
+    value = _strip_leading_ones(value, len(dest.shape))
+    if not shape:  # the one element, or none (x[False] = v)
+        if 0 in dest.shape:
+            return tensor
+        if is_tensor(value):  # dest holds one element: the value must broadcast to it
+            value = call("reshape", (call("broadcast_to", (value,), (tuple(dest.shape),)),), ((),))
+        return call("assign", (tensor, value))
+    coords, stride = [], 1
+    for size in reversed(shape):  # the coordinate along each axis of every flat position
+        c = call("floor_div", (dest, stride)) if stride > 1 else dest
+        coords.append(call("mod", (c, size)) if len(coords) < len(shape) - 1 else c)
+        stride *= size
+    coords.reverse()
+    return call("index_put", (tensor, value) + tuple(coords), (tuple(range(len(shape))), False))
+
+
+def _value_operand(tensor, value):
+    """A setitem value as an op operand: a tensor, a number that fits tensor's dtype, or an
+    array-like made a tensor."""
+    if is_tensor(value):
+        return value
+    if isinstance(value, (bool, int, float)):
+        mstype.check_int_fits(value, tensor.dtype, "setitem")
+        return value
+    return tensor_of(_as_value_array(value))
 
 
 def _as_value_array(value):

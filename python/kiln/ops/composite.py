@@ -106,7 +106,11 @@ def _differentiate_in_graph(fn, args, kwargs, positions, weights, has_aux, sens,
         args[p] = call("identity", (args[p],))
     sources = [args[p] for p in positions] + [emitter.to_graph(w, fn_name) for w in weights]
     mark = emitter.mark()
-    out = fn(*args, **kwargs)
+    emitter.differentiating += 1  # index assignment then writes as one differentiable node
+    try:
+        out = fn(*args, **kwargs)
+    finally:
+        emitter.differentiating -= 1
     targets, _ = _outputs(out, has_aux, fn_name)
     targets = [emitter.to_graph(t, fn_name) for t in targets]
     sens_list = [] if sens is None else (list(sens) if isinstance(sens, (tuple, list)) else [sens])

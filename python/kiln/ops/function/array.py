@@ -76,6 +76,8 @@ def unsqueeze(input, dim):  # noqa: A002
 
 def flatten(input, order="C", *, start_dim=1, end_dim=-1):  # noqa: A002
     """Merges the axes start_dim..end_dim into one; a 0-d input becomes shape (1,)."""
+    if not isinstance(order, str):  # a wrong type, as MindSpore tells it from a wrong value
+        raise TypeError(f"flatten: order must be a str, 'C' or 'F', got {type(order).__name__}")
     if order not in ("C", "F"):
         raise ValueError(f"flatten: order must be 'C' or 'F', got {order!r}")
     shape = tuple(input.shape)
