@@ -19,6 +19,7 @@ void BindAutodiff(nb::module_& m);
 void BindIR(nb::module_& m);
 void BindJit(nb::module_& m);
 void BindDispatch(nb::module_& m);
+void BindDataset(nb::module_& m);
 
 namespace {
 
@@ -125,6 +126,7 @@ void InitModule(nb::module_& m) {
   BindAutodiff(m);
   BindIR(m);
   BindJit(m);
+  BindDataset(m);
   m.def("_set_tensor_class", &SetTensorClass);
 
   m.def("weak_scalar", [](nb::handle h) {

@@ -197,6 +197,10 @@ class Importer {
               const std::vector<const MsValue*>& in, const std::string& where) {
     const std::string& op = prim.op_type();
     const std::string what = "MindSpore primitive " + op + " (node '" + where + "')";
+    auto input = [&](size_t i) -> const MsValue& {
+      KILN_CHECK(i < in.size(), Value, what, ": has ", in.size(), " inputs, needs ", i + 1);
+      return *in[i];
+    };
     auto tensor = [&](size_t i) {
       KILN_CHECK(i < in.size() && in[i]->kind == MsValue::Kind::Tensor, Value, what, ": input ", i,
                  " is not a tensor");
@@ -207,7 +211,7 @@ class Importer {
                  i, " is not a constant");
       return in[i]->constant;
     };
-    if (op == "Load" || op == "Depend") return *in.at(0);
+    if (op == "Load" || op == "Depend") return input(0);
     if (op == "UpdateState") return {};
     if (op == "MakeTuple") {
       MsValue t{MsValue::Kind::Tuple, {}, {}, {}};
@@ -228,7 +232,7 @@ class Importer {
       return TensorValue(b.Op1(u->second, {tensor(0)}));
     if (auto bin = binary.find(op); bin != binary.end())
       return TensorValue(
-          b.Op1(bin->second, {Operand(b, *in.at(0), what), Operand(b, *in.at(1), what)}));
+          b.Op1(bin->second, {Operand(b, input(0), what), Operand(b, input(1), what)}));
     if (op == "MatMul")
       return TensorValue(b.Op1(OpKind::MatMul, {tensor(0), tensor(1)},
                                {AttrBool({constant(2)}, 0), AttrBool({constant(3)}, 0)}));
@@ -242,8 +246,9 @@ class Importer {
     if (op == "Transpose") return TensorValue(b.Op1(OpKind::Transpose, {tensor(0)}, {constant(1)}));
     if (op == "Softmax") {
       const AttrValue& axis = constant(1);
-      const int64_t a = std::holds_alternative<int64_t>(axis) ? std::get<int64_t>(axis)
-                                                              : AttrInts({axis}, 0).at(0);
+      const bool one = std::holds_alternative<int64_t>(axis);
+      KILN_CHECK(one || AttrInts({axis}, 0).size() == 1, Value, what, ": takes one axis");
+      const int64_t a = one ? std::get<int64_t>(axis) : AttrInts({axis}, 0)[0];
       return TensorValue(b.Op1(OpKind::Softmax, {tensor(0)}, {a}));
     }
     if (op == "Conv2D") return Conv2D(b, prim, tensor(0), tensor(1), what);
@@ -285,6 +290,8 @@ class Importer {
     std::vector<int64_t> v = AttrInts({ConstantOf(*a, what)}, 0);
     if (v.size() == 4) v = {v[2], v[3]};  // (1, 1, h, w) as NCHW primitives give them
     KILN_CHECK(v.size() == 2, Value, what, ": '", name, "' should hold 2 or 4 values");
+    KILN_CHECK(v[0] > 0 && v[1] > 0 && v[0] < (int64_t{1} << 31) && v[1] < (int64_t{1} << 31),
+               Value, what, ": '", name, "' (", v[0], ", ", v[1], ") must be positive sizes");
     return v;
   }
 

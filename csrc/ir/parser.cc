@@ -171,7 +171,9 @@ class Parser : public text::TokenCursor {
       node.inputs = ParseOperands();
     } else if (head == "print" || head == "raise") {
       node.kind = head == "print" ? NodeKind::Print : NodeKind::Raise;
-      if (head == "raise") node.callees.push_back(ExpectKind(Tok::Ident, "an exception type"));
+      if (head == "raise")
+        node.callees.push_back(
+            Peek().kind == Tok::String ? Next().text : ExpectKind(Tok::Ident, "an exception type"));
       node.text = ExpectKind(Tok::String, "a format string");
       node.inputs = ParseOperands();
     } else {

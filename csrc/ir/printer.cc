@@ -81,6 +81,13 @@ class FuncPrinter {
   }
   static int64_t Key(ValueRef v) { return (static_cast<int64_t>(v.node) << 20) + v.index; }
 
+  // A builtin exception by its name; another class's name ("module.Class@0", which the front
+  // end makes unique) quoted, so that the text reads back.
+  static std::string RaiseType(const Node& node) {
+    const std::string name = node.callees.empty() ? "RuntimeError" : node.callees[0];
+    return text::IsIdentifier(name) ? name : Quote(name);
+  }
+
   std::string Operands(const std::vector<ValueRef>& inputs, size_t from = 0) {
     std::string s = "(";
     for (size_t i = from; i < inputs.size(); ++i) s += (i > from ? ", " : "") + Name(inputs[i]);
@@ -117,8 +124,7 @@ class FuncPrinter {
         out_ << "print " << Quote(node.text) << Operands(node.inputs);
         break;
       case NodeKind::Raise:
-        out_ << "raise " << (node.callees.empty() ? "RuntimeError" : node.callees[0]) << " "
-             << Quote(node.text) << Operands(node.inputs);
+        out_ << "raise " << RaiseType(node) << " " << Quote(node.text) << Operands(node.inputs);
         break;
     }
     if (!node.outputs.empty()) {

@@ -8,7 +8,7 @@
 // 4. Every function returns values it defines.
 // 5. No function reaches itself through if/while/call (the executor would recurse forever).
 // 6. The signature, when there is one, fits the entry function (signature.cc).
-// 7. Function names and raise types are names the text form can spell.
+// 7. Function names are names the text form can spell after '@'.
 #include <string>
 #include <unordered_map>
 
@@ -57,9 +57,6 @@ class FuncVerifier {
         case NodeKind::Raise:
           Require(node.outputs.empty() && node.callees.size() == 1,
                   "needs an exception type and no results");
-          Require(text::IsIdentifier(node.callees[0]),
-                  "names an exception type that is not an "
-                  "identifier");
           break;
       }
     }

@@ -70,7 +70,7 @@ _seed_state = {"seed": None}
 # nn, parameters and checkpoints (added by the nn engineer), and the rest of the module surface
 # MindSpore code imports (docs/graph_mode.md, "Module surface").
 from kiln import common as _common  # noqa: E402
-from kiln import log, nn, train  # noqa: E402,F401
+from kiln import dataset, experimental, log, nn, train  # noqa: E402,F401
 from kiln.common.api import jit_class  # noqa: E402,F401
 from kiln.common.parameter import Parameter, ParameterTuple  # noqa: E402,F401
 from kiln.common.sparse_tensor import COOTensor, CSRTensor, RowTensor  # noqa: E402,F401
@@ -87,3 +87,8 @@ from kiln.train.serialization import (  # noqa: E402,F401
 _common.Parameter, _common.ParameterTuple, _common.Tensor = Parameter, ParameterTuple, Tensor
 _common.COOTensor, _common.CSRTensor, _common.RowTensor = COOTensor, CSRTensor, RowTensor
 globals()["bool"] = bool_  # ms.bool, MindSpore's alias of bool_ (this module uses builtins.bool)
+
+# A MindSpore name kiln lacks: an AttributeError saying so (kiln.common._missing).
+from kiln.common._missing import missing_attribute as _missing_attribute  # noqa: E402
+
+__getattr__ = _missing_attribute("kiln", "mindspore")

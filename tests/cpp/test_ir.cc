@@ -84,5 +84,21 @@ TEST(IR, ParserReportsLineNumbers) {
   }
 }
 
+// A raise of the user's own exception class names it "module.Class@0" (the front end keeps the
+// class); the text form quotes such a name so that printed IR reads back.
+TEST(IrText, ARaiseOfAUserExceptionClassPrintsAndParsesBack) {
+  ir::Module m;
+  ir::Func& f = m.AddFunc("main");
+  ir::Builder b(m, f);
+  ir::ValueRef x = b.Param({DType::Float32, {2}}, "x");
+  b.Raise("tests.LimitError@0", "too large: {}", {x});
+  b.Return({x});
+  const std::string text = ir::Print(m);
+  EXPECT_NE(text.find("raise \"tests.LimitError@0\""), std::string::npos) << text;
+  const ir::Module again = ir::Parse(text);
+  EXPECT_EQ(again.entry().nodes[0].callees[0], "tests.LimitError@0");
+  EXPECT_EQ(ir::Print(again), text);
+}
+
 }  // namespace
 }  // namespace kiln

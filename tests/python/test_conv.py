@@ -260,8 +260,11 @@ def test_adaptive_avg_pool2d_divisible():
     x = RNG.standard_normal((1, 2, 6, 4)).astype(np.float32)
     y = ops.adaptive_avg_pool2d(ms.Tensor(x), (3, 2))
     assert_close(y, x.reshape(1, 2, 3, 2, 2, 2).mean(axis=(3, 5)), ms.float32, rtol=1e-5, atol=1e-6)
-    with pytest.raises(NotImplementedError, match="adaptive_avg_pool2d"):
-        ops.adaptive_avg_pool2d(ms.Tensor(x), 4)
+    # Sizes that do not divide the input: PyTorch's windows [floor(i*n/o), ceil((i+1)*n/o)).
+    y = ops.adaptive_avg_pool2d(ms.Tensor(x), 4)
+    ref = np.array([[x[..., (i * 6) // 4:-(-(i + 1) * 6 // 4), (j * 4) // 4:(j + 1)].mean((-2, -1))
+                     for j in range(4)] for i in range(4)]).transpose(2, 3, 0, 1)
+    assert_close(y, ref, ms.float32, rtol=1e-5, atol=1e-6)
 
 
 def test_pool_validation_errors():

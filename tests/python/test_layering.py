@@ -18,6 +18,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 # runtime: a pass never runs eager kernels, and the executor never rewrites a graph.
 ALLOWED_INCLUDES = {
     "core": set(),
+    "dataset": {"core"},  # the data pipeline's engine: stages, queues, core tensors; no ops
     "kernels/cpu": {"core"},
     "ops": {"core", "kernels/cpu"},
     "ir": {"core", "kernels/cpu", "ops"},
@@ -140,6 +141,7 @@ LAYERS = [
     ("ops", ["kiln.ops"]),  # the functional API, primitives, grad; makes Tensors through _C
     ("tensor", ["kiln.common.initializer", "kiln.common.tensor", "kiln.common.parameter",
                 "kiln.common.sparse_tensor"]),
+    ("dataset", ["kiln.dataset"]),  # the data pipeline: sources, operations, transforms
     ("jit", ["kiln.jit"]),  # Graph mode; knows Cells only through kiln.jit.cell_interface
     ("nn", ["kiln.nn"]),
     ("api", ["kiln.train", "kiln.common.api", "kiln"]),

@@ -193,15 +193,19 @@ def test_schedules_values():
     step = Tensor(np.array(3, np.int32))
     assert float(nn.ExponentialDecayLR(0.1, 0.9, 2, is_stair=True)(step).asnumpy()) == \
         pytest.approx(0.1 * 0.9)
+    # MindSpore 2.10 (run): exp(-decay_rate * step), the step not divided by decay_steps.
     assert float(nn.NaturalExpDecayLR(0.1, 0.9, 2)(step).asnumpy()) == \
-        pytest.approx(0.1 * math.exp(-0.9 * 1.5))
+        pytest.approx(0.1 * math.exp(-0.9 * 3))
+    assert float(nn.NaturalExpDecayLR(0.1, 0.9, 2, True)(step).asnumpy()) == \
+        pytest.approx(0.1 * math.exp(-0.9 * 2))
     assert float(nn.InverseDecayLR(0.1, 0.5, 1)(step).asnumpy()) == pytest.approx(0.1 / 2.5)
     assert float(nn.CosineDecayLR(0.01, 0.1, 6)(step).asnumpy()) == pytest.approx(0.055)
     assert float(nn.PolynomialDecayLR(0.1, 0.01, 6, 2.0)(step).asnumpy()) == \
         pytest.approx(0.09 * 0.25 + 0.01)
     assert float(nn.WarmUpLR(0.1, 6)(step).asnumpy()) == pytest.approx(0.05)
     assert nn.piecewise_constant_lr([2, 5], [0.1, 0.01]) == [0.1, 0.1, 0.01, 0.01, 0.01]
-    assert nn.warmup_lr(0.1, 6, 2, 2) == pytest.approx([0.05, 0.05, 0.1, 0.1, 0.1, 0.1])
+    # MindSpore's rule: min(floor(i / step_per_epoch), warmup_epoch) / warmup_epoch, 0 first.
+    assert nn.warmup_lr(0.1, 6, 2, 2) == pytest.approx([0.0, 0.0, 0.05, 0.05, 0.1, 0.1])
     assert len(nn.cosine_decay_lr(0.01, 0.1, 6, 2, 2)) == 6
 
 

@@ -74,6 +74,8 @@ class Parameter(Tensor):
     storage, as in MindSpore.
     """
 
+    init_param = True  # False inside nn.no_init_parameters(), as in MindSpore
+
     def __init__(self, default_input, name=None, requires_grad=True, layerwise_parallel=False,
                  parallel_optimizer=True):
         source = _source_tensor(default_input, "Parameter")

@@ -228,8 +228,9 @@ def max_pool2d(x, kernel, stride, pads, dilation, ceil_mode, return_indices=Fals
     """Max pooling with (top, bottom, left, right) padding; with return_indices also each
     maximum's flat index h * W + w in the unpadded input plane."""
     top, bottom, left, right = pads
-    if top == bottom == left == right:
-        return ops.max_pool2d(x, kernel, stride, top, dilation, return_indices, ceil_mode)
+    if top == bottom and left == right:
+        return ops.max_pool2d(x, kernel, stride, (top, left), dilation, return_indices,
+                              ceil_mode)
     padded = pad2d(x, pads, -math.inf)
     out = ops.max_pool2d(padded, kernel, stride, 0, dilation, return_indices, ceil_mode)
     if not return_indices:
@@ -246,8 +247,8 @@ def avg_pool2d(x, kernel, stride, pads, ceil_mode, count_include_pad, divisor_ov
                exclude_asymmetric_pad=False):
     """Average pooling; with exclude_asymmetric_pad (pad_mode 'same') padding is not counted."""
     top, bottom, left, right = pads
-    if not exclude_asymmetric_pad and top == bottom == left == right:
-        return ops.avg_pool2d(x, kernel, stride, top, ceil_mode, count_include_pad,
+    if not exclude_asymmetric_pad and top == bottom and left == right:
+        return ops.avg_pool2d(x, kernel, stride, (top, left), ceil_mode, count_include_pad,
                               divisor_override)
     if ceil_mode:
         raise ValueError("avg_pool2d: ceil_mode=True is not supported with asymmetric padding "

@@ -182,6 +182,12 @@ class Cell(CellBase):
                         seen.add(id(par))
                         yield par.name, par
 
+    def init_parameters_data(self, auto_parallel_mode=False):
+        """{original Parameter: initialised Parameter} for every parameter. kiln's parameters
+        hold their values from creation (no_init_parameters defers nothing), so each maps to
+        itself."""
+        return {param: param for param in self.get_parameters()}
+
     def get_parameters(self, expand=True):
         for _, param in self.parameters_and_names(expand=expand):
             yield param

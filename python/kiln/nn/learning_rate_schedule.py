@@ -1,5 +1,5 @@
-"""Learning-rate schedules: Cells mapping the global step to a learning rate (MindSpore's set),
-plus the list-producing `dynamic_lr` helpers."""
+"""Learning-rate schedules: Cells mapping the global step to a learning rate (MindSpore's set).
+The list-producing helpers are in kiln.nn.dynamic_lr."""
 import math
 import numbers
 
@@ -13,8 +13,7 @@ from kiln.ops import _core
 
 __all__ = [
     "LearningRateSchedule", "ExponentialDecayLR", "NaturalExpDecayLR", "InverseDecayLR",
-    "CosineDecayLR", "PolynomialDecayLR", "WarmUpLR", "piecewise_constant_lr",
-    "exponential_decay_lr", "cosine_decay_lr", "warmup_lr",
+    "CosineDecayLR", "PolynomialDecayLR", "WarmUpLR",
 ]
 
 
@@ -98,10 +97,14 @@ class ExponentialDecayLR(LearningRateSchedule):
 
 
 class NaturalExpDecayLR(ExponentialDecayLR):
-    """lr * exp(-decay_rate * step / decay_steps)."""
+    """lr * exp(-decay_rate * p) with p the step itself (MindSpore's rule: not divided by
+    decay_steps), or with is_stair the step rounded down to a multiple of decay_steps."""
 
     def construct(self, global_step):
-        return _out(self.learning_rate * ops.exp(self._progress(global_step) * -self.decay_rate))
+        p = _step_tensor(global_step)
+        if self.is_stair:
+            p = ops.floor(p / self.decay_steps) * float(self.decay_steps)
+        return _out(self.learning_rate * ops.exp(p * -self.decay_rate))
 
 
 class InverseDecayLR(ExponentialDecayLR):
@@ -168,44 +171,3 @@ class WarmUpLR(LearningRateSchedule):
     def construct(self, global_step):
         step = ops.minimum(_step_tensor(global_step), float(self.warmup_steps))
         return _out(step * self.learning_rate / self.warmup_steps)
-
-
-# ---- dynamic_lr: lists with one learning rate per step ----
-
-def piecewise_constant_lr(milestone, learning_rates):
-    """[lr_0] * milestone[0] + [lr_1] * (milestone[1] - milestone[0]) + ..."""
-    if len(milestone) != len(learning_rates):
-        raise ValueError(f"piecewise_constant_lr: milestone and learning_rates must have the "
-                         f"same length, got {len(milestone)} and {len(learning_rates)}")
-    out, last = [], 0
-    for m, lr in zip(milestone, learning_rates):
-        if m <= last:
-            raise ValueError(f"piecewise_constant_lr: milestone must be increasing, got "
-                             f"{milestone}")
-        out += [lr] * (m - last)
-        last = m
-    return out
-
-
-def exponential_decay_lr(learning_rate, decay_rate, total_step, step_per_epoch, decay_epoch,
-                         is_stair=False):
-    out = []
-    for i in range(total_step):
-        p = (i // step_per_epoch) / decay_epoch
-        out.append(learning_rate * decay_rate ** (math.floor(p) if is_stair else p))
-    return out
-
-
-def cosine_decay_lr(min_lr, max_lr, total_step, step_per_epoch, decay_epoch):
-    out = []
-    for i in range(total_step):
-        epoch = min(i // step_per_epoch, decay_epoch)
-        out.append(min_lr + 0.5 * (max_lr - min_lr) * (1 + math.cos(math.pi * epoch /
-                                                                     decay_epoch)))
-    return out
-
-
-def warmup_lr(learning_rate, total_step, step_per_epoch, warmup_epoch):
-    return [learning_rate * min(i // step_per_epoch + 1, warmup_epoch) / warmup_epoch
-            for i in range(total_step)]
-

@@ -23,3 +23,7 @@ from kiln.ops.primitive import (  # noqa: E402,F401
 )
 
 __all__ += operations.__all__ + composite.__all__ + ["constexpr", "prim_attr_register"]
+
+from kiln.common._missing import missing_attribute as _missing_attribute  # noqa: E402
+
+__getattr__ = _missing_attribute("kiln.ops", "mindspore.ops")

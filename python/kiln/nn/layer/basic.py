@@ -1,4 +1,5 @@
-"""Basic layers: Dense, Flatten, Dropout, Identity (MindSpore argument names and defaults)."""
+"""Basic layers: Dense, Linear, Flatten, Dropout, Identity (MindSpore argument names and
+defaults)."""
 import math
 import numbers
 
@@ -10,7 +11,7 @@ from kiln.nn import _functional as F
 from kiln.nn.cell import Cell
 from kiln.nn.layer.activation import get_activation
 
-__all__ = ["Dense", "Flatten", "Dropout", "Identity"]
+__all__ = ["Dense", "Linear", "Flatten", "Unflatten", "Dropout", "Identity"]
 
 
 def check_int(value, who, name, minimum=1):
@@ -84,6 +85,22 @@ class Dense(Cell):
         return s
 
 
+class Linear(Dense):
+    """y = x @ weight.T + bias with MindSpore's Linear arguments (in_features, out_features,
+    bias, weight_init, bias_init, dtype); the same parameters and initializers as Dense."""
+
+    def __init__(self, in_features, out_features, bias=True, weight_init=None, bias_init=None,
+                 dtype=None):
+        super().__init__(in_features, out_features, weight_init, bias_init,
+                         check_bool(bias, "Linear", "bias"), None,
+                         mstype.float32 if dtype is None else dtype)
+        self.in_features, self.out_features = self.in_channels, self.out_channels
+
+    def extend_repr(self):
+        return (f"in_features={self.in_features}, out_features={self.out_features}, "
+                f"bias={self.has_bias}")
+
+
 class Flatten(Cell):
     """Merges the axes start_dim..end_dim (default: all but the batch axis)."""
 
@@ -94,6 +111,23 @@ class Flatten(Cell):
 
     def construct(self, x):
         return ops.flatten(x, start_dim=self.start_dim, end_dim=self.end_dim)
+
+
+class Unflatten(Cell):
+    """Splits axis `axis` into unflattened_size (a tuple or list; one entry may be -1)."""
+
+    def __init__(self, axis, unflattened_size):
+        super().__init__()
+        self.axis = check_int(axis, "Unflatten", "axis", minimum=-2**31)
+        if not isinstance(unflattened_size, (tuple, list)):
+            raise TypeError(f"Unflatten: unflattened_size must be a tuple or list, got "
+                            f"{type(unflattened_size).__name__}")
+        self.unflattened_size = tuple(unflattened_size)
+
+    def construct(self, input_x):
+        shape = tuple(input_x.shape)
+        axis = self.axis % len(shape)
+        return ops.reshape(input_x, shape[:axis] + self.unflattened_size + shape[axis + 1:])
 
 
 class Identity(Cell):

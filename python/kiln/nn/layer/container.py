@@ -67,8 +67,8 @@ class SequentialCell(Cell):
         return iter(self._cells.values())
 
     def append(self, cell):
+        """Adds cell at the end; returns None, as in MindSpore."""
         self.insert_child_to_cell(str(len(self)), _check_cell(cell, "SequentialCell", len(self)))
-        return self
 
     def construct(self, x):
         for cell in self._cells.values():
@@ -119,8 +119,8 @@ class CellList(Cell):
         return iter(self._cells.values())
 
     def append(self, cell):
+        """Adds cell at the end; returns None (extend returns the list), as in MindSpore."""
         self.insert_child_to_cell(str(len(self)), _check_cell(cell, "CellList", len(self)))
-        return self
 
     def extend(self, cells):
         if isinstance(cells, Cell) and not isinstance(cells, (CellList, SequentialCell)):

@@ -1,15 +1,18 @@
-"""Conv2d with MindSpore's defaults: pad_mode="same", has_bias=False, NCHW, (out, in/g, kh, kw)."""
+"""Conv2d and Conv1d with MindSpore's defaults: pad_mode="same", has_bias=False, NCHW,
+(out, in/g, kh, kw) weights."""
 import math
 
+from kiln import ops
 from kiln.common import dtype as mstype
 from kiln.common.initializer import HeUniform, Uniform, initializer
 from kiln.common.parameter import Parameter
+from kiln.common.tensor import Tensor
 from kiln.nn import _functional as F
 from kiln.nn.cell import Cell
 from kiln.nn.layer.basic import check_bool, check_int
 from kiln.ops._core import pair_attr, shape_attr
 
-__all__ = ["Conv2d", "resolve_padding"]
+__all__ = ["Conv2d", "Conv1d", "resolve_padding"]
 
 _PAD_MODES = ("same", "valid", "pad")
 
@@ -87,10 +90,15 @@ class Conv2d(Cell):
                                   name="bias")
 
     def construct(self, x):
+        return self._conv2d(x)
+
+    def _conv2d(self, x):
+        # A method of its own so that Conv1d calls it without super() (compiled code reads
+        # construct's source, where zero-argument super() has no class cell).
         shape = tuple(x.shape)
         if len(shape) != 4 or shape[1] != self.in_channels:
-            raise ValueError(f"Conv2d: expected an (N, {self.in_channels}, H, W) input, got "
-                             f"shape {shape}")
+            raise ValueError(f"{type(self).__name__}: expected an (N, {self.in_channels}, H, W) "
+                             f"input, got shape {shape}")
         pads = spatial_pads(self.pad_mode, self.padding, shape[2:], self.kernel_size,
                             self.stride, self.dilation)
         return F.conv2d(x, self.weight, self.bias, self.stride, pads, self.dilation, self.group)
@@ -100,3 +108,45 @@ class Conv2d(Cell):
                 f"kernel_size={self.kernel_size}, stride={self.stride}, "
                 f"pad_mode={self.pad_mode}, padding={self.padding}, dilation={self.dilation}, "
                 f"group={self.group}, has_bias={self.has_bias}")
+
+
+def _int_arg(value, who, name, minimum):
+    """MindSpore's 1-D conv arguments are plain ints (a tuple is a TypeError)."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{who}: {name} must be an int, got {type(value).__name__} {value!r}")
+    if value < minimum:
+        raise ValueError(f"{who}: {name} must be >= {minimum}, got {value}")
+    return value
+
+
+def _weight_3d_as_4d(weight_init, who):
+    """A 3-D (C_out, C_in / group, k) weight Tensor as the (C_out, C_in / group, 1, k) one the
+    layer keeps (MindSpore stores Conv1d weights 4-D)."""
+    if isinstance(weight_init, Tensor):
+        if len(weight_init.shape) != 3:
+            raise ValueError(f"{who}: a weight_init Tensor must be 3-D, got shape "
+                             f"{tuple(weight_init.shape)}")
+        return ops.expand_dims(weight_init, 2)
+    return weight_init
+
+
+class Conv1d(Conv2d):
+    """1-D convolution over (N, C_in, L): a Conv2d over a height-1 plane, with MindSpore's
+    (C_out, C_in / group, 1, kernel_size) weight and pad_mode="same" default."""
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, pad_mode="same",
+                 padding=0, dilation=1, group=1, has_bias=False, weight_init=None,
+                 bias_init=None, dtype=mstype.float32):
+        who = "Conv1d"
+        k = _int_arg(kernel_size, who, "kernel_size", 1)
+        s = _int_arg(stride, who, "stride", 1)
+        p = _int_arg(padding, who, "padding", 0)
+        d = _int_arg(dilation, who, "dilation", 1)
+        super().__init__(in_channels, out_channels, (1, k), (1, s), pad_mode, (0, 0, p, p),
+                         (1, d), group, has_bias, _weight_3d_as_4d(weight_init, who), bias_init,
+                         dtype=dtype)
+
+    def construct(self, x):
+        if len(x.shape) != 3:
+            raise ValueError(f"Conv1d: expected an (N, C, L) input, got shape {tuple(x.shape)}")
+        return ops.squeeze(self._conv2d(ops.expand_dims(x, 2)), 2)

@@ -1,10 +1,13 @@
 """Losses: MSELoss, L1Loss, CrossEntropyLoss, SoftmaxCrossEntropyWithLogits (as MindSpore)."""
 import numbers
 
+import numpy as np
+
 from kiln import _C, ops
 from kiln.common import dtype as mstype
 from kiln.nn import _functional as F
 from kiln.nn.cell import Cell
+from kiln.ops._core import is_tensor as _is_tensor
 from kiln.ops.function.array import one_hot_checked
 
 __all__ = ["LossBase", "MSELoss", "L1Loss", "CrossEntropyLoss", "SoftmaxCrossEntropyWithLogits"]
@@ -24,21 +27,49 @@ def _check_same_shape(a, b, who):
                          f"{tuple(a.shape)} and {tuple(b.shape)}")
 
 
+def check_broadcast(a, b, who, names=("logits", "labels")):
+    """a and b broadcast together (MindSpore's MSELoss/L1Loss/MAELoss accept that), else a
+    ValueError naming both shapes."""
+    try:
+        np.broadcast_shapes(tuple(a.shape), tuple(b.shape))
+    except ValueError:
+        raise ValueError(f"{who}: {names[0]} and {names[1]} must have broadcastable shapes, got "
+                         f"{tuple(a.shape)} and {tuple(b.shape)}") from None
+
+
 class LossBase(Cell):
-    """Base of losses: `get_loss(x, weights=1.0)` applies the weights and the reduction."""
+    """Base of losses: `get_loss(x, weights=1.0)` multiplies x by weights (broadcasting) and
+    applies the reduction over all axes. As in MindSpore, 16-bit inputs are weighted and
+    reduced in float32 and the result is cast back to the input's dtype (float32 and float64
+    stay in their own precision)."""
 
     def __init__(self, reduction="mean"):
         super().__init__()
         self.reduction = _check_reduction(reduction, type(self).__name__)
+        self.average = reduction != "sum"
+        self.reduce = reduction != "none"
+
+    def get_axis(self, x):
+        """All axes of x, as a tuple (what get_loss reduces over)."""
+        return tuple(range(len(x.shape)))
 
     def get_loss(self, x, weights=1.0):
-        if not (isinstance(weights, numbers.Number) and weights == 1.0):
+        dtype = x.dtype
+        widen = dtype in (mstype.float16, mstype.bfloat16)
+        if widen:
+            x = F.cast(x, mstype.float32)
+        if _is_tensor(weights):
+            x = x * F.cast(weights, x.dtype)
+        elif not (isinstance(weights, numbers.Number) and weights == 1.0):
             x = x * weights
         if self.reduction == "mean":
-            return F.rmean(x)
-        if self.reduction == "sum":
-            return F.rsum(x)
-        return x
+            x = F.rmean(x)
+        elif self.reduction == "sum":
+            x = F.rsum(x)
+        return F.cast(x, dtype) if widen else x
+
+    def construct(self, logits, labels):
+        raise NotImplementedError(f"{type(self).__name__}: a loss must define construct")
 
     def extend_repr(self):
         return f"reduction={self.reduction}"
@@ -48,7 +79,7 @@ class MSELoss(LossBase):
     """(logits - labels)^2, reduced."""
 
     def construct(self, logits, labels):
-        _check_same_shape(logits, labels, "MSELoss")
+        check_broadcast(logits, labels, "MSELoss")
         diff = logits - labels
         return self.get_loss(diff * diff)
 
@@ -57,7 +88,7 @@ class L1Loss(LossBase):
     """|logits - labels|, reduced."""
 
     def construct(self, logits, labels):
-        _check_same_shape(logits, labels, "L1Loss")
+        check_broadcast(logits, labels, "L1Loss")
         return self.get_loss(ops.abs(logits - labels))
 
 

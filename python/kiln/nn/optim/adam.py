@@ -4,6 +4,7 @@ from kiln.common import dtype as mstype
 from kiln.common.parameter import _copy_into
 from kiln.nn.optim.optimizer import Optimizer, _graph_value
 from kiln.nn.optim.sgd import _check_float
+from kiln.ops import _core
 
 __all__ = ["Adam", "AdamW", "AdamWeightDecay"]
 
@@ -17,6 +18,11 @@ def _bias_corrections(step, beta1, beta2):
     bc1 = 1.0 - ops.pow(beta1, t)
     bc2 = 1.0 - ops.pow(beta2, t)
     return bc1, bc2
+
+
+def _has_decay(weight_decay):
+    """A decay Cell's value is a tensor (possibly only known when a compiled step runs)."""
+    return _core.is_tensor(weight_decay) or bool(weight_decay)
 
 
 def _check_betas(who, beta1, beta2, eps):
@@ -104,7 +110,7 @@ class AdamW(_AdamBase):
         inv_bc1, inv_bc2 = state
         m, v = self._moments(i, grad)
         denom = ops.sqrt(v * inv_bc2) + self.eps
-        new = param * (1.0 - lr * weight_decay) if weight_decay else param
+        new = param * (1.0 - lr * weight_decay) if _has_decay(weight_decay) else param
         _copy_into(param, new - (m * inv_bc1) / denom * lr)
 
 
@@ -124,6 +130,6 @@ class AdamWeightDecay(_AdamBase):
     def _update(self, i, param, grad, lr, weight_decay, state):
         m, v = self._moments(i, grad)
         update = m / (ops.sqrt(v) + self.eps)
-        if weight_decay:
+        if _has_decay(weight_decay):
             update = update + param * weight_decay
         _copy_into(param, param - update * lr)

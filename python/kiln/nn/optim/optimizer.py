@@ -3,7 +3,7 @@ import numbers
 
 import numpy as np
 
-from kiln import _C, _graph_state, ops
+from kiln import _C, _graph_state, log, ops
 from kiln.common import dtype as mstype
 from kiln.common.initializer import initializer
 from kiln.common.parameter import Parameter, ParameterTuple
@@ -13,6 +13,15 @@ from kiln.nn.learning_rate_schedule import LearningRateSchedule
 from kiln.ops import _core
 
 __all__ = ["Optimizer"]
+
+
+def _centralize(grad):
+    """MindSpore's gradient centralization: subtract the mean over every axis but the first,
+    for gradients of rank >= 2 whose axis 1 is a multiple of 16 (others are left alone)."""
+    shape = tuple(grad.shape)
+    if len(shape) < 2 or shape[1] % 16:
+        return grad
+    return grad - ops.mean(grad, tuple(range(1, len(shape))), True)
 
 
 def _default_decay_filter(param):
@@ -137,29 +146,18 @@ class Optimizer(Cell):
         items = list(parameters)
         if not items:
             raise ValueError(f"{who}: params is empty")
-        params, lrs, decays = [], [], []
         self.is_group = isinstance(items[0], dict)
         self.is_group_lr = False
         default_lr = _LR(learning_rate, who)
         default_wd = self._check_weight_decay(weight_decay, who)
         if self.is_group:
-            for group in items:
-                if not isinstance(group, dict):
-                    raise TypeError(f"{who}: mix of group dicts and Parameters in params")
-                if "order_params" in group:
-                    continue
-                group_params = list(group.get("params", []))
-                lr = _LR(group["lr"], who) if "lr" in group else default_lr
-                self.is_group_lr = self.is_group_lr or "lr" in group
-                wd = self._check_weight_decay(group.get("weight_decay", weight_decay), who)
-                for p in group_params:
-                    params.append(p)
-                    lrs.append(lr)
-                    decays.append(wd)
+            params, lrs, decays, centralize = self._parse_groups(who, items, default_lr,
+                                                                 weight_decay)
         else:
             params = items
             lrs = [default_lr] * len(params)
             decays = [default_wd] * len(params)
+            centralize = [False] * len(params)
         for p in params:
             if not isinstance(p, Parameter):
                 raise TypeError(f"{who}: every item of params must be a Parameter, got "
@@ -170,10 +168,14 @@ class Optimizer(Cell):
         self.loss_scale = float(loss_scale)
         self.parameters = ParameterTuple(params)  # raises on duplicate names
         self._lr_sources = lrs
-        self._weight_decays = [wd if _default_decay_filter(p) else 0.0
-                               for p, wd in zip(self.parameters, decays)]
+        # MindSpore: ungrouped, decay skips normalisation parameters by name; grouped, every
+        # parameter of a group with weight_decay > 0 (or a decay Cell) is decayed.
+        self._weight_decays = decays if self.is_group else [
+            wd if _default_decay_filter(p) else 0.0 for p, wd in zip(self.parameters, decays)]
+        self._grad_centralization = centralize
         self.weight_decay = default_wd
         self.dynamic_lr = any(s.fixed is None for s in lrs)
+        self.dynamic_weight_decay = any(isinstance(wd, Cell) for wd in self._weight_decays)
         self.global_step = Parameter(initializer(0, (1,), mstype.int32), name="global_step",
                                      requires_grad=False)
         if default_lr.fixed is not None and not self.is_group_lr:
@@ -183,14 +185,69 @@ class Optimizer(Cell):
         elif default_lr.schedule is not None and isinstance(default_lr.schedule, Cell):
             self.learning_rate = default_lr.schedule
 
+    _GROUP_KEYS = ("params", "lr", "weight_decay", "grad_centralization")
+
+    def _parse_groups(self, who, groups, default_lr, weight_decay):
+        """Per-parameter rates, decays and centralization flags of MindSpore's group dicts;
+        an {'order_params': [...]} dict fixes the order of the parameters."""
+        params, lrs, decays, centralize, order = [], [], [], [], None
+        for group in groups:
+            if not isinstance(group, dict):
+                raise TypeError(f"{who}: mix of group dicts and Parameters in params")
+            if "order_params" in group:
+                if len(group) > 1:
+                    raise ValueError(f"{who}: the order params dict in group parameters should "
+                                     f"only include the 'order_params' key, got "
+                                     f"{sorted(group)}")
+                order = list(group["order_params"])
+                continue
+            unknown = sorted(set(group) - set(self._GROUP_KEYS))
+            if unknown:
+                log.warning(f"{who}: the optimizer cannot parse {unknown} when setting "
+                            f"parameter groups; the keys are {list(self._GROUP_KEYS)}")
+            group_params = list(group.get("params", []))
+            if not group_params:
+                raise ValueError(f"{who}: a parameter group has an empty 'params' list")
+            lr = _LR(group["lr"], who) if "lr" in group else default_lr
+            self.is_group_lr = self.is_group_lr or "lr" in group
+            wd = self._check_weight_decay(group.get("weight_decay", weight_decay), who)
+            gc = group.get("grad_centralization", False)
+            if not isinstance(gc, bool):
+                raise TypeError(f"{who}: grad_centralization must be a bool, got {gc!r}")
+            for p in group_params:
+                if any(p is q for q in params):
+                    raise RuntimeError(f"{who}: the {getattr(p, 'name', p)} parameter already "
+                                       f"exists; a parameter may appear in one group only")
+                params.append(p)
+                lrs.append(lr)
+                decays.append(wd)
+                centralize.append(gc)
+        if order is None:
+            return params, lrs, decays, centralize
+        if len(order) != len(params):
+            raise ValueError(f"{who}: order_params has {len(order)} parameters but the groups "
+                             f"hold {len(params)}; they must list the same parameters")
+        index = []
+        for p in order:
+            found = [k for k, q in enumerate(params) if q is p]
+            if not found:
+                raise ValueError(f"{who}: order_params holds '{getattr(p, 'name', p)}', which "
+                                 f"is in no parameter group")
+            index.append(found[0])
+        return ([params[k] for k in index], [lrs[k] for k in index],
+                [decays[k] for k in index], [centralize[k] for k in index])
+
     @property
     def _parameters(self):
         return self.parameters
 
     @staticmethod
     def _check_weight_decay(value, who):
+        if isinstance(value, Cell):
+            return value  # dynamic: called with the global step, like a LearningRateSchedule
         if isinstance(value, bool) or not isinstance(value, numbers.Real):
-            raise TypeError(f"{who}: weight_decay must be a float, got {value!r}")
+            raise TypeError(f"{who}: weight_decay must be a float, an int or a Cell, got "
+                            f"{value!r}")
         if value < 0:
             raise ValueError(f"{who}: weight_decay must be >= 0, got {value}")
         return float(value)
@@ -266,6 +323,7 @@ class Optimizer(Cell):
                              f"optimizer.parameters order")
         step = self._step_tensor()
         lrs = self._lr_tensors(step)
+        decays = self._decay_values(step)
         state = self._begin_step(step)
         for i, (param, grad) in enumerate(zip(self.parameters, grads)):
             if grad is None:
@@ -275,18 +333,77 @@ class Optimizer(Cell):
                                  f"parameter '{param.name}' has shape {tuple(param.shape)}")
             if grad.dtype != param.dtype:
                 grad = grad.astype(param.dtype)
+            param = _graph_value(param)
+            wd = decays[i]
+            # MindSpore multiplies weight_decay by loss_scale, decays, centralizes, then divides
+            # by loss_scale: the same as unscaling first and decaying with weight_decay itself.
             if self.loss_scale != 1.0:
                 grad = grad * (1.0 / self.loss_scale)
-            param = _graph_value(param)
-            wd = self._weight_decays[i]
-            if wd and not self._decoupled_weight_decay:
+            if not self._decoupled_weight_decay and (_core.is_tensor(wd) or wd):
                 grad = grad + param * wd
+            if self._grad_centralization[i]:
+                grad = _centralize(grad)
             lr = lrs[i]
             if _core.is_tensor(lr) and lr.dtype != param.dtype:
                 lr = ops.cast(lr, param.dtype)
             self._update(i, param, grad, lr, wd, state)
         ops.assign(self.global_step, self.global_step + 1)
         return True
+
+    def _decay_values(self, step):
+        """Each parameter's weight decay at `step`: its float, or a decay Cell's value at the
+        step as a float32 scalar tensor (one call per distinct Cell)."""
+        cache = {}
+        out = []
+        for wd in self._weight_decays:
+            if isinstance(wd, Cell):
+                if id(wd) not in cache:
+                    value = wd(step)
+                    value = ops.reshape(value, ()) if _core.is_tensor(value) else value
+                    if _core.is_tensor(value) and value.dtype != mstype.float32:
+                        value = ops.cast(value, mstype.float32)
+                    cache[id(wd)] = value
+                wd = cache[id(wd)]
+            out.append(wd)
+        return out
+
+    def get_weight_decay(self):
+        """The weight decay at the current step: a float (a tuple of them, one per parameter,
+        for grouped parameters), or tensors where a decay Cell gives it."""
+        values = self._decay_values(self._step_tensor())
+        return tuple(values) if self.is_group else values[0] if values else self.weight_decay
+
+    # ---- MindSpore's helpers for optimizers that write their own construct ----
+    @property
+    def target(self):
+        return "CPU"
+
+    @property
+    def unique(self):
+        return True
+
+    def decay_weight(self, gradients):
+        """gradients + weight_decay * loss_scale * parameter, where the parameter decays (the
+        loss scale is undone by scale_grad, as in MindSpore)."""
+        decays = self._decay_values(self._step_tensor())
+        out = []
+        for p, g, wd in zip(self.parameters, gradients, decays):
+            if g is not None and not self._decoupled_weight_decay and (_core.is_tensor(wd) or
+                                                                       wd):
+                g = g + _graph_value(p) * (wd * self.loss_scale)
+            out.append(g)
+        return tuple(out)
+
+    def gradients_centralization(self, gradients):
+        """Each gradient of a group with grad_centralization, centralized."""
+        return tuple(_centralize(g) if flag and g is not None else g
+                     for g, flag in zip(gradients, self._grad_centralization))
+
+    def scale_grad(self, gradients):
+        """Gradients divided by loss_scale (unchanged when it is 1)."""
+        if self.loss_scale == 1.0:
+            return tuple(gradients)
+        return tuple(None if g is None else g * (1.0 / self.loss_scale) for g in gradients)
 
     def _begin_step(self, step):
         """Per-step values shared by all parameters (Adam's bias corrections), computed from

@@ -1,4 +1,10 @@
 """kiln.nn.wrap -- training wrappers."""
 from kiln.nn.wrap.cell_wrapper import TrainOneStepCell, WithEvalCell, WithLossCell  # noqa: F401
+from kiln.nn.wrap.loss_scale import (  # noqa: F401
+    DynamicLossScaleUpdateCell,
+    FixedLossScaleUpdateCell,
+    TrainOneStepWithLossScaleCell,
+)
 
-__all__ = ["WithLossCell", "WithEvalCell", "TrainOneStepCell"]
+__all__ = ["WithLossCell", "WithEvalCell", "TrainOneStepCell", "DynamicLossScaleUpdateCell",
+           "FixedLossScaleUpdateCell", "TrainOneStepWithLossScaleCell"]

@@ -1,13 +1,31 @@
 """Functional ops, one module per op family; this package (and kiln.ops) re-exports them all."""
-from kiln.ops.function import array, elementwise, helpers, linalg, nn, normalization, reduce
+from kiln.ops.function import (
+    activation,
+    array,
+    ctc,
+    elementwise,
+    helpers,
+    linalg,
+    loss,
+    matrix,
+    nn,
+    normalization,
+    reduce,
+    spatial,
+)
+from kiln.ops.function.activation import *  # noqa: F401,F403
 from kiln.ops.function.array import *  # noqa: F401,F403
+from kiln.ops.function.ctc import *  # noqa: F401,F403
 from kiln.ops.function.elementwise import *  # noqa: F401,F403
 from kiln.ops.function.helpers import *  # noqa: F401,F403
 from kiln.ops.function.linalg import *  # noqa: F401,F403
+from kiln.ops.function.loss import *  # noqa: F401,F403
+from kiln.ops.function.matrix import *  # noqa: F401,F403
 from kiln.ops.function.nn import *  # noqa: F401,F403
 from kiln.ops.function.normalization import *  # noqa: F401,F403
 from kiln.ops.function.reduce import *  # noqa: F401,F403
+from kiln.ops.function.spatial import *  # noqa: F401,F403
 
-__all__ = sorted({name for module in (array, elementwise, helpers, linalg, nn, normalization,
-                                      reduce)
+__all__ = sorted({name for module in (activation, array, ctc, elementwise, helpers, linalg,
+                                      loss, matrix, nn, normalization, reduce, spatial)
                   for name in module.__all__})

@@ -1,9 +1,10 @@
-"""Neural-network functional ops: conv2d (MindSpore pad_mode semantics) and 2-D pooling."""
+"""Neural-network functional ops: conv2d (MindSpore pad_mode semantics), 2-D pooling and
+apply_momentum (adaptive pooling lives in spatial.py)."""
 
 from kiln.ops._core import call, int_arg, pair_attr, shape_attr
 
 __all__ = [
-    "apply_momentum", "conv2d", "max_pool2d", "avg_pool2d", "adaptive_avg_pool2d"]
+    "apply_momentum", "conv2d", "max_pool2d", "avg_pool2d"]
 
 
 def _pair(value, name, op, allow_zero=False):
@@ -105,28 +106,6 @@ def avg_pool2d(input_x, kernel_size=1, stride=1, padding=0, ceil_mode=False,
             raise ValueError(f"{op}: divisor_override must be None or a nonzero int, got 0")
     return call("avg_pool2d", (input_x,), (kernel, stride, padding, bool(ceil_mode),
                                            bool(count_include_pad), divisor_override))
-
-
-def adaptive_avg_pool2d(input, output_size):  # noqa: A002
-    """Adaptive average pooling, for output sizes that divide the input (one avg_pool2d);
-    other sizes raise NotImplementedError."""
-    op = "adaptive_avg_pool2d"
-    h, w = _spatial(input, op)
-    sizes = output_size if isinstance(output_size, (tuple, list)) else (output_size,) * 2
-    if len(sizes) != 2:
-        raise ValueError(f"{op}: output_size must be an int or a tuple of 2 ints (None keeps "
-                         f"that input size), got {len(sizes)} values {output_size!r}")
-    out = tuple(size if o is None else int_arg(o, op, "output_size")
-                for o, size in zip(sizes, (h, w)))
-    if min(out) < 1:
-        raise ValueError(f"{op}: output_size must be positive, got {output_size!r}")
-    if h % out[0] or w % out[1]:
-        raise NotImplementedError(f"{op}: input size {(h, w)} must be a multiple of output "
-                                  f"size {out}")
-    kernel = (h // out[0], w // out[1])
-    return avg_pool2d(input, kernel, kernel)
-
-
 
 
 def apply_momentum(variable, accumulation, learning_rate, gradient, momentum, use_nesterov=False):
