@@ -235,8 +235,9 @@ def test_num_epochs_is_checked():
 
 
 def test_ctrl_c_while_waiting_for_a_row_interrupts_and_exits_cleanly():
-    code = (
-        "import time, numpy as np, kiln.dataset as ds\n"
+    code = (  # Python's Ctrl-C handler even if this runner was started with SIGINT ignored
+        "import signal, time, numpy as np, kiln.dataset as ds\n"
+        "signal.signal(signal.SIGINT, signal.default_int_handler)\n"
         "def slow():\n"
         "    while True:\n"
         "        time.sleep(0.2)\n"

@@ -1,6 +1,7 @@
 """Checked size arithmetic, Python ints that do not fit a dtype, NaN through relu, Ctrl-C."""
 
 import os
+import signal
 import subprocess
 
 import numpy as np
@@ -152,6 +153,10 @@ def test_ctrl_c_interrupts_a_running_graph_while_loop():
             x = x + 1
         return x
 
+    # Python's own Ctrl-C handler, even where the test runner was started with SIGINT ignored
+    # (a background job of a non-interactive shell is): then Python installs none, and the
+    # signal would never arrive.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     # Another process sends the signal, as a terminal would: the loop holds the GIL, so a
     # Python thread of this process could not.
     killer = subprocess.Popen(["sh", "-c", f"sleep 0.5; kill -INT {os.getpid()}"])
@@ -160,6 +165,7 @@ def test_ctrl_c_interrupts_a_running_graph_while_loop():
             forever(ms.Tensor(1.0))
     finally:
         killer.wait()
+        signal.signal(signal.SIGINT, previous)
     # The engine is still usable afterwards.
     assert float(ms.jit(lambda v: v * 2)(ms.Tensor(3.0))) == 6.0
 
