@@ -12,39 +12,10 @@ import sys
 
 import mindspore as ms
 import numpy as np
+from _networks import lenet_class, mlp_class  # tools/_networks.py
 from mindspore import nn, ops
 
-
-class Mlp(nn.Cell):
-    """The seed network's layers at a smaller width."""
-
-    def __init__(self, width=32):
-        super().__init__()
-        self.flatten = nn.Flatten()
-        self.body = nn.SequentialCell(nn.Dense(28 * 28, width), nn.ReLU(), nn.Dense(width, width),
-                                      nn.ReLU(), nn.Dense(width, 10))
-
-    def construct(self, x):
-        return self.body(self.flatten(x))
-
-
-class LeNet(nn.Cell):
-    def __init__(self):
-        super().__init__()
-        self.conv1 = nn.Conv2d(1, 6, 5, pad_mode="same", has_bias=True)
-        self.conv2 = nn.Conv2d(6, 16, 5, pad_mode="valid", has_bias=True)
-        self.relu = nn.ReLU()
-        self.pool = nn.MaxPool2d(kernel_size=2, stride=2)
-        self.flatten = nn.Flatten()
-        self.fc1 = nn.Dense(400, 120)
-        self.fc2 = nn.Dense(120, 84)
-        self.fc3 = nn.Dense(84, 10)
-
-    def construct(self, x):
-        x = self.pool(self.relu(self.conv1(x)))
-        x = self.pool(self.relu(self.conv2(x)))
-        x = self.relu(self.fc1(self.flatten(x)))
-        return self.fc3(self.relu(self.fc2(x)))
+Mlp, LeNet = mlp_class(nn), lenet_class(nn)
 
 
 class Ops(nn.Cell):
@@ -75,7 +46,7 @@ def main():
     ms.set_context(mode=ms.GRAPH_MODE)
     ms.set_seed(0)
     rng = np.random.default_rng(0)
-    write(Mlp(), rng.standard_normal((3, 1, 28, 28)).astype(np.float32), out, "mlp")
+    write(Mlp(32), rng.standard_normal((3, 1, 28, 28)).astype(np.float32), out, "mlp")
     write(LeNet(), rng.standard_normal((2, 1, 28, 28)).astype(np.float32), out, "lenet")
     write(Ops(), rng.standard_normal((2, 6)).astype(np.float32), out, "ops")
     if "--seed-network" in sys.argv:

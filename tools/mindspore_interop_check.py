@@ -13,39 +13,14 @@ import pathlib
 import sys
 
 import numpy as np
+from _networks import lenet_class, mlp_class  # tools/_networks.py
 
 
 def write(out):
     import kiln as ms  # noqa: PLC0415 - only this step runs under kiln
     from kiln import nn  # noqa: PLC0415
 
-    class Seed(nn.Cell):
-        def __init__(self, width=512):
-            super().__init__()
-            self.flatten = nn.Flatten()
-            self.body = nn.SequentialCell(nn.Dense(784, width), nn.ReLU(), nn.Dense(width, width),
-                                          nn.ReLU(), nn.Dense(width, 10))
-
-        def construct(self, x):
-            return self.body(self.flatten(x))
-
-    class LeNet(nn.Cell):
-        def __init__(self):
-            super().__init__()
-            self.conv1 = nn.Conv2d(1, 6, 5, pad_mode="same", has_bias=True)
-            self.conv2 = nn.Conv2d(6, 16, 5, pad_mode="valid", has_bias=True)
-            self.relu = nn.ReLU()
-            self.pool = nn.MaxPool2d(kernel_size=2, stride=2)
-            self.flatten = nn.Flatten()
-            self.fc1 = nn.Dense(400, 120)
-            self.fc2 = nn.Dense(120, 84)
-            self.fc3 = nn.Dense(84, 10)
-
-        def construct(self, x):
-            x = self.pool(self.relu(self.conv1(x)))
-            x = self.pool(self.relu(self.conv2(x)))
-            x = self.relu(self.fc1(self.flatten(x)))
-            return self.fc3(self.relu(self.fc2(x)))
+    Seed, LeNet = mlp_class(nn), lenet_class(nn)
 
     out.mkdir(parents=True, exist_ok=True)
     ms.set_seed(1)
