@@ -1,0 +1,42 @@
+"""Evaluation metrics (MindSpore's mindspore.train.metrics): Metric and its subclasses, and the
+name lookup Model uses (`names`, `get_metric_fn`, `get_metrics`). They live in kiln.nn so that
+both kiln.nn and kiln.train (the layer above) can export them."""
+from kiln.nn.metrics.accuracy import Accuracy
+from kiln.nn.metrics.metric import Metric, rearrange_inputs
+
+__all__ = ["names", "get_metric_fn", "get_metrics", "Metric", "rearrange_inputs", "Accuracy"]
+
+_FACTORY = {
+    "accuracy": Accuracy,
+    "acc": Accuracy,
+}
+
+
+def names():
+    """The names get_metric_fn (and Model's `metrics={"name", ...}`) accepts, sorted."""
+    return sorted(_FACTORY)
+
+
+def get_metric_fn(name, *args, **kwargs):
+    """A new metric of the given name (see names()), made with args and kwargs."""
+    if name not in _FACTORY:
+        raise KeyError(f"For 'get_metric_fn', unsupported metric {name!r}; supported: "
+                       f"{names()}.")
+    return _FACTORY[name](*args, **kwargs)
+
+
+def get_metrics(metrics):
+    """Model's `metrics` argument as {name: Metric}: None stays None, a dict of str -> Metric is
+    returned as is, a set of names becomes one new metric per name."""
+    if metrics is None:
+        return None
+    if isinstance(metrics, dict):
+        for name, metric in metrics.items():
+            if not isinstance(name, str) or not isinstance(metric, Metric):
+                raise TypeError(f"For 'get_metrics', a dict of metrics must map str to Metric, "
+                                f"but got key {type(name)} and value {type(metric)}.")
+        return metrics
+    if isinstance(metrics, set):
+        return {name: get_metric_fn(name) for name in metrics}
+    raise TypeError(f"For 'get_metrics', 'metrics' must be None, a dict or a set, but got "
+                    f"{type(metrics)}.")
