@@ -205,6 +205,7 @@ def test_mae_mse_sum_per_sample_over_samples():
         m.update(c.reshape(2, 3, 1), d)  # y is reshaped to y_pred's shape
     assert mae.eval() == pytest.approx((np.abs(a - b).sum() + np.abs(c - d).sum()) / 7, 1e-6)
     assert mse.eval() == pytest.approx((((a - b) ** 2).sum() + ((c - d) ** 2).sum()) / 7, 1e-6)
+    assert type(mae.eval()) is np.float64 and type(mse.eval()) is np.float64
     with pytest.raises(ValueError, match=r"\(5, 3\).*\(4,\)"):
         mae.update(a, np.zeros(4))
     mse.clear()
@@ -216,7 +217,7 @@ def test_loss_averages_updates():
     m = train.Loss()
     m.update(Tensor(np.float32(2.0)))
     m.update(np.array([1.0, 3.0, 5.0]))
-    assert m.eval() == pytest.approx((2.0 + 3.0) / 2)
+    assert m.eval() == pytest.approx((2.0 + 3.0) / 2) and type(m.eval()) is np.float64
     with pytest.raises(ValueError, match=r"\(2, 2\)"):
         m.update(np.ones((2, 2)))
     with pytest.raises(ValueError, match="1 inputs"):

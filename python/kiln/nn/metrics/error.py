@@ -32,7 +32,9 @@ class _Error(Metric):
                              f"{y_pred.shape} and y shape {y.shape}.")
         if y.ndim == 0:
             raise ValueError(f"For '{who}.update', y must have a sample axis, but got a scalar.")
-        self._error_sum += self._error(y.reshape(y_pred.shape) - y_pred).sum()
+        # summed in the inputs' dtype, accumulated as float64: the result MindSpore gives
+        # under NumPy 1.x (its 0 + float32 scalar widens), whatever NumPy kiln runs with
+        self._error_sum += np.float64(self._error(y.reshape(y_pred.shape) - y_pred).sum())
         self._samples_num += y.shape[0]
 
     def eval(self):
@@ -76,7 +78,7 @@ class Loss(Metric):
         if loss.ndim != 1:
             raise ValueError(f"For 'Loss.update', the loss must be a scalar or 1-D, but got "
                              f"shape {loss.shape}.")
-        self._sum_loss += loss.mean(-1)
+        self._sum_loss += np.float64(loss.mean(-1))  # float64, as _Error accumulates
         self._total_num += 1
 
     def eval(self):
