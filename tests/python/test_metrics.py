@@ -96,6 +96,13 @@ def test_accuracy_classification_accumulates():
     assert isinstance(m.eval(), np.floating)
 
 
+def test_low_precision_and_parameter_inputs():
+    scores = Tensor(np.array([[0.2, 0.8], [0.9, 0.1]], np.float32), ms.bfloat16)
+    assert train.Accuracy()(scores, Tensor(np.array([1, 1], np.int32))) == 0.5
+    weights = ms.Parameter(Tensor(np.ones((2, 2), np.float32)))
+    assert train.MAE()(weights, np.zeros((2, 2))) == 2.0
+
+
 def test_accuracy_documented_example_and_input_kinds():
     x = [[0.2, 0.5], [0.3, 0.1], [0.9, 0.6]]
     for y in ([1, 0, 1], np.array([1, 0, 1]), Tensor(np.array([1, 0, 1], np.float32)),
