@@ -65,6 +65,12 @@ class DataSource:
             return iter(self._iterator)
         return iter(self.data)
 
+    def close(self):
+        """Stops the dataset's pipeline (its threads would otherwise prefetch on)."""
+        iterator, self._iterator = self._iterator, None
+        if iterator is not None:
+            iterator.stop()
+
     def epoch(self):
         """The batches of one pass over the data."""
         for item in self._fresh():
@@ -114,6 +120,16 @@ class SinkFeeder:
         self._stop = threading.Event()
         self._thread = None
 
+    def _put(self, item):
+        """Hands `item` over unless the loop has stopped (then it is dropped: a full queue
+        never blocks the thread for good)."""
+        while not self._stop.is_set():
+            try:
+                self._queue.put(item, timeout=0.05)
+                return
+            except queue.Full:
+                continue
+
     def _produce(self):
         try:
             while not self._stop.is_set():
@@ -123,14 +139,9 @@ class SinkFeeder:
                     per_step = sum(t.nbytes for t in run[0]) or 1
                     length = max(1, SINK_CHUNK_BYTES // per_step)
                     chunks += [_stack(run[i:i + length]) for i in range(0, len(run), length)]
-                while not self._stop.is_set():
-                    try:
-                        self._queue.put((chunks, None), timeout=0.05)
-                        break
-                    except queue.Full:
-                        continue
+                self._put((chunks, None))
         except BaseException as e:  # handed to the training loop, which raises it
-            self._queue.put((None, e))
+            self._put((None, e))
 
     def next_sink(self):
         if self._thread is None:

@@ -304,12 +304,18 @@ class Model:
         cb_params.latest_ckpt_file = None
         if valid is not None:
             valid = valid + (self._eval_callbacks(cb_params.list_callback),)
-        with CallbackManager(cb_params.list_callback) as list_callback:
-            if sink_mode:
-                train_sink(self, epoch, source, list_callback, cb_params, sink_size,
-                           initial_epoch, valid)
-            else:
-                train_plain(self, epoch, source, list_callback, cb_params, initial_epoch, valid)
+        try:
+            with CallbackManager(cb_params.list_callback) as list_callback:
+                if sink_mode:
+                    train_sink(self, epoch, source, list_callback, cb_params, sink_size,
+                               initial_epoch, valid)
+                else:
+                    train_plain(self, epoch, source, list_callback, cb_params, initial_epoch,
+                                valid)
+        finally:
+            source.close()
+            if valid is not None:
+                valid[0].close()
 
     @staticmethod
     def _eval_callbacks(callbacks):
@@ -339,8 +345,11 @@ class Model:
         cb_params.cur_step_num = 0
         cb_params.list_callback = _callback_list(callbacks)
         cb_params.network = self._network
-        with CallbackManager(cb_params.list_callback) as list_callback:
-            return run_eval(self, source, list_callback, cb_params, dataset_sink_mode)
+        try:
+            with CallbackManager(cb_params.list_callback) as list_callback:
+                return run_eval(self, source, list_callback, cb_params, dataset_sink_mode)
+        finally:
+            source.close()
 
     def predict(self, *predict_data):
         """The network's output for the inputs (Tensors, or Python numbers/strings/None)."""
@@ -359,16 +368,24 @@ class Model:
                              "None or empty.")
         from kiln.train._loops import compile_only  # noqa: PLC0415
         if train_dataset:
-            source = DataSource(train_dataset, "build")
             _check_int(sink_size, "sink_size")
-            compile_only(self._set_mode(self._train_network, True), next(source.epoch()))
+            compile_only(self._set_mode(self._train_network, True),
+                         _first_batch(train_dataset))
         if valid_dataset:
             if not self._metric_fns:
                 raise RuntimeError("If define `valid_dataset`, metric fn can not be None or "
                                    "empty, you should set the argument 'metrics' for model.")
-            source = DataSource(valid_dataset, "build")
-            compile_only(self._set_mode(self._eval_network, False), next(source.epoch()))
+            compile_only(self._set_mode(self._eval_network, False),
+                         _first_batch(valid_dataset))
             self._set_mode(self._train_network, True)
+
+
+def _first_batch(dataset):
+    source = DataSource(dataset, "build")
+    try:
+        return next(source.epoch())
+    finally:
+        source.close()
 
 
 def _check_predict_input(item):

@@ -175,6 +175,9 @@ class ModelCheckpoint(Callback):
         self._prefix = _free_prefix(self._directory, prefix)
         self._manager = CheckpointManager(self._directory, self._prefix)
         self._append_dict = dict(config.append_dict or {})
+        # Values given in append_info are offsets (a resumed run counts on from them).
+        self._epoch_offset = self._append_dict.get("epoch_num", 0)
+        self._step_offset = self._append_dict.get("step_num", 0)
         self._last_triggered_step = 0
         self._last_time = self._last_time_for_keep = time.time()
         self._latest_ckpt_file_name = ""
@@ -222,9 +225,9 @@ class ModelCheckpoint(Callback):
         self._last_time_for_keep = time.time()
         self._last_triggered_step = cb_params.cur_step_num
         if "epoch_num" in self._append_dict:
-            self._append_dict["epoch_num"] = cb_params.cur_epoch_num
+            self._append_dict["epoch_num"] = self._epoch_offset + cb_params.cur_epoch_num
         if "step_num" in self._append_dict:
-            self._append_dict["step_num"] = cb_params.cur_step_num
+            self._append_dict["step_num"] = self._step_offset + cb_params.cur_step_num
         network = self._config.saved_network or cb_params.train_network
         path = os.path.join(self._directory, name)
         save_checkpoint(network, path, self._config.integrated_save, self._config.async_save,
