@@ -318,3 +318,19 @@ def test_plot_without_matplotlib_names_the_extra(monkeypatch):
     monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib now fails
     with pytest.raises(ImportError, match=r"kiln\[plot\]"):
         LossPlot("x.png")
+
+
+def test_exception_save_writes_a_breakpoint_checkpoint(tmp_path):
+    class Fail(Callback):
+        def on_train_step_end(self, rc):
+            if rc.original_args().cur_step_num == 4:
+                raise RuntimeError("power cut")
+
+    config = CheckpointConfig(save_checkpoint_steps=100, exception_save=True)
+    model = _model()
+    with pytest.raises(RuntimeError, match="power cut"):
+        model.train(3, _dataset(), callbacks=[ModelCheckpoint("b", str(tmp_path), config),
+                                              Fail()])
+    assert _ckpts(tmp_path) == ["b-2_1_breakpoint.ckpt"]
+    saved = ms.load_checkpoint(str(tmp_path / "b-2_1_breakpoint.ckpt"))
+    assert int(saved["global_step"].asnumpy().reshape(-1)[0]) == 4

@@ -11,6 +11,7 @@ from kiln.nn.wrap.cell_wrapper import TrainOneStepCell, WithEvalCell, WithLossCe
 from kiln.train._data import DataSource
 from kiln.train._loops import SinkLoop, eval_during_train, run_eval, train_plain, train_sink
 from kiln.train.callback._callback import CallbackManager, InternalCallbackParam, legacy_methods
+from kiln.train.callback._checkpoint import ModelCheckpoint
 from kiln.train.callback._progress import LossPlot
 
 __all__ = ["Model"]
@@ -312,6 +313,11 @@ class Model:
                 else:
                     train_plain(self, epoch, source, list_callback, cb_params, initial_epoch,
                                 valid)
+        except BaseException:
+            for cb in cb_params.list_callback:
+                if isinstance(cb, ModelCheckpoint):
+                    cb.save_breakpoint(cb_params)
+            raise
         finally:
             source.close()
             if valid is not None:

@@ -233,3 +233,15 @@ class ModelCheckpoint(Callback):
         save_checkpoint(network, path, self._config.integrated_save, self._config.async_save,
                         self._append_dict or None, self._config.enc_key, self._config.enc_mode)
         self._latest_ckpt_file_name = path
+
+    def save_breakpoint(self, cb_params):
+        """With exception_save: the training network as it was when training failed, as
+        ``{prefix}-{epoch}_{step_in_epoch}_breakpoint.ckpt`` (Model calls this)."""
+        if not self._config.exception_save or not cb_params.get("cur_step_num"):
+            return None
+        step_in_epoch = (cb_params.cur_step_num - 1) % cb_params.batch_num + 1
+        path = os.path.join(self._directory, f"{self._prefix}-{cb_params.cur_epoch_num}_"
+                                             f"{step_in_epoch}_breakpoint.ckpt")
+        network = self._config.saved_network or cb_params.train_network
+        save_checkpoint(network, path, self._config.integrated_save)
+        return path
