@@ -2,13 +2,41 @@
 name lookup Model uses (`names`, `get_metric_fn`, `get_metrics`). They live in kiln.nn so that
 both kiln.nn and kiln.train (the layer above) can export them."""
 from kiln.nn.metrics.accuracy import Accuracy
+from kiln.nn.metrics.confusion_matrix import ConfusionMatrix, ConfusionMatrixMetric
+from kiln.nn.metrics.dice import Dice
+from kiln.nn.metrics.error import MAE, MSE, Loss
 from kiln.nn.metrics.metric import Metric, rearrange_inputs
+from kiln.nn.metrics.precision_recall import F1, Fbeta, Precision, Recall
+from kiln.nn.metrics.roc import ROC, auc
+from kiln.nn.metrics.topk import (
+    Top1CategoricalAccuracy,
+    Top5CategoricalAccuracy,
+    TopKCategoricalAccuracy,
+)
 
-__all__ = ["names", "get_metric_fn", "get_metrics", "Metric", "rearrange_inputs", "Accuracy"]
+__all__ = ["names", "get_metric_fn", "get_metrics", "Metric", "rearrange_inputs", "Accuracy",
+           "Precision", "Recall", "Fbeta", "F1", "MAE", "MSE", "Loss", "Dice", "ROC", "auc",
+           "TopKCategoricalAccuracy", "Top1CategoricalAccuracy", "Top5CategoricalAccuracy",
+           "ConfusionMatrix", "ConfusionMatrixMetric"]
 
+# The names Model's `metrics={"accuracy", ...}` and get_metric_fn accept.
 _FACTORY = {
     "accuracy": Accuracy,
     "acc": Accuracy,
+    "precision": Precision,
+    "recall": Recall,
+    "F1": F1,
+    "dice": Dice,
+    "roc": ROC,
+    "auc": auc,
+    "topk": TopKCategoricalAccuracy,
+    "top_1_accuracy": Top1CategoricalAccuracy,
+    "top_5_accuracy": Top5CategoricalAccuracy,
+    "mae": MAE,
+    "mse": MSE,
+    "loss": Loss,
+    "confusion_matrix": ConfusionMatrix,
+    "confusion_matrix_metric": ConfusionMatrixMetric,
 }
 
 
