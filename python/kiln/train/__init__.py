@@ -2,6 +2,7 @@
 mindspore.train."""
 from kiln.train import callback, metrics  # noqa: F401
 from kiln.train.callback import *  # noqa: F401,F403
+from kiln.train.data_sink import data_sink  # noqa: F401
 from kiln.train.grad_accumulation import GradAccumulationCell  # noqa: F401
 from kiln.train.metrics import *  # noqa: F401,F403
 from kiln.train.model import Model  # noqa: F401
@@ -14,6 +15,6 @@ from kiln.train.serialization import (  # noqa: F401
 )
 
 __all__ = ["export", "load", "save_checkpoint", "load_checkpoint", "load_param_into_net",
-           "CheckpointError", "Model", "GradAccumulationCell"]
+           "CheckpointError", "Model", "GradAccumulationCell", "data_sink"]
 __all__ += metrics.__all__
 __all__ += callback.__all__
