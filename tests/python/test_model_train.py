@@ -328,18 +328,30 @@ def test_build_compiles_without_running():
         model.build(_dataset(x, y))
 
 
-def test_amp_level_without_amp_module_is_a_clear_error():
+@pytest.mark.parametrize("mode", MODES)
+def test_amp_level_routes_to_kiln_amp(mode):
+    """amp_level / loss_scale_manager go to kiln.amp.build_train_network: where it exists the
+    loss-scaled step trains (its (loss, overflow, scale) outputs through the loops, sink mode
+    included); where it does not, Model says so with a ValueError."""
+    ms.set_context(mode=mode)
     try:
         import kiln.amp as amp
         has_amp = hasattr(amp, "build_train_network")
     except ImportError:
         has_amp = False
-    if has_amp:
-        model = _model()
-        assert model.train_network is not None
+    net = _net()
+    args = (net, nn.SoftmaxCrossEntropyWithLogits(sparse=True, reduction="mean"),
+            nn.Momentum(net.trainable_params(), 0.1, 0.9))
+    if not has_amp:
+        with pytest.raises(ValueError, match="kiln.amp.build_train_network"):
+            Model(*args, amp_level="O2")
         return
-    with pytest.raises(ValueError, match="kiln.amp.build_train_network"):
-        Model(_net(), nn.MSELoss(), nn.SGD(_net().trainable_params()), amp_level="O2")
+    x, y = _data()
+    model = Model(*args, metrics={"accuracy"}, amp_level="O2")
+    model.train(4, _dataset(x, y))
+    model.train(1, _dataset(x, y), dataset_sink_mode=True, sink_size=4)
+    assert isinstance(model.train_network.network, nn.Cell)
+    assert model.eval(_dataset(x, y))["accuracy"] > 0.85
 
 
 @pytest.mark.parametrize("sink_size", [1, 3, 7])
