@@ -334,3 +334,12 @@ def test_exception_save_writes_a_breakpoint_checkpoint(tmp_path):
     assert _ckpts(tmp_path) == ["b-2_1_breakpoint.ckpt"]
     saved = ms.load_checkpoint(str(tmp_path / "b-2_1_breakpoint.ckpt"))
     assert int(saved["global_step"].asnumpy().reshape(-1)[0]) == 4
+
+
+def test_missing_callbacks_say_so():
+    with pytest.raises(AttributeError, match="SummaryCollector is not in kiln yet"):
+        ms.train.callback.SummaryCollector  # noqa: B018
+    with pytest.raises(AttributeError, match="mindspore.train.SummaryLandscape is not in kiln"):
+        ms.train.SummaryLandscape  # noqa: B018
+    assert ms.train.LossMonitor is LossMonitor and ms.LossMonitor is LossMonitor
+    assert ms.train.callback.ModelCheckpoint is ModelCheckpoint

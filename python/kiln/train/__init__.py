@@ -18,3 +18,8 @@ __all__ = ["export", "load", "save_checkpoint", "load_checkpoint", "load_param_i
            "CheckpointError", "Model", "GradAccumulationCell", "data_sink"]
 __all__ += metrics.__all__
 __all__ += callback.__all__
+
+# A MindSpore name kiln lacks: an AttributeError that says so (kiln.common._missing).
+from kiln.common._missing import missing_attribute as _missing_attribute  # noqa: E402
+
+__getattr__ = _missing_attribute("kiln.train", "mindspore.train")

@@ -17,3 +17,8 @@ _CallbackManager, _InternalCallbackParam = CallbackManager, InternalCallbackPara
 __all__ = ["Callback", "RunContext", "LossMonitor", "TimeMonitor", "History", "LambdaCallback",
            "ModelCheckpoint", "CheckpointConfig", "EarlyStopping", "ReduceLROnPlateau",
            "ProgressBar", "LossPlot"]
+
+# A MindSpore name kiln lacks: an AttributeError that says so (kiln.common._missing).
+from kiln.common._missing import missing_attribute as _missing_attribute  # noqa: E402
+
+__getattr__ = _missing_attribute("kiln.train.callback", "mindspore.train.callback")
