@@ -3,7 +3,7 @@ and tuples, PyNative and compiled, gradients by finite differences, and argument
 import numpy as np
 import pytest
 from gradcheck import check_grad
-from graph_check import assert_same_in_both_modes
+from graph_check import assert_same_in_both_modes, in_three_modes
 
 import kiln as ms
 from kiln import Tensor, ops
@@ -129,3 +129,19 @@ def test_argument_errors():
         ops.clip_by_norm(t, 0.0)
     with pytest.raises(ValueError, match="norm_type"):
         ops.clip_by_norm(t, 1.0, norm_type=0)
+
+
+def test_in_a_graph_mode_cell():
+    a = RNG.normal(0, 3, (4, 2)).astype(np.float32)
+    b = RNG.normal(0, 3, (3,)).astype(np.float32)
+
+    def clip_both(x, y):
+        return ops.clip_by_global_norm([x, y], 1.5), ops.clip_by_norm(x, 0.5)
+
+    want_global = np_global([a, b], 1.5)
+    want_norm = np_by_norm([a], 0.5, 2)[0]
+    for mode, run in in_three_modes(clip_both, Tensor(a), Tensor(b)):
+        (ga, gb), na = run()
+        np.testing.assert_allclose(ga.asnumpy(), want_global[0], rtol=1e-5, err_msg=mode)
+        np.testing.assert_allclose(gb.asnumpy(), want_global[1], rtol=1e-5, err_msg=mode)
+        np.testing.assert_allclose(na.asnumpy(), want_norm, rtol=1e-5, err_msg=mode)

@@ -6,8 +6,15 @@ from kiln.nn.metrics.confusion_matrix import ConfusionMatrix, ConfusionMatrixMet
 from kiln.nn.metrics.dice import Dice
 from kiln.nn.metrics.error import MAE, MSE, Loss
 from kiln.nn.metrics.metric import Metric, rearrange_inputs
+from kiln.nn.metrics.occlusion import OcclusionSensitivity
 from kiln.nn.metrics.precision_recall import F1, Fbeta, Precision, Recall
 from kiln.nn.metrics.roc import ROC, auc
+from kiln.nn.metrics.similarity import BleuScore, CosineSimilarity, Perplexity
+from kiln.nn.metrics.surface_distance import (
+    HausdorffDistance,
+    MeanSurfaceDistance,
+    RootMeanSquareDistance,
+)
 from kiln.nn.metrics.topk import (
     Top1CategoricalAccuracy,
     Top5CategoricalAccuracy,
@@ -17,7 +24,9 @@ from kiln.nn.metrics.topk import (
 __all__ = ["names", "get_metric_fn", "get_metrics", "Metric", "rearrange_inputs", "Accuracy",
            "Precision", "Recall", "Fbeta", "F1", "MAE", "MSE", "Loss", "Dice", "ROC", "auc",
            "TopKCategoricalAccuracy", "Top1CategoricalAccuracy", "Top5CategoricalAccuracy",
-           "ConfusionMatrix", "ConfusionMatrixMetric"]
+           "ConfusionMatrix", "ConfusionMatrixMetric", "HausdorffDistance",
+           "MeanSurfaceDistance", "RootMeanSquareDistance", "CosineSimilarity", "Perplexity",
+           "BleuScore", "OcclusionSensitivity"]
 
 # The names Model's `metrics={"accuracy", ...}` and get_metric_fn accept.
 _FACTORY = {
@@ -37,6 +46,13 @@ _FACTORY = {
     "loss": Loss,
     "confusion_matrix": ConfusionMatrix,
     "confusion_matrix_metric": ConfusionMatrixMetric,
+    "hausdorff_distance": HausdorffDistance,
+    "mean_surface_distance": MeanSurfaceDistance,
+    "root_mean_square_distance": RootMeanSquareDistance,
+    "cosine_similarity": CosineSimilarity,
+    "perplexity": Perplexity,
+    "bleu_score": BleuScore,
+    "occlusion_sensitivity": OcclusionSensitivity,
 }
 
 

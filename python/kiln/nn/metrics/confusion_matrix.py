@@ -152,7 +152,7 @@ def per_sample_counts(y_pred, y, skip_channel):
     return np.stack([tp, negatives - tn, tn, positives - tp], axis=-1)
 
 
-def decrease(values, how):
+def reduce_values(values, how):
     """Reduce (batch, class) values, skipping NaNs, as `how` says; returns (values, count of
     the non-NaN values that went in)."""
     valid = ~np.isnan(values)
@@ -218,7 +218,7 @@ class ConfusionMatrixMetric(Metric):
             raise ValueError(f"For '{who}', y must be binarized (0 or 1).")
         counts = per_sample_counts(y_pred, y, self.skip_channel)
         if self.calculation_method:
-            score, valid = decrease(metric_of_counts(self._short, counts), self.decrease)
+            score, valid = reduce_values(metric_of_counts(self._short, counts), self.decrease)
             if np.ndim(score):
                 raise ValueError(f"For '{who}', calculation_method=True needs a decrease "
                                  f"that gives one value ('mean' or 'sum'), got "
