@@ -85,6 +85,7 @@ nb::dict OpSchema(int kind) {
   d["has_grad"] = def.grad != nullptr;
   d["is_view"] = def.is_view;
   d["mutates"] = def.mutated_inputs;
+  d["is_random"] = def.is_random;
   return d;
 }
 

@@ -204,3 +204,35 @@ def test_export_refuses_a_graph_with_interpreter_nodes(tmp_path):
         with pytest.raises(RuntimeError, match=r"test_jit_lax.py:\d+"):
             ms.export(NumpyNet(), _x(), file_name=str(tmp_path / "net"), file_format="MINDIR")
     assert not list(tmp_path.iterdir())  # nothing half-written
+
+
+def builtins_on_constant_tensors():
+    x = Tensor(np.array([0, 1, 2, 3]))
+    items = [Tensor([1]), Tensor([2]), Tensor([3])]
+    return (all(x), any(x), all(Tensor([1, 1])), max(Tensor([1, 5, 3])), int(x.sum()),
+            items.index(Tensor([3])), [20, Tensor(1), 4, Tensor(1)].count(Tensor(1)))
+
+
+def test_builtins_over_tensors_made_from_constants_fold_while_compiling():
+    eager, graph = _both(builtins_on_constant_tensors)
+    assert [bool(v) if isinstance(v, Tensor) else v for v in graph] == [
+        bool(v) if isinstance(v, Tensor) else v for v in eager
+    ]
+    assert int(graph[3]) == 5 and graph[4] == 6 and graph[5] == 2 and graph[6] == 2
+
+
+class DictState(nn.Cell):
+    def __init__(self):
+        super().__init__()
+        self.attrs = {"a": 1}
+
+    def construct(self, x):
+        self.attrs["b"] = 2  # item assignment: not an attribute the graph writes
+        return x * len(self.attrs)
+
+
+def test_item_assignment_into_a_self_container_is_not_runtime_state():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", LaxRuntimeWarning)  # no interpreter node
+        out = ms.jit(DictState().construct)(_x())
+    np.testing.assert_array_equal(out.asnumpy(), [2.0, 4.0, 6.0])

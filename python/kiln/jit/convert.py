@@ -273,13 +273,21 @@ def _assigned_attributes(node):
     if cached is not None:
         return cached
     found = set()
+
+    def add(target):  # `self.x = ...`, also unpacked (`self.x, y = ...`); not `self.x[i] = ...`
+        if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name):
+            found.add((target.value.id, target.attr))
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            for t in target.elts:
+                add(t)
+        elif isinstance(target, ast.Starred):
+            add(target.value)
+
     for n in ast.walk(node):
         targets = n.targets if isinstance(n, ast.Assign) else (
             [n.target] if isinstance(n, (ast.AugAssign, ast.AnnAssign)) else [])
         for t in targets:
-            for leaf in ast.walk(t):
-                if isinstance(leaf, ast.Attribute) and isinstance(leaf.value, ast.Name):
-                    found.add((leaf.value.id, leaf.attr))
+            add(t)
     node._kiln_assigned_attrs = found
     return found
 

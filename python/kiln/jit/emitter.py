@@ -18,8 +18,15 @@ _OP_NAMES = _C.op_names()  # by kind, for messages
 
 # ops whose outputs share their first input's storage in PyNative
 _VIEW_KINDS = frozenset(k for k in KIND.values() if _C.op_schema(k)["is_view"])
+# ops whose result depends only on their inputs: computed while compiling when those are known
+_FOLDABLE_KINDS = frozenset(
+    k for k in KIND.values()
+    if not _C.op_schema(k)["mutates"] and not _C.op_schema(k)["is_random"]
+)
+_FOLD_LIMIT = 4096  # elements: larger constants stay graph ops (the graph keeps what it folds)
 
 
+_UNKNOWN = object()
 RAISE_TENSOR_ARG = object()  # where a raised exception's argument is a tensor's run-time value
 RAISE_ARG_SEPARATOR = "\x1f"  # between those values in the run-time message
 
@@ -124,6 +131,9 @@ class GraphEmitter:
         """Op `kind` (the registry's number) as a node; bindings/dispatch.cc calls this for
         every op this thread runs while it compiles."""
         name = _OP_NAMES[kind]
+        folded = self._fold(kind, name, inputs, attrs)
+        if folded is not None:
+            return folded
         handles, absent = [], []
         for x in inputs:
             if x is None:
@@ -139,6 +149,52 @@ class GraphEmitter:
             for v in values:
                 self.views[id(v)] = (v, name, base)
         return values[0] if len(values) == 1 else tuple(values)
+
+    def _fold(self, kind, name, inputs, attrs):
+        """An op on values known while compiling (tensors made from constants in compiled code,
+        numbers) runs now, as MindSpore folds them: its result is a graph constant whose value
+        Python code can still read (all(t), max(t), list.index(t)). None when it cannot."""
+        if kind not in _FOLDABLE_KINDS or self.differentiating or _C.tape_active():
+            return None  # (an eager op would be recorded on the tape)
+        values = []
+        for x in inputs:
+            value = self._known(x)
+            if value is _UNKNOWN:
+                return None
+            values.append(value)
+        if not any(isinstance(v, Tensor) for v in values):
+            return None
+        from kiln import _graph_state  # noqa: PLC0415
+        from kiln.ops._core import call  # noqa: PLC0415
+
+        try:
+            with _graph_state.eager():
+                result = call(name, tuple(values), tuple(attrs))
+        except Exception:  # noqa: BLE001 - the graph op reports the error with its line
+            return None
+        results = result if isinstance(result, tuple) else (result,)
+        if not all(isinstance(r, Tensor) and r.size <= _FOLD_LIMIT for r in results):
+            return None
+        graph = tuple(self._known_constant(r.copy()) for r in results)
+        return graph if isinstance(result, tuple) else graph[0]
+
+    def _known(self, x):
+        """x's value when compiling knows it: a number, None, a tensor made while compiling, or
+        a graph constant that kept its value; else _UNKNOWN."""
+        if x is None or isinstance(x, (bool, int, float)):
+            return x
+        if isinstance(x, GraphTensor):
+            return _UNKNOWN if x.known is None else x.known
+        if isinstance(x, Tensor) and not isinstance(x, Parameter):
+            if id(x) in self._param_values or x.size > _FOLD_LIMIT or self.is_outside(x):
+                return _UNKNOWN
+            return x
+        return _UNKNOWN
+
+    def _known_constant(self, value):
+        g = self.constant(value)
+        g.known = value
+        return g
 
     # ---- regions: the bodies of graph if and while ----
     @property
