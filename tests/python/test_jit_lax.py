@@ -236,3 +236,55 @@ def test_item_assignment_into_a_self_container_is_not_runtime_state():
         warnings.simplefilter("error", LaxRuntimeWarning)  # no interpreter node
         out = ms.jit(DictState().construct)(_x())
     np.testing.assert_array_equal(out.asnumpy(), [2.0, 4.0, 6.0])
+
+
+_history = []
+
+
+def records(x):
+    y = x * 2
+    _history.append(y)
+    _history.extend([y + 1])
+    return y
+
+
+def test_a_global_list_gets_graph_values_appended_when_the_graph_runs():
+    _history.clear()
+    fn = ms.jit(records)
+    before = ms.get_jit_stats()["compiles"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", LaxRuntimeWarning)
+        for i in range(3):
+            fn(Tensor(np.full(2, i, np.float32)))
+    assert ms.get_jit_stats()["compiles"] - before == 1  # the list is run-time state
+    assert [h.asnumpy().tolist() for h in _history] == [
+        [0.0, 0.0], [1.0, 1.0], [2.0, 2.0], [3.0, 3.0], [4.0, 4.0], [5.0, 5.0]]
+    local = []  # a list the compiled code makes itself holds graph values as before
+    assert ms.jit(lambda x: (local.clear(), [x, x])[1])(_x())[0].shape == (3,)
+
+
+@ms.jit_class
+class _Scaled:
+    def __init__(self, k):
+        self.k = k
+
+    def __enter__(self):
+        return self.k
+
+    def __exit__(self, *exc):
+        return False
+
+
+def uses_with(x):
+    with _Scaled(3) as k:
+        y = x * k
+    return y
+
+
+def test_with_statement():
+    eager, graph = _both(uses_with, _x())
+    np.testing.assert_array_equal(graph.asnumpy(), eager.asnumpy())
+    from kiln.jit import GraphSyntaxError
+
+    with pytest.raises(GraphSyntaxError, match="with"):
+        ms.jit(uses_with, jit_config=STRICT)(_x())

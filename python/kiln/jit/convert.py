@@ -34,6 +34,7 @@ from kiln.jit.loops import LoopsMixin
 from kiln.jit.rewrites import (
     CONTAINS_FN,
     FSTRING_FN,
+    LIST_METHOD_FN,
     HAS_KEY_FN,
     NOT_FN,
     NOTE_RETURN_FN,
@@ -101,7 +102,7 @@ class Converter(StatementsMixin, BranchesMixin, LoopsMixin):
     # ---- calls ----
     def call_function(self, fn, args, kwargs):
         source = FunctionSource.of(fn)
-        check_strict(source)
+        check_strict(source, self.lax)
         sig = inspect.signature(fn)
         try:
             bound = sig.bind(*args, **kwargs)
@@ -134,6 +135,28 @@ class Converter(StatementsMixin, BranchesMixin, LoopsMixin):
                 cell = object.__getattribute__(owner, "_cell")
                 if not isinstance(getattr(cell, attr, None), (Parameter, CellBase)):
                     self.written_attributes.add((id(cell), attr))
+
+    def list_method(self, receiver, name, *args, **kwargs):
+        """receiver.append/extend/insert(...): a list from outside the function (a global, a
+        closure variable, an attribute) given values the graph computes is written when the
+        graph runs (LAX), and is run-time state from then on: guarded by identity only."""
+        if (type(receiver) is list and self.guards.read_directly(receiver)
+                and lax_text.has_runtime_values(list(args) + list(kwargs.values()))):
+            from kiln.jit import lax  # noqa: PLC0415
+
+            if not self.lax:  # refused before the list changes (no placeholder is left in it)
+                raise TypeError(
+                    f"Graph mode: compiled code stores a tensor it computes into a list from "
+                    f"outside (list.{name}), which outlives the compiled function (STRICT); "
+                    f"return the tensor instead, or use the LAX syntax level"
+                )
+
+            self.guards.by_identity(receiver)
+            write = getattr(receiver, name)
+            lax.run_later(lambda *a, **k: write(*a, **k), args, kwargs,
+                          f"list.{name} on an outside list", output="none", probe=False)
+            return None
+        return getattr(receiver, name)(*args, **kwargs)
 
     def runtime_attribute(self, cell, path, name):
         """A read of an attribute compiled code writes (LAX): a run-time read."""
@@ -215,6 +238,7 @@ class Converter(StatementsMixin, BranchesMixin, LoopsMixin):
         scope.locals.setdefault(HAS_KEY_FN, has_key)
         scope.locals.setdefault(FSTRING_FN, lax_text.fstring)
         scope.locals.setdefault(STR_FORMAT_FN, lax_text.str_format)
+        scope.locals.setdefault(LIST_METHOD_FN, self.list_method)
         scope.locals.setdefault(NOTE_RETURN_FN, self._note_return)
         try:
             return eval(code, scope)  # noqa: S307 - compiled user code, as Python would run it

@@ -8,6 +8,8 @@ SELECT_FN, NOT_FN, NOTE_RETURN_FN = "__kiln_select__", "__kiln_not__", "__kiln_n
 CONTAINS_FN = "__kiln_contains__"
 HAS_KEY_FN = "__kiln_has_key__"
 FSTRING_FN, STR_FORMAT_FN = "__kiln_fstring__", "__kiln_str_format__"
+LIST_METHOD_FN = "__kiln_list_method__"
+_LIST_WRITES = ("append", "extend", "insert")  # list methods that store values (lax.list_method)
 # Locals the rewritten loops set; names starting with "__kiln_" are the converter's own.
 BREAK_FLAG, SKIP_FLAG = "__kiln_brk", "__kiln_skip"
 RETURN_VALUE, RETURNED_FLAG = "__kiln_ret", "__kiln_returned"
@@ -158,6 +160,12 @@ class _ConditionalExpressions(ast.NodeTransformer):
         if (isinstance(func, ast.Attribute) and func.attr == "has_key" and len(node.args) == 1
                 and not node.keywords and not isinstance(node.args[0], ast.Starred)):
             return _call(HAS_KEY_FN, [func.value, node.args[0]], node)
+        if (isinstance(func, ast.Attribute) and func.attr in _LIST_WRITES
+                and not any(isinstance(a, ast.Starred) for a in node.args)):
+            call = ast.Call(func=ast.Name(id=LIST_METHOD_FN, ctx=ast.Load()),
+                            args=[func.value, ast.Constant(func.attr)] + node.args,
+                            keywords=node.keywords)
+            return ast.copy_location(call, node)
         if (isinstance(func, ast.Attribute) and func.attr == "format"
                 and isinstance(func.value, ast.Constant) and isinstance(func.value.value, str)):
             # "...".format(x): text of a graph value is known when the graph runs (lax.py)
