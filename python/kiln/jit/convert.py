@@ -34,8 +34,8 @@ from kiln.jit.loops import LoopsMixin
 from kiln.jit.rewrites import (
     CONTAINS_FN,
     FSTRING_FN,
-    LIST_METHOD_FN,
     HAS_KEY_FN,
+    LIST_METHOD_FN,
     NOT_FN,
     NOTE_RETURN_FN,
     SELECT_FN,
