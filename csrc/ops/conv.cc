@@ -1,10 +1,12 @@
 // conv.cc - Conv2d on oneDNN (cached primitives), with its gradient ops; pooling is in pool.cc.
 //
 // NCHW. Conv2d runs float32 through oneDNN with plain layouts (nchw / oihw), so no
-// reorder runs per call; other float dtypes convert to float32 around it. Its gradients are two
-// ops of their own on oneDNN's backward-data / backward-weights primitives (cached the same
-// way; backward-weights runs in oneDNN's blocked layouts, see below).
+// reorder runs per call; bfloat16 runs natively (bf16 operands, f32 accumulation) where the CPU
+// has bf16 instructions (AVX512-BF16 / AMX); other float dtypes convert to float32 around it. Its
+// gradients are two ops of their own on oneDNN's backward-data / backward-weights primitives
+// (cached the same way; backward-weights runs in oneDNN's blocked layouts, see below).
 #include <algorithm>
+#include <initializer_list>
 
 #include "core/error.h"
 #include "kernels/cpu/copy.h"
@@ -107,27 +109,38 @@ std::vector<TensorMeta> InferConv2d(const OpDef& def, const std::vector<TensorMe
 }
 
 // Plain-layout memory descriptors of a convolution's src (nchw), weights (oihw, or goihw with
-// groups) and dst (nchw), float32.
+// groups) and dst (nchw), all of element type `dt` (f32, or bf16 on the native path).
 struct ConvDescs {
   dnnl::memory::desc src, weights, dst;
 };
 
-ConvDescs MakeConvDescs(const ConvGeometry& g) {
+ConvDescs MakeConvDescs(const ConvGeometry& g, dnnl::memory::data_type dt) {
   using dnnl::memory;
-  const auto f32 = memory::data_type::f32;
   ConvDescs d;
-  d.src = memory::desc({g.n, g.c, g.h, g.w}, f32, memory::format_tag::nchw);
-  d.dst = memory::desc({g.n, g.o, g.oh, g.ow}, f32, memory::format_tag::nchw);
-  d.weights = g.groups == 1 ? memory::desc({g.o, g.c, g.kh, g.kw}, f32, memory::format_tag::oihw)
+  d.src = memory::desc({g.n, g.c, g.h, g.w}, dt, memory::format_tag::nchw);
+  d.dst = memory::desc({g.n, g.o, g.oh, g.ow}, dt, memory::format_tag::nchw);
+  d.weights = g.groups == 1 ? memory::desc({g.o, g.c, g.kh, g.kw}, dt, memory::format_tag::oihw)
                             : memory::desc({g.groups, g.o / g.groups, g.c / g.groups, g.kh, g.kw},
-                                           f32, memory::format_tag::goihw);
+                                           dt, memory::format_tag::goihw);
   return d;
 }
 
-cpu::PrimitiveKey ConvKey(int64_t tag, const ConvGeometry& g, bool has_bias) {
-  return {tag,      g.n,      g.c,      g.h,      g.w,           g.o,
-          g.kh,     g.kw,     g.groups, has_bias, g.stride[0],   g.stride[1],
-          g.pad[0], g.pad[1], g.pad[2], g.pad[3], g.dilation[0], g.dilation[1]};
+cpu::PrimitiveKey ConvKey(int64_t tag, const ConvGeometry& g, bool has_bias,
+                          dnnl::memory::data_type dt) {
+  cpu::PrimitiveKey key{tag,      g.n,      g.c,      g.h,      g.w,           g.o,
+                        g.kh,     g.kw,     g.groups, has_bias, g.stride[0],   g.stride[1],
+                        g.pad[0], g.pad[1], g.pad[2], g.pad[3], g.dilation[0], g.dilation[1]};
+  key.push_back(static_cast<int64_t>(dt));
+  return key;
+}
+
+// The element type a conv's operands have in oneDNN: bf16 when they are all bfloat16 and the CPU
+// runs bf16 natively, f32 otherwise (the kernels then convert around the call).
+dnnl::memory::data_type ConvType(std::initializer_list<DType> dtypes) {
+  if (!cpu::OnednnHasNativeBF16()) return dnnl::memory::data_type::f32;
+  for (DType d : dtypes)
+    if (d != DType::BFloat16) return dnnl::memory::data_type::f32;
+  return dnnl::memory::data_type::bf16;
 }
 
 // oneDNN counts dilation from 0 (no gap) where PyTorch and MindSpore count from 1.
@@ -152,13 +165,13 @@ struct ConvEntry {
   dnnl::memory::desc src, weights, bias, dst;
 };
 
-// out = conv(x, w) + bias, all float32 and contiguous.
+// out = conv(x, w) + bias, contiguous; x, w and out of element type dt, the bias float32.
 void OnednnConv(const ConvGeometry& g, const Tensor& x, const Tensor& w, const Tensor& bias,
-                const Tensor& out) {
+                const Tensor& out, dnnl::memory::data_type dt) {
   using dnnl::memory;
   const bool has_bias = bias.defined();
-  auto entry = cpu::CachedPrimitive<ConvEntry>(ConvKey(kConvTag, g, has_bias), [&] {
-    ConvDescs d = MakeConvDescs(g);
+  auto entry = cpu::CachedPrimitive<ConvEntry>(ConvKey(kConvTag, g, has_bias, dt), [&] {
+    ConvDescs d = MakeConvDescs(g, dt);
     memory::desc bias_md = has_bias
                                ? memory::desc({g.o}, memory::data_type::f32, memory::format_tag::a)
                                : memory::desc();
@@ -181,13 +194,13 @@ struct ConvBackwardDataEntry {
   ConvDescs descs;
 };
 
-// dx = conv's input gradient from dy and w, all float32 and contiguous.
+// dx = conv's input gradient from dy and w, all of element type dt and contiguous.
 void OnednnConvBackwardData(const ConvGeometry& g, const Tensor& dy, const Tensor& w,
-                            const Tensor& dx) {
+                            const Tensor& dx, dnnl::memory::data_type dt) {
   using dnnl::memory;
   auto entry =
-      cpu::CachedPrimitive<ConvBackwardDataEntry>(ConvKey(kConvBackwardDataTag, g, false), [&] {
-        ConvDescs d = MakeConvDescs(g);
+      cpu::CachedPrimitive<ConvBackwardDataEntry>(ConvKey(kConvBackwardDataTag, g, false, dt), [&] {
+        ConvDescs d = MakeConvDescs(g, dt);
         auto hint = ForwardPd(g, d, memory::desc(), dnnl::prop_kind::forward_training);
         dnnl::convolution_backward_data::primitive_desc pd(
             cpu::OnednnEngine(), dnnl::algorithm::convolution_direct, d.src, d.weights, d.dst,
@@ -212,19 +225,18 @@ struct ConvBackwardWeightsEntry {
   std::shared_ptr<dnnl::reorder> src_in, dst_in, weights_out;  // null where layouts agree
 };
 
-// dw = conv's weight gradient from dy and x, all float32 and contiguous.
+// dw = conv's weight gradient from dy and x, all of element type dt and contiguous.
 void OnednnConvBackwardWeights(const ConvGeometry& g, const Tensor& dy, const Tensor& x,
-                               const Tensor& dw) {
+                               const Tensor& dw, dnnl::memory::data_type dt) {
   using dnnl::memory;
   auto& engine = cpu::OnednnEngine();
   auto entry = cpu::CachedPrimitive<ConvBackwardWeightsEntry>(
-      ConvKey(kConvBackwardWeightsTag, g, false), [&] {
-        ConvDescs plain = MakeConvDescs(g), any;
-        const auto f32 = memory::data_type::f32;
+      ConvKey(kConvBackwardWeightsTag, g, false, dt), [&] {
+        ConvDescs plain = MakeConvDescs(g, dt), any;
         const auto tag_any = memory::format_tag::any;
-        any.src = memory::desc(plain.src.get_dims(), f32, tag_any);
-        any.weights = memory::desc(plain.weights.get_dims(), f32, tag_any);
-        any.dst = memory::desc(plain.dst.get_dims(), f32, tag_any);
+        any.src = memory::desc(plain.src.get_dims(), dt, tag_any);
+        any.weights = memory::desc(plain.weights.get_dims(), dt, tag_any);
+        any.dst = memory::desc(plain.dst.get_dims(), dt, tag_any);
         auto hint = ForwardPd(g, any, memory::desc(), dnnl::prop_kind::forward_training);
         dnnl::convolution_backward_weights::primitive_desc pd(
             engine, dnnl::algorithm::convolution_direct, any.src, any.weights, any.dst,
@@ -304,9 +316,14 @@ void Conv2dKernel(KernelContext& ctx) {
     }
     return;
   }
-  Tensor x = Float32Contiguous(ctx.inputs[0]), w = Float32Contiguous(ctx.inputs[1]),
-         bias = Float32Contiguous(ctx.inputs[2]);
-  IntoFloat32(out, [&](const Tensor& out32) { OnednnConv(g, x, w, bias, out32); });
+  const auto dt = ConvType({ctx.inputs[0].dtype(), ctx.inputs[1].dtype(), out.dtype()});
+  Tensor bias = Float32Contiguous(ctx.inputs[2]);  // a bf16 conv takes an f32 bias as well
+  if (dt == dnnl::memory::data_type::bf16) {
+    OnednnConv(g, ctx.inputs[0].Contiguous(), ctx.inputs[1].Contiguous(), bias, out, dt);
+    return;
+  }
+  Tensor x = Float32Contiguous(ctx.inputs[0]), w = Float32Contiguous(ctx.inputs[1]);
+  IntoFloat32(out, [&](const Tensor& out32) { OnednnConv(g, x, w, bias, out32, dt); });
 }
 
 // ---- Conv2d's gradients: conv2d_backward_input(dy, weight; input_shape, <conv2d attrs>) and
@@ -366,8 +383,13 @@ void Conv2dBackwardInputKernel(KernelContext& ctx) {
   ConvGeometry g = PlanConvBackward(ctx.def, MetasOf(ctx.inputs), ctx.attrs, false);
   const Tensor& dx = ctx.outputs[0];
   if (dx.numel() == 0) return;  // otherwise dy and the weight are non-empty too
+  const auto dt = ConvType({ctx.inputs[0].dtype(), ctx.inputs[1].dtype(), dx.dtype()});
+  if (dt == dnnl::memory::data_type::bf16) {
+    OnednnConvBackwardData(g, ctx.inputs[0].Contiguous(), ctx.inputs[1].Contiguous(), dx, dt);
+    return;
+  }
   Tensor dy = Float32Contiguous(ctx.inputs[0]), w = Float32Contiguous(ctx.inputs[1]);
-  IntoFloat32(dx, [&](const Tensor& dx32) { OnednnConvBackwardData(g, dy, w, dx32); });
+  IntoFloat32(dx, [&](const Tensor& dx32) { OnednnConvBackwardData(g, dy, w, dx32, dt); });
 }
 
 void Conv2dBackwardWeightKernel(KernelContext& ctx) {
@@ -378,8 +400,13 @@ void Conv2dBackwardWeightKernel(KernelContext& ctx) {
     cpu::Fill(dw, 0.0);
     return;
   }
+  const auto dt = ConvType({ctx.inputs[0].dtype(), ctx.inputs[1].dtype(), dw.dtype()});
+  if (dt == dnnl::memory::data_type::bf16) {
+    OnednnConvBackwardWeights(g, ctx.inputs[0].Contiguous(), ctx.inputs[1].Contiguous(), dw, dt);
+    return;
+  }
   Tensor dy = Float32Contiguous(ctx.inputs[0]), x = Float32Contiguous(ctx.inputs[1]);
-  IntoFloat32(dw, [&](const Tensor& dw32) { OnednnConvBackwardWeights(g, dy, x, dw32); });
+  IntoFloat32(dw, [&](const Tensor& dw32) { OnednnConvBackwardWeights(g, dy, x, dw32, dt); });
 }
 
 // ---- Gradient rules
