@@ -1,0 +1,202 @@
+"""kiln.amp: which cells and primitives each amp level runs in bfloat16/float16, outputs against
+float32 within the low-precision tolerance, float32 master weights and gradients through the
+casts, build_train_network, the loss-scale managers and scalers, all_finite -- in PyNative and
+GRAPH_MODE."""
+import numpy as np
+import pytest
+
+import kiln as ms
+from kiln import Tensor, amp, nn, ops
+
+MODES = ["pynative", "graph"]
+LOW = [ms.bfloat16, ms.float16]
+# 1 + 2**-10 is exact in float32 and float16 but rounds to 1 in bfloat16 (8 significant bits);
+# 1 + 2**-12 rounds to 1 in both 16-bit types. Sums of it show whether a product ran in low
+# precision or in float32.
+FINE = np.float32(1 + 2 ** -12)
+
+
+def _mode(mode):
+    ms.set_context(mode=ms.GRAPH_MODE if mode == "graph" else ms.PYNATIVE_MODE)
+
+
+class Mlp(nn.Cell):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Dense(16, 32, weight_init="ones", bias_init="zeros")
+        self.ln = nn.LayerNorm((32,), begin_norm_axis=-1, begin_params_axis=-1)
+        self.fc2 = nn.Dense(32, 4)
+
+    def construct(self, x):
+        return self.fc2(ops.relu(self.ln(self.fc1(x))))
+
+
+class PrimNet(nn.Cell):
+    """A construct calling a white-listed primitive held as an attribute (O1 casts around it)."""
+
+    def __init__(self):
+        super().__init__()
+        self.matmul = ops.MatMul()
+        self.w = ms.Parameter(Tensor(np.ones((16, 2), np.float32)), name="w")
+
+    def construct(self, x):
+        return self.matmul(x, self.w)
+
+
+def _x(batch=4):
+    return Tensor(np.full((batch, 16), FINE, np.float32))
+
+
+def _net(seed=0):
+    ms.set_seed(seed)
+    return Mlp()
+
+
+# ---- Cell.to_float ----
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("dtype", LOW)
+def test_to_float_computes_in_low_precision_with_float32_parameters(mode, dtype):
+    _mode(mode)
+    dense = nn.Dense(16, 2, weight_init="ones", bias_init="zeros").to_float(dtype)
+    y = dense(_x())
+    assert y.dtype == dtype
+    # The input rounds to 1 in the 16-bit type: the product sums 16 ones, not 16 * FINE.
+    np.testing.assert_array_equal(y.asnumpy().astype(np.float32), np.full((4, 2), 16.0))
+    assert dense.weight.dtype == ms.float32 and dense.bias.dtype == ms.float32
+    assert dense.weight.__class__ is ms.Parameter  # read outside construct: the Parameter
+
+
+def test_to_float_flags_recursive_and_rejects_other_types():
+    net = _net().to_float(ms.bfloat16)
+    for cell in (net, net.fc1, net.ln, net.fc2):
+        assert cell.bf16 and not cell.fp16 and not cell.fp32
+    net.ln.to_float(ms.float32)
+    assert net.ln.fp32 and net.fc1.bf16
+    with pytest.raises(ValueError, match="dst_type"):
+        nn.Dense(2, 2).to_float(ms.int32)
+    with pytest.raises(ValueError, match="dst_type"):
+        nn.Dense(2, 2).to_float(ms.float64)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_gradients_flow_through_the_casts_to_float32_parameters(mode):
+    _mode(mode)
+    x = Tensor(np.random.default_rng(0).standard_normal((8, 16)).astype(np.float32))
+    grads = {}
+    for name, dtype in (("f32", None), ("bf16", ms.bfloat16)):
+        net = _net()
+        if dtype is not None:
+            net.to_float(dtype)
+        fn = ms.value_and_grad(lambda v, n=net: n(v).astype(ms.float32).sum(), None,
+                               net.trainable_params())
+        _, grads[name] = fn(x)
+    for g32, g16 in zip(grads["f32"], grads["bf16"], strict=True):
+        assert g16.dtype == ms.float32
+        a, b = g32.asnumpy(), g16.asnumpy()
+        assert np.abs(a - b).max() <= 3e-2 * (np.abs(a).max() + 1e-3)
+
+
+# ---- amp levels ----
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("dtype", LOW)
+@pytest.mark.parametrize("level", ["O1", "O2", "O3"])
+def test_levels_close_to_float32(mode, dtype, level):
+    _mode(mode)
+    x = Tensor(np.random.default_rng(1).standard_normal((8, 16)).astype(np.float32))
+    want = _net()(x).asnumpy()
+    net = amp.auto_mixed_precision(_net(), level, dtype=dtype)
+    got = net(x)
+    assert got.dtype == ms.float32  # O1 casts the listed cells' outputs back; O2/O3 the net's
+    np.testing.assert_allclose(got.asnumpy(), want, rtol=5e-2, atol=5e-2 * np.abs(want).max())
+
+
+def test_level_o0_returns_the_network_unchanged():
+    net = _net()
+    assert amp.auto_mixed_precision(net, "O0", ms.bfloat16) is net
+    assert "_amp_dtype" not in net.fc1.__dict__
+
+
+def _low(cell):
+    return cell.__dict__.get("_amp_dtype")
+
+
+def test_level_o1_marks_only_the_white_list():
+    net = amp.auto_mixed_precision(_net(), "O1", dtype=ms.bfloat16)
+    assert _low(net.fc1) == ms.bfloat16 and _low(net.fc2) == ms.bfloat16
+    assert net.fc1._amp_output_dtype == ms.float32
+    assert _low(net.ln) is None and _low(net) is None
+    assert net._amp_level == "O1"
+
+
+def test_level_o2_keeps_the_black_list_in_float32():
+    net = amp.auto_mixed_precision(_net(), "O2", dtype=ms.bfloat16)
+    inner = net._backbone
+    assert _low(inner) == ms.bfloat16 and _low(inner.fc1) == ms.bfloat16
+    assert _low(inner.ln) == ms.float32 and inner.ln._amp_output_dtype == ms.bfloat16
+    # The parameters keep their names and float32 (the wrapper adds no prefix).
+    names = [p.name for p in net.trainable_params()]
+    assert names == [p.name for p in _net().trainable_params()]
+    assert all(p.dtype == ms.float32 for p in net.trainable_params())
+
+
+def test_level_o3_runs_everything_low():
+    net = amp.auto_mixed_precision(_net(), "O3", dtype=ms.float16)
+    assert all(_low(c) == ms.float16 for _, c in net._backbone.cells_and_names())
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_level_o1_casts_around_a_white_listed_primitive(mode):
+    _mode(mode)
+    net = PrimNet()
+    assert net(_x()).asnumpy()[0, 0] == pytest.approx(16 * float(FINE), rel=1e-7)
+    net = amp.auto_mixed_precision(PrimNet(), "O1", dtype=ms.bfloat16)
+    y = net(_x())
+    assert y.dtype == ms.float32
+    np.testing.assert_array_equal(y.asnumpy(), np.full((4, 2), 16.0, np.float32))
+
+
+def test_level_and_dtype_errors():
+    with pytest.raises(ValueError, match="O5"):
+        amp.auto_mixed_precision(_net(), "O5")
+    with pytest.raises(ValueError, match="dtype"):
+        amp.auto_mixed_precision(_net(), "O2", dtype=ms.float32)
+    with pytest.raises(TypeError, match="Cell"):
+        amp.auto_mixed_precision(lambda x: x, "O1")
+
+
+# ---- custom lists ----
+
+def test_white_and_black_lists_are_copies():
+    white = amp.get_white_list()
+    assert nn.Dense in white and nn.Conv2d in white and ops.MatMul in white
+    white.append(nn.Flatten)
+    assert nn.Flatten not in amp.get_white_list()
+    assert amp.get_black_list() == [nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d, nn.LayerNorm]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_custom_mixed_precision(mode):
+    _mode(mode)
+    net = amp.custom_mixed_precision(_net(), white_list=[nn.LayerNorm], dtype=ms.bfloat16)
+    assert _low(net.ln) == ms.bfloat16 and _low(net.fc1) is None
+    assert net(_x()).dtype == ms.float32
+    net = amp.custom_mixed_precision(_net(), black_list=[nn.Dense], dtype=ms.bfloat16)
+    assert _low(net._backbone.fc1) == ms.float32 and _low(net._backbone.ln) == ms.bfloat16
+    assert net(_x()).dtype == ms.float32
+
+
+def test_custom_mixed_precision_errors():
+    with pytest.raises(ValueError, match="one of white_list and black_list"):
+        amp.custom_mixed_precision(_net())
+    with pytest.raises(ValueError, match="same time"):
+        amp.custom_mixed_precision(_net(), white_list=[nn.Dense], black_list=[nn.LayerNorm])
+    with pytest.raises(TypeError, match="should be list"):
+        amp.custom_mixed_precision(_net(), white_list=(nn.Dense,))
+    with pytest.raises(TypeError, match="should be a class"):
+        amp.custom_mixed_precision(_net(), white_list=[nn.Dense(2, 2)])
+    with pytest.raises(TypeError, match="'Cell'"):
+        amp.custom_mixed_precision(_net(), black_list=[ops.MatMul])
+    with pytest.raises(ValueError, match="dtype"):
+        amp.custom_mixed_precision(_net(), white_list=[nn.Dense], dtype=ms.int8)
