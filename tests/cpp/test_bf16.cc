@@ -48,10 +48,10 @@ TEST(BFloat16, MatMulMatchesFloat32) {
     Shape a, b;
     bool ta, tb;
   };
-  for (const Case& c : {Case{{64, 784}, {512, 784}, false, true},
-                        Case{{64, 512}, {512, 512}, false, false},
-                        Case{{64, 512}, {64, 784}, true, false},
-                        Case{{8, 4, 128, 64}, {8, 4, 64, 128}, false, false}}) {
+  for (const Case& c :
+       {Case{{64, 784}, {512, 784}, false, true}, Case{{64, 512}, {512, 512}, false, false},
+        Case{{64, 512}, {64, 784}, true, false},
+        Case{{8, 4, 128, 64}, {8, 4, 64, 128}, false, false}}) {
     Tensor a = RandomBf16Exact(c.a, 1), b = RandomBf16Exact(c.b, 2);
     Tensor want = CallOp1(OpKind::MatMul, {a, b}, {c.ta, c.tb});
     auto args = Bf16({a, b});
@@ -66,12 +66,16 @@ struct ConvCase {
 };
 
 std::vector<ConvCase> ConvCases() {
-  return {ConvCase{{8, 1, 32, 32}, {6, 1, 5, 5}, {Shape{1, 1}, Shape{0, 0, 0, 0}, Shape{1, 1},
-                                                  int64_t{1}}},  // LeNet's first layer
-          ConvCase{{8, 6, 14, 14}, {16, 6, 5, 5}, {Shape{1, 1}, Shape{0, 0, 0, 0}, Shape{1, 1},
-                                                   int64_t{1}}},
-          ConvCase{{2, 8, 9, 9}, {8, 2, 3, 3}, {Shape{2, 2}, Shape{1, 1, 1, 1}, Shape{2, 2},
-                                                int64_t{4}}}};  // strided, dilated, grouped
+  return {
+      ConvCase{{8, 1, 32, 32},
+               {6, 1, 5, 5},
+               {Shape{1, 1}, Shape{0, 0, 0, 0}, Shape{1, 1}, int64_t{1}}},  // LeNet's first layer
+      ConvCase{
+          {8, 6, 14, 14}, {16, 6, 5, 5}, {Shape{1, 1}, Shape{0, 0, 0, 0}, Shape{1, 1}, int64_t{1}}},
+      ConvCase{
+          {2, 8, 9, 9},
+          {8, 2, 3, 3},
+          {Shape{2, 2}, Shape{1, 1, 1, 1}, Shape{2, 2}, int64_t{4}}}};  // strided, dilated, grouped
 }
 
 TEST(BFloat16, Conv2dForwardMatchesFloat32) {
@@ -95,8 +99,7 @@ TEST(BFloat16, Conv2dGradientsMatchFloat32) {
     Tensor dx = CallOp1(OpKind::Conv2dBackwardInput, {dy, w}, dx_attrs);
     Tensor dw = CallOp1(OpKind::Conv2dBackwardWeight, {dy, x}, dw_attrs);
     ExpectRoundedOnce(CallOp1(OpKind::Conv2dBackwardInput, Bf16({dy, w}), dx_attrs), dx, 10.f);
-    ExpectRoundedOnce(CallOp1(OpKind::Conv2dBackwardWeight, Bf16({dy, x}), dw_attrs), dw,
-                      40.f);
+    ExpectRoundedOnce(CallOp1(OpKind::Conv2dBackwardWeight, Bf16({dy, x}), dw_attrs), dw, 40.f);
   }
 }
 
