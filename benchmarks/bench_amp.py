@@ -155,7 +155,7 @@ def main():
     torch = import_torch(args.threads)
     print(f"cpu: {cpu_flags()}; threads: {args.threads}; load average: {os.getloadavg()}")
     if note:
-        print(note)
+        print(note.split(" (")[0])  # one thread for every framework
     rows = []
     for workload in (seed_workload(torch), encoder_workload(torch)):
         name, times = measure(workload, torch, args.number, args.pynative)

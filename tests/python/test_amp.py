@@ -248,3 +248,47 @@ def test_lenet_convolutions_in_bfloat16(mode, level):
         assert np.linalg.norm(a - b) <= 0.25 * np.linalg.norm(a)
     a, b = grads32[-2].asnumpy(), grads16[-2].asnumpy()  # the last layer's: one rounding away
     assert np.linalg.norm(a - b) <= 2e-2 * np.linalg.norm(a)
+
+
+def _bf16_round(values):
+    """NumPy float32 -> the nearest bfloat16 (ties to even), as float32."""
+    u = np.asarray(values, np.float32).view(np.uint32).astype(np.uint64)
+    rounded = ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint32) << 16
+    out = rounded.view(np.float32)
+    return np.where(np.isnan(values), np.float32(np.nan), out)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_bf16_elementwise_kernels_round_the_float32_result_once(mode):
+    """The activations and arithmetic of the networks above, on bf16 tensors longer than the
+    kernels' 256-element chunks, with infinities and NaNs: each result is the float32 function
+    of the bf16 inputs, rounded once to bf16."""
+    _mode(mode)
+    rng = np.random.default_rng(4)
+    x = _bf16_round(rng.standard_normal(1000).astype(np.float32) * 3)
+    y = _bf16_round(rng.standard_normal(1000).astype(np.float32) * 3)
+    x[[5, 300, 777]] = [np.inf, -np.inf, np.nan]
+    xt, yt = Tensor(x).astype(ms.bfloat16), Tensor(y).astype(ms.bfloat16)
+    erf = np.vectorize(__import__("math").erf)
+    cases = [
+        (lambda a, b: ops.relu(a), lambda a, b: np.maximum(a, 0)),
+        (lambda a, b: a * b, lambda a, b: a * b),
+        (lambda a, b: a + 0.5, lambda a, b: a + np.float32(0.5)),
+        (lambda a, b: ops.exp(a / 8), lambda a, b: np.exp(a / 8)),
+        (lambda a, b: ops.gelu(b, approximate="none"),
+         lambda a, b: 0.5 * b * (1 + erf(b / np.sqrt(2)))),
+    ]
+    for kiln_fn, np_fn in cases:
+        fn = ms.jit(kiln_fn) if mode == "graph" else kiln_fn
+        got = fn(xt, yt)
+        assert got.dtype == ms.bfloat16
+        with np.errstate(invalid="ignore", over="ignore"):
+            want = _bf16_round(np_fn(x.astype(np.float64), y.astype(np.float64)))
+        got = got.astype(ms.float32).asnumpy()
+        np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+        finite = np.isfinite(want)
+        np.testing.assert_array_equal(got[~finite & ~np.isnan(want)],
+                                      want[~finite & ~np.isnan(want)])
+        # Within one bf16 unit (the float32 function itself may differ in its last bits; its
+        # GELU loses relative precision far in the negative tail, where it is below 1e-6).
+        np.testing.assert_allclose(got[finite], want[finite], rtol=2 ** -8, atol=1e-6)
