@@ -257,3 +257,21 @@ def test_all_finite(mode):
         assert not bool(fn([ok[0], Tensor(values).astype(ms.bfloat16)]).asnumpy())
     with pytest.raises(TypeError, match="all_finite"):
         amp.all_finite(Tensor(np.ones(2, np.float32)))
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("level", ["O2", "O3"])
+def test_batchnorm_statistics_update_in_low_precision(mode, level):
+    """BatchNorm's moving statistics are state it updates in place: they stay float32 and are
+    read uncast, so the update reaches them at every level (O3 runs BatchNorm itself in bf16)."""
+    _mode(mode)
+    net = _net()
+    anet = amp.auto_mixed_precision(net, level, dtype=ms.bfloat16)
+    opt = nn.Momentum(net.trainable_params(), 0.05, 0.9)
+    step = amp.build_train_network(anet, opt, nn.CrossEntropyLoss())
+    x = X * 2 + 1
+    step(Tensor(x), Tensor(LABELS))
+    h = x @ net.fc1.weight.asnumpy().T + net.fc1.bias.asnumpy()  # fc1 already updated: close
+    mean = net.bn.moving_mean.asnumpy()
+    assert net.bn.moving_mean.dtype == ms.float32
+    np.testing.assert_allclose(mean, 0.1 * h.mean(0), rtol=0.1, atol=0.02)

@@ -40,8 +40,10 @@ def amp_cast(value, dtype):
 
 
 def amp_param(cell, value):
-    """A Parameter read by `cell`'s construct: cast to the cell's mixed-precision type while
-    the cell runs, the Parameter itself otherwise."""
+    """A trainable Parameter read by `cell`'s construct: cast to the cell's mixed-precision type
+    while the cell runs, the Parameter itself otherwise. (Callers pass non-trainable ones, state
+    such as BatchNorm's moving statistics that the cell updates in place, through uncast: a cast
+    copy would take the update instead.)"""
     d = cell.__dict__
     dtype = d.get("_amp_dtype")
     if dtype is None or not d.get("_amp_depth"):

@@ -113,8 +113,9 @@ class CellProxy:
             cell_attr=True,
             key=(id(cell), name),
         )
-        # A cell run in mixed precision reads its Parameters cast (Cell.to_float).
-        return amp_param(cell, wrapped) if isinstance(value, Parameter) else wrapped
+        # A cell run in mixed precision reads its trainable Parameters cast (Cell.to_float).
+        trainable = isinstance(value, Parameter) and value.requires_grad
+        return amp_param(cell, wrapped) if trainable else wrapped
 
     def __setattr__(self, name, value):
         self._converter.assign_attribute(self._cell, self._path, name, value)

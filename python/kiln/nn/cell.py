@@ -43,12 +43,15 @@ class Cell(CellBase):
         if "_params" not in self.__dict__:
             raise RuntimeError(f"{type(self).__name__}.__init__ must call super().__init__() "
                                f"before the cell is used")
-        if "_amp_dtype" in self.__dict__ or "_amp_output_dtype" in self.__dict__:
+        d = self.__dict__
+        if "_amp_dtype" in d or "_amp_output_dtype" in d:
             return amp_call(self, self._call, args, kwargs)  # mixed precision: the casts
-        return self._call(args, kwargs)
+        # Inside a graph being compiled, or in GRAPH_MODE, the compiler takes the call.
+        if _graph_state.compiling() or _SETTINGS["mode"] == _GRAPH_MODE:
+            return cell_graph_call(self, args, kwargs)
+        return self.construct(*args, **kwargs)
 
     def _call(self, args, kwargs):
-        # Inside a graph being compiled, or in GRAPH_MODE, the compiler takes the call.
         if _graph_state.compiling() or _SETTINGS["mode"] == _GRAPH_MODE:
             return cell_graph_call(self, args, kwargs)
         return self.construct(*args, **kwargs)
@@ -60,8 +63,8 @@ class Cell(CellBase):
         for registry in ("_params", "_cells", "_params_list"):
             if registry in d and name in d[registry]:
                 value = d[registry][name]
-                if registry == "_params" and value is not None and "_amp_dtype" in d \
-                        and not _graph_state.compiling():
+                if registry == "_params" and "_amp_dtype" in d and value is not None \
+                        and value.requires_grad and not _graph_state.compiling():
                     return amp_param(self, value)  # read by a mixed-precision construct
                 return value
         raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
