@@ -10,6 +10,7 @@
 #include "engine/onnx_export.h"
 #include "frontend/graph_builder.h"
 #include "outputs.h"
+#include "runtime/interpret.h"
 
 namespace kiln::bind {
 
@@ -119,6 +120,24 @@ void BindJit(nb::module_& m) {
            })
       .def("__call__", &FastCall::Call, nb::arg("args"), nb::arg("epoch"), nb::arg("opaque"));
   m.def("fast_call_hits", [] { return FastCall::hits; });
+  // The host of run-time interpreter nodes: host(key, inputs tuple) -> sequence of Tensors.
+  // Held for the life of the process (never released after the interpreter is gone).
+  m.def("set_interpret_host", [](nb::object host) {
+    static nb::object* held = nullptr;
+    if (held == nullptr) held = new nb::object();
+    *held = host;
+    if (host.is_none()) {
+      SetInterpretHost(nullptr);
+      return;
+    }
+    SetInterpretHost([](const std::string& key, const std::vector<Tensor>& inputs) {
+      nb::gil_scoped_acquire gil;
+      nb::list args;
+      for (const Tensor& t : inputs) args.append(Wrap(Tensor(t)));
+      nb::object results = (*held)(key, nb::tuple(args));
+      return ToTensors(results, "the results of a run-time interpreter node");
+    });
+  });
 
   nb::class_<GraphBuilder>(m, "GraphBuilder")
       .def(nb::init<>())
@@ -149,6 +168,16 @@ void BindJit(nb::module_& m) {
            [](GraphBuilder& b, const std::string& type, const std::string& format,
               const std::vector<Handle>& inputs, const std::string& file, int line,
               int col) { b.Raise(type, format, FromHandles(inputs), Loc(file, line, col)); })
+      .def("interpret_",
+           [](GraphBuilder& b, const std::string& key, const std::string& what,
+              const std::vector<Handle>& inputs,
+              const std::vector<std::tuple<DType, Shape, bool>>& outputs, const std::string& file,
+              int line, int col) {
+             std::vector<TensorMeta> metas;
+             for (const auto& [d, s, weak] : outputs) metas.push_back(TensorMeta{d, s, weak});
+             return ToHandles(
+                 b.Interpret(key, what, FromHandles(inputs), metas, Loc(file, line, col)));
+           })
       .def("new_group", &GraphBuilder::NewGroup)
       .def("begin_region",
            [](GraphBuilder& b, int group, const std::string& prefix,

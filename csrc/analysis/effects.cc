@@ -19,6 +19,8 @@ Effects OwnEffects(const ir::Node& node) {
     case ir::NodeKind::Raise:
       e.raises = true;
       return e;
+    case ir::NodeKind::Interpret:  // arbitrary Python: never removed, merged, moved or folded
+      return Effects::All();
     default:
       return e;
   }

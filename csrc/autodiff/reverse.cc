@@ -289,6 +289,12 @@ std::vector<ir::ValueRef> Gradient(ir::Module& module, ir::Func& func, int begin
         if (Differentiable(func.meta(node.inputs[k]))) accumulate(node.inputs[k], in_grads[k]);
       continue;
     }
+    KILN_CHECK(node.kind != ir::NodeKind::Interpret, Type,
+               "grad in Graph mode: the gradient would have to flow through Python code that runs "
+               "when the graph runs (",
+               node.text, ", ", node.loc.file, ":", node.loc.line,
+               "): values computed in Python have no gradient. Compute them with kiln operations, "
+               "or cut the gradient with ops.stop_gradient");
     KILN_CHECK(node.kind == ir::NodeKind::Op, NotImplemented,
                "grad in Graph mode: the gradient would have to flow through a ",
                ir::NodeKindName(node.kind), " node (line ", node.loc.line,

@@ -42,6 +42,9 @@ struct SaveOptions {
 // Writes `module` (with a signature whose outputs hold no opaque Python objects) and its
 // weights, atomically: a temporary file renamed over `path`, so a failed export never leaves a
 // damaged model behind.
+// Throws RuntimeError listing the module's run-time interpreter nodes (LAX), if it has any.
+void RefuseInterpretNodes(const ir::Module& module);
+
 void SaveModel(const ir::Module& module, const std::vector<Tensor>& weights,
                const std::string& path, const SaveOptions& options = {});
 // The bytes SaveModel would write (with every weight inline); for tests and fuzzing seeds.

@@ -7,6 +7,7 @@
 #include "core/error.h"
 #include "engine/mindir_codec.h"
 #include "engine/model_file.h"
+#include "runtime/interpret.h"
 
 namespace kiln::engine {
 namespace mindir {
@@ -167,6 +168,8 @@ const char* NodeOpType(const ir::Node& node) {
       return "Print";
     case ir::NodeKind::Raise:
       return "Raise";
+    case ir::NodeKind::Interpret:  // refused before writing (RefuseInterpretNodes)
+      return "Interpret";
   }
   return "";
 }
@@ -400,13 +403,27 @@ std::string BaseName(const std::string& path) {
 
 }  // namespace
 
+void RefuseInterpretNodes(const ir::Module& module) {
+  std::vector<std::string> sites = InterpretSites(module);
+  if (sites.empty()) return;
+  std::string list;
+  for (const auto& s : sites) list += "\n  " + s;
+  KILN_CHECK(false, Runtime,
+             "export: the graph runs Python code when it runs (LAX run-time interpreter "
+             "nodes), which a model file cannot hold:",
+             list,
+             "\nCompute these with kiln operations (or move them out of the exported function).");
+}
+
 std::string SerializeModel(const ir::Module& module, const std::vector<Tensor>& weights,
                            const SaveOptions& options) {
+  RefuseInterpretNodes(module);
   return Serialize(BuildModel(module, weights, options, nullptr));
 }
 
 void SaveModel(const ir::Module& module, const std::vector<Tensor>& weights,
                const std::string& path, const SaveOptions& options) {
+  RefuseInterpretNodes(module);
   if (TotalWeightBytes(weights) <= options.external_data_threshold) {
     WriteAtomically(path, SerializeModel(module, weights, options));
     return;

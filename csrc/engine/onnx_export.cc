@@ -14,6 +14,7 @@
 #include "core/error.h"
 #include "engine/engine.h"
 #include "engine/mindir_codec.h"
+#include "engine/model_file.h"
 #include "engine/proto/onnx.pb.h"
 
 namespace kiln::engine {
@@ -337,6 +338,7 @@ class OnnxWriter {
 std::string SerializeOnnx(const ir::Module& module, const std::vector<Tensor>& weights,
                           const std::string& producer_version) {
   KILN_CHECK(!module.empty() && module.signature(), Value, "export: the module has no signature");
+  RefuseInterpretNodes(module);
   const ir::Signature& sig = *module.signature();
   for (const auto& f : module.funcs())
     KILN_CHECK(f.get() == &module.entry(), Value, "export: ONNX: control flow (function @", f->name,

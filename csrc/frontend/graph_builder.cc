@@ -63,6 +63,16 @@ void GraphBuilder::Raise(const std::string& type, const std::string& format,
   ir::Builder(module_, FuncAt(current_func())).Raise(type, format, refs, loc);
 }
 
+std::vector<GValue> GraphBuilder::Interpret(const std::string& key, const std::string& what,
+                                            const std::vector<GValue>& inputs,
+                                            const std::vector<TensorMeta>& outputs,
+                                            const ir::SourceLoc& loc) {
+  std::vector<ir::ValueRef> refs;
+  for (const auto& v : inputs) refs.push_back(Resolve(v));
+  return Wrap(
+      ir::Builder(module_, FuncAt(current_func())).Interpret(key, what, refs, outputs, loc));
+}
+
 std::vector<GValue> GraphBuilder::Gradient(int mark, const std::vector<GValue>& targets,
                                            const std::vector<GValue>& sens,
                                            const std::vector<bool>& sens_absent,

@@ -40,6 +40,10 @@ class GraphBuilder {
              const ir::SourceLoc& loc);
   void Raise(const std::string& type, const std::string& format, const std::vector<GValue>& inputs,
              const ir::SourceLoc& loc);
+  // A run-time interpreter node (LAX): the host runs site `key` when the graph runs.
+  std::vector<GValue> Interpret(const std::string& key, const std::string& what,
+                                const std::vector<GValue>& inputs,
+                                const std::vector<TensorMeta>& outputs, const ir::SourceLoc& loc);
 
   // ---- autodiff ----
   // How many nodes the current function has: the start of a forward fragment to differentiate.

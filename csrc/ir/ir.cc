@@ -23,6 +23,8 @@ const char* NodeKindName(NodeKind kind) {
       return "print";
     case NodeKind::Raise:
       return "raise";
+    case NodeKind::Interpret:
+      return "interpret";
   }
   return "?";
 }
@@ -198,6 +200,19 @@ void Builder::Raise(const std::string& error_type, const std::string& format,
   node.inputs = std::move(inputs);
   node.loc = std::move(loc);
   Append(std::move(node));
+}
+
+std::vector<ValueRef> Builder::Interpret(const std::string& key, const std::string& what,
+                                         std::vector<ValueRef> inputs,
+                                         std::vector<TensorMeta> outputs, SourceLoc loc) {
+  Node node;
+  node.kind = NodeKind::Interpret;
+  node.callees = {key};
+  node.text = what;
+  node.inputs = std::move(inputs);
+  node.outputs = std::move(outputs);
+  node.loc = std::move(loc);
+  return Append(std::move(node));
 }
 
 void Builder::Return(std::vector<ValueRef> results) { func_.results = std::move(results); }

@@ -2,7 +2,7 @@
 //
 //   Module   := Func+                      (entry is the first; control-flow regions are Funcs)
 //   Func     := name, params, nodes, results
-//   Node     := op(registry op) | const | if | while | call | print | raise
+//   Node     := op(registry op) | const | if | while | call | print | raise | interpret
 //   Value    := a param of the enclosing Func, or output k of an earlier node
 //
 // Every value is a tensor with a dtype and a shape (-1 where only known at run time); Python
@@ -42,7 +42,7 @@ struct ValueRef {
   bool operator==(const ValueRef& o) const { return node == o.node && index == o.index; }
 };
 
-enum class NodeKind : uint8_t { Op, Const, If, While, Call, Print, Raise };
+enum class NodeKind : uint8_t { Op, Const, If, While, Call, Print, Raise, Interpret };
 const char* NodeKindName(NodeKind kind);
 
 struct Node {
@@ -53,8 +53,10 @@ struct Node {
   std::vector<TensorMeta> outputs;   // one per result of the node
   std::vector<std::string> callees;  // If: {then, else}; While: {cond, body}; Call: {callee};
                                      // Raise: {exception type name, e.g. "ValueError"}
+                                     // Interpret: {the host's site key}
   Tensor value;                      // Const: the constant
-  std::string text;                  // Print: format; Raise: message
+  std::string text;                  // Print: format; Raise: message; Interpret: what the
+                                     // site runs (source text, for messages and export)
   SourceLoc loc;
 };
 
@@ -130,6 +132,12 @@ class Builder {
   // show the values of `inputs` with {} placeholders.
   void Raise(const std::string& error_type, const std::string& format, std::vector<ValueRef> inputs,
              SourceLoc loc = {});
+  // A run-time interpreter node (LAX): the host (Python) runs site `key` on the inputs' values
+  // when the graph runs and returns values of the declared `outputs` types
+  // (runtime/interpret.h). `what` says what the site runs, for messages.
+  std::vector<ValueRef> Interpret(const std::string& key, const std::string& what,
+                                  std::vector<ValueRef> inputs, std::vector<TensorMeta> outputs,
+                                  SourceLoc loc = {});
   void Return(std::vector<ValueRef> results);
 
   Func& func() { return func_; }

@@ -176,6 +176,11 @@ class Parser : public text::TokenCursor {
             Peek().kind == Tok::String ? Next().text : ExpectKind(Tok::Ident, "an exception type"));
       node.text = ExpectKind(Tok::String, "a format string");
       node.inputs = ParseOperands();
+    } else if (head == "interpret") {
+      node.kind = NodeKind::Interpret;
+      node.callees.push_back(ExpectKind(Tok::String, "a site key"));
+      node.text = ExpectKind(Tok::String, "what the site runs");
+      node.inputs = ParseOperands();
     } else {
       node.kind = NodeKind::Op;
       try {

@@ -126,6 +126,10 @@ class FuncPrinter {
       case NodeKind::Raise:
         out_ << "raise " << RaiseType(node) << " " << Quote(node.text) << Operands(node.inputs);
         break;
+      case NodeKind::Interpret:
+        out_ << "interpret " << Quote(node.callees[0]) << " " << Quote(node.text)
+             << Operands(node.inputs);
+        break;
     }
     if (!node.outputs.empty()) {
       out_ << " : ";

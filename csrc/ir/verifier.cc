@@ -58,6 +58,9 @@ class FuncVerifier {
           Require(node.outputs.empty() && node.callees.size() == 1,
                   "needs an exception type and no results");
           break;
+        case NodeKind::Interpret:
+          Require(node.callees.size() == 1 && !node.callees[0].empty(), "needs a site key");
+          break;
       }
     }
     CheckResults();

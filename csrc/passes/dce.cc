@@ -42,7 +42,9 @@ void DeadCodeElimination(ir::Module& module) {
     work.pop_back();
     for (const auto& node : f->nodes)
       for (const auto& callee : node.callees) {
-        if (node.kind == ir::NodeKind::Raise || reachable.count(callee)) continue;
+        if (node.kind == ir::NodeKind::Raise || node.kind == ir::NodeKind::Interpret ||
+            reachable.count(callee))
+          continue;  // their callees name an exception type / a host site, not functions
         reachable.insert(callee);
         if (const ir::Func* c = module.Find(callee)) work.push_back(c);
       }

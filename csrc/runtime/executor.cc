@@ -20,6 +20,7 @@
 #include "core/interrupt.h"
 #include "ops/evaluate.h"
 #include "runtime/fused_elementwise.h"
+#include "runtime/interpret.h"
 
 namespace kiln {
 
@@ -257,6 +258,8 @@ class Interpreter {
         std::string type = node.callees.empty() ? "RuntimeError" : node.callees[0];
         throw RaisedError(type, FormatWithTensors(node.text, Gather(np)));
       }
+      case ir::NodeKind::Interpret:
+        return RunInterpretNode(node, Gather(np));
     }
     return {};
   }

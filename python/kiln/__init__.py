@@ -76,11 +76,15 @@ from kiln.common.parameter import Parameter, ParameterTuple  # noqa: E402,F401
 from kiln.common.sparse_tensor import COOTensor, CSRTensor, RowTensor  # noqa: E402,F401
 from kiln.ops.primitive import constexpr  # noqa: E402,F401
 from kiln.train.amp import build_train_network  # noqa: E402,F401
+from kiln.train.callback import *  # noqa: E402,F401,F403 - ms.LossMonitor, ms.RunContext, ...
+from kiln.train.data_sink import data_sink  # noqa: E402,F401
 from kiln.train.loss_scale_manager import (  # noqa: E402,F401
     DynamicLossScaleManager,
     FixedLossScaleManager,
     LossScaleManager,
 )
+from kiln.train.metrics import *  # noqa: E402,F401,F403 - ms.Accuracy, ms.Metric, ...
+from kiln.train.model import Model  # noqa: E402,F401
 from kiln.train.model_export import export, load  # noqa: E402,F401
 from kiln.train.serialization import (  # noqa: E402,F401
     load_checkpoint,

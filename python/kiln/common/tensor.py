@@ -1,7 +1,7 @@
 """kiln.Tensor -- the user-facing tensor; storage, views and operators live in C++ (_C)."""
 import numpy as np
 
-from kiln import _C, ops
+from kiln import _C, _graph_state, ops
 from kiln.common import dtype as mstype
 from kiln.common import initializer
 from kiln.common._arrays import as_array
@@ -17,6 +17,13 @@ class Tensor(_C.TensorBase):
     ``Tensor(input_data, dtype=None)`` takes a NumPy array (shared, not copied, when its layout
     allows), a nested list or tuple, a Python scalar or another Tensor.
     """
+
+    def __new__(cls, input_data=None, dtype=None, *args, **kwargs):
+        if isinstance(input_data, _graph_state.GraphValue) and cls is Tensor:
+            # Tensor(x) of a value a graph computes, while compiling: that value as a graph
+            # tensor (a Python object computed when the graph runs converts, LAX)
+            return _graph_state.converter().tensor_of_graph_value(input_data, dtype)
+        return super().__new__(cls)
 
     def __init__(self, input_data=None, dtype=None, shape=None, init=None, const_arg=False):
         dtype = None if dtype is None else mstype.to_dtype(dtype)

@@ -10,4 +10,5 @@ from kiln.jit.api import (  # noqa: F401
 )
 from kiln.jit.cell_interface import CellBase  # noqa: F401
 from kiln.jit.guards import JitSideEffectWarning  # noqa: F401
+from kiln.jit.lax import LaxRuntimeWarning  # noqa: F401
 from kiln.jit.source import GraphSyntaxError  # noqa: F401

@@ -15,6 +15,7 @@ from kiln import _graph_state as _state
 from kiln.common.mutable import _is_dynamic_len, _MutableBool, _MutableFloat, _MutableInt
 from kiln.common.parameter import Parameter
 from kiln.common.tensor import Tensor
+from kiln.jit import lax
 from kiln.jit.cache import CompileCache
 from kiln.jit.cell_interface import CellBase
 from kiln.jit.convert import Converter
@@ -24,14 +25,16 @@ from kiln.jit.guards import freeze, is_user_object
 from kiln.jit.trees import lazy_as_tuples, output_signature
 
 _STATS = {"compiles": 0, "cache_hits": 0, "eager_fallbacks": 0, "compile_seconds": 0.0,
-          "recompile_reasons": []}
+          "recompile_reasons": [], "interpreter_nodes": []}
 _STATS_LOCK = threading.Lock()  # `+=` on a shared counter is not atomic across threads
 
 
 def get_jit_stats():
     """Counters for this process: graphs compiled, cache hits, calls run in PyNative because
     their function reached jit_cache_limit, seconds spent compiling, and why each recompilation
-    of an already-compiled function happened."""
+    of an already-compiled function happened; `interpreter_nodes`: where compiled graphs run
+    Python code when they run (LAX run-time interpreter nodes), one dict per node with its
+    function, file, line and why."""
     with _STATS_LOCK:
         return {
             "compiles": _STATS["compiles"],
@@ -39,12 +42,32 @@ def get_jit_stats():
             "eager_fallbacks": _STATS["eager_fallbacks"],
             "compile_seconds": _STATS["compile_seconds"],
             "recompile_reasons": list(_STATS["recompile_reasons"]),
+            "interpreter_nodes": [dict(n) for n in _STATS["interpreter_nodes"]],
         }
 
 
 def _count(name, amount=1):
     with _STATS_LOCK:
         _STATS[name] += amount
+
+
+def _note_interpreted(fn_name, interpreted):
+    """Records a graph's run-time interpreter nodes and warns about them, once per compile."""
+    if not interpreted:
+        return
+    nodes = [{"function": f, "file": file, "line": line, "why": what}
+             for f, file, line, what in interpreted]
+    with _STATS_LOCK:
+        _STATS["interpreter_nodes"].extend(nodes)
+    import warnings  # noqa: PLC0415
+
+    lines = "".join(f"\n  {n['file']}:{n['line']} in {n['function']}: {n['why']}" for n in nodes)
+    warnings.warn(
+        f"jit: {fn_name} runs Python code each time its graph runs (LAX run-time interpreter "
+        f"nodes, slower than graph operations and not exportable):{lines}",
+        lax.LaxRuntimeWarning,
+        stacklevel=_user_stacklevel(),
+    )
 
 
 def _note_recompile(reason):
@@ -149,7 +172,10 @@ def _NO_SELF():  # the _fast_self of a plain function: "called with self_obj Non
 
 
 class _Compiled:
-    def __init__(self, executable, parameters, opaque, guards, text, raise_types):
+    def __init__(self, executable, parameters, opaque, guards, text, raise_types,
+                 lax_sites=(), objects=frozenset()):
+        self.lax_sites = list(lax_sites)  # run-time interpreter sites (kept alive with the graph)
+        self.objects = objects  # positions of the outputs that are Python objects (lax.resolve)
         self.executable = executable  # its signature says how results nest (output_signature)
         self.parameters = parameters  # the graph's weights, in signature order
         self.opaque = opaque  # the result's values the signature names `opaque k`
@@ -227,10 +253,13 @@ def _build_graph(emitter, converter, fn, args, kwargs, self_obj):
         graph_args.insert(0, converter.wrap(self_obj, "self", None, path="self"))
     result = lazy_as_tuples(converter.call_function(fn, tuple(graph_args), graph_kwargs))
     converter.guards.settle(fn.__qualname__)
-    tree, outputs, opaque = output_signature(result, lambda v: isinstance(v, GraphTensor))
-    emitter.set_outputs(outputs)
+    tree, outputs, opaque = output_signature(
+        result, lambda v: isinstance(v, (GraphTensor, lax.RuntimeObject))
+    )
+    objects = frozenset(k for k, v in enumerate(outputs) if isinstance(v, lax.RuntimeObject))
+    emitter.set_outputs([v.graph if isinstance(v, lax.RuntimeObject) else v for v in outputs])
     emitter.set_signature(tree)
-    return opaque
+    return opaque, objects
 
 
 def export_function(fn, args, self_obj, path, producer_version, external_data_threshold,
@@ -239,7 +268,7 @@ def export_function(fn, args, self_obj, path, producer_version, external_data_th
     its weights' current values to the model file `path` (engine/model_file.h, or
     engine/onnx_export.h for file_format "ONNX")."""
     emitter = GraphEmitter()
-    converter = Converter(emitter)
+    converter = Converter(emitter, lax=_is_lax(""))
     previous = _state.begin_compile(emitter)
     try:
         _build_graph(emitter, converter, fn, args, {}, self_obj)
@@ -249,16 +278,26 @@ def export_function(fn, args, self_obj, path, producer_version, external_data_th
         _state.end_compile(previous)
 
 
-def compile_function(fn, args, kwargs, self_obj=None, name="graph", level="O1"):
+def _is_lax(syntax_level):
+    """Whether a JitConfig's jit_syntax_level ("" = set_context's, LAX unless set) is LAX."""
+    if syntax_level:
+        return syntax_level == "LAX"
+    from kiln.context import LAX, get_context  # noqa: PLC0415
+
+    return get_context("jit_syntax_level") == LAX
+
+
+def compile_function(fn, args, kwargs, self_obj=None, name="graph", level="O1",
+                     syntax_level=""):
     """Builds, checks and returns the compiled graph of fn(*args, **kwargs)."""
     from kiln.context import get_context  # noqa: PLC0415
 
     start = time.perf_counter()
     emitter = GraphEmitter()
-    converter = Converter(emitter)
+    converter = Converter(emitter, lax=_is_lax(syntax_level))
     previous = _state.begin_compile(emitter)
     try:
-        opaque = _build_graph(emitter, converter, fn, args, kwargs, self_obj)
+        opaque, objects = _build_graph(emitter, converter, fn, args, kwargs, self_obj)
         text = emitter.text()
         _save_graph(name, "frontend", text, get_context)
         executable = emitter.finish(level)
@@ -267,8 +306,9 @@ def compile_function(fn, args, kwargs, self_obj=None, name="graph", level="O1"):
         _state.end_compile(previous)
     _count("compiles")
     _count("compile_seconds", time.perf_counter() - start)
+    _note_interpreted(getattr(fn, "__qualname__", name), emitter.interpreted)
     return _Compiled(executable, list(emitter.parameters), tuple(opaque), converter.guards, text,
-                     emitter.raise_types)
+                     emitter.raise_types, emitter.lax_sites, objects)
 
 
 _SAVE_COUNTER = [0]
@@ -294,7 +334,11 @@ def run_compiled(compiled, args, kwargs):
     for v in kwargs.values():
         _run_inputs(v, inputs)
     try:
-        return compiled.executable.call(inputs, compiled.parameters, compiled.opaque)
+        if not compiled.lax_sites:
+            return compiled.executable.call(inputs, compiled.parameters, compiled.opaque)
+        with lax.run_scope():  # objects made by interpreter nodes live until the result is built
+            out = compiled.executable.call(inputs, compiled.parameters, compiled.opaque)
+            return lax.resolve(out, compiled.objects) if compiled.objects else out
     except _C.GraphRaise as e:
         raise _raised(e, compiled.raise_types) from None
 
@@ -411,7 +455,8 @@ class JitFunction:
             if reason is not None:
                 _note_recompile(f"{self.fn.__qualname__}: {reason}")
             compiled = compile_function(
-                self.fn, args, kwargs, self_obj, self.fn.__name__, self.config.level()
+                self.fn, args, kwargs, self_obj, self.fn.__name__, self.config.level(),
+                self.config.jit_syntax_level,
             )
             variants.insert(key, compiled)
             return compiled
@@ -445,7 +490,7 @@ class JitFunction:
         checked on every call), with tensor arguments only. The engine rebuilds the result
         from the graph's signature, whatever its structure."""
         self._fast = None
-        if kwargs or compiled.guards.has_per_call_checks():
+        if kwargs or compiled.guards.has_per_call_checks() or compiled.lax_sites:
             return
         if not all(isinstance(a, Tensor) for a in args):
             return

@@ -12,6 +12,11 @@ from kiln.jit.scope import CellProxy
 def _print(*args, sep=" ", end="\n", file=None, flush=False):
     """print at run time: tensors are formatted with their values when the graph runs, also
     inside tuples, lists and dicts (there, like Python, with the tensor's repr)."""
+    from kiln.jit import lax, lax_text  # noqa: PLC0415
+
+    if lax.uses_runtime(args):  # Python objects made when the graph runs: Python prints them
+        lax_text.print_at_runtime(args, sep, end)
+        return
     values = []
     text = sep.join(_format(a, values, str) for a in args) + ("" if end == "\n" else end)
     _state.emitter().print_(text, values)

@@ -14,6 +14,7 @@ import types
 
 from kiln.common.parameter import Parameter
 from kiln.common.tensor import Tensor
+from kiln.jit import lax_text
 from kiln.jit.branches import BranchesMixin
 from kiln.jit.builtins_graph import SPECIAL
 from kiln.jit.callables import BuildAtCompileTime, ZeroArgSuper
@@ -32,10 +33,12 @@ from kiln.jit.guards import Guards
 from kiln.jit.loops import LoopsMixin
 from kiln.jit.rewrites import (
     CONTAINS_FN,
+    FSTRING_FN,
     HAS_KEY_FN,
     NOT_FN,
     NOTE_RETURN_FN,
     SELECT_FN,
+    STR_FORMAT_FN,
     has_return,
     rewrite_conditionals,
 )
@@ -50,13 +53,17 @@ class Converter(StatementsMixin, BranchesMixin, LoopsMixin):
 
     graph_builtins = SPECIAL  # builtins compiled code sees in place of Python's (print, ...)
 
-    def __init__(self, emitter):
+    def __init__(self, emitter, lax=True):
         self.emitter = emitter
+        self.lax = lax  # LAX syntax level: what STRICT cannot compile runs in Python (jit/lax.py)
         emitter.converter = self  # what compiled code calls back into (_graph_state.converter)
         self.guards = Guards()
         emitter.is_outside = self.guards.holds
         self.depth = 0
         self.frames = []  # (frame, graph function it runs in), innermost last
+        # (id(cell), name) of non-Parameter attributes compiled code assigns (LAX): run-time
+        # state, read when the graph runs instead of folded and guarded
+        self.written_attributes = set()
 
     # ---- values entering compiled code ----
     def wrap(self, value, description, getter, path=None, cell_attr=False, key=None):
@@ -82,6 +89,15 @@ class Converter(StatementsMixin, BranchesMixin, LoopsMixin):
             return Converted(self, value.__func__, value.__self__)
         return value
 
+    def tensor_of_graph_value(self, value, dtype):
+        """Tensor(value) in compiled code for a graph value: a graph tensor (a copy, as
+        Tensor(tensor) shares in PyNative but a graph value has no storage to share yet)."""
+        from kiln.jit import lax  # noqa: PLC0415
+
+        if isinstance(value, lax.RuntimeObject):
+            return lax.to_tensor(value, dtype)
+        return value if dtype is None else call("cast", (value,), (_dtype_enum(dtype),))
+
     # ---- calls ----
     def call_function(self, fn, args, kwargs):
         source = FunctionSource.of(fn)
@@ -99,6 +115,8 @@ class Converter(StatementsMixin, BranchesMixin, LoopsMixin):
                 # input, so changes to it are seen and index assignment writes it back.
                 bound.arguments[name] = self.emitter.parameter(value)
         closure, cells = _closure_values(fn)
+        if self.lax:
+            self._note_written_attributes(source, bound.arguments)
         frame = Frame(source, fn.__globals__, closure, bound.arguments, cells)
         if "__class__" in closure and fn.__code__.co_varnames:
             first = frame.locals.get(fn.__code__.co_varnames[0])
@@ -106,6 +124,22 @@ class Converter(StatementsMixin, BranchesMixin, LoopsMixin):
         if isinstance(source.node, ast.Lambda):
             return self.eval(source.node.body, frame)
         return self.run_body(source.node.body, frame)
+
+    def _note_written_attributes(self, source, arguments):
+        """Attributes of a Cell argument (`self`) that the function assigns are run-time state
+        from the start of the compile, so reads before the assignment are run-time reads too."""
+        for arg_name, attr in _assigned_attributes(source.node):
+            owner = arguments.get(arg_name)
+            if isinstance(owner, CellProxy):
+                cell = object.__getattribute__(owner, "_cell")
+                if not isinstance(getattr(cell, attr, None), (Parameter, CellBase)):
+                    self.written_attributes.add((id(cell), attr))
+
+    def runtime_attribute(self, cell, path, name):
+        """A read of an attribute compiled code writes (LAX): a run-time read."""
+        from kiln.jit import lax  # noqa: PLC0415
+
+        return lax.run_later(getattr, (cell, name), {}, f"{path}.{name}")
 
     def call_nested(self, nested, args, kwargs):
         node, outer = nested.node, nested.frame
@@ -136,6 +170,15 @@ class Converter(StatementsMixin, BranchesMixin, LoopsMixin):
         target = getattr(cell, name, None)
         if isinstance(target, Parameter):
             call("assign", (target, value))
+            return
+        if self.lax and not isinstance(value, CellBase):
+            # LAX: set when the graph runs, with the run-time value, as PyNative would; reads
+            # of it in compiled code are run-time reads too (runtime_attribute)
+            self.written_attributes.add((id(cell), name))
+            from kiln.jit import lax  # noqa: PLC0415
+
+            lax.run_later(setattr, (cell, name, value), {}, f"{path}.{name} = ...",
+                          output="none", probe=False)
             return
         raise GraphSyntaxError(
             f"assigning {path}.{name} in Graph mode: only Parameters can be assigned on self "
@@ -170,6 +213,8 @@ class Converter(StatementsMixin, BranchesMixin, LoopsMixin):
         scope.locals.setdefault(NOT_FN, logical_not)
         scope.locals.setdefault(CONTAINS_FN, contains)
         scope.locals.setdefault(HAS_KEY_FN, has_key)
+        scope.locals.setdefault(FSTRING_FN, lax_text.fstring)
+        scope.locals.setdefault(STR_FORMAT_FN, lax_text.str_format)
         scope.locals.setdefault(NOTE_RETURN_FN, self._note_return)
         try:
             return eval(code, scope)  # noqa: S307 - compiled user code, as Python would run it
@@ -220,6 +265,29 @@ class Converter(StatementsMixin, BranchesMixin, LoopsMixin):
                     + f"{type(stmt).__name__} statements are not supported"
                 )
             handler(stmt, frame)
+
+
+def _assigned_attributes(node):
+    """(name, attr) for each `name.attr = ...` / `name.attr op= ...` in a function's body."""
+    cached = getattr(node, "_kiln_assigned_attrs", None)
+    if cached is not None:
+        return cached
+    found = set()
+    for n in ast.walk(node):
+        targets = n.targets if isinstance(n, ast.Assign) else (
+            [n.target] if isinstance(n, (ast.AugAssign, ast.AnnAssign)) else [])
+        for t in targets:
+            for leaf in ast.walk(t):
+                if isinstance(leaf, ast.Attribute) and isinstance(leaf.value, ast.Name):
+                    found.add((leaf.value.id, leaf.attr))
+    node._kiln_assigned_attrs = found
+    return found
+
+
+def _dtype_enum(dtype):
+    from kiln.common import dtype as mstype  # noqa: PLC0415
+
+    return mstype.to_dtype(dtype)._enum
 
 
 def _expression_code(node, filename):

@@ -9,6 +9,7 @@ import builtins
 from kiln import _C
 from kiln.common.parameter import Parameter
 from kiln.common.tensor import Tensor
+from kiln.jit import lax
 from kiln.jit.graph_tensor import GraphTensor
 from kiln.ops._core import KIND
 
@@ -40,6 +41,8 @@ class GraphEmitter:
         self.raise_types = {}  # name in the graph -> exception class, for classes not builtin
         self.is_outside = lambda tensor: False  # read from outside (set by the Converter)
         self.differentiating = 0  # how many grad regions (ops.composite) are being built
+        self.lax_sites = []  # the run-time interpreter sites of the graph (kept alive with it)
+        self.interpreted = []  # (function, file, line, what) of each, for get_jit_stats
 
     # ---- values ----
     def wrap(self, handle):
@@ -106,6 +109,8 @@ class GraphEmitter:
             return self.parameter(value) if self.is_outside(value) else self.constant(value)
         if isinstance(value, (bool, int, float)):
             return self.constant(value)
+        if isinstance(value, lax.RuntimeObject):  # a value Python computes when the graph runs
+            return lax.to_tensor(value)
         raise TypeError(f"{op_name}: expected a Tensor or a number, got {type(value).__name__}")
 
     def truncate(self, mark):
@@ -197,6 +202,16 @@ class GraphEmitter:
     def finish(self, level):
         """Verifies the graph, runs the jit level's passes and plans it: a _C.Executable."""
         return self._builder.finish(level)
+
+    def interpret_(self, key, what, handles, metas):
+        """A run-time interpreter node (jit/lax.py) running host site `key`; its results."""
+        outs = self._builder.interpret_(key, what, list(handles), list(metas), *self.loc)
+        return [self.wrap(h) for h in outs]
+
+    def note_interpret(self, what):
+        converter = self.converter
+        function = converter.frames[-1][0].source.name if converter and converter.frames else ""
+        self.interpreted.append((function, self.loc[0], self.loc[1], what))
 
     def print_(self, format_string, values):
         handles = [self.to_graph(v, "print").handle for v in values]

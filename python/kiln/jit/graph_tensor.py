@@ -1,8 +1,10 @@
 """GraphTensor: a tensor-valued node of the graph being compiled, with kiln.Tensor's API."""
 
+
 from kiln._graph_state import GraphValue
 from kiln.common import dtype as mstype
 from kiln.common.tensor import Tensor, one_element_message
+from kiln.jit import lax
 from kiln.jit.forbidden import method_of
 from kiln.ops import _indexing
 from kiln.ops._core import call
@@ -107,12 +109,33 @@ class GraphTensor(GraphValue):
         self._no_value("using a tensor as a Python bool")
 
     def asnumpy(self):
+        if lax.is_lax():  # a NumPy array when the graph runs
+            return lax.as_array(self)
         self._no_value("asnumpy()")
 
     def item(self, index=None):
         if index is None:
             self._one_element("item")
+        if lax.is_lax():
+            return lax.run_later(lambda t: t.item(index), (self,), {}, "Tensor.item()")
         self._no_value("item()")
+
+    def tolist(self):
+        if lax.is_lax():
+            return lax.run_later(lambda t: t.tolist(), (self,), {}, "Tensor.tolist()")
+        self._no_value("tolist()")
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        """NumPy on a graph tensor (also `np.float32(2) * t`, which NumPy reaches first): as in
+        PyNative, NumPy computes it, on the tensor's value when the graph runs (LAX)."""
+        if lax.is_lax():
+            return lax.RuntimeObject.__array_ufunc__(self, ufunc, method, *inputs, **kwargs)
+        self._no_value(f"numpy.{ufunc.__name__}")
+
+    def __array_function__(self, func, types_, args, kwargs):
+        if lax.is_lax():
+            return lax.RuntimeObject.__array_function__(self, func, types_, args, kwargs)
+        self._no_value(f"numpy.{func.__name__}")
 
     def __float__(self):
         self._one_element("float")

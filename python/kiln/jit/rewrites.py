@@ -7,6 +7,7 @@ import copy
 SELECT_FN, NOT_FN, NOTE_RETURN_FN = "__kiln_select__", "__kiln_not__", "__kiln_note_return__"
 CONTAINS_FN = "__kiln_contains__"
 HAS_KEY_FN = "__kiln_has_key__"
+FSTRING_FN, STR_FORMAT_FN = "__kiln_fstring__", "__kiln_str_format__"
 # Locals the rewritten loops set; names starting with "__kiln_" are the converter's own.
 BREAK_FLAG, SKIP_FLAG = "__kiln_brk", "__kiln_skip"
 RETURN_VALUE, RETURNED_FLAG = "__kiln_ret", "__kiln_returned"
@@ -157,7 +158,27 @@ class _ConditionalExpressions(ast.NodeTransformer):
         if (isinstance(func, ast.Attribute) and func.attr == "has_key" and len(node.args) == 1
                 and not node.keywords and not isinstance(node.args[0], ast.Starred)):
             return _call(HAS_KEY_FN, [func.value, node.args[0]], node)
+        if (isinstance(func, ast.Attribute) and func.attr == "format"
+                and isinstance(func.value, ast.Constant) and isinstance(func.value.value, str)):
+            # "...".format(x): text of a graph value is known when the graph runs (lax.py)
+            call = ast.Call(func=ast.Name(id=STR_FORMAT_FN, ctx=ast.Load()),
+                            args=[func.value] + node.args, keywords=node.keywords)
+            return ast.copy_location(call, node)
         return node
+
+    def visit_JoinedStr(self, node):
+        """f"a{x!r:>4}" -> __kiln_fstring__("a", (x, 114, ">4")): Python's text for Python
+        values; for graph values, the text of their run-time values (lax.fstring)."""
+        self.generic_visit(node)
+        parts = []
+        for value in node.values:
+            if isinstance(value, ast.FormattedValue):
+                spec = value.format_spec if value.format_spec is not None else ast.Constant("")
+                parts.append(ast.Tuple(elts=[value.value, ast.Constant(value.conversion), spec],
+                                       ctx=ast.Load()))
+            else:
+                parts.append(value)
+        return _call(FSTRING_FN, parts, node)
 
     def visit_Compare(self, node):
         """a < b < c -> (a < b) and (b < c), so chained comparisons of tensors become graph ops."""

@@ -100,6 +100,8 @@ class CellProxy:
 
     def __getattr__(self, name):
         cell, conv = self._cell, self._converter
+        if (id(cell), name) in conv.written_attributes:
+            return conv.runtime_attribute(cell, self._path, name)
         value = getattr(cell, name)
         if isinstance(value, types.MethodType) and value.__self__ is cell:
             if is_library(value.__func__):

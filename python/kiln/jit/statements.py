@@ -3,7 +3,7 @@
 import ast
 
 from kiln.common.tensor import Tensor
-from kiln.jit import mutation
+from kiln.jit import lax, lax_text, mutation
 from kiln.jit.callables import NestedFunction
 from kiln.jit.emitter import RAISE_ARG_SEPARATOR, RAISE_TENSOR_ARG
 from kiln.jit.errors import at_line, where
@@ -133,6 +133,9 @@ class StatementsMixin:
                 TypeError("exceptions must derive from BaseException"), frame.source, stmt.lineno
             )
         args = () if isinstance(exc, type) else exc.args
+        if lax.uses_runtime(args):  # e.g. an f-string of tensors: Python raises it at run time
+            lax_text.raise_at_runtime(exc_type, args)
+            raise RaisedSignal()
         if len(args) == 1 and isinstance(args[0], str):  # the message, as the exception's text
             self.emitter.raise_(exc_type, _format_literal(args[0]), [])
             raise RaisedSignal()

@@ -216,6 +216,12 @@ __all__ = [
     "Conv3dTranspose", "no_init_parameters", "LPPool1d", "LPPool2d",
 ]
 
+# Metrics, as mindspore.nn re-exports mindspore.train.metrics (defined here: kiln.nn.metrics).
+from kiln.nn import metrics  # noqa: E402
+from kiln.nn.metrics import *  # noqa: E402,F401,F403
+
+__all__ += metrics.__all__
+
 from kiln.common._missing import missing_attribute as _missing_attribute  # noqa: E402
 
 __getattr__ = _missing_attribute("kiln.nn", "mindspore.nn")

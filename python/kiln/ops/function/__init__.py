@@ -2,6 +2,7 @@
 from kiln.ops.function import (
     activation,
     array,
+    clipping,
     ctc,
     elementwise,
     helpers,
@@ -15,6 +16,7 @@ from kiln.ops.function import (
 )
 from kiln.ops.function.activation import *  # noqa: F401,F403
 from kiln.ops.function.array import *  # noqa: F401,F403
+from kiln.ops.function.clipping import *  # noqa: F401,F403
 from kiln.ops.function.ctc import *  # noqa: F401,F403
 from kiln.ops.function.elementwise import *  # noqa: F401,F403
 from kiln.ops.function.helpers import *  # noqa: F401,F403
@@ -26,6 +28,6 @@ from kiln.ops.function.normalization import *  # noqa: F401,F403
 from kiln.ops.function.reduce import *  # noqa: F401,F403
 from kiln.ops.function.spatial import *  # noqa: F401,F403
 
-__all__ = sorted({name for module in (activation, array, ctc, elementwise, helpers, linalg,
-                                      loss, matrix, nn, normalization, reduce, spatial)
+__all__ = sorted({name for module in (activation, array, clipping, ctc, elementwise, helpers,
+                                      linalg, loss, matrix, nn, normalization, reduce, spatial)
                   for name in module.__all__})

@@ -1,0 +1,466 @@
+"""LAX: Python code a graph cannot hold runs in the interpreter, with the values of the graph.
+
+What STRICT syntax cannot compile still runs at the LAX level (the default): while compiling when
+its inputs are known (Python evaluates it and the result is a constant), otherwise as a
+*run-time interpreter node* (the IR's `interpret` node, runtime/interpret.h): when the graph
+runs, the engine calls back into Python with the values the graph computed, and the Python
+code's result flows on. `x.asnumpy()`, NumPy functions of graph values, attributes a graph
+writes on `self`, Python objects a graph returns, `print` of those objects are such nodes.
+
+A node's result is a Python object. In the graph it is carried as a 0-d int64 *handle* into a
+table of objects kept for the duration of the call (RuntimeObject stands for it while
+compiling). Used where a tensor is needed (an op's input, `Tensor(...)`, returned as a tensor),
+it becomes one through another node whose dtype and shape compiling must know: they come from
+a *probe*, the same Python code run while compiling on example values of the right dtypes and
+shapes (ones) - only for code without side effects (NumPy, `math`, a tensor's own conversions,
+operators and builtins). The engine checks each run's result against that type, so a value of
+another dtype or rank is an error naming the line, never a silent misread.
+"""
+
+import builtins
+import itertools
+import operator
+import threading
+import types
+import warnings
+import weakref
+
+import numpy as np
+
+from kiln import _C, _graph_state
+from kiln._graph_state import GraphValue
+
+_NO_PROBE = object()  # the result's type is unknown while compiling
+_sites = weakref.WeakValueDictionary()  # key -> _Site, alive while a compiled graph holds it
+_site_keys = itertools.count(1)
+_object_ids = itertools.count(1)
+_objects = {}  # handle -> the Python object a node returned, alive during its call
+_per_thread = threading.local()
+
+
+def _dtype_enum(name):
+    from kiln.common import dtype as mstype  # noqa: PLC0415
+
+    return getattr(mstype, name)._enum
+
+
+class LaxRuntimeWarning(RuntimeWarning):
+    """A compiled function runs Python code when the graph runs (run-time interpreter nodes)."""
+
+
+class _Site:
+    """What one interpret node runs: fn(*values) with the graph's inputs in `kinds` order."""
+
+    __slots__ = ("key", "fn", "kinds", "output", "what", "__weakref__")
+
+    def __init__(self, fn, kinds, output, what):
+        self.key = f"lax{next(_site_keys)}"
+        self.fn, self.kinds, self.output, self.what = fn, kinds, output, what
+
+
+# ---- running: the host the engine calls ----
+def _host(key, inputs):
+    site = _sites.get(key)
+    if site is None:
+        raise RuntimeError(f"LAX: run-time interpreter site {key} no longer exists")
+    # tensors are copies: Python may keep them past the run, when the graph reuses its buffers
+    values = [_objects[int(t.asnumpy())] if kind == "object" else t.copy()
+              for kind, t in zip(site.kinds, inputs)]
+    result = site.fn(*values)
+    if site.output == "none":
+        return []
+    if site.output == "object":
+        return [_keep(result)]
+    return [_as_tensor(result, site.output, site.what)]
+
+
+def _keep(obj):
+    """Stores a node's result for the rest of the call; its handle as a 0-d int64 tensor."""
+    from kiln.common.tensor import Tensor  # noqa: PLC0415
+
+    handle = next(_object_ids)
+    _objects[handle] = obj
+    made = getattr(_per_thread, "made", None)
+    if made is not None:
+        made.append(handle)
+    return Tensor(np.asarray(handle, np.int64))
+
+
+def _as_tensor(value, meta, what):
+    """The run-time value as the tensor the graph was compiled for (meta: dtype enum, shape,
+    weak); Python numbers take that dtype, arrays and tensors keep theirs (the engine checks)."""
+    from kiln.common import dtype as mstype  # noqa: PLC0415
+    from kiln.common.tensor import Tensor  # noqa: PLC0415
+
+    dtype = mstype.from_enum(meta[0])
+    if isinstance(value, Tensor):
+        return Tensor(value.asnumpy()) if value._dtype != meta[0] else _copy(value)
+    if isinstance(value, (bool, int, float, np.generic, np.ndarray, list, tuple)):
+        if isinstance(value, (bool, int, float)):
+            return Tensor(value, dtype)
+        array = np.array(value)
+        return Tensor(array) if array.dtype != object else _not_a_tensor(value, what)
+    return _not_a_tensor(value, what)
+
+
+def _copy(tensor):
+    from kiln.common.tensor import Tensor  # noqa: PLC0415
+
+    return Tensor(tensor.asnumpy().copy())
+
+
+def _not_a_tensor(value, what):
+    raise TypeError(f"the Python code {what} returned a {type(value).__name__} when the graph "
+                    f"ran, where the graph needs a tensor")
+
+
+class run_scope:  # noqa: N801 - used as `with lax.run_scope():`
+    """One call of a graph with interpret nodes: the objects its nodes make live until the
+    call's result is built, then the table forgets them."""
+
+    def __enter__(self):
+        self.saved = getattr(_per_thread, "made", None)
+        _per_thread.made = self.made = []
+        return self
+
+    def __exit__(self, *exc):
+        _per_thread.made = self.saved
+        for handle in self.made:
+            _objects.pop(handle, None)
+
+
+def resolve(result, object_positions):
+    """The call's result with each object handle (leaf `k` in object_positions, in the order
+    the graph's outputs were flattened) replaced by its object."""
+    from kiln.jit.trees import flatten, unflatten  # noqa: PLC0415
+
+    leaves, structure = flatten(result)
+    position, out = 0, []
+    for leaf in leaves:
+        if isinstance(leaf, _C.TensorBase):
+            if position in object_positions:
+                leaf = _objects[int(leaf.asnumpy())]
+            position += 1
+        out.append(leaf)
+    return unflatten(structure, out)
+
+
+_C.set_interpret_host(_host)
+
+
+# ---- compiling: creating nodes ----
+def is_lax():
+    """Whether the function being compiled is at the LAX level."""
+    converter = _graph_state.converter()
+    return converter is not None and getattr(converter, "lax", False)
+
+
+def run_later(fn, args, kwargs, what, output="object", probe=True):
+    """A node running fn(*args, **kwargs) when the graph runs. Graph values anywhere in the
+    arguments (also inside tuples, lists and dicts) become its inputs. `output`: "object" (a
+    RuntimeObject), "none", or "tensor" (then a GraphTensor typed by the probe). `probe`:
+    whether fn may also run while compiling, on example values, to learn its result's type."""
+    emitter = _graph_state.emitter()
+    inputs, kinds = [], []
+    template = _template((args, kwargs), inputs, kinds)
+    example = _probe(fn, template, inputs) if probe else _NO_PROBE
+
+    def run(*values):
+        call_args, call_kwargs = _fill(template, iter(values))
+        return fn(*call_args, **call_kwargs)
+
+    where = _where(emitter, what)
+    if output == "tensor":
+        meta = _meta_of(example, exact=_all_exact(inputs), what=where)
+        site = _Site(run, kinds, meta, where)
+        return _emit(emitter, site, inputs, [meta], what)[0]
+    site = _Site(run, kinds, output, where)
+    if output == "none":
+        _emit(emitter, site, inputs, [], what)
+        return None
+    handle = _emit(emitter, site, inputs, [(_dtype_enum("int64"), (), False)], what)[0]
+    return RuntimeObject(handle, example, _all_exact(inputs) and example is not _NO_PROBE, where)
+
+
+def _emit(emitter, site, inputs, metas, what):
+    _sites[site.key] = site
+    emitter.lax_sites.append(site)  # the compiled graph keeps its sites alive
+    handles = emitter.interpret_(site.key, what, [v.graph_handle() for v in inputs], metas)
+    emitter.note_interpret(what)
+    return handles
+
+
+def _where(emitter, what):
+    file, line, _ = emitter.loc
+    return f"`{what}` ({file}:{line})"
+
+
+def _template(value, inputs, kinds):
+    """value with every graph value replaced by its input slot."""
+    if isinstance(value, GraphValue):  # a GraphTensor or a RuntimeObject
+        inputs.append(_Input(value))
+        kinds.append("object" if isinstance(value, RuntimeObject) else "tensor")
+        return _Slot(len(inputs) - 1)
+    if type(value) in (tuple, list):
+        return type(value)(_template(v, inputs, kinds) for v in value)
+    if type(value) is dict:
+        return {k: _template(v, inputs, kinds) for k, v in value.items()}
+    return value
+
+
+def _fill(template, values):
+    values = list(values)
+
+    def fill(t):
+        if isinstance(t, _Slot):
+            return values[t.index]
+        if type(t) in (tuple, list):
+            return type(t)(fill(v) for v in t)
+        if type(t) is dict:
+            return {k: fill(v) for k, v in t.items()}
+        return t
+
+    return fill(template)
+
+
+class _Slot:
+    __slots__ = ("index",)
+
+    def __init__(self, index):
+        self.index = index
+
+
+class _Input:
+    """A graph value passed to a node: its handle, and an example value for probing."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value):
+        self.value = value
+
+    def graph_handle(self):
+        v = self.value
+        return v.graph.handle if isinstance(v, RuntimeObject) else v.handle
+
+    def exact(self):
+        v = self.value
+        return v.exact if isinstance(v, RuntimeObject) else -1 not in v.shape
+
+    def example(self):
+        from kiln import ops  # noqa: PLC0415
+
+        v = self.value
+        if isinstance(v, RuntimeObject):
+            return v.probe
+        with _graph_state.eager():
+            return ops.ones(tuple(1 if d < 0 else d for d in v.shape), v.dtype)
+
+
+def _all_exact(inputs):
+    return all(i.exact() for i in inputs)
+
+
+def _probe(fn, template, inputs):
+    """fn's result on example values (ones of each input's dtype and shape) while compiling;
+    _NO_PROBE where an input has none or fn fails on them."""
+    examples = [i.example() for i in inputs]
+    if any(e is _NO_PROBE for e in examples):
+        return _NO_PROBE
+    call_args, call_kwargs = _fill(template, iter(examples))
+    try:
+        with _graph_state.eager(), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return fn(*call_args, **call_kwargs)
+    except Exception:  # noqa: BLE001 - the example values may not suit fn: the type stays open
+        return _NO_PROBE
+
+
+def _meta_of(example, exact, what):
+    """(dtype enum, shape, weak) of the tensor a probed value converts to."""
+    from kiln.common import dtype as mstype  # noqa: PLC0415
+    from kiln.common.tensor import Tensor  # noqa: PLC0415
+
+    if example is _NO_PROBE:
+        raise TypeError(
+            f"Graph mode (LAX): {what} runs in Python when the graph runs, and its result is "
+            f"used as a tensor, but kiln cannot tell its dtype and shape while compiling (it "
+            f"only tries code without side effects: NumPy, math, tensor conversions). Compute "
+            f"it with kiln operations, or run this code in PyNative mode."
+        )
+    if isinstance(example, bool):
+        return (_dtype_enum("bool_"), (), True)
+    if isinstance(example, int):
+        return (_dtype_enum("int64"), (), True)
+    if isinstance(example, float):
+        return (_dtype_enum("float32"), (), True)
+    if isinstance(example, Tensor):
+        dtype, shape = example._dtype, tuple(example.shape)
+    else:
+        array = np.asarray(example)
+        if array.dtype == object:
+            raise TypeError(f"Graph mode (LAX): {what} gives a {type(example).__name__}, which "
+                            f"is not a tensor")
+        dtype, shape = mstype.to_dtype(array.dtype)._enum, array.shape
+    return (dtype, tuple(shape) if exact else tuple(-1 for _ in shape), False)
+
+
+def to_tensor(obj, dtype=None):
+    """A RuntimeObject as a graph tensor (optionally cast to `dtype`)."""
+    from kiln.ops._core import call  # noqa: PLC0415
+
+    if obj.converted is None:
+        meta = _meta_of(obj.probe, obj.exact, obj.what)
+        site = _Site(lambda o: o, ["object"], meta, obj.what)
+        emitter = _graph_state.emitter()
+        obj.converted = _emit(emitter, site, [_Input(obj)], [meta],
+                              f"{obj._text()} as a tensor")[0]
+    if dtype is None:
+        return obj.converted
+    from kiln.common import dtype as mstype  # noqa: PLC0415
+
+    return call("cast", (obj.converted,), (mstype.to_dtype(dtype)._enum,))
+
+
+# What a probe may run: library code without side effects.
+_PURE_MODULES = ("numpy", "math", "cmath", "operator", "builtins", "kiln")
+
+
+def is_pure(fn):
+    module = getattr(fn, "__module__", None) or getattr(type(fn), "__module__", "") or ""
+    if isinstance(fn, np.ufunc):
+        return True
+    if module.startswith("numpy.random") or getattr(fn, "__name__", "") in ("print", "input"):
+        return False
+    return module.split(".")[0] in _PURE_MODULES
+
+
+class RuntimeObject(GraphValue):
+    """Stands for the Python object a run-time interpreter node returns, while compiling.
+    Operations on it (attributes, calls, operators, NumPy functions) become more such nodes;
+    used as a tensor it is converted (to_tensor)."""
+
+    __slots__ = ("graph", "probe", "exact", "what", "converted")
+
+    def __init__(self, graph, probe, exact, what):
+        self.graph, self.probe, self.exact, self.what = graph, probe, exact, what
+        self.converted = None
+
+    def __repr__(self):
+        return f"<value of {self.what}, known when the graph runs>"
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return run_later(getattr, (self, name), {}, f"{self._text()}.{name}")
+
+    def __call__(self, *args, **kwargs):
+        return run_later(lambda f, *a, **k: f(*a, **k), (self,) + args, kwargs,
+                         f"{self._text()}(...)", probe=self._pure_callable())
+
+    def _pure_callable(self):
+        p = self.probe
+        return p is not _NO_PROBE and (
+            isinstance(p, (types.BuiltinMethodType, types.MethodWrapperType, np.ufunc))
+            and is_pure(getattr(p, "__self__", p))
+            or isinstance(getattr(p, "__self__", None), (np.ndarray, np.generic, int, float,
+                                                          str, bytes))
+        )
+
+    def _text(self):
+        return self.what.split(" (")[0].strip("`")
+
+    def __getitem__(self, index):
+        return run_later(operator.getitem, (self, index), {}, f"{self._text()}[...]")
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        fn = ufunc if method == "__call__" else getattr(ufunc, method)
+        return run_later(fn, _to_runtime(inputs), _to_runtime(kwargs), f"numpy.{ufunc.__name__}")
+
+    def __array_function__(self, func, types_, args, kwargs):
+        return run_later(func, _to_runtime(args), _to_runtime(kwargs),
+                         f"numpy.{func.__name__}", probe=is_pure(func))
+
+    def _no_value(self, what):
+        raise TypeError(f"Graph mode (LAX): {what} of {self.what} needs its value, which is only "
+                        f"known when the graph runs; keep it in NumPy or Python code that runs "
+                        f"then (or make it a Tensor and use tensor operations)")
+
+    def __bool__(self):
+        self._no_value("the truth value")
+
+    def __int__(self):
+        self._no_value("int()")
+
+    def __float__(self):
+        self._no_value("float()")
+
+    def __index__(self):
+        self._no_value("using it as an index")
+
+    def __iter__(self):
+        raise TypeError(f"Graph mode (LAX): iterating over {self.what}, whose length is only "
+                        f"known when the graph runs, cannot unroll a loop")
+
+    def __len__(self):
+        self._no_value("len()")
+
+    __hash__ = object.__hash__
+
+
+def _to_runtime(value):
+    """GraphTensors inside NumPy's arguments take part as arrays (their asnumpy())."""
+    if isinstance(value, GraphValue) and not isinstance(value, RuntimeObject):  # a GraphTensor
+        return as_array(value)
+    if type(value) in (tuple, list):
+        return type(value)(_to_runtime(v) for v in value)
+    if type(value) is dict:
+        return {k: _to_runtime(v) for k, v in value.items()}
+    return value
+
+
+def as_array(tensor):
+    """graph tensor.asnumpy() when the graph runs."""
+    return run_later(lambda t: t.asnumpy(), (tensor,), {}, "Tensor.asnumpy()")
+
+
+def _operator(op, symbol, swap=False):
+    def method(self, other):
+        # Python's meaning with the run-time values (a NumPy value and a tensor: what PyNative
+        # does with them); Tensor(value) brings a NumPy result back into the graph
+        pair = (other, self) if swap else (self, other)
+        return run_later(op, pair, {}, f"{symbol} on {self._text()}")
+
+    return method
+
+
+for _name, _op, _sym in [
+    ("add", operator.add, "+"), ("sub", operator.sub, "-"), ("mul", operator.mul, "*"),
+    ("truediv", operator.truediv, "/"), ("floordiv", operator.floordiv, "//"),
+    ("mod", operator.mod, "%"), ("pow", operator.pow, "**"), ("matmul", operator.matmul, "@"),
+    ("and", operator.and_, "&"), ("or", operator.or_, "|"), ("xor", operator.xor, "^"),
+    ("lshift", operator.lshift, "<<"), ("rshift", operator.rshift, ">>"),
+]:
+    setattr(RuntimeObject, f"__{_name}__", _operator(_op, _sym))
+    setattr(RuntimeObject, f"__r{_name}__", _operator(_op, _sym, swap=True))
+for _name, _op, _sym in [
+    ("eq", operator.eq, "=="), ("ne", operator.ne, "!="), ("lt", operator.lt, "<"),
+    ("le", operator.le, "<="), ("gt", operator.gt, ">"), ("ge", operator.ge, ">="),
+]:
+    setattr(RuntimeObject, f"__{_name}__", _operator(_op, _sym))
+RuntimeObject.__neg__ = lambda self: run_later(operator.neg, (self,), {}, f"-{self._text()}")
+RuntimeObject.__abs__ = lambda self: run_later(builtins.abs, (self,), {}, f"abs({self._text()})")
+RuntimeObject.__invert__ = lambda self: run_later(operator.invert, (self,), {}, "~")
+del _name, _op, _sym
+
+
+def uses_runtime(values):
+    """Whether a RuntimeObject is among `values` (also inside tuples, lists and dicts)."""
+    for v in values:
+        if isinstance(v, RuntimeObject):
+            return True
+        if type(v) in (tuple, list) and uses_runtime(v):
+            return True
+        if type(v) is dict and uses_runtime(v.values()):
+            return True
+    return False
+

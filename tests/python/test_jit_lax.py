@@ -1,0 +1,206 @@
+"""The LAX syntax level: Python code a graph cannot hold runs in the interpreter when the graph
+runs (run-time interpreter nodes), with PyNative's results; STRICT keeps refusing it."""
+
+import warnings
+
+import numpy as np
+import pytest
+
+import kiln as ms
+from kiln import Tensor, nn
+from kiln.jit import LaxRuntimeWarning
+from kiln.jit.graph_tensor import CompileTimeValueError
+
+STRICT = ms.JitConfig(jit_syntax_level="STRICT")
+
+
+def _x():
+    return Tensor(np.array([1.0, 2.0, 3.0], np.float32))
+
+
+def _both(fn, *args):
+    """fn in PyNative and jitted: both results."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", LaxRuntimeWarning)
+        return fn(*args), ms.jit(fn)(*args)
+
+
+def numpy_round_trip(x):
+    y = x.asnumpy()
+    return Tensor(np.sum(y * 2)) + x
+
+
+def test_numpy_on_a_graph_value_runs_when_the_graph_runs():
+    eager, graph = _both(numpy_round_trip, _x())
+    np.testing.assert_allclose(graph.asnumpy(), eager.asnumpy())
+    # the graph reads the run-time value, not the one it was compiled with
+    fn = ms.jit(numpy_round_trip)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", LaxRuntimeWarning)
+        fn(_x())
+        out = fn(_x() * 10)
+    np.testing.assert_allclose(out.asnumpy(), [130.0, 140.0, 150.0])
+
+
+def ufunc_then_graph(x):
+    return np.exp(x) * 1.0, x.asnumpy().max() * x, Tensor(np.float32(2) * x) + x
+
+
+def test_numpy_of_tensors_means_what_it_means_in_pynative():
+    eager, graph = _both(ufunc_then_graph, _x())
+    for g, e in zip(graph, eager):
+        assert type(g) is type(e)
+        np.testing.assert_allclose(np.asarray(g), np.asarray(e), rtol=1e-6)
+
+
+def returns_objects(x):
+    return {"values": x.asnumpy(), "n": 3, "none": None}, x.item(0) if False else None
+
+
+def test_returned_python_objects_come_back_as_objects():
+    eager, graph = _both(returns_objects, _x())
+    np.testing.assert_array_equal(graph[0]["values"], eager[0]["values"])
+    assert graph[0]["n"] == 3 and graph[0]["none"] is None and graph[1] is None
+
+
+def text_of(x):
+    return f"x={x}, doubled={x * 2!r:>5}", f"{x + 1} and {x.shape}"
+
+
+def test_fstrings_and_format_keep_pynative_text():
+    eager, graph = _both(text_of, _x())
+    assert graph == eager
+
+
+def raises_with_values(x):
+    if x.sum() > 10:
+        raise ValueError(f"sum too large: {x.sum()}")
+    return x
+
+
+def test_raise_with_an_fstring_of_tensors():
+    fn = ms.jit(raises_with_values)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", LaxRuntimeWarning)
+        np.testing.assert_array_equal(fn(_x()).asnumpy(), _x().asnumpy())
+        with pytest.raises(ValueError) as graph_error:
+            fn(_x() * 10)
+    with pytest.raises(ValueError) as eager_error:
+        raises_with_values(_x() * 10)
+    assert str(graph_error.value) == str(eager_error.value)
+
+
+def prints_an_array(x):
+    print("array", x.asnumpy() + 1)
+    return x
+
+
+def test_print_of_a_runtime_value(capfd):
+    _both(prints_an_array, _x())
+    out = capfd.readouterr().out.splitlines()
+    assert out == ["array [2. 3. 4.]", "array [2. 3. 4.]"]
+
+
+class Counter(nn.Cell):
+    def __init__(self):
+        super().__init__()
+        self.calls = 0
+        self.last = None
+        self.scale = 2.0
+
+    def construct(self, x):
+        self.calls += 1
+        self.last = x * self.scale
+        return x + self.calls
+
+
+def test_self_attributes_are_runtime_state_and_do_not_recompile():
+    ms.set_context(mode=ms.GRAPH_MODE)
+    try:
+        net = Counter()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", LaxRuntimeWarning)
+            net(_x())
+            before = ms.get_jit_stats()["compiles"]
+            out = net(_x())
+            out = net(_x())
+        assert ms.get_jit_stats()["compiles"] == before  # `self.calls` is not a guard
+    finally:
+        ms.set_context(mode=ms.PYNATIVE_MODE)
+    assert net.calls == 3
+    np.testing.assert_array_equal(out.asnumpy(), [4.0, 5.0, 6.0])
+    np.testing.assert_array_equal(net.last.asnumpy(), [2.0, 4.0, 6.0])
+    eager = Counter()
+    for _ in range(3):
+        eager_out = eager(_x())
+    np.testing.assert_array_equal(eager_out.asnumpy(), out.asnumpy())
+
+
+def in_a_branch(x):
+    if x.sum() > 0:
+        y = Tensor(np.sqrt(x.asnumpy()))
+    else:
+        y = x
+    return y * 2
+
+
+def test_runtime_value_inside_a_tensor_branch():
+    eager, graph = _both(in_a_branch, _x())
+    np.testing.assert_allclose(graph.asnumpy(), eager.asnumpy(), rtol=1e-6)
+
+
+def test_each_interpreter_node_is_listed_and_warned_once_per_compile():
+    def listed(x):
+        return Tensor(np.cumsum(x.asnumpy()))
+
+    with pytest.warns(LaxRuntimeWarning) as record:
+        ms.jit(listed)(_x())
+    assert len(record) == 1 and "numpy.cumsum" in str(record[0].message)
+    nodes = [n for n in ms.get_jit_stats()["interpreter_nodes"]
+             if n["function"].endswith("listed")]
+    assert {n["why"] for n in nodes} >= {"Tensor.asnumpy()", "numpy.cumsum"}
+    assert all(n["file"] == __file__ and n["line"] > 0 for n in nodes)
+
+
+def test_strict_refuses_what_lax_runs_in_python():
+    with pytest.raises(CompileTimeValueError, match="asnumpy"):
+        ms.jit(numpy_round_trip, jit_config=STRICT)(_x())
+    with pytest.raises(CompileTimeValueError, match="f-string"):
+        ms.jit(text_of, jit_config=STRICT)(_x())
+    ms.set_context(jit_syntax_level=ms.STRICT)
+    try:
+        with pytest.raises(CompileTimeValueError):
+            ms.jit(numpy_round_trip)(_x())
+    finally:
+        ms.set_context(jit_syntax_level=ms.LAX)
+
+
+def test_no_gradient_through_python_code():
+    def loss(x):
+        return (Tensor(np.square(x.asnumpy())) * x).sum()
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", LaxRuntimeWarning)
+        with pytest.raises(TypeError, match="no gradient"):
+            ms.jit(ms.grad(loss))(_x())
+
+
+def test_a_result_used_as_a_tensor_needs_a_known_type():
+    def unknown(x):  # text is only made when the graph runs: no example value to type it
+        return Tensor(f"{x}") + x
+
+    with pytest.raises(TypeError, match="cannot tell its dtype"):
+        ms.jit(unknown)(_x())
+
+
+class NumpyNet(nn.Cell):
+    def construct(self, x):
+        return Tensor(np.abs(x.asnumpy())) + x
+
+
+def test_export_refuses_a_graph_with_interpreter_nodes(tmp_path):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", LaxRuntimeWarning)
+        with pytest.raises(RuntimeError, match=r"test_jit_lax.py:\d+"):
+            ms.export(NumpyNet(), _x(), file_name=str(tmp_path / "net"), file_format="MINDIR")
+    assert not list(tmp_path.iterdir())  # nothing half-written
