@@ -259,9 +259,9 @@ class Cell(CellBase):
     # ---- mixed precision ----
     def to_float(self, dst_type):
         """Runs this cell and its children in `dst_type` (float16, bfloat16 or float32): the
-        floating inputs of each cell's call, and the Parameters its construct reads, are cast to
-        it; the Parameters themselves keep their type (float32 master weights). A later call on a
-        child overrides the setting for that child. Returns the cell."""
+        floating inputs of each cell's call, and the trainable Parameters its construct reads,
+        are cast to it; the Parameters themselves keep their type (float32 master weights). A
+        later call on a child overrides the setting for that child. Returns the cell."""
         if dst_type not in (mstype.float16, mstype.float32, mstype.bfloat16):
             raise ValueError(f"For 'to_float', the argument 'dst_type' must be mstype.float32, "
                              f"mstype.float16 or mstype.bfloat16, but got type: "
