@@ -201,9 +201,13 @@ std::vector<CheckpointEntry> ParseCheckpoint(std::string_view bytes) {
     KILN_CHECK(length <= rest.size(), Value, "truncated: the value at byte ", offset, " needs ",
                length, " bytes, ", rest.size(), " remain");
     kiln_ckpt::Checkpoint::Value value;
-    KILN_CHECK(
-        length < (uint64_t{1} << 31) && value.ParseFromArray(rest.data(), static_cast<int>(length)),
-        Value, "damaged: the value at byte ", offset, " is not a valid checkpoint value");
+    // ParsePartial + IsInitialized: the same checks as ParseFromArray, without protobuf logging
+    // a message of its own to stderr for each damaged file.
+    KILN_CHECK(length < (uint64_t{1} << 31) &&
+                   value.ParsePartialFromArray(rest.data(), static_cast<int>(length)),
+               Value, "damaged: the value at byte ", offset, " is not a valid checkpoint value");
+    KILN_CHECK(value.IsInitialized(), Value, "damaged: the value at byte ", offset, " lacks ",
+               value.InitializationErrorString());
     rest.remove_prefix(length);
     AddValue(value, entries, seen);
   }
