@@ -318,9 +318,9 @@ def load_checkpoint(ckpt_file_name, net=None, strict_load=False, filter_prefix=N
         return not use_choice or bool(choice_func(name))
 
     params = _read_entries(path, format, keep, crc_check)
-    if not params:
-        raise ValueError(f"{who}: the parameters loaded from {path!r} are empty after "
-                         f"filtering; check filter_prefix, specify_prefix and choice_func")
+    if not params:   # MindSpore's ValueError (CheckpointError is one)
+        raise CheckpointError(f"{who}: the parameters loaded from {path!r} are empty after "
+                              f"filtering; check filter_prefix, specify_prefix and choice_func")
     if net is not None:
         load_param_into_net(net, params, strict_load=strict_load)
     return params
