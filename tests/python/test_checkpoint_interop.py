@@ -78,6 +78,14 @@ def test_safetensors_is_a_real_safetensors_file(tmp_path):
         raw["float32"]["shape"]), EXPECTED["float32"])
 
 
+def test_a_safetensors_file_read_as_ckpt_says_which_format(tmp_path):
+    path = str(tmp_path / "w.safetensors")
+    ms.save_checkpoint({"w": ms.Parameter(ms.Tensor([1.0]), name="w")}, path,
+                       format="safetensors")
+    with pytest.raises(serialization.CheckpointError, match="pass format='safetensors'"):
+        ms.load_checkpoint(path)
+
+
 def test_str_values_need_the_ckpt_layout(tmp_path):
     with pytest.raises(TypeError, match="'note' is a str"):
         ms.save_checkpoint({}, str(tmp_path / "x.safetensors"), format="safetensors",

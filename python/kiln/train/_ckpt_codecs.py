@@ -93,8 +93,9 @@ def read_ckpt(f, path):
     if not first:
         raise CheckpointError(f"load_checkpoint: {path!r} is empty (0 bytes)")
     if first != b"\x0a":
+        hint = "; pass format='safetensors'" if str(path).endswith(".safetensors") else ""
         raise CheckpointError(f"load_checkpoint: {path!r} is not a checkpoint (neither "
-                              f"MindSpore's .ckpt layout nor kiln's earlier format)")
+                              f"MindSpore's .ckpt layout nor kiln's earlier format){hint}")
     data = first + f.read()
     try:
         return _C.ckpt_parse(np.frombuffer(data, np.uint8))
