@@ -361,14 +361,16 @@ def _load_by_prefix(net, parameter_dict, param_not_load, ckpt_not_load, strict_l
     the network's (e.g. "network.") and load every missing parameter under it."""
     tried = set()
     while param_not_load:
-        prefix = next((k[:-len(n)] for n in param_not_load for k in parameter_dict
-                       if k.endswith(n) and k[:-len(n)] not in tried), None)
+        prefix = next((k[:-len(n)] for n in param_not_load for k, v in parameter_dict.items()
+                       if k.endswith(n) and k[:-len(n)] not in tried and not isinstance(v, str)),
+                      None)
         if prefix is None:
             return
         tried.add(prefix)
         for _, param in net.parameters_and_names():
             key = prefix + param.name
-            if param.name in param_not_load and key in parameter_dict:
+            if (param.name in param_not_load and key in parameter_dict
+                    and not isinstance(parameter_dict[key], str)):
                 _update_param(param, parameter_dict[key], strict_load)
                 param_not_load.remove(param.name)
                 if key in ckpt_not_load:
