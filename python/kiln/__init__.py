@@ -75,6 +75,7 @@ from kiln.common.api import jit_class  # noqa: E402,F401
 from kiln.common.parameter import Parameter, ParameterTuple  # noqa: E402,F401
 from kiln.common.sparse_tensor import COOTensor, CSRTensor, RowTensor  # noqa: E402,F401
 from kiln.ops.primitive import constexpr  # noqa: E402,F401
+from kiln.train._ckpt_convert import ckpt_to_safetensors, safetensors_to_ckpt  # noqa: E402,F401
 from kiln.train.model_export import export, load  # noqa: E402,F401
 from kiln.train.serialization import (  # noqa: E402,F401
     load_checkpoint,

@@ -301,3 +301,41 @@ def test_a_failed_safetensors_save_keeps_the_old_file(tmp_path, monkeypatch):
                            format="safetensors")
     assert path.read_bytes() == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["m.safetensors"]
+
+
+# ---- ckpt_to_safetensors / safetensors_to_ckpt ----
+
+def test_converting_a_file_both_ways(tmp_path):
+    src = tmp_path / "adam.ckpt"
+    src.write_bytes((FIXTURES / "ms_train_adam.ckpt").read_bytes())
+    ms.ckpt_to_safetensors(str(src))                       # beside the file
+    back_dir = tmp_path / "back"
+    ms.safetensors_to_ckpt(str(tmp_path / "adam.safetensors"), str(back_dir),
+                           name_map={"fc1.weight": "encoder.weight"})
+    original = ms.load_checkpoint(str(src))
+    back = ms.load_checkpoint(str(back_dir / "adam.ckpt"))
+    assert sorted(back) == sorted(["encoder.weight"] + [k for k in original if k != "fc1.weight"])
+    np.testing.assert_array_equal(back["encoder.weight"].asnumpy(),
+                                  original["fc1.weight"].asnumpy())
+    for name in original:
+        if name != "fc1.weight":
+            np.testing.assert_array_equal(back[name].asnumpy(), original[name].asnumpy())
+
+
+def test_converting_the_rank_folders_of_a_directory(tmp_path):
+    for rank in ("rank0", "rank1"):
+        (tmp_path / "src" / rank).mkdir(parents=True)
+        for opt in ("sgd", "momentum"):
+            (tmp_path / "src" / rank / f"{opt}.ckpt").write_bytes(
+                (FIXTURES / f"ms_train_{opt}.ckpt").read_bytes())
+    ms.ckpt_to_safetensors(str(tmp_path / "src"), str(tmp_path / "out"), file_name_regex="sgd")
+    assert sorted(str(p.relative_to(tmp_path / "out")) for p in (tmp_path / "out").rglob("*.*")
+                  ) == ["rank0/sgd.safetensors", "rank1/sgd.safetensors"]
+    with pytest.raises(ValueError, match="no directories starting with 'rank'"):
+        ms.ckpt_to_safetensors(str(tmp_path / "out" / "rank0"))
+    with pytest.raises(ValueError, match="must be a .ckpt file"):
+        ms.ckpt_to_safetensors(str(tmp_path / "out" / "rank0" / "sgd.safetensors"))
+    with pytest.raises(ValueError, match="save_path must be a directory"):
+        ms.ckpt_to_safetensors(str(tmp_path / "src"), "x.ckpt")
+    with pytest.raises(ValueError, match="valid path"):
+        ms.safetensors_to_ckpt(str(tmp_path / "nowhere"))
