@@ -24,6 +24,13 @@ OPTIMIZERS = {
     "sgd": lambda nn, p: nn.SGD(p, 0.1, momentum=0.9),
     "adam": lambda nn, p: nn.Adam(p, 0.01),
     "adamweightdecay": lambda nn, p: nn.AdamWeightDecay(p, 0.01, weight_decay=0.01),
+    "adamax": lambda nn, p: nn.AdaMax(p, 0.01),
+    "adagrad": lambda nn, p: nn.Adagrad(p, learning_rate=0.05),
+    "adadelta": lambda nn, p: nn.Adadelta(p, learning_rate=0.5),
+    "rmsprop": lambda nn, p: nn.RMSProp(p, learning_rate=0.01, centered=True, momentum=0.5),
+    "ftrl": lambda nn, p: nn.FTRL(p),
+    "asgd": lambda nn, p: nn.ASGD(p, learning_rate=0.05),
+    "rprop": lambda nn, p: nn.Rprop(p, learning_rate=0.05),
 }
 STEPS_BEFORE, STEPS_AFTER = 3, 2
 
