@@ -254,6 +254,8 @@ def entry(name, values=(1.0, 2.0)):
     (entry("a") + entry("b") + entry("a"), "'a' appears twice"),
     (entry("a").replace(b"Float32", b"Float99"), "Float99"),
     (entry("a") + b"crc_num" + (12345).to_bytes(10, "big"), "CRC32"),
+    (_C.ckpt_serialize_entry("s", "str", [0], b"\xff\xff\xff\xff"), "not valid UTF-32"),
+    (_C.ckpt_serialize_entry("s", "str", [0], b"\x00\xd8\x00\x00"), "not valid UTF-32"),
 ])
 def test_damaged_ckpt_files(tmp_path, blob, why):
     path = tmp_path / "damaged.ckpt"

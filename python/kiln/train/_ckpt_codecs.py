@@ -57,8 +57,12 @@ def entry_of(name, value):
 def value_of(entry, path):
     """A Parameter named after the entry (or the str it holds)."""
     name, type_name, dims, data = entry
-    if type_name == "str":
-        return np.frombuffer(data, f"<U{len(data) // 4}")[0].item() if data else ""
+    if type_name == "str":   # UTF-32 code units, NUL-padded at the end as NumPy writes them
+        try:
+            return data.decode("utf-32-le").rstrip("\x00")
+        except UnicodeDecodeError:
+            raise CheckpointError(f"load_checkpoint: {path!r} is damaged: the str entry "
+                                  f"'{name}' is not valid UTF-32") from None
     if type_name not in _NUMPY:
         raise CheckpointError(f"load_checkpoint: {path!r}: entry '{name}' has tensor type "
                               f"{type_name!r}, which kiln does not load")

@@ -1,6 +1,7 @@
-"""kiln's own checkpoint format ("KILNCKPT", version 1): still read, and written only on request.
+"""kiln's earlier checkpoint format ("KILNCKPT", version 1): still read by load_checkpoint.
 
-Files saved by earlier kiln versions use it; save_checkpoint now writes MindSpore's layout.
+Files saved by earlier kiln versions use it; save_checkpoint now writes MindSpore's layout. The
+writer below stays for tests and fuzzing seeds (files of this format).
 
 File layout (little-endian), version 1:
 
