@@ -20,6 +20,7 @@ void BindIR(nb::module_& m);
 void BindJit(nb::module_& m);
 void BindDispatch(nb::module_& m);
 void BindDataset(nb::module_& m);
+void BindCheckpoint(nb::module_& m);
 
 namespace {
 
@@ -128,6 +129,7 @@ void InitModule(nb::module_& m) {
   BindIR(m);
   BindJit(m);
   BindDataset(m);
+  BindCheckpoint(m);
   m.def("_set_tensor_class", &SetTensorClass);
 
   m.def("weak_scalar", [](nb::handle h) {

@@ -75,6 +75,7 @@ from kiln.common.api import jit_class  # noqa: E402,F401
 from kiln.common.parameter import Parameter, ParameterTuple  # noqa: E402,F401
 from kiln.common.sparse_tensor import COOTensor, CSRTensor, RowTensor  # noqa: E402,F401
 from kiln.ops.primitive import constexpr  # noqa: E402,F401
+from kiln.train._ckpt_convert import ckpt_to_safetensors, safetensors_to_ckpt  # noqa: E402,F401
 from kiln.train.amp import build_train_network  # noqa: E402,F401
 from kiln.train.callback import *  # noqa: E402,F401,F403 - ms.LossMonitor, ms.RunContext, ...
 from kiln.train.data_sink import data_sink  # noqa: E402,F401

@@ -1,6 +1,7 @@
 """kiln.train -- Model and its callbacks, checkpoints (kiln.train.serialization),
 metrics and mixed precision (kiln.train.amp), as mindspore.train."""
 from kiln.train import amp, callback, metrics  # noqa: F401
+from kiln.train._ckpt_convert import ckpt_to_safetensors, safetensors_to_ckpt  # noqa: F401
 from kiln.train.amp import build_train_network  # noqa: F401
 from kiln.train.callback import *  # noqa: F401,F403
 from kiln.train.data_sink import data_sink  # noqa: F401
@@ -23,7 +24,7 @@ from kiln.train.serialization import (  # noqa: F401
 __all__ = ["export", "load", "save_checkpoint", "load_checkpoint", "load_param_into_net",
            "CheckpointError", "Model", "GradAccumulationCell", "data_sink",
            "build_train_network", "LossScaleManager", "FixedLossScaleManager",
-           "DynamicLossScaleManager"]
+           "DynamicLossScaleManager", "ckpt_to_safetensors", "safetensors_to_ckpt"]
 __all__ += metrics.__all__
 __all__ += callback.__all__
 
