@@ -61,6 +61,7 @@ class Converter(StatementsMixin, BranchesMixin, LoopsMixin):
         self.guards = Guards()
         emitter.is_outside = self.guards.holds
         self.depth = 0
+        self.max_call_depth = None  # set_context's, read on the first call
         self.frames = []  # (frame, graph function it runs in), innermost last
         # (id(cell), name) of non-Parameter attributes compiled code assigns (LAX): run-time
         # state, read when the graph runs instead of folded and guarded
@@ -209,13 +210,19 @@ class Converter(StatementsMixin, BranchesMixin, LoopsMixin):
         )
 
     def run_body(self, stmts, frame):
+        from kiln.context import get_context  # noqa: PLC0415
+
+        limit = self.max_call_depth
+        if limit is None:
+            limit = self.max_call_depth = get_context("max_call_depth")
+        if self.depth >= limit:
+            raise RecursionError(
+                f"Graph mode: calls nest more than {limit} deep in {frame.source.name} "
+                f"(set_context(max_call_depth=...); recursion is unrolled at compile time, so "
+                f"it needs a constant stopping condition)"
+            )
         self.depth += 1
         self.frames.append((frame, self.emitter.current_func))
-        if self.depth > 200:
-            raise RecursionError(
-                "Graph mode: calls nest more than 200 deep (recursion is unrolled "
-                "at compile time, so it needs a constant stopping condition)"
-            )
         try:
             self.exec_block(stmts, frame)
         except ReturnSignal as r:
