@@ -288,3 +288,26 @@ def test_with_statement():
 
     with pytest.raises(GraphSyntaxError, match="with"):
         ms.jit(uses_with, jit_config=STRICT)(_x())
+
+
+class AlwaysRaises(nn.Cell):
+    def construct(self, x):
+        raise ValueError(f"bad input of rank {x.ndim}")
+
+
+class PrintsThenRaises(nn.Cell):
+    def construct(self, x):
+        print("before", x)
+        raise ValueError("after a print")
+
+
+def test_a_raise_reached_on_every_run_is_raised_while_compiling(capfd):
+    from kiln.common.api import _cell_graph_executor
+
+    with pytest.raises(ValueError, match="bad input of rank 1"):  # compiling alone raises
+        _cell_graph_executor.compile(AlwaysRaises(), _x())
+    # after an effect the raise stays a run-time one, so the print happens first as in PyNative
+    _cell_graph_executor.compile(PrintsThenRaises(), _x())
+    with pytest.raises(ValueError, match="after a print"):
+        ms.jit(PrintsThenRaises().construct)(_x())
+    assert "before" in capfd.readouterr().out

@@ -23,6 +23,7 @@ _FOLDABLE_KINDS = frozenset(
     k for k in KIND.values()
     if not _C.op_schema(k)["mutates"] and not _C.op_schema(k)["is_random"]
 )
+_EFFECT_KINDS = frozenset(k for k in KIND.values() if k not in _FOLDABLE_KINDS)
 _FOLD_LIMIT = 4096  # elements: larger constants stay graph ops (the graph keeps what it folds)
 
 
@@ -48,6 +49,7 @@ class GraphEmitter:
         self.raise_types = {}  # name in the graph -> exception class, for classes not builtin
         self.is_outside = lambda tensor: False  # read from outside (set by the Converter)
         self.differentiating = 0  # how many grad regions (ops.composite) are being built
+        self.has_effects = False  # a node that writes, draws or prints was added (raise_now)
         self.lax_sites = []  # the run-time interpreter sites of the graph (kept alive with it)
         self.interpreted = []  # (function, file, line, what) of each, for get_jit_stats
 
@@ -134,6 +136,8 @@ class GraphEmitter:
         folded = self._fold(kind, name, inputs, attrs)
         if folded is not None:
             return folded
+        if kind in _EFFECT_KINDS:
+            self.has_effects = True
         handles, absent = [], []
         for x in inputs:
             if x is None:
@@ -261,6 +265,7 @@ class GraphEmitter:
 
     def interpret_(self, key, what, handles, metas):
         """A run-time interpreter node (jit/lax.py) running host site `key`; its results."""
+        self.has_effects = True
         outs = self._builder.interpret_(key, what, list(handles), list(metas), *self.loc)
         return [self.wrap(h) for h in outs]
 
@@ -270,8 +275,15 @@ class GraphEmitter:
         self.interpreted.append((function, self.loc[0], self.loc[1], what))
 
     def print_(self, format_string, values):
+        self.has_effects = True
         handles = [self.to_graph(v, "print").handle for v in values]
         self._builder.print_(format_string, handles, *self.loc)
+
+    def raises_now(self):
+        """Whether a raise reached now happens on every run before anything else the graph
+        does (the entry function, not a branch or loop region, and no effect before it): then
+        it is raised while compiling, as MindSpore does."""
+        return self._builder.current_func == 0 and not self.has_effects
 
     def raise_(self, error_type, format_string, values, args=None):
         """A node raising `error_type` (an exception class) when the graph runs; with `args`
