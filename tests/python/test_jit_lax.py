@@ -311,3 +311,18 @@ def test_a_raise_reached_on_every_run_is_raised_while_compiling(capfd):
     with pytest.raises(ValueError, match="after a print"):
         ms.jit(PrintsThenRaises().construct)(_x())
     assert "before" in capfd.readouterr().out
+
+
+def branch_objects(x):
+    if x.sum() > 0:
+        y = x.asnumpy() * 2
+    else:
+        y = -x.asnumpy()
+    return Tensor(y) + x, y
+
+
+def test_python_values_merge_after_a_tensor_branch():
+    for x in (_x(), -_x()):
+        eager, graph = _both(branch_objects, x)
+        np.testing.assert_array_equal(graph[0].asnumpy(), eager[0].asnumpy())
+        np.testing.assert_array_equal(graph[1], eager[1])
