@@ -32,6 +32,21 @@ RAISE_TENSOR_ARG = object()  # where a raised exception's argument is a tensor's
 RAISE_ARG_SEPARATOR = "\x1f"  # between those values in the run-time message
 
 
+def _from_spec(spec, values, flatten, unflatten):
+    """A result nested as an output spec says (("result", k), ("literal", v), ("tuple", ...))."""
+    kind, value = spec
+    if kind == "result":
+        return values[value]
+    if kind == "literal":
+        return value
+    if kind == "dict":
+        return {_from_spec(k, values, flatten, unflatten): _from_spec(v, values, flatten,
+                                                                      unflatten)
+                for k, v in value}
+    items = [_from_spec(item, values, flatten, unflatten) for item in value]
+    return items if kind == "list" else tuple(items)
+
+
 class GraphEmitter:
     """Owns one _C.GraphBuilder while a function compiles. While it is this thread's graph
     target (kiln._graph_state), every op called from Python comes here (emit)."""
@@ -262,6 +277,17 @@ class GraphEmitter:
     def finish(self, level):
         """Verifies the graph, runs the jit level's passes and plans it: a _C.Executable."""
         return self._builder.finish(level)
+
+    def inline_model(self, executable, inputs, weights):
+        """A loaded model (nn.GraphCell) called in compiled code: its graph, copied into this
+        one, on `inputs` and its weights (Parameters, graph inputs as any other)."""
+        from kiln.jit.trees import flatten, unflatten  # noqa: PLC0415
+
+        handles, spec = self._builder.inline_(
+            executable, [self.to_graph(v, "GraphCell").handle for v in inputs],
+            [self.parameter(w).handle for w in weights], *self.loc)
+        values = [self.wrap(h) for h in handles]
+        return _from_spec(spec, values, flatten, unflatten)
 
     def interpret_(self, key, what, handles, metas):
         """A run-time interpreter node (jit/lax.py) running host site `key`; its results."""
