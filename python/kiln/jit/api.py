@@ -252,6 +252,8 @@ def _build_graph(emitter, converter, fn, args, kwargs, self_obj):
     if self_obj is not None:
         graph_args.insert(0, converter.wrap(self_obj, "self", None, path="self"))
     result = lazy_as_tuples(converter.call_function(fn, tuple(graph_args), graph_kwargs))
+    if converter.lax:  # objects holding graph values come back with their run-time values
+        result = lax.objects_out(result)
     converter.guards.settle(fn.__qualname__)
     tree, outputs, opaque = output_signature(
         result, lambda v: isinstance(v, (GraphTensor, lax.RuntimeObject))
