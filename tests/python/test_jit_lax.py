@@ -348,3 +348,15 @@ def test_an_object_made_in_the_graph_comes_back_with_run_time_values():
     np.testing.assert_array_equal(graph[0].asnumpy(), eager[0].asnumpy())
     with pytest.raises(TypeError, match="an object cannot carry them out"):
         ms.jit(returns_an_object, jit_config=STRICT)(_x())
+
+
+def value_builtins(x, w):
+    return int(x), float(x.sum()), str(x), len(w.asnumpy()), int("12", 16), float("1.5")
+
+
+def test_int_float_str_len_of_graph_values_take_their_run_time_values():
+    x, w = Tensor(np.array([-1.0], np.float32)), Tensor(np.arange(4))
+    eager, graph = _both(value_builtins, x, w)
+    assert graph == eager and type(graph[0]) is int and type(graph[1]) is float
+    with pytest.raises(CompileTimeValueError):
+        ms.jit(value_builtins, jit_config=STRICT)(x, w)

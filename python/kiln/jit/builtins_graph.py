@@ -81,6 +81,10 @@ def _range(*args):
 
 
 def _len(obj):
+    from kiln.jit import lax  # noqa: PLC0415
+
+    if isinstance(obj, lax.RuntimeObject):  # a value Python computes when the graph runs
+        return lax.length(obj)
     return len(obj)
 
 

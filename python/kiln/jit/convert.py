@@ -32,6 +32,7 @@ from kiln.jit.frames import (
 from kiln.jit.guards import Guards
 from kiln.jit.loops import LoopsMixin
 from kiln.jit.rewrites import (
+    BUILTIN_FN,
     CONTAINS_FN,
     FSTRING_FN,
     HAS_KEY_FN,
@@ -246,6 +247,7 @@ class Converter(StatementsMixin, BranchesMixin, LoopsMixin):
         scope.locals.setdefault(FSTRING_FN, lax_text.fstring)
         scope.locals.setdefault(STR_FORMAT_FN, lax_text.str_format)
         scope.locals.setdefault(LIST_METHOD_FN, self.list_method)
+        scope.locals.setdefault(BUILTIN_FN, lax_text.value_builtin)
         scope.locals.setdefault(NOTE_RETURN_FN, self._note_return)
         try:
             return eval(code, scope)  # noqa: S307 - compiled user code, as Python would run it

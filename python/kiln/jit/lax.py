@@ -453,6 +453,14 @@ RuntimeObject.__invert__ = lambda self: run_later(operator.invert, (self,), {}, 
 del _name, _op, _sym
 
 
+def length(obj):
+    """len() of a RuntimeObject: known while compiling when its example has the exact shape
+    (an array's first dimension), else taken when the graph runs."""
+    if obj.exact and isinstance(obj.probe, np.ndarray) and obj.probe.ndim > 0:
+        return len(obj.probe)
+    return run_later(len, (obj,), {}, f"len({obj._text()})")
+
+
 def join(graph, a, b):
     """The RuntimeObject after a tensor-dependent if whose branches gave `a` and `b`."""
     same = _same_type(a.probe, b.probe)

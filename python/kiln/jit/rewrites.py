@@ -9,6 +9,8 @@ CONTAINS_FN = "__kiln_contains__"
 HAS_KEY_FN = "__kiln_has_key__"
 FSTRING_FN, STR_FORMAT_FN = "__kiln_fstring__", "__kiln_str_format__"
 LIST_METHOD_FN = "__kiln_list_method__"
+BUILTIN_FN = "__kiln_builtin__"
+_VALUE_BUILTINS = ("int", "float", "str")  # need a value: of a graph value, when it runs (LAX)
 _LIST_WRITES = ("append", "extend", "insert")  # list methods that store values (lax.list_method)
 # Locals the rewritten loops set; names starting with "__kiln_" are the converter's own.
 BREAK_FLAG, SKIP_FLAG = "__kiln_brk", "__kiln_skip"
@@ -160,6 +162,11 @@ class _ConditionalExpressions(ast.NodeTransformer):
         if (isinstance(func, ast.Attribute) and func.attr == "has_key" and len(node.args) == 1
                 and not node.keywords and not isinstance(node.args[0], ast.Starred)):
             return _call(HAS_KEY_FN, [func.value, node.args[0]], node)
+        if isinstance(func, ast.Name) and func.id in _VALUE_BUILTINS:
+            # int(x) -> __kiln_builtin__(int, x): the name still resolves as the code says
+            call = ast.Call(func=ast.Name(id=BUILTIN_FN, ctx=ast.Load()),
+                            args=[func] + node.args, keywords=node.keywords)
+            return ast.copy_location(call, node)
         if (isinstance(func, ast.Attribute) and func.attr in _LIST_WRITES
                 and not any(isinstance(a, ast.Starred) for a in node.args)):
             call = ast.Call(func=ast.Name(id=LIST_METHOD_FN, ctx=ast.Load()),
