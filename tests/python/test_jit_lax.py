@@ -360,3 +360,19 @@ def test_int_float_str_len_of_graph_values_take_their_run_time_values():
     assert graph == eager and type(graph[0]) is int and type(graph[1]) is float
     with pytest.raises(CompileTimeValueError):
         ms.jit(value_builtins, jit_config=STRICT)(x, w)
+
+
+def generators(x):
+    squares = (i * i for i in range(1, 6) if i % 2)
+    return squares, sum(x * i for i in range(3)), ms.ops.partial(lambda a, b: a - b, b=1)(a=x)
+
+
+def test_generator_expressions_and_partial_with_keywords():
+    graph = ms.jit(generators)(_x())
+    assert graph[0] == (1, 9, 25)  # a generator leaves the graph as a tuple, as in MindSpore
+    np.testing.assert_array_equal(graph[1].asnumpy(), (_x() * 3).asnumpy())
+    np.testing.assert_array_equal(graph[2].asnumpy(), (_x() - 1).asnumpy())
+    from kiln.jit import GraphSyntaxError
+
+    with pytest.raises(GraphSyntaxError, match="generator expressions"):
+        ms.jit(generators, jit_config=STRICT)(_x())

@@ -35,6 +35,7 @@ from kiln.jit.rewrites import (
     BUILTIN_FN,
     CONTAINS_FN,
     FSTRING_FN,
+    GENERATOR_FN,
     HAS_KEY_FN,
     LIST_METHOD_FN,
     NOT_FN,
@@ -248,6 +249,7 @@ class Converter(StatementsMixin, BranchesMixin, LoopsMixin):
         scope.locals.setdefault(STR_FORMAT_FN, lax_text.str_format)
         scope.locals.setdefault(LIST_METHOD_FN, self.list_method)
         scope.locals.setdefault(BUILTIN_FN, lax_text.value_builtin)
+        scope.locals.setdefault(GENERATOR_FN, iter)
         scope.locals.setdefault(NOTE_RETURN_FN, self._note_return)
         try:
             return eval(code, scope)  # noqa: S307 - compiled user code, as Python would run it

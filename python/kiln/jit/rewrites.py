@@ -10,6 +10,7 @@ HAS_KEY_FN = "__kiln_has_key__"
 FSTRING_FN, STR_FORMAT_FN = "__kiln_fstring__", "__kiln_str_format__"
 LIST_METHOD_FN = "__kiln_list_method__"
 BUILTIN_FN = "__kiln_builtin__"
+GENERATOR_FN = "__kiln_generator__"
 _VALUE_BUILTINS = ("int", "float", "str")  # need a value: of a graph value, when it runs (LAX)
 _LIST_WRITES = ("append", "extend", "insert")  # list methods that store values (lax.list_method)
 # Locals the rewritten loops set; names starting with "__kiln_" are the converter's own.
@@ -180,6 +181,13 @@ class _ConditionalExpressions(ast.NodeTransformer):
                             args=[func.value] + node.args, keywords=node.keywords)
             return ast.copy_location(call, node)
         return node
+
+    def visit_GeneratorExp(self, node):
+        """(e for x in xs) -> iter([e for x in xs]) (LAX): the items are made while compiling,
+        in order, and a generator returned from the graph comes back as a tuple."""
+        self.generic_visit(node)
+        items = ast.copy_location(ast.ListComp(elt=node.elt, generators=node.generators), node)
+        return _call(GENERATOR_FN, [items], node)
 
     def visit_JoinedStr(self, node):
         """f"a{x!r:>4}" -> __kiln_fstring__("a", (x, 114, ">4")): Python's text for Python
