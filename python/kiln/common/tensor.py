@@ -11,6 +11,10 @@ from kiln.ops._core import axes_attr, shape_attr
 __all__ = ["Tensor", "tensor"]
 
 
+_GraphValue = _graph_state.GraphValue
+_new_tensor_base = _C.TensorBase.__new__
+
+
 class Tensor(_C.TensorBase):
     """A multi-dimensional array on the CPU.
 
@@ -19,11 +23,11 @@ class Tensor(_C.TensorBase):
     """
 
     def __new__(cls, input_data=None, dtype=None, *args, **kwargs):
-        if isinstance(input_data, _graph_state.GraphValue) and cls is Tensor:
+        if isinstance(input_data, _GraphValue) and cls is Tensor:
             # Tensor(x) of a value a graph computes, while compiling: that value as a graph
             # tensor (a Python object computed when the graph runs converts, LAX)
             return _graph_state.converter().tensor_of_graph_value(input_data, dtype)
-        return super().__new__(cls)
+        return _new_tensor_base(cls)
 
     def __init__(self, input_data=None, dtype=None, shape=None, init=None, const_arg=False):
         dtype = None if dtype is None else mstype.to_dtype(dtype)
