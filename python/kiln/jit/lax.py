@@ -171,7 +171,7 @@ def run_later(fn, args, kwargs, what, output="object", probe=True):
     template = _template((args, kwargs), inputs, kinds)
     example = _probe(fn, template, inputs) if probe else _NO_PROBE
 
-    build_args, build_kwargs = _builder(template[0]), _builder(template[1])
+    build_args, build_kwargs = _rebuilder(template[0]), _rebuilder(template[1])
 
     def run(*values):
         return fn(*build_args(values), **build_kwargs(values))
@@ -230,7 +230,7 @@ def _fill(template, values):
     return fill(template)
 
 
-def _builder(template):
+def _rebuilder(template):
     """A function of the node's input values that rebuilds `template` (made once per node, so
     each run only indexes and builds containers)."""
     if isinstance(template, _Slot):
@@ -241,10 +241,10 @@ def _builder(template):
             return lambda values: type(template)()
         return lambda values: template if type(template) is tuple else _copy_container(template)
     if type(template) in (tuple, list):
-        kind, parts = type(template), [_builder(t) for t in template]
+        kind, parts = type(template), [_rebuilder(t) for t in template]
         return lambda values: kind([p(values) for p in parts])
     if type(template) is dict:
-        parts = [(k, _builder(v)) for k, v in template.items()]
+        parts = [(k, _rebuilder(v)) for k, v in template.items()]
         return lambda values: {k: p(values) for k, p in parts}
     return lambda values: template
 
