@@ -11,6 +11,20 @@ from kiln.ops._core import axes_attr, shape_attr
 __all__ = ["Tensor", "tensor"]
 
 
+def sequence_operand(value):
+    """The operand of a tensor + or -: a list or tuple of numbers (nested as a tensor's rows)
+    becomes a Tensor, as MindSpore does (so `[5, 6] + t` and `sum(t, [5, 6])` broadcast like
+    NumPy); anything else is returned as is (a list holding tensors stays a list)."""
+    if type(value) not in (list, tuple) or not _numbers_only(value):
+        return value
+    return Tensor(value)
+
+
+def _numbers_only(seq):
+    return all(_numbers_only(v) if type(v) in (list, tuple) else
+               isinstance(v, (bool, int, float)) for v in seq)
+
+
 class Tensor(_C.TensorBase):
     """A multi-dimensional array on the CPU.
 
@@ -45,6 +59,19 @@ class Tensor(_C.TensorBase):
         _C.TensorBase.__init__(self, source)  # a Tensor shares storage; an array is shared too
         if declared is not None:
             self._declared_shape = declared
+
+    # ---- + and - with a list or tuple of numbers (MindSpore converts it to a tensor) ----
+    def __add__(self, other):
+        return _C.TensorBase.__add__(self, sequence_operand(other))
+
+    def __radd__(self, other):
+        return _C.TensorBase.__radd__(self, sequence_operand(other))
+
+    def __sub__(self, other):
+        return _C.TensorBase.__sub__(self, sequence_operand(other))
+
+    def __rsub__(self, other):
+        return _C.TensorBase.__rsub__(self, sequence_operand(other))
 
     # ---- metadata ----
     @property
@@ -200,6 +227,9 @@ class Tensor(_C.TensorBase):
 
     def sqrt(self):
         return ops.sqrt(self)
+
+    def reciprocal(self):
+        return ops.reciprocal(self)
 
     def abs(self):
         return ops.abs(self)

@@ -4,7 +4,8 @@ import builtins
 
 from kiln import _graph_state as _state
 from kiln.common.tensor import Tensor
-from kiln.jit.callables import real_classes, two_argument_super
+from kiln.jit.callables import BuildAtCompileTime, real_classes, two_argument_super
+from kiln.jit.forbidden import ForbiddenCall
 from kiln.jit.graph_tensor import GraphTensor, is_tensor
 from kiln.jit.scope import CellProxy
 
@@ -49,6 +50,7 @@ def _isinstance(obj, classinfo):
     """isinstance on what compiled code sees: a Cell class stands for itself (not the wrapper
     that builds it at compile time), `self` and sub-Cells for their Cell, and a graph value for
     the tensor it was made from (a Parameter stays a Parameter)."""
+    _check_classinfo(classinfo)
     classes = real_classes(classinfo)
     if isinstance(obj, CellProxy):
         obj = obj._cell
@@ -59,6 +61,23 @@ def _isinstance(obj, classinfo):
         return any(builtins.isinstance(c, type) and issubclass(Tensor, c) or c is GraphTensor
                    for c in classes)
     return builtins.isinstance(obj, classes)
+
+
+def _check_classinfo(classinfo):
+    """TypeError for an isinstance second argument that is not a class, a (nested) tuple of
+    classes or a union, naming what it was (Python's own message does not)."""
+    if isinstance(classinfo, tuple):
+        for item in classinfo:
+            _check_classinfo(item)
+        return
+    if isinstance(classinfo, (BuildAtCompileTime, ForbiddenCall)):
+        return
+    if any("__instancecheck__" in vars(k) for k in type(classinfo).__mro__):
+        return  # classes, unions, and objects with their own isinstance check
+    shown = repr(classinfo)
+    shown = shown if len(shown) <= 80 else shown[:77] + "..."
+    raise TypeError(f"isinstance() arg 2 must be a type or tuple of types (or a union of "
+                    f"types), but got {type(classinfo).__name__} {shown}")
 
 
 def _super(*args):

@@ -3,7 +3,7 @@
 
 from kiln._graph_state import GraphValue
 from kiln.common import dtype as mstype
-from kiln.common.tensor import Tensor, one_element_message
+from kiln.common.tensor import Tensor, one_element_message, sequence_operand
 from kiln.jit import lax
 from kiln.jit.forbidden import method_of
 from kiln.ops import _indexing
@@ -169,6 +169,8 @@ class GraphTensor(GraphValue):
 
 def _binary(name, swap=False):
     def method(self, other):
+        if name in ("add", "sub"):  # a list of numbers converts, as in PyNative
+            other = sequence_operand(other)
         if not isinstance(other, (GraphTensor, Tensor, bool, int, float)):
             return NotImplemented
         return call(name, (other, self) if swap else (self, other))

@@ -42,10 +42,32 @@ def sum(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A001,A002 - Min
 
 
 def mean(input, axis=None, keep_dims=False):  # noqa: A002
-    """Arithmetic mean; integer and bool inputs give float32."""
+    """Arithmetic mean. An integer input keeps its dtype, as in MindSpore: the sum in that dtype
+    (wrapping on overflow) divided by the count, truncated toward zero. A bool input gives
+    float32 (MindSpore refuses it)."""
     _check_tensor("mean", "input", input)
     keep_dims = _flag("mean", "keep_dims", keep_dims)
-    return call("reduce_mean", (input,), (_axes("mean", axis), keep_dims))
+    axes = _axes("mean", axis)
+    dtype = input.dtype
+    if dtype.is_floating_point or dtype == mstype.bool_:
+        return call("reduce_mean", (input,), (axes, keep_dims))
+    return _integer_mean(input, axes, keep_dims)
+
+
+def _integer_mean(input, axes, keep_dims):  # noqa: A002
+    total = call("reduce_sum", (input,), (axes, keep_dims, dtype_attr(input.dtype)))  # checks
+    shape = tuple(input.shape)
+    count = 1
+    for a in (range(len(shape)) if not axes or not shape else set(axes)):
+        count *= shape[a]  # reduce_sum has refused out-of-range axes
+    if count <= 0:
+        raise ValueError(f"mean: the mean of an integer tensor over an empty axis (shape {shape}, "
+                         f"axis {axes}) has no integer value; cast the input to a float dtype")
+    down = _ew.floor_divide(total, count)
+    if input.dtype in mstype.uint_type:  # no negative sums to round toward zero
+        return down
+    up = _ew.neg(_ew.floor_divide(_ew.neg(total), count))
+    return _ew.where(total < 0, up, down)
 
 
 def prod(input, axis=None, keep_dims=False):  # noqa: A002
