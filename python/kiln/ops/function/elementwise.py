@@ -4,7 +4,8 @@ from kiln.ops._core import call, dtype_attr, is_tensor
 
 __all__ = [
     "add", "sub", "mul", "div", "divide", "floor_divide", "remainder", "fmod", "pow", "neg",
-    "negative", "abs", "absolute", "exp", "log", "sqrt", "rsqrt", "reciprocal", "sin", "cos", "tanh",
+    "negative", "abs", "absolute", "exp", "log", "sqrt", "rsqrt", "reciprocal", "sin", "cos",
+    "tanh",
     "sigmoid", "relu", "gelu", "silu", "square", "sign", "floor", "round", "maximum", "minimum",
     "equal",
     "not_equal", "ne", "less", "lt", "less_equal", "le", "greater", "gt", "greater_equal", "ge",

@@ -11,7 +11,8 @@ from kiln.ops.primitive import Primitive, PrimitiveWithCheck, PrimitiveWithInfer
 
 __all__ = [
     "Primitive", "PrimitiveWithInfer", "PrimitiveWithCheck", "Add", "Sub", "Mul", "Div",
-    "RealDiv", "Pow", "Neg", "Abs", "Exp", "Log", "Sqrt", "Rsqrt", "Reciprocal", "Sin", "Cos", "Tanh",
+    "RealDiv", "Pow", "Neg", "Abs", "Exp", "Log", "Sqrt", "Rsqrt", "Reciprocal", "Sin", "Cos",
+    "Tanh",
     "Sigmoid", "ReLU", "GeLU", "SiLU", "Square",
     "Maximum", "Minimum", "Equal", "Less", "Greater", "Select", "Cast", "MatMul",
     "BitwiseAnd", "BitwiseOr", "BitwiseXor", "Invert", "LeftShift", "RightShift",
