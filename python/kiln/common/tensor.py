@@ -11,6 +11,13 @@ from kiln.ops._core import axes_attr, shape_attr
 __all__ = ["Tensor", "tensor"]
 
 
+# Messages shared with graph values (kiln.jit.graph_tensor).
+LEN_OF_0D = ("Not support len of a 0-D tensor. A 0-d tensor (shape ()) holds one value and has no "
+             "length; its element count is x.size")
+ITER_OF_0D = ("Cannot iterate over a scalar tensor. A 0-d tensor (shape ()) holds one value; read "
+              "it with x.item(), or reshape it to (1,) to iterate")
+
+
 def sequence_operand(value):
     """The operand of a tensor + or -: a list or tuple of numbers (nested as a tensor's rows)
     becomes a Tensor, as MindSpore does (so `[5, 6] + t` and `sum(t, [5, 6])` broadcast like
@@ -161,12 +168,12 @@ class Tensor(_C.TensorBase):
 
     def __len__(self):
         if self.ndim == 0:
-            raise TypeError("len() of a 0-d tensor")
+            raise TypeError(LEN_OF_0D)
         return self.shape[0]
 
     def __iter__(self):
         if self.ndim == 0:
-            raise TypeError("iteration over a 0-d tensor")
+            raise TypeError(ITER_OF_0D)
         for i in range(self.shape[0]):
             yield self[i]
 

@@ -161,8 +161,9 @@ def _inside(container, path):
     (a RuntimeError), instead of Python's recursion limit somewhere deep in the compiler."""
     if id(container) in path:
         raise RecursionError(
-            f"jit: an argument holds a {type(container).__name__} that contains itself; a graph "
-            f"cannot take a container with a cycle (recursion detected while converting it)"
+            f"jit: an argument holds a {type(container).__name__} that contains itself. Detect "
+            f"recursion when converting python object. A graph cannot take a container with a "
+            f"cycle; pass the values it holds instead"
         )
     return path + (id(container),)
 
@@ -209,6 +210,8 @@ def _graph_inputs(emitter, value, inputs, name):
             items = type(value)(items)
             items.dynamic_len = True
             return items
+        if hasattr(type(value), "_fields"):  # a namedtuple keeps its class (fields by name)
+            return type(value)(*items)
         return tuple(items) if isinstance(value, tuple) else items
     if isinstance(value, dict):
         return {k: _graph_inputs(emitter, v, inputs, f"{name}[{k!r}]") for k, v in value.items()}

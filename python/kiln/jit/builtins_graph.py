@@ -1,12 +1,15 @@
 """Builtins that need to know about graph values: print, isinstance, range and friends."""
 
 import builtins
+import types
 
 from kiln import _graph_state as _state
 from kiln.common.tensor import Tensor
+from kiln.jit import builtin_checks
 from kiln.jit.callables import BuildAtCompileTime, real_classes, two_argument_super
 from kiln.jit.forbidden import ForbiddenCall
 from kiln.jit.graph_tensor import GraphTensor, is_tensor
+from kiln.jit.rewrites import CALL_METHOD_FN, LSHIFT_FN, RSHIFT_FN
 from kiln.jit.scope import CellProxy
 
 
@@ -70,14 +73,17 @@ def _check_classinfo(classinfo):
         for item in classinfo:
             _check_classinfo(item)
         return
-    if isinstance(classinfo, (BuildAtCompileTime, ForbiddenCall)):
+    if isinstance(classinfo, (BuildAtCompileTime, ForbiddenCall, types.UnionType)):
         return
     if any("__instancecheck__" in vars(k) for k in type(classinfo).__mro__):
         return  # classes, unions, and objects with their own isinstance check
-    shown = repr(classinfo)
-    shown = shown if len(shown) <= 80 else shown[:77] + "..."
+    if is_tensor(classinfo):
+        kind, shown = "Tensor", f"of shape {tuple(classinfo.shape)}"
+    else:
+        kind, shown = type(classinfo).__name__, repr(classinfo)
+        shown = shown if len(shown) <= 80 else shown[:77] + "..."
     raise TypeError(f"isinstance() arg 2 must be a type or tuple of types (or a union of "
-                    f"types), but got {type(classinfo).__name__} {shown}")
+                    f"types), but got {kind} {shown}")
 
 
 def _super(*args):
@@ -109,4 +115,10 @@ SPECIAL = {
     "range": _range,
     "len": _len,
     "super": _super,
+    "max": builtin_checks.checked_max,
+    "min": builtin_checks.checked_min,
+    "enumerate": builtin_checks.checked_enumerate,
+    CALL_METHOD_FN: builtin_checks.call_method,
+    LSHIFT_FN: builtin_checks.left_shift,
+    RSHIFT_FN: builtin_checks.right_shift,
 }

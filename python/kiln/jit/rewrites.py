@@ -7,6 +7,9 @@ import copy
 SELECT_FN, NOT_FN, NOTE_RETURN_FN = "__kiln_select__", "__kiln_not__", "__kiln_note_return__"
 CONTAINS_FN = "__kiln_contains__"
 HAS_KEY_FN = "__kiln_has_key__"
+# Checked list/tuple methods and shifts (builtin_checks; found through the graph builtins).
+CALL_METHOD_FN, LSHIFT_FN, RSHIFT_FN = "__kiln_call_method__", "__kiln_lshift__", "__kiln_rshift__"
+_CHECKED_METHODS = ("pop", "insert", "index")
 FSTRING_FN, STR_FORMAT_FN = "__kiln_fstring__", "__kiln_str_format__"
 # Locals the rewritten loops set; names starting with "__kiln_" are the converter's own.
 BREAK_FLAG, SKIP_FLAG = "__kiln_brk", "__kiln_skip"
@@ -158,6 +161,12 @@ class _ConditionalExpressions(ast.NodeTransformer):
         if (isinstance(func, ast.Attribute) and func.attr == "has_key" and len(node.args) == 1
                 and not node.keywords and not isinstance(node.args[0], ast.Starred)):
             return _call(HAS_KEY_FN, [func.value, node.args[0]], node)
+        if isinstance(func, ast.Attribute) and func.attr in _CHECKED_METHODS:
+            # x.pop(i) -> __kiln_call_method__(x, "pop", i): list/tuple arguments are checked
+            call = ast.Call(func=ast.Name(id=CALL_METHOD_FN, ctx=ast.Load()),
+                            args=[func.value, ast.Constant(func.attr)] + node.args,
+                            keywords=node.keywords)
+            return ast.copy_location(call, node)
         if (isinstance(func, ast.Attribute) and func.attr == "format"
                 and isinstance(func.value, ast.Constant) and isinstance(func.value.value, str)):
             # "...".format(x): text of a graph value is known when the graph runs (lax.py)
@@ -201,6 +210,14 @@ class _ConditionalExpressions(ast.NodeTransformer):
             return node
         found = _call(CONTAINS_FN, [node.left, node.comparators[0]], node)
         return _call(NOT_FN, [found], node) if isinstance(op, ast.NotIn) else found
+
+    def visit_BinOp(self, node):
+        """a << b, a >> b -> checked shifts (Python numbers: integers, non-negative counts)."""
+        self.generic_visit(node)
+        if isinstance(node.op, (ast.LShift, ast.RShift)):
+            name = LSHIFT_FN if isinstance(node.op, ast.LShift) else RSHIFT_FN
+            return _call(name, [node.left, node.right], node)
+        return node
 
     def visit_UnaryOp(self, node):
         self.generic_visit(node)
