@@ -15,7 +15,7 @@ from kiln import _graph_state as _state
 from kiln.common.mutable import _is_dynamic_len, _MutableBool, _MutableFloat, _MutableInt
 from kiln.common.parameter import Parameter
 from kiln.common.tensor import Tensor
-from kiln.jit import lax
+from kiln.jit import lax, param_names
 from kiln.jit.cache import CompileCache
 from kiln.jit.cell_interface import CellBase
 from kiln.jit.convert import Converter
@@ -255,6 +255,9 @@ def _build_graph(emitter, converter, fn, args, kwargs, self_obj):
     if self_obj is not None:
         graph_args.insert(0, converter.wrap(self_obj, "self", None, path="self"))
     result = lazy_as_tuples(converter.call_function(fn, tuple(graph_args), graph_kwargs))
+    param_names.check_unique(getattr(fn, "__qualname__", "jit"),
+                             param_names.argument_parameters(args, kwargs), emitter.parameters,
+                             self_obj)
     converter.guards.settle(fn.__qualname__)
     tree, outputs, opaque = output_signature(
         result, lambda v: isinstance(v, (GraphTensor, lax.RuntimeObject))

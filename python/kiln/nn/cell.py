@@ -90,7 +90,29 @@ class Cell(CellBase):
         else:
             if name in plist:
                 del plist[name]
+            if type(value) in (list, tuple):
+                self._check_sequence_parameter_names(name, value)
             object.__setattr__(self, name, value)
+
+    def _check_sequence_parameter_names(self, name, value):
+        """Parameters held in plain list/tuple attributes are not renamed by path, so two
+        different ones with one name (across all such attributes) are refused, as in MindSpore."""
+        mine = [p for p in value if isinstance(p, Parameter)]
+        if not mine:
+            return
+        taken = {}  # name -> (attribute, Parameter)
+        for attr, other in vars(self).items():
+            if attr != name and type(other) in (list, tuple):
+                for p in other:
+                    if isinstance(p, Parameter):
+                        taken.setdefault(p.name, (attr, p))
+        for p in mine:
+            attr, first = taken.setdefault(p.name, (name, p))
+            if first is not p:
+                raise ValueError(
+                    f"{type(self).__name__}.{name}: a Parameter named '{p.name}' clashes with a "
+                    f"different one in '{attr}': its name '{p.name}' already exists. Give each "
+                    f"Parameter a unique name")
 
     def __delattr__(self, name):
         for registry in ("_params", "_cells", "_params_list"):
