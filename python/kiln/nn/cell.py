@@ -5,6 +5,7 @@ from kiln import _C, _graph_state, context
 from kiln.common.parameter import Parameter, ParameterTuple, is_generated_name
 from kiln.jit.api import cell_graph_call
 from kiln.jit.cell_interface import CellBase
+from kiln.jit.forbidden import refused_in_compiled_code
 
 __all__ = ["Cell"]
 
@@ -210,13 +211,15 @@ class Cell(CellBase):
         itself."""
         return {param: param for param in self.get_parameters()}
 
+    @refused_in_compiled_code
     def get_parameters(self, expand=True):
         for _, param in self.parameters_and_names(expand=expand):
             yield param
 
-    def trainable_params(self, recurse=True):
+    def trainable_params(self, recurse=True):  # allowed in compiled code (MindSpore refuses)
         return [p for p in self.get_parameters(expand=recurse) if p.requires_grad]
 
+    @refused_in_compiled_code
     def untrainable_params(self, recurse=True):
         return [p for p in self.get_parameters(expand=recurse) if not p.requires_grad]
 
