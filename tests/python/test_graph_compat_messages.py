@@ -226,3 +226,21 @@ def test_a_container_holding_itself_is_refused():
     x.append(x)
     with pytest.raises(RecursionError, match="contains itself. Detect recursion when converting"):
         ms.jit(First().construct)(x)
+
+
+def loop_over_range(x, n):
+    out = x
+    for _ in range(n):
+        out = out + 1
+    return out
+
+
+def test_range_of_a_tensor_needs_one_integer():
+    x = Tensor(np.zeros(2, np.float32))
+    _raises_compiled(TypeError, loop_over_range, x, Tensor(np.ones((2, 3), np.float32)),
+                     match=r"the 0th input should be a int scalar .*Float32 tensor of shape "
+                           r"\(2, 3\)(.|\n)*for _ in range\(n\)")
+    _raises_compiled(TypeError, loop_over_range, x, Tensor(np.array(2.0, np.float32)),
+                     match="0th input should be a int scalar")
+    for _, run in _compiled(loop_over_range, x, Tensor(np.array(3, np.int32))):
+        np.testing.assert_array_equal(run().asnumpy(), [3.0, 3.0])

@@ -4,6 +4,7 @@ import builtins
 import types
 
 from kiln import _graph_state as _state
+from kiln.common import dtype as mstype
 from kiln.common.tensor import Tensor
 from kiln.jit import builtin_checks
 from kiln.jit.callables import BuildAtCompileTime, real_classes, two_argument_super
@@ -99,6 +100,12 @@ class TensorRange:
 
 
 def _range(*args):
+    for i, a in enumerate(args):
+        if isinstance(a, GraphTensor) and (a.size != 1 or a.dtype.is_floating_point
+                                           or a.dtype == mstype.bool_):
+            raise TypeError(f"range() takes integers: the {i}th input should be a int scalar "
+                            f"(a Python int or an integer tensor of one element), but got a "
+                            f"{a.dtype} tensor of shape {tuple(a.shape)}")
     if any(isinstance(a, GraphTensor) for a in args):
         start, stop, step = (0, args[0], 1) if len(args) == 1 else (args + (1,))[:3]
         return TensorRange(start, stop, step)
