@@ -4,7 +4,7 @@ PY := $(VENV)/bin/python
 
 .PHONY: build demo test test-cpp test-python bench lint fuzz-checkpoint-short fuzz-dataset-short \
 	tsan-dataset \
-	asan asan-build asan-cpp asan-python fuzz-ir-short fuzz-ir fuzz-model-short \
+	asan asan-build asan-cpp asan-python fuzz-ir-short fuzz-ir fuzz-model-short fuzz-ckpt-short \
 	sanitized-cpp-and-fuzz-ir
 
 build:
@@ -19,7 +19,8 @@ demo: build
 # parser/verifier/executor (about 10 minutes more on 2 cores, most of it the one
 # instrumented build; `make test-cpp test-python` alone for quick iterations).
 test: build
-	$(MAKE) --no-print-directory test-cpp test-python lint fuzz-checkpoint-short fuzz-dataset-short \
+	$(MAKE) --no-print-directory test-cpp test-python lint fuzz-checkpoint-short fuzz-ckpt-short \
+	  fuzz-dataset-short \
 	  tsan-dataset sanitized-cpp-and-fuzz-ir
 
 test-cpp:
@@ -104,6 +105,10 @@ sanitized-cpp-and-fuzz-ir:
 # libFuzzer on the model-file loader (engine/model_file.h), seeded with exports of tiny networks.
 fuzz-model-short:
 	FUZZ_TARGET=model VENV=$(VENV) bash scripts/fuzz_ir.sh 30
+
+# The MindSpore .ckpt parser (csrc/engine/checkpoint_file.cc), built alone with clang.
+fuzz-ckpt-short:
+	FUZZ_TARGET=ckpt VENV=$(VENV) bash scripts/fuzz_ir.sh 30
 
 FUZZ_SECONDS ?= 3600
 fuzz-ir:

@@ -20,6 +20,7 @@ void BindIR(nb::module_& m);
 void BindJit(nb::module_& m);
 void BindDispatch(nb::module_& m);
 void BindDataset(nb::module_& m);
+void BindCheckpoint(nb::module_& m);
 
 namespace {
 
@@ -85,6 +86,7 @@ nb::dict OpSchema(int kind) {
   d["has_grad"] = def.grad != nullptr;
   d["is_view"] = def.is_view;
   d["mutates"] = def.mutated_inputs;
+  d["is_random"] = def.is_random;
   return d;
 }
 
@@ -127,6 +129,7 @@ void InitModule(nb::module_& m) {
   BindIR(m);
   BindJit(m);
   BindDataset(m);
+  BindCheckpoint(m);
   m.def("_set_tensor_class", &SetTensorClass);
 
   m.def("weak_scalar", [](nb::handle h) {

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # fuzz_ir.sh SECONDS - builds the libFuzzer targets (clang, ASan+UBSan) and fuzzes one: the IR
-# reader (default) or, with FUZZ_TARGET=model, the model-file loader.
+# reader (default), with FUZZ_TARGET=model the model-file loader, or with FUZZ_TARGET=ckpt the
+# MindSpore .ckpt parser (built on its own, without the engine).
 #
 # Installs clang and libFuzzer (Debian) only when missing, so `make test` never pays for them. The
 # kiln core is built with clang into build/fuzz against the oneDNN and oneTBB of $VENV; the target
@@ -31,7 +32,18 @@ apt_install fuzz_ir "${missing[@]}"
 # FUZZ_EXTRA_TARGETS (e.g. "kiln_tests kiln-cli"): more of this instrumented build, so that CI
 # runs the C++ suite under clang's ASan+UBSan without a second instrumented build.
 # shellcheck disable=SC2086
-TARGET=${FUZZ_TARGET:-ir}  # ir: IR text (fuzz_ir); model: model files (fuzz_model)
+TARGET=${FUZZ_TARGET:-ir}  # ir: IR text (fuzz_ir); model: model files (fuzz_model); ckpt: .ckpt
+if [ "$TARGET" = ckpt ]; then
+  "$VENV/bin/ninja" -C build/fuzz -j"${CMAKE_BUILD_PARALLEL_LEVEL:-2}" fuzz_ckpt
+  [ "${FUZZ_BUILD_ONLY:-0}" = 1 ] && exit 0
+  mkdir -p build/fuzz/corpus_ckpt
+  # Seeds: small .ckpt files MindSpore 2.10 and kiln wrote (tests/fuzz/corpus_ckpt), and the
+  # inputs that once failed (regressions_ckpt).
+  exec build/fuzz/fuzz_ckpt -max_total_time="$SECONDS_TO_RUN" -timeout=10 \
+    -rss_limit_mb=4096 -max_len=4096 -print_final_stats=1 \
+    -artifact_prefix=build/fuzz/ckpt- "$@" build/fuzz/corpus_ckpt tests/fuzz/corpus_ckpt \
+    tests/fuzz/regressions_ckpt
+fi
 "$VENV/bin/ninja" -C build/fuzz -j"${CMAKE_BUILD_PARALLEL_LEVEL:-2}" fuzz_ir fuzz_model ${FUZZ_EXTRA_TARGETS:-}
 [ "${FUZZ_BUILD_ONLY:-0}" = 1 ] && exit 0
 

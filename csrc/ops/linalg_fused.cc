@@ -191,7 +191,8 @@ std::shared_ptr<Tensor> PackedWeights(const Tensor& b, const dnnl::memory::desc&
   return packed;
 }
 
-// c = act(a @ b + bias) + r as one float32 oneDNN primitive; a, b, c, r are (rank)-D views (c and
+// c = act(a @ b + bias) + r as one oneDNN primitive, float32 or bfloat16 (all operands of c's
+// type; the epilogue runs in float32 and c is rounded once); a, b, c, r are (rank)-D views (c and
 // r contiguous), bias a contiguous vector of c's last dim; bias and r may be undefined.
 // With `packed_weights`, the primitive reads b in the blocked layout oneDNN picks for these shapes
 // (format_tag::any) from a copy PackedWeights keeps; returns false, running nothing, while that
@@ -199,10 +200,15 @@ std::shared_ptr<Tensor> PackedWeights(const Tensor& b, const dnnl::memory::desc&
 bool OnednnFusedMatMul(const Tensor& a, const Tensor& b, const Tensor& bias, Activation act,
                        const Tensor& r, const Tensor& c, bool packed_weights = false) {
   using dnnl::memory;
-  const auto type = memory::data_type::f32;
+  const auto type = cpu::OnednnType(c.dtype());
   const int64_t rank = c.ndim();
-  cpu::PrimitiveKey key{kFusedMatMulTag,           rank,        bias.defined(),
-                        static_cast<int64_t>(act), r.defined(), packed_weights};
+  cpu::PrimitiveKey key{kFusedMatMulTag,
+                        rank,
+                        bias.defined(),
+                        static_cast<int64_t>(act),
+                        r.defined(),
+                        packed_weights,
+                        static_cast<int64_t>(c.dtype())};
   AppendLayout(key, a);
   AppendLayout(key, b);
   AppendLayout(key, c);
@@ -274,7 +280,12 @@ bool TryPackedFloat32(const Tensor& a, const Tensor& b, const Tensor& bias, Acti
 bool TryFusedFloat32(const Tensor& in_a, const Tensor& in_b, const Tensor& bias,
                      const Tensor& residual, bool ta, bool tb, Activation act, bool pack,
                      const Tensor& out) {
-  if (out.dtype() != DType::Float32 || in_b.ndim() < 2) return false;
+  // bfloat16 where the CPU runs it natively: the same primitive, without the float32-only
+  // sgemm and packed-weight paths.
+  const bool bf16 = out.dtype() == DType::BFloat16 && cpu::OnednnHasNativeBF16();
+  if ((out.dtype() != DType::Float32 && !bf16) || in_b.ndim() < 2) return false;
+  for (const Tensor* t : {&in_a, &in_b, &bias, &residual})
+    if (t->defined() && t->dtype() != out.dtype()) return false;
   if (residual.defined() && residual.shape() != out.shape()) return false;
   MatMulDims dims = PlanMatMul(in_a.shape(), in_b.shape(), ta, tb, "fused_matmul");
   const size_t rank = dims.batch.size() + 2;
@@ -293,9 +304,9 @@ bool TryFusedFloat32(const Tensor& in_a, const Tensor& in_b, const Tensor& bias,
   Tensor bias_c = bias.defined() ? bias.Contiguous() : Tensor();
   if (!HasUnitInnerStride(a)) a = a.Contiguous();
   if (!HasUnitInnerStride(b)) b = b.Contiguous();
-  if (pack && FoldBatchIntoRows(a, b, c, r) && TryPackedFloat32(a, b, bias_c, act, r, c))
+  if (!bf16 && pack && FoldBatchIntoRows(a, b, c, r) && TryPackedFloat32(a, b, bias_c, act, r, c))
     return true;
-  if (TrySgemm(a, b, c)) {
+  if (!bf16 && TrySgemm(a, b, c)) {
     ApplyEpilogue(c, bias_c, act, r);
     return true;
   }

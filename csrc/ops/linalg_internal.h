@@ -32,6 +32,9 @@ struct MatMulEntry {
   dnnl::matmul prim;
   bool reference = false;      // oneDNN fell back to its slow reference code for these strides
   dnnl::memory::desc weights;  // the weights layout the primitive reads (packed ones differ)
+  // Set when the primitive computes c^T = b^T a^T into scratch that this reorder transposes
+  // into c (OnednnMatMul).
+  std::shared_ptr<dnnl::reorder> transpose_out;
 };
 
 void AppendLayout(cpu::PrimitiveKey& key, const Tensor& t);

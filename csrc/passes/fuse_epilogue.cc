@@ -95,9 +95,11 @@ class Fuser {
         mm.attrs.size() != 2)
       return;
     const TensorMeta out = mm.outputs[0];
-    if (out.dtype != DType::Float32 || out.shape.empty()) return;
+    // float32, and bfloat16 (mixed precision: its kernel runs the epilogue in float32 on
+    // oneDNN's bf16 primitive, rounding once).
+    if ((out.dtype != DType::Float32 && out.dtype != DType::BFloat16) || out.shape.empty()) return;
     for (const auto& v : mm.inputs)
-      if (v.is_none() || f_.meta(v).dtype != DType::Float32) return;
+      if (v.is_none() || f_.meta(v).dtype != out.dtype) return;
 
     std::vector<int> chain = {n};
     ir::ValueRef bias = ir::ValueRef::None(), residual = ir::ValueRef::None();
@@ -114,7 +116,7 @@ class Fuser {
       if (!b.is_none()) {
         const TensorMeta& m = f_.meta(b);
         const int64_t cols = out.shape.back();
-        if (m.dtype == DType::Float32 && !m.weak && cols >= 0 && m.shape == Shape{cols}) {
+        if (m.dtype == out.dtype && !m.weak && cols >= 0 && m.shape == Shape{cols}) {
           bias = b;
           chain.push_back(u);
         }

@@ -75,8 +75,15 @@ from kiln.common.api import jit_class  # noqa: E402,F401
 from kiln.common.parameter import Parameter, ParameterTuple  # noqa: E402,F401
 from kiln.common.sparse_tensor import COOTensor, CSRTensor, RowTensor  # noqa: E402,F401
 from kiln.ops.primitive import constexpr  # noqa: E402,F401
+from kiln.train._ckpt_convert import ckpt_to_safetensors, safetensors_to_ckpt  # noqa: E402,F401
+from kiln.train.amp import build_train_network  # noqa: E402,F401
 from kiln.train.callback import *  # noqa: E402,F401,F403 - ms.LossMonitor, ms.RunContext, ...
 from kiln.train.data_sink import data_sink  # noqa: E402,F401
+from kiln.train.loss_scale_manager import (  # noqa: E402,F401
+    DynamicLossScaleManager,
+    FixedLossScaleManager,
+    LossScaleManager,
+)
 from kiln.train.metrics import *  # noqa: E402,F401,F403 - ms.Accuracy, ms.Metric, ...
 from kiln.train.model import Model  # noqa: E402,F401
 from kiln.train.model_export import export, load  # noqa: E402,F401
@@ -93,6 +100,7 @@ _common.COOTensor, _common.CSRTensor, _common.RowTensor = COOTensor, CSRTensor, 
 globals()["bool"] = bool_  # ms.bool, MindSpore's alias of bool_ (this module uses builtins.bool)
 
 # A MindSpore name kiln lacks: an AttributeError saying so (kiln.common._missing).
+from kiln import amp  # noqa: E402,F401,I001 - after train: kiln.amp builds on kiln.train.amp
 from kiln.common._missing import missing_attribute as _missing_attribute  # noqa: E402
 
 __getattr__ = _missing_attribute("kiln", "mindspore")

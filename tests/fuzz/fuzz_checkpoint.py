@@ -1,5 +1,7 @@
 """Fuzz target (atheris/libFuzzer) for kiln's checkpoint loader: no input may escape as anything
-but CheckpointError, and whatever loads must save and load back to the same values.
+but CheckpointError, and whatever loads must save and load back to the same values. Seeds are in
+both layouts load_checkpoint reads: MindSpore's .ckpt (parsed in C++; tests/fuzz/fuzz_ckpt.cc
+fuzzes that parser alone, much faster) and kiln's earlier "KILNCKPT" format.
 
     python tests/fuzz/fuzz_checkpoint.py [libFuzzer flags] [corpus dirs]
 
@@ -20,7 +22,7 @@ import numpy as np
 # construction that turns what it read into values.
 with atheris.instrument_imports(include=["kiln"]):
     import kiln as ms
-    from kiln.train import serialization
+    from kiln.train import _kiln_ckpt, serialization
 
 HEADER_SIZE, FOOTER_SIZE = 24, 8
 
@@ -46,19 +48,31 @@ def _seed_objects():
 
 def write_seed_corpus(directory):
     for i, obj in enumerate(_seed_objects()):
-        ms.save_checkpoint(obj, os.path.join(directory, f"seed{i}.ckpt"))
+        path = os.path.join(directory, f"seed{i}.ckpt")
+        ms.save_checkpoint(obj, path, append_dict={"note": "text"})
+        loaded = ms.load_checkpoint(path)
+        with open(os.path.join(directory, f"seed{i}_kiln.ckpt"), "wb") as f:
+            _kiln_ckpt._write_records(f, {k: v for k, v in loaded.items() if k != "note"})
 
 
 def _same(a, b):
-    return (list(a) == list(b) and all(a[k].dtype == b[k].dtype and a[k].shape == b[k].shape
-                                       for k in a)
-            and all(np.array_equal(a[k].asnumpy(), b[k].asnumpy(), equal_nan=True) for k in a))
+    if list(a) != list(b):
+        return False
+    for k in a:
+        if isinstance(a[k], str) or isinstance(b[k], str):   # a str value MindSpore appended
+            if a[k] != b[k]:
+                return False
+        elif (a[k].dtype != b[k].dtype or a[k].shape != b[k].shape
+              or not np.array_equal(a[k].asnumpy(), b[k].asnumpy(), equal_nan=True)):
+            return False
+    return True
 
 
 def with_valid_length_and_checksum(data):
-    """`data` with its header's total length and its footer's CRC32 made to match, so that
-    mutations of the records reach the parser and the tensor construction behind it."""
-    if len(data) < HEADER_SIZE + FOOTER_SIZE:
+    """`data` (kiln's earlier format) with its header's total length and its footer's CRC32
+    made to match, so that mutations of the records reach the parser and the tensor
+    construction behind it."""
+    if len(data) < HEADER_SIZE + FOOTER_SIZE or not data.startswith(_kiln_ckpt.MAGIC):
         return data
     body = data[:8 + 8] + struct.pack("<Q", len(data)) + data[HEADER_SIZE:-FOOTER_SIZE]
     return body + struct.pack("<I", zlib.crc32(body) & 0xFFFFFFFF) + data[-4:]

@@ -160,13 +160,17 @@ def many_unsupported(x):
 
 
 def test_unsupported_syntax_lists_every_construct():
+    strict = ms.JitConfig(jit_syntax_level="STRICT")
     with pytest.raises(ms.GraphSyntaxError) as info:
-        ms.jit(many_unsupported)(ones(2))
+        ms.jit(many_unsupported, jit_config=strict)(ones(2))
     msg = str(info.value)
     assert isinstance(info.value, RuntimeError)
     for what in ("try/except", "with", "del", "set comprehensions"):
         assert what in msg, what
     assert msg.count("line ") >= 4 and "test_jit_api.py" in msg and "PyNative" in msg
+    with pytest.raises(ms.GraphSyntaxError) as info:  # LAX (the default) runs `with`
+        ms.jit(many_unsupported)(ones(2))
+    assert "with is not supported" not in str(info.value) and "try/except" in str(info.value)
 
 
 def undefined_name(x):

@@ -204,3 +204,125 @@ def test_export_refuses_a_graph_with_interpreter_nodes(tmp_path):
         with pytest.raises(RuntimeError, match=r"test_jit_lax.py:\d+"):
             ms.export(NumpyNet(), _x(), file_name=str(tmp_path / "net"), file_format="MINDIR")
     assert not list(tmp_path.iterdir())  # nothing half-written
+
+
+def builtins_on_constant_tensors():
+    x = Tensor(np.array([0, 1, 2, 3]))
+    items = [Tensor([1]), Tensor([2]), Tensor([3])]
+    return (all(x), any(x), all(Tensor([1, 1])), max(Tensor([1, 5, 3])), int(x.sum()),
+            items.index(Tensor([3])), [20, Tensor(1), 4, Tensor(1)].count(Tensor(1)))
+
+
+def test_builtins_over_tensors_made_from_constants_fold_while_compiling():
+    eager, graph = _both(builtins_on_constant_tensors)
+    assert [bool(v) if isinstance(v, Tensor) else v for v in graph] == [
+        bool(v) if isinstance(v, Tensor) else v for v in eager
+    ]
+    assert int(graph[3]) == 5 and graph[4] == 6 and graph[5] == 2 and graph[6] == 2
+
+
+class DictState(nn.Cell):
+    def __init__(self):
+        super().__init__()
+        self.attrs = {"a": 1}
+
+    def construct(self, x):
+        self.attrs["b"] = 2  # item assignment: not an attribute the graph writes
+        return x * len(self.attrs)
+
+
+def test_item_assignment_into_a_self_container_is_not_runtime_state():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", LaxRuntimeWarning)  # no interpreter node
+        out = ms.jit(DictState().construct)(_x())
+    np.testing.assert_array_equal(out.asnumpy(), [2.0, 4.0, 6.0])
+
+
+_history = []
+
+
+def records(x):
+    y = x * 2
+    _history.append(y)
+    _history.extend([y + 1])
+    return y
+
+
+def test_a_global_list_gets_graph_values_appended_when_the_graph_runs():
+    _history.clear()
+    fn = ms.jit(records)
+    before = ms.get_jit_stats()["compiles"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", LaxRuntimeWarning)
+        for i in range(3):
+            fn(Tensor(np.full(2, i, np.float32)))
+    assert ms.get_jit_stats()["compiles"] - before == 1  # the list is run-time state
+    assert [h.asnumpy().tolist() for h in _history] == [
+        [0.0, 0.0], [1.0, 1.0], [2.0, 2.0], [3.0, 3.0], [4.0, 4.0], [5.0, 5.0]]
+    local = []  # a list the compiled code makes itself holds graph values as before
+    assert ms.jit(lambda x: (local.clear(), [x, x])[1])(_x())[0].shape == (3,)
+
+
+@ms.jit_class
+class _Scaled:
+    def __init__(self, k):
+        self.k = k
+
+    def __enter__(self):
+        return self.k
+
+    def __exit__(self, *exc):
+        return False
+
+
+def uses_with(x):
+    with _Scaled(3) as k:
+        y = x * k
+    return y
+
+
+def test_with_statement():
+    eager, graph = _both(uses_with, _x())
+    np.testing.assert_array_equal(graph.asnumpy(), eager.asnumpy())
+    from kiln.jit import GraphSyntaxError
+
+    with pytest.raises(GraphSyntaxError, match="with"):
+        ms.jit(uses_with, jit_config=STRICT)(_x())
+
+
+class AlwaysRaises(nn.Cell):
+    def construct(self, x):
+        raise ValueError(f"bad input of rank {x.ndim}")
+
+
+class PrintsThenRaises(nn.Cell):
+    def construct(self, x):
+        print("before", x)
+        raise ValueError("after a print")
+
+
+def test_a_raise_reached_on_every_run_is_raised_while_compiling(capfd):
+    from kiln.common.api import _cell_graph_executor
+
+    with pytest.raises(ValueError, match="bad input of rank 1"):  # compiling alone raises
+        _cell_graph_executor.compile(AlwaysRaises(), _x())
+    # after an effect the raise stays a run-time one, so the print happens first as in PyNative
+    _cell_graph_executor.compile(PrintsThenRaises(), _x())
+    with pytest.raises(ValueError, match="after a print"):
+        ms.jit(PrintsThenRaises().construct)(_x())
+    assert "before" in capfd.readouterr().out
+
+
+def branch_objects(x):
+    if x.sum() > 0:
+        y = x.asnumpy() * 2
+    else:
+        y = -x.asnumpy()
+    return Tensor(y) + x, y
+
+
+def test_python_values_merge_after_a_tensor_branch():
+    for x in (_x(), -_x()):
+        eager, graph = _both(branch_objects, x)
+        np.testing.assert_array_equal(graph[0].asnumpy(), eager[0].asnumpy())
+        np.testing.assert_array_equal(graph[1], eager[1])

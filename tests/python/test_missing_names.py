@@ -13,7 +13,7 @@ DOC = pathlib.Path(__file__).resolve().parents[2] / "docs" / "compatibility.md"
 
 
 @pytest.mark.parametrize("module,name,shown", [
-    (ms, "amp", "mindspore.amp"), (ops, "roll_the_dice", "mindspore.ops.roll_the_dice"),
+    (ms, "boost", "mindspore.boost"), (ops, "roll_the_dice", "mindspore.ops.roll_the_dice"),
     (nn, "FluxCapacitor2d", "mindspore.nn.FluxCapacitor2d"),
 ])
 def test_missing_names_say_so(module, name, shown):

@@ -5,6 +5,8 @@
 // vectorizes; anything else steps by byte strides.
 #pragma once
 
+#include <algorithm>
+
 #include "kernels/cpu/convert.h"
 #include "kernels/cpu/loop.h"
 
@@ -19,6 +21,55 @@ inline void Store(char* p, V value) {
   *reinterpret_cast<R*>(p) = Convert<R>(value);
 }
 
+// bfloat16 runs (mixed precision's activations and their gradients) go through float32 in
+// chunks: widening, the float function and the rounding back each vectorize on their own, where
+// one loop with the rounding's NaN branch in it does not.
+constexpr int64_t kBf16Chunk = 256;
+
+inline void Bf16Widen(const BFloat16* in, float* out, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) out[i] = BitsFloat(static_cast<uint32_t>(in[i].bits) << 16);
+}
+
+// BFloat16(float)'s rounding (to nearest even; a NaN stays a quiet NaN) with a select.
+inline void Bf16Narrow(const float* in, BFloat16* out, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    const uint32_t u = FloatBits(in[i]);
+    const uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+    out[i].bits =
+        static_cast<uint16_t>((u & 0x7fffffffu) > 0x7f800000u ? (u >> 16) | 0x40u : rounded);
+  }
+}
+
+template <typename Fn>
+void Bf16UnaryRun(const BFloat16* a, BFloat16* o, int64_t n, Fn& fn) {
+  float buf[kBf16Chunk];
+  for (int64_t i0 = 0; i0 < n; i0 += kBf16Chunk) {
+    const int64_t m = std::min(kBf16Chunk, n - i0);
+    Bf16Widen(a + i0, buf, m);
+    for (int64_t i = 0; i < m; ++i) buf[i] = fn(buf[i]);
+    Bf16Narrow(buf, o + i0, m);
+  }
+}
+
+// y_step 0: y is one value broadcast along the run.
+template <typename Fn>
+void Bf16BinaryRun(const BFloat16* x, const BFloat16* y, int64_t y_step, BFloat16* o, int64_t n,
+                   Fn& fn) {
+  float bx[kBf16Chunk], by[kBf16Chunk];
+  const float y0 = static_cast<float>(*y);
+  for (int64_t i0 = 0; i0 < n; i0 += kBf16Chunk) {
+    const int64_t m = std::min(kBf16Chunk, n - i0);
+    Bf16Widen(x + i0, bx, m);
+    if (y_step) {
+      Bf16Widen(y + i0, by, m);
+      for (int64_t i = 0; i < m; ++i) bx[i] = fn(bx[i], by[i]);
+    } else {
+      for (int64_t i = 0; i < m; ++i) bx[i] = fn(bx[i], y0);
+    }
+    Bf16Narrow(bx, o + i0, m);
+  }
+}
+
 // out = fn(a) elementwise; In and R are element types.
 template <typename In, typename R, typename Fn>
 void UnaryKernel(const Tensor& in, const Tensor& out, Fn fn) {
@@ -26,6 +77,10 @@ void UnaryKernel(const Tensor& in, const Tensor& out, Fn fn) {
     if (s[0] == sizeof(R) && s[1] == sizeof(In)) {
       auto* o = reinterpret_cast<R*>(p[0]);
       auto* a = reinterpret_cast<const In*>(p[1]);
+      if constexpr (std::is_same_v<In, BFloat16> && std::is_same_v<R, BFloat16>) {
+        Bf16UnaryRun(a, o, n, fn);
+        return;
+      }
       for (int64_t i = 0; i < n; ++i) o[i] = Convert<R>(fn(static_cast<compute_t<In>>(a[i])));
       return;
     }
@@ -41,6 +96,12 @@ void BinaryKernel(const Tensor& a, const Tensor& b, const Tensor& out, Fn fn) {
     auto* x = reinterpret_cast<const In*>(p[1]);
     auto* y = reinterpret_cast<const In*>(p[2]);
     using C = compute_t<In>;
+    if constexpr (std::is_same_v<In, BFloat16> && std::is_same_v<R, BFloat16>) {
+      if (s[0] == sizeof(R) && s[1] == sizeof(In) && (s[2] == sizeof(In) || s[2] == 0)) {
+        Bf16BinaryRun(x, y, s[2], o, n, fn);
+        return;
+      }
+    }
     if (s[0] == sizeof(R)) {
       if (s[1] == sizeof(In) && s[2] == sizeof(In)) {
         for (int64_t i = 0; i < n; ++i)

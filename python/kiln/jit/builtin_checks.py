@@ -85,10 +85,7 @@ def call_method(obj, name, *args, **kwargs):
     """obj.name(*args, **kwargs), with list.pop/insert's index checked first and a value that
     list/tuple.index does not find named (other objects' methods are called as they are)."""
     kind = type(obj)
-    if kind is list and name == "pop":
-        _check_index(obj, name, args[0] if args else -1)
-    if kind is list and name == "insert" and args:
-        _check_index(obj, name, args[0])
+    check_list_call(obj, name, args)
     try:
         return getattr(obj, name)(*args, **kwargs)
     except ValueError as e:
@@ -97,6 +94,14 @@ def call_method(obj, name, *args, **kwargs):
         where = f" between positions {args[1:3]}" if len(args) > 1 else ""
         raise ValueError(f"{kind.__name__}.index({args[0]!r}): {args[0]!r} is not in the "
                          f"{kind.__name__} {obj!r}{where}") from None
+
+
+def check_list_call(obj, name, args):
+    """list.pop/insert's index: an int (TypeError), and for pop one in range (IndexError)."""
+    if type(obj) is list and name == "pop":
+        _check_index(obj, name, args[0] if args else -1)
+    if type(obj) is list and name == "insert" and args:
+        _check_index(obj, name, args[0])
 
 
 def _check_index(seq, name, index):

@@ -14,7 +14,7 @@ import types
 
 from kiln.common.parameter import Parameter
 from kiln.common.tensor import Tensor
-from kiln.jit import lax_text
+from kiln.jit import builtin_checks, lax_text
 from kiln.jit.branches import BranchesMixin
 from kiln.jit.builtins_graph import SPECIAL
 from kiln.jit.callables import BuildAtCompileTime, ZeroArgSuper
@@ -35,6 +35,7 @@ from kiln.jit.rewrites import (
     CONTAINS_FN,
     FSTRING_FN,
     HAS_KEY_FN,
+    LIST_METHOD_FN,
     NOT_FN,
     NOTE_RETURN_FN,
     SELECT_FN,
@@ -60,6 +61,7 @@ class Converter(StatementsMixin, BranchesMixin, LoopsMixin):
         self.guards = Guards()
         emitter.is_outside = self.guards.holds
         self.depth = 0
+        self.max_call_depth = None  # set_context's, read on the first call
         self.frames = []  # (frame, graph function it runs in), innermost last
         # (id(cell), name) of non-Parameter attributes compiled code assigns (LAX): run-time
         # state, read when the graph runs instead of folded and guarded
@@ -101,7 +103,7 @@ class Converter(StatementsMixin, BranchesMixin, LoopsMixin):
     # ---- calls ----
     def call_function(self, fn, args, kwargs):
         source = FunctionSource.of(fn)
-        check_strict(source)
+        check_strict(source, self.lax)
         sig = inspect.signature(fn)
         try:
             bound = sig.bind(*args, **kwargs)
@@ -134,6 +136,29 @@ class Converter(StatementsMixin, BranchesMixin, LoopsMixin):
                 cell = object.__getattribute__(owner, "_cell")
                 if not isinstance(getattr(cell, attr, None), (Parameter, CellBase)):
                     self.written_attributes.add((id(cell), attr))
+
+    def list_method(self, receiver, name, *args, **kwargs):
+        """receiver.append/extend/insert(...): a list from outside the function (a global, a
+        closure variable, an attribute) given values the graph computes is written when the
+        graph runs (LAX), and is run-time state from then on: guarded by identity only."""
+        builtin_checks.check_list_call(receiver, name, args)  # insert's index
+        if (type(receiver) is list and self.guards.read_directly(receiver)
+                and lax_text.has_runtime_values(list(args) + list(kwargs.values()))):
+            from kiln.jit import lax  # noqa: PLC0415
+
+            if not self.lax:  # refused before the list changes (no placeholder is left in it)
+                raise TypeError(
+                    f"Graph mode: compiled code stores a tensor it computes into a list from "
+                    f"outside (list.{name}), which outlives the compiled function (STRICT); "
+                    f"return the tensor instead, or use the LAX syntax level"
+                )
+
+            self.guards.by_identity(receiver)
+            write = getattr(receiver, name)
+            lax.run_later(lambda *a, **k: write(*a, **k), args, kwargs,
+                          f"list.{name} on an outside list", output="none", probe=False)
+            return None
+        return getattr(receiver, name)(*args, **kwargs)
 
     def runtime_attribute(self, cell, path, name):
         """A read of an attribute compiled code writes (LAX): a run-time read."""
@@ -186,13 +211,19 @@ class Converter(StatementsMixin, BranchesMixin, LoopsMixin):
         )
 
     def run_body(self, stmts, frame):
+        from kiln.context import get_context  # noqa: PLC0415
+
+        limit = self.max_call_depth
+        if limit is None:
+            limit = self.max_call_depth = get_context("max_call_depth")
+        if self.depth >= limit:
+            raise RecursionError(
+                f"Graph mode: calls nest more than {limit} deep in {frame.source.name} "
+                f"(set_context(max_call_depth=...); recursion is unrolled at compile time, so "
+                f"it needs a constant stopping condition)"
+            )
         self.depth += 1
         self.frames.append((frame, self.emitter.current_func))
-        if self.depth > 200:
-            raise RecursionError(
-                "Graph mode: calls nest more than 200 deep (recursion is unrolled "
-                "at compile time, so it needs a constant stopping condition)"
-            )
         try:
             self.exec_block(stmts, frame)
         except ReturnSignal as r:
@@ -215,6 +246,7 @@ class Converter(StatementsMixin, BranchesMixin, LoopsMixin):
         scope.locals.setdefault(HAS_KEY_FN, has_key)
         scope.locals.setdefault(FSTRING_FN, lax_text.fstring)
         scope.locals.setdefault(STR_FORMAT_FN, lax_text.str_format)
+        scope.locals.setdefault(LIST_METHOD_FN, self.list_method)
         scope.locals.setdefault(NOTE_RETURN_FN, self._note_return)
         try:
             return eval(code, scope)  # noqa: S307 - compiled user code, as Python would run it
@@ -273,13 +305,21 @@ def _assigned_attributes(node):
     if cached is not None:
         return cached
     found = set()
+
+    def add(target):  # `self.x = ...`, also unpacked (`self.x, y = ...`); not `self.x[i] = ...`
+        if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name):
+            found.add((target.value.id, target.attr))
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            for t in target.elts:
+                add(t)
+        elif isinstance(target, ast.Starred):
+            add(target.value)
+
     for n in ast.walk(node):
         targets = n.targets if isinstance(n, ast.Assign) else (
             [n.target] if isinstance(n, (ast.AugAssign, ast.AnnAssign)) else [])
         for t in targets:
-            for leaf in ast.walk(t):
-                if isinstance(leaf, ast.Attribute) and isinstance(leaf.value, ast.Name):
-                    found.add((leaf.value.id, leaf.attr))
+            add(t)
     node._kiln_assigned_attrs = found
     return found
 

@@ -18,10 +18,33 @@ _OP_NAMES = _C.op_names()  # by kind, for messages
 
 # ops whose outputs share their first input's storage in PyNative
 _VIEW_KINDS = frozenset(k for k in KIND.values() if _C.op_schema(k)["is_view"])
+# ops whose result depends only on their inputs: computed while compiling when those are known
+_FOLDABLE_KINDS = frozenset(
+    k for k in KIND.values()
+    if not _C.op_schema(k)["mutates"] and not _C.op_schema(k)["is_random"]
+)
+_EFFECT_KINDS = frozenset(k for k in KIND.values() if k not in _FOLDABLE_KINDS)
+_FOLD_LIMIT = 4096  # elements: larger constants stay graph ops (the graph keeps what it folds)
 
 
+_UNKNOWN = object()
 RAISE_TENSOR_ARG = object()  # where a raised exception's argument is a tensor's run-time value
 RAISE_ARG_SEPARATOR = "\x1f"  # between those values in the run-time message
+
+
+def _from_spec(spec, values, flatten, unflatten):
+    """A result nested as an output spec says (("result", k), ("literal", v), ("tuple", ...))."""
+    kind, value = spec
+    if kind == "result":
+        return values[value]
+    if kind == "literal":
+        return value
+    if kind == "dict":
+        return {_from_spec(k, values, flatten, unflatten): _from_spec(v, values, flatten,
+                                                                      unflatten)
+                for k, v in value}
+    items = [_from_spec(item, values, flatten, unflatten) for item in value]
+    return items if kind == "list" else tuple(items)
 
 
 class GraphEmitter:
@@ -41,6 +64,7 @@ class GraphEmitter:
         self.raise_types = {}  # name in the graph -> exception class, for classes not builtin
         self.is_outside = lambda tensor: False  # read from outside (set by the Converter)
         self.differentiating = 0  # how many grad regions (ops.composite) are being built
+        self.has_effects = False  # a node that writes, draws or prints was added (raise_now)
         self.lax_sites = []  # the run-time interpreter sites of the graph (kept alive with it)
         self.interpreted = []  # (function, file, line, what) of each, for get_jit_stats
 
@@ -124,6 +148,11 @@ class GraphEmitter:
         """Op `kind` (the registry's number) as a node; bindings/dispatch.cc calls this for
         every op this thread runs while it compiles."""
         name = _OP_NAMES[kind]
+        folded = self._fold(kind, name, inputs, attrs)
+        if folded is not None:
+            return folded
+        if kind in _EFFECT_KINDS:
+            self.has_effects = True
         handles, absent = [], []
         for x in inputs:
             if x is None:
@@ -139,6 +168,52 @@ class GraphEmitter:
             for v in values:
                 self.views[id(v)] = (v, name, base)
         return values[0] if len(values) == 1 else tuple(values)
+
+    def _fold(self, kind, name, inputs, attrs):
+        """An op on values known while compiling (tensors made from constants in compiled code,
+        numbers) runs now, as MindSpore folds them: its result is a graph constant whose value
+        Python code can still read (all(t), max(t), list.index(t)). None when it cannot."""
+        if kind not in _FOLDABLE_KINDS or self.differentiating or _C.tape_active():
+            return None  # (an eager op would be recorded on the tape)
+        values = []
+        for x in inputs:
+            value = self._known(x)
+            if value is _UNKNOWN:
+                return None
+            values.append(value)
+        if not any(isinstance(v, Tensor) for v in values):
+            return None
+        from kiln import _graph_state  # noqa: PLC0415
+        from kiln.ops._core import call  # noqa: PLC0415
+
+        try:
+            with _graph_state.eager():
+                result = call(name, tuple(values), tuple(attrs))
+        except Exception:  # noqa: BLE001 - the graph op reports the error with its line
+            return None
+        results = result if isinstance(result, tuple) else (result,)
+        if not all(isinstance(r, Tensor) and r.size <= _FOLD_LIMIT for r in results):
+            return None
+        graph = tuple(self._known_constant(r.copy()) for r in results)
+        return graph if isinstance(result, tuple) else graph[0]
+
+    def _known(self, x):
+        """x's value when compiling knows it: a number, None, a tensor made while compiling, or
+        a graph constant that kept its value; else _UNKNOWN."""
+        if x is None or isinstance(x, (bool, int, float)):
+            return x
+        if isinstance(x, GraphTensor):
+            return _UNKNOWN if x.known is None else x.known
+        if isinstance(x, Tensor) and not isinstance(x, Parameter):
+            if id(x) in self._param_values or x.size > _FOLD_LIMIT or self.is_outside(x):
+                return _UNKNOWN
+            return x
+        return _UNKNOWN
+
+    def _known_constant(self, value):
+        g = self.constant(value)
+        g.known = value
+        return g
 
     # ---- regions: the bodies of graph if and while ----
     @property
@@ -203,8 +278,20 @@ class GraphEmitter:
         """Verifies the graph, runs the jit level's passes and plans it: a _C.Executable."""
         return self._builder.finish(level)
 
+    def inline_model(self, executable, inputs, weights):
+        """A loaded model (nn.GraphCell) called in compiled code: its graph, copied into this
+        one, on `inputs` and its weights (Parameters, graph inputs as any other)."""
+        from kiln.jit.trees import flatten, unflatten  # noqa: PLC0415
+
+        handles, spec = self._builder.inline_(
+            executable, [self.to_graph(v, "GraphCell").handle for v in inputs],
+            [self.parameter(w).handle for w in weights], *self.loc)
+        values = [self.wrap(h) for h in handles]
+        return _from_spec(spec, values, flatten, unflatten)
+
     def interpret_(self, key, what, handles, metas):
         """A run-time interpreter node (jit/lax.py) running host site `key`; its results."""
+        self.has_effects = True
         outs = self._builder.interpret_(key, what, list(handles), list(metas), *self.loc)
         return [self.wrap(h) for h in outs]
 
@@ -214,8 +301,15 @@ class GraphEmitter:
         self.interpreted.append((function, self.loc[0], self.loc[1], what))
 
     def print_(self, format_string, values):
+        self.has_effects = True
         handles = [self.to_graph(v, "print").handle for v in values]
         self._builder.print_(format_string, handles, *self.loc)
+
+    def raises_now(self):
+        """Whether a raise reached now happens on every run before anything else the graph
+        does (the entry function, not a branch or loop region, and no effect before it): then
+        it is raised while compiling, as MindSpore does."""
+        return self._builder.current_func == 0 and not self.has_effects
 
     def raise_(self, error_type, format_string, values, args=None):
         """A node raising `error_type` (an exception class) when the graph runs; with `args`

@@ -27,12 +27,13 @@ class GraphTensor(GraphValue):
     ``bool(t)``, ``t.item()`` and ``t.asnumpy()`` raise CompileTimeValueError.
     """
 
-    __slots__ = ("handle", "_dtype", "_shape", "__weakref__")
+    __slots__ = ("handle", "_dtype", "_shape", "known", "__weakref__")
 
     def __init__(self, handle, dtype_enum, shape):
         self.handle = handle
         self._dtype = dtype_enum
         self._shape = tuple(shape)
+        self.known = None  # the value, for a constant computed while compiling (emitter._fold)
 
     @property
     def shape(self):
@@ -111,15 +112,21 @@ class GraphTensor(GraphValue):
             raise ValueError(one_element_message(what, self._shape))
 
     def __bool__(self):
+        if self.known is not None:
+            return bool(self.known)
         self._one_element("bool")
         self._no_value("using a tensor as a Python bool")
 
     def asnumpy(self):
+        if self.known is not None:
+            return self.known.asnumpy()
         if lax.is_lax():  # a NumPy array when the graph runs
             return lax.as_array(self)
         self._no_value("asnumpy()")
 
     def item(self, index=None):
+        if self.known is not None:
+            return self.known.item() if index is None else self.known.item(index)
         if index is None:
             self._one_element("item")
         if lax.is_lax():
@@ -127,6 +134,8 @@ class GraphTensor(GraphValue):
         self._no_value("item()")
 
     def tolist(self):
+        if self.known is not None:
+            return self.known.tolist()
         if lax.is_lax():
             return lax.run_later(lambda t: t.tolist(), (self,), {}, "Tensor.tolist()")
         self._no_value("tolist()")
@@ -144,17 +153,26 @@ class GraphTensor(GraphValue):
         self._no_value(f"numpy.{func.__name__}")
 
     def __float__(self):
+        if self.known is not None:
+            return float(self.known)
         self._one_element("float")
         self._no_value("float()")
 
     def __int__(self):
+        if self.known is not None:
+            return int(self.known)
         self._one_element("int")
         self._no_value("int()")
 
     def __index__(self):
+        if self.known is not None:
+            return self.known.__index__()
         self._no_value("using a tensor as an index")
 
     def __array__(self, dtype=None, copy=None):
+        if self.known is not None:
+            array = self.known.asnumpy()
+            return array if dtype is None else array.astype(dtype)
         self._no_value("converting to a NumPy array")
 
     def __len__(self):

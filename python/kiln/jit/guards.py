@@ -135,16 +135,18 @@ class JitSideEffectWarning(RuntimeWarning):
 
 
 class _Guard:
-    __slots__ = ("description", "getter", "value", "shown", "always")
+    __slots__ = ("description", "getter", "value", "shown", "always", "identity")
 
     def __init__(self, description, getter, value, always):
         self.description, self.getter, self.always = description, getter, always
         self.value, self.shown = freeze(value), show(value)
+        self.identity = False  # guards only which object it is (run-time state, by_identity)
 
     def read(self):
         """The frozen current value, or None when it can no longer be read."""
         try:
-            return freeze(self.getter())
+            value = self.getter()
+            return Same(value) if self.identity else freeze(value)
         except Exception:  # noqa: BLE001 - a vanished attribute or global fails the guard
             return _UNREADABLE
 
@@ -203,6 +205,25 @@ class Guards:
     def holds(self, obj):
         """True when compilation read `obj` from outside (a global, closure or attribute)."""
         return any(holds(guard.value, obj) for guard in self.items)
+
+    def _reading(self, obj):
+        for guard in self.items:
+            try:
+                same = guard.getter() is obj
+            except Exception:  # noqa: BLE001 - a vanished name is not this object
+                same = False
+            if same:
+                yield guard
+
+    def read_directly(self, obj):
+        """Whether compilation read `obj` itself from a global, closure variable or attribute."""
+        return any(True for _ in self._reading(obj))
+
+    def by_identity(self, obj):
+        """`obj` (a list compiled code changes when the graph runs) is run-time state: the
+        guards that read it hold on to which object it is, not to its contents."""
+        for guard in list(self._reading(obj)):
+            guard.identity, guard.value = True, Same(obj)
 
     def has_per_call_checks(self):
         return bool(self._always)

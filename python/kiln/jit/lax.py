@@ -453,6 +453,21 @@ RuntimeObject.__invert__ = lambda self: run_later(operator.invert, (self,), {}, 
 del _name, _op, _sym
 
 
+def join(graph, a, b):
+    """The RuntimeObject after a tensor-dependent if whose branches gave `a` and `b`."""
+    same = _same_type(a.probe, b.probe)
+    return RuntimeObject(graph, a.probe if same else _NO_PROBE, a.exact and b.exact and same,
+                         f"`{a._text()} or {b._text()}` (after an if)")
+
+
+def _same_type(p, q):
+    if p is _NO_PROBE or q is _NO_PROBE or type(p) is not type(q):
+        return False
+    if isinstance(p, (np.ndarray, np.generic)):
+        return p.dtype == q.dtype and np.shape(p) == np.shape(q)
+    return True
+
+
 def uses_runtime(values):
     """Whether a RuntimeObject is among `values` (also inside tuples, lists and dicts)."""
     for v in values:

@@ -9,8 +9,10 @@ CONTAINS_FN = "__kiln_contains__"
 HAS_KEY_FN = "__kiln_has_key__"
 # Checked list/tuple methods and shifts (builtin_checks; found through the graph builtins).
 CALL_METHOD_FN, LSHIFT_FN, RSHIFT_FN = "__kiln_call_method__", "__kiln_lshift__", "__kiln_rshift__"
-_CHECKED_METHODS = ("pop", "insert", "index")
+_CHECKED_METHODS = ("pop", "insert", "index")  # insert: when list_method does not take it
 FSTRING_FN, STR_FORMAT_FN = "__kiln_fstring__", "__kiln_str_format__"
+LIST_METHOD_FN = "__kiln_list_method__"
+_LIST_WRITES = ("append", "extend", "insert")  # list methods that store values (lax.list_method)
 # Locals the rewritten loops set; names starting with "__kiln_" are the converter's own.
 BREAK_FLAG, SKIP_FLAG = "__kiln_brk", "__kiln_skip"
 RETURN_VALUE, RETURNED_FLAG = "__kiln_ret", "__kiln_returned"
@@ -161,6 +163,13 @@ class _ConditionalExpressions(ast.NodeTransformer):
         if (isinstance(func, ast.Attribute) and func.attr == "has_key" and len(node.args) == 1
                 and not node.keywords and not isinstance(node.args[0], ast.Starred)):
             return _call(HAS_KEY_FN, [func.value, node.args[0]], node)
+        if (isinstance(func, ast.Attribute) and func.attr in _LIST_WRITES
+                and not any(isinstance(a, ast.Starred) for a in node.args)):
+            # (list_method checks insert's index first: builtin_checks.check_list_call)
+            call = ast.Call(func=ast.Name(id=LIST_METHOD_FN, ctx=ast.Load()),
+                            args=[func.value, ast.Constant(func.attr)] + node.args,
+                            keywords=node.keywords)
+            return ast.copy_location(call, node)
         if isinstance(func, ast.Attribute) and func.attr in _CHECKED_METHODS:
             # x.pop(i) -> __kiln_call_method__(x, "pop", i): list/tuple arguments are checked
             call = ast.Call(func=ast.Name(id=CALL_METHOD_FN, ctx=ast.Load()),

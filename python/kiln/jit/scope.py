@@ -9,6 +9,9 @@ Parameters turn into graph inputs), and every value read from a global, a closur
 import builtins
 import types
 
+from kiln.common.parameter import Parameter
+from kiln.jit.cell_interface import amp_call, amp_param
+
 
 def is_library(obj):
     """kiln's own code runs as is on graph values; user code is compiled from source."""
@@ -104,7 +107,7 @@ class CellProxy:
             if is_library(value.__func__):
                 return types.MethodType(value.__func__, self)  # library code, still through us
             return Converted(conv, value.__func__, self)
-        return conv.wrap(
+        wrapped = conv.wrap(
             value,
             f"{self._path}.{name}",
             lambda: getattr(cell, name),
@@ -112,12 +115,18 @@ class CellProxy:
             cell_attr=True,
             key=(id(cell), name),
         )
+        # A cell run in mixed precision reads its trainable Parameters cast (Cell.to_float).
+        trainable = isinstance(value, Parameter) and value.requires_grad
+        return amp_param(cell, wrapped) if trainable else wrapped
 
     def __setattr__(self, name, value):
         self._converter.assign_attribute(self._cell, self._path, name, value)
 
     def __call__(self, *args, **kwargs):
-        return self._converter.call_cell(self._cell, self, args, kwargs)
+        def run(a, k):
+            return self._converter.call_cell(self._cell, self, a, k)
+
+        return amp_call(self._cell, run, args, kwargs)
 
     def __iter__(self):
         for i, item in enumerate(self._cell):

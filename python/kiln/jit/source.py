@@ -8,7 +8,8 @@ import textwrap
 # Constructs outside STRICT syntax, with what to do instead.
 _UNSUPPORTED = {
     ast.Try: ("try/except", "check conditions with if and raise, or run this part in PyNative"),
-    ast.With: ("with", "move the with-block outside the compiled function"),
+    ast.With: ("with", "use the LAX syntax level, or move the with-block outside the compiled "
+                        "function"),
     ast.ClassDef: ("class definitions", "define the class outside the compiled function"),
     ast.Global: ("global", "pass the value in as an argument or return it"),
     ast.Nonlocal: ("nonlocal", "return the new value instead"),
@@ -82,12 +83,18 @@ def _find_def(tree, code):
     return None
 
 
-def check_strict(source):
+# What the LAX level adds to STRICT syntax (run by the converter, jit/statements.py).
+_LAX_SYNTAX = (ast.With,)
+
+
+def check_strict(source, lax=False):
     """Raises GraphSyntaxError listing every unsupported construct of the function at once."""
     problems = []
     body = source.node.body if isinstance(source.node, ast.FunctionDef) else [source.node.body]
     for stmt in body:
         for node in ast.walk(stmt):
+            if lax and isinstance(node, _LAX_SYNTAX):
+                continue
             hit = _UNSUPPORTED.get(type(node))
             if hit is not None:
                 what, instead = hit

@@ -1,7 +1,9 @@
 """Simple statements: assignments, return/break/continue, nested def, assert and raise."""
 
 import ast
+import types
 
+from kiln._graph_state import GraphValue
 from kiln.common.tensor import Tensor
 from kiln.jit import lax, lax_text, mutation
 from kiln.jit.callables import NestedFunction
@@ -121,6 +123,41 @@ class StatementsMixin:
         elif not test:
             raise at_line(AssertionError(message), frame.source, stmt.lineno)
 
+    def exec_With(self, stmt, frame):
+        """`with m as v:` (LAX) on an object known while compiling (a @jit_class or plain Python
+        context manager): __enter__, the body, then __exit__ compiled like other methods; an
+        error while compiling the body reaches __exit__ as Python's would."""
+        exits = []
+        try:
+            for item in stmt.items:
+                manager = self.eval(item.context_expr, frame)
+                if isinstance(manager, GraphValue):
+                    raise at_line(TypeError("with: the context manager is a value the graph "
+                                            "computes; only objects known while compiling "
+                                            "can be used"), frame.source, stmt.lineno)
+                entered = self._special_method(manager, "__enter__")()
+                exits.append(self._special_method(manager, "__exit__"))
+                if item.optional_vars is not None:
+                    self.assign(item.optional_vars, entered, frame)
+            self.exec_block(stmt.body, frame)
+        except (ReturnSignal, BreakSignal, ContinueSignal, RaisedSignal):
+            for leave in reversed(exits):
+                leave(None, None, None)
+            raise
+        except Exception as e:  # noqa: BLE001 - offered to __exit__, as Python does
+            if not any([bool(leave(type(e), e, e.__traceback__)) for leave in reversed(exits)]):
+                raise
+            return
+        for leave in reversed(exits):
+            leave(None, None, None)
+
+    def _special_method(self, obj, name):
+        method = getattr(type(obj), name, None)
+        if method is None:
+            raise TypeError(f"'{type(obj).__name__}' object does not support the context manager "
+                            f"protocol (no {name})")
+        return self.wrap(types.MethodType(method, obj), f"{type(obj).__name__}.{name}", None)
+
     def exec_Raise(self, stmt, frame):
         if stmt.exc is None:
             # Compiled code has no except block, so there is never an exception to re-raise.
@@ -136,6 +173,9 @@ class StatementsMixin:
         if lax.uses_runtime(args):  # e.g. an f-string of tensors: Python raises it at run time
             lax_text.raise_at_runtime(exc_type, args)
             raise RaisedSignal()
+        if self.emitter.raises_now() and not lax_text.has_runtime_values(args):
+            # reached on every run before any effect: raised while compiling, as MindSpore does
+            raise exc if isinstance(exc, BaseException) else exc_type()
         if len(args) == 1 and isinstance(args[0], str):  # the message, as the exception's text
             self.emitter.raise_(exc_type, _format_literal(args[0]), [])
             raise RaisedSignal()

@@ -2,9 +2,10 @@
 from collections import OrderedDict
 
 from kiln import _C, _graph_state, context
+from kiln.common import dtype as mstype
 from kiln.common.parameter import Parameter, ParameterTuple, is_generated_name
 from kiln.jit.api import cell_graph_call
-from kiln.jit.cell_interface import CellBase
+from kiln.jit.cell_interface import CellBase, amp_call, amp_param
 from kiln.jit.forbidden import refused_in_compiled_code
 
 __all__ = ["Cell"]
@@ -43,7 +44,15 @@ class Cell(CellBase):
         if "_params" not in self.__dict__:
             raise RuntimeError(f"{type(self).__name__}.__init__ must call super().__init__() "
                                f"before the cell is used")
+        d = self.__dict__
+        if "_amp_dtype" in d or "_amp_output_dtype" in d:
+            return amp_call(self, self._call, args, kwargs)  # mixed precision: the casts
         # Inside a graph being compiled, or in GRAPH_MODE, the compiler takes the call.
+        if _graph_state.compiling() or _SETTINGS["mode"] == _GRAPH_MODE:
+            return cell_graph_call(self, args, kwargs)
+        return self.construct(*args, **kwargs)
+
+    def _call(self, args, kwargs):
         if _graph_state.compiling() or _SETTINGS["mode"] == _GRAPH_MODE:
             return cell_graph_call(self, args, kwargs)
         return self.construct(*args, **kwargs)
@@ -54,7 +63,11 @@ class Cell(CellBase):
         d = self.__dict__
         for registry in ("_params", "_cells", "_params_list"):
             if registry in d and name in d[registry]:
-                return d[registry][name]
+                value = d[registry][name]
+                if registry == "_params" and "_amp_dtype" in d and value is not None \
+                        and value.requires_grad and not _graph_state.compiling():
+                    return amp_param(self, value)  # read by a mixed-precision construct
+                return value
         raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
 
     def __setattr__(self, name, value):
@@ -267,6 +280,25 @@ class Cell(CellBase):
 
     def get_jit_config(self):
         return self._jit_config_dict
+
+    # ---- mixed precision ----
+    def to_float(self, dst_type):
+        """Runs this cell and its children in `dst_type` (float16, bfloat16 or float32): the
+        floating inputs of each cell's call, and the trainable Parameters its construct reads,
+        are cast to it; the Parameters themselves keep their type (float32 master weights). A
+        later call on a child overrides the setting for that child. Returns the cell."""
+        if dst_type not in (mstype.float16, mstype.float32, mstype.bfloat16):
+            raise ValueError(f"For 'to_float', the argument 'dst_type' must be mstype.float32, "
+                             f"mstype.float16 or mstype.bfloat16, but got type: "
+                             f"{type(dst_type)} and value: {dst_type}.")
+        flags = {"fp16": dst_type == mstype.float16, "fp32": dst_type == mstype.float32,
+                 "bf16": dst_type == mstype.bfloat16, "_amp_dtype": dst_type}
+        for _, cell in self.cells_and_names():
+            for key, value in flags.items():
+                object.__setattr__(cell, key, value)
+            cell.__dict__.pop("_kiln_graph_fn", None)  # compiled without the casts
+        _graph_state.bump_cell_epoch()
+        return self
 
     # ---- printing ----
     def extend_repr(self):

@@ -1,7 +1,10 @@
 """Adam (MindSpore's Adam: L2 weight decay), AdamWeightDecay and AdamW (decoupled decay)."""
+import numpy as np
+
 from kiln import ops
 from kiln.common import dtype as mstype
-from kiln.common.parameter import _copy_into
+from kiln.common.parameter import Parameter, _copy_into
+from kiln.common.tensor import Tensor
 from kiln.nn.optim.optimizer import Optimizer, _graph_value
 from kiln.nn.optim.sgd import _check_float
 from kiln.ops import _core
@@ -37,11 +40,14 @@ def _check_betas(who, beta1, beta2, eps):
 
 
 class _AdamBase(Optimizer):
+    # The names of the moment states in checkpoints (MindSpore's, per optimizer).
+    _moment_names = ("moment1", "moment2")
+
     def __init__(self, who, params, learning_rate, beta1, beta2, eps, weight_decay, loss_scale):
         super().__init__(learning_rate, params, weight_decay, loss_scale)
         self.beta1, self.beta2, self.eps = _check_betas(who, beta1, beta2, eps)
-        self.moment1 = self._state("moment1")
-        self.moment2 = self._state("moment2")
+        self.moment1 = self._state(self._moment_names[0])
+        self.moment2 = self._state(self._moment_names[1])
 
     def _moments(self, i, grad):
         m, v = _graph_value(self.moment1[i]), _graph_value(self.moment2[i])
@@ -72,8 +78,17 @@ class Adam(_AdamBase):
         self.use_amsgrad = use_amsgrad
         if use_amsgrad:
             self.vhat = self._state("vhat")
+        # beta1^t and beta2^t, kept as MindSpore keeps them so its checkpoints and kiln's hold
+        # the same state; the bias corrections come from global_step, which agrees with them.
+        self.beta1_power = Parameter(Tensor(np.array(1.0, np.float32)), name="beta1_power",
+                                     requires_grad=False)
+        self.beta2_power = Parameter(Tensor(np.array(1.0, np.float32)), name="beta2_power",
+                                     requires_grad=False)
 
     def _begin_step(self, step):
+        for power, beta in ((self.beta1_power, self.beta1), (self.beta2_power, self.beta2)):
+            power = _graph_value(power)
+            _copy_into(power, power * beta)
         bc1, bc2 = _bias_corrections(step, self.beta1, self.beta2)
         return ops.cast(ops.sqrt(bc2) / bc1, mstype.float32)  # lr_t = lr * this
 
@@ -118,9 +133,11 @@ class AdamWeightDecay(_AdamBase):
     """MindSpore's AdamWeightDecay (no bias correction, decoupled decay):
 
         update = m / (sqrt(v) + eps) + weight_decay * param;  param -= lr * update
+    Its moments are adam_m.<param> and adam_v.<param>, as in MindSpore.
     """
 
     _decoupled_weight_decay = True
+    _moment_names = ("adam_m", "adam_v")
 
     def __init__(self, params, learning_rate=1e-3, beta1=0.9, beta2=0.999, eps=1e-6,
                  weight_decay=0.0):

@@ -80,6 +80,8 @@ class FixedLossScaleUpdateCell(Cell):
 def _overflowed(grads):
     """True when some gradient holds an inf or a NaN (x - x is NaN exactly there)."""
     flags = [ops.logical_not(ops.equal(g - g, 0).all()) for g in grads if g is not None]
+    if not flags:
+        return Tensor(np.array(False))
     out = flags[0]
     for f in flags[1:]:
         out = ops.logical_or(out, f)
@@ -126,17 +128,36 @@ class TrainOneStepWithLossScaleCell(TrainOneStepCell):
                             f"Tensor, but got {type(sens).__name__}")
         self.scale_sense.set_data(ops.cast(sens, mstype.float32))
 
+    def start_overflow_check(self, pre_cond, compute_input):
+        """Starts overflow detection before `compute_input` is computed on. kiln detects
+        overflow from the values themselves (get_overflow_status), so there is no device status
+        to clear: returns (a zero int32 status of shape (8,), compute_input), the pair MindSpore's
+        subclasses thread through."""
+        return Tensor(np.zeros(8, np.int32)), compute_input
+
+    def get_overflow_status(self, status, compute_output):
+        """A bool Tensor of shape (): True when a tensor of compute_output (gradients) holds an
+        inf or a NaN."""
+        return _overflowed(compute_output)
+
+    def process_loss_scale(self, overflow):
+        """Runs the loss-scale update Cell (when scale_sense is one) on this step's overflow
+        flag; returns the flag (the update cell's answer)."""
+        if self.loss_scaling_manager is None:
+            return overflow
+        return self.loss_scaling_manager(_graph_value(self.scale_sense), overflow)
+
     def construct(self, *inputs):
         scale = _graph_value(self.scale_sense)
         used = scale * 1.0  # the scale of this step (the manager may update the Parameter)
+        status, inputs = self.start_overflow_check(used, inputs)
         (_, loss), grads = self._scaled_grad_fn(*inputs)
         inverse = 1.0 / ops.reshape(scale, ())
         # (A list comprehension, not a generator: a top-level Cell's construct compiles from
         # source in GRAPH_MODE.)
         grads = self.grad_reducer(tuple([None if g is None else g * ops.cast(inverse, g.dtype)
                                          for g in grads]))
-        overflow = _overflowed(grads)
-        if self.loss_scaling_manager is not None:
-            overflow = self.loss_scaling_manager(scale, overflow)
+        cond = self.get_overflow_status(status, grads)
+        overflow = self.process_loss_scale(cond)
         run_if(ops.logical_not(overflow), lambda: self.optimizer(grads))
-        return loss, overflow, used
+        return loss, cond, used
