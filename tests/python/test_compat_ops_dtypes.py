@@ -117,3 +117,21 @@ def test_list_plus_tensor_promotes_and_lists_of_tensors_stay_errors():
     np.testing.assert_allclose(mixed.asnumpy(), [1.5, 3])
     with pytest.raises(TypeError):
         [t, t] + t  # noqa: B018 - a list holding tensors is not converted
+
+
+def test_integer_mean_of_many_small_integers_and_of_a_dynamic_axis(tmp_path):
+    a = np.full(300, 3, np.int8)  # the int8 sum wraps (as MindSpore's), the count does not
+    got = ops.mean(Tensor(a))
+    assert got.dtype == ms.int8
+    assert got.item() == int(np.trunc(int(a.sum(dtype=np.int8)) / 300))
+
+    class ColumnMean(ms.nn.Cell):
+        def construct(self, x):
+            return ops.mean(x, 0)
+
+    ms.export(ColumnMean(), Tensor(shape=[None, 3], dtype=ms.int32),
+              file_name=str(tmp_path / "m"), file_format="MINDIR")
+    loaded = ms.nn.GraphCell(ms.load(str(tmp_path / "m.mindir")))
+    x = np.array([[1, 2, 3], [4, 5, 7], [-9, -9, -9]], np.int32)
+    np.testing.assert_array_equal(loaded(Tensor(x)).asnumpy(),
+                                  np.trunc(x.sum(0) / 3).astype(np.int32))

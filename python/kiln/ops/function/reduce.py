@@ -55,19 +55,26 @@ def mean(input, axis=None, keep_dims=False):  # noqa: A002
 
 
 def _integer_mean(input, axes, keep_dims):  # noqa: A002
-    total = call("reduce_sum", (input,), (axes, keep_dims, dtype_attr(input.dtype)))  # checks
+    dtype = input.dtype
+    total = call("reduce_sum", (input,), (axes, keep_dims, dtype_attr(dtype)))  # checks axes
+    # The division runs in 64 bits (a count of 300 does not fit int8), the result in `dtype`.
+    wide = mstype.uint64 if dtype in mstype.uint_type else mstype.int64
+    total = _ew.cast(total, wide)
     shape = tuple(input.shape)
     count = 1
     for a in (range(len(shape)) if not axes or not shape else set(axes)):
         count *= shape[a]  # reduce_sum has refused out-of-range axes
-    if count <= 0:
+    if any(d < 0 for d in shape):  # a dimension known only when the graph runs (export)
+        ones = _ew.add(_ew.mul(_ew.cast(input, wide), 0), 1)
+        count = call("reduce_sum", (ones,), (axes, keep_dims, dtype_attr(wide)))
+    elif count <= 0:
         raise ValueError(f"mean: the mean of an integer tensor over an empty axis (shape {shape}, "
                          f"axis {axes}) has no integer value; cast the input to a float dtype")
-    down = _ew.floor_divide(total, count)
-    if input.dtype in mstype.uint_type:  # no negative sums to round toward zero
-        return down
-    up = _ew.neg(_ew.floor_divide(_ew.neg(total), count))
-    return _ew.where(total < 0, up, down)
+    quotient = _ew.floor_divide(total, count)
+    if wide == mstype.int64:  # round toward zero, as MindSpore's integer division
+        up = _ew.neg(_ew.floor_divide(_ew.neg(total), count))
+        quotient = _ew.where(total < 0, up, quotient)
+    return _ew.cast(quotient, dtype)
 
 
 def prod(input, axis=None, keep_dims=False):  # noqa: A002
