@@ -326,3 +326,25 @@ def test_python_values_merge_after_a_tensor_branch():
         eager, graph = _both(branch_objects, x)
         np.testing.assert_array_equal(graph[0].asnumpy(), eager[0].asnumpy())
         np.testing.assert_array_equal(graph[1], eager[1])
+
+
+class _Box:
+    def __init__(self, v, n):
+        self.v, self.n = v, n
+
+    def double(self):
+        return self.v * 2
+
+
+def returns_an_object(x):
+    box = _Box(x + 1, 3)
+    return box.double(), box
+
+
+def test_an_object_made_in_the_graph_comes_back_with_run_time_values():
+    eager, graph = _both(returns_an_object, _x())
+    assert isinstance(graph[1], _Box) and graph[1].n == 3
+    np.testing.assert_array_equal(graph[1].v.asnumpy(), eager[1].v.asnumpy())
+    np.testing.assert_array_equal(graph[0].asnumpy(), eager[0].asnumpy())
+    with pytest.raises(TypeError, match="an object cannot carry them out"):
+        ms.jit(returns_an_object, jit_config=STRICT)(_x())

@@ -258,6 +258,8 @@ def _build_graph(emitter, converter, fn, args, kwargs, self_obj):
     param_names.check_unique(getattr(fn, "__qualname__", "jit"),
                              param_names.argument_parameters(args, kwargs), emitter.parameters,
                              self_obj)
+    if converter.lax:  # objects holding graph values come back with their run-time values
+        result = lax.objects_out(result)
     converter.guards.settle(fn.__qualname__)
     tree, outputs, opaque = output_signature(
         result, lambda v: isinstance(v, (GraphTensor, lax.RuntimeObject))

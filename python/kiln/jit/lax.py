@@ -468,6 +468,46 @@ def _same_type(p, q):
     return True
 
 
+def objects_out(result):
+    """The result with every object whose attributes hold graph values (a plain Python or
+    @jit_class object made in compiled code) replaced by a copy made when the graph runs, with
+    those attributes' run-time values, as PyNative returns it."""
+    if type(result) in (tuple, list):
+        return type(result)(objects_out(v) for v in result)
+    if type(result) is dict:
+        return {k: objects_out(v) for k, v in result.items()}
+    attrs = getattr(result, "__dict__", None)
+    if (isinstance(attrs, dict) and not isinstance(result, (type, GraphValue))
+            and type(result).__module__.split(".")[0] != "kiln" and uses_graph(attrs.values())):
+        return run_later(_with_attributes(result), ({k: objects_out(v) for k, v in
+                                                     attrs.items()},), {},
+                         f"{type(result).__name__} object", probe=False)
+    return result
+
+
+def _with_attributes(obj):
+    import copy  # noqa: PLC0415
+
+    def rebuild(values):
+        out = copy.copy(obj)
+        out.__dict__.update(values)
+        return out
+
+    return rebuild
+
+
+def uses_graph(values):
+    """Whether a graph value (tensor or object) is among `values`, also inside containers."""
+    for v in values:
+        if isinstance(v, GraphValue):
+            return True
+        if type(v) in (tuple, list) and uses_graph(v):
+            return True
+        if type(v) is dict and uses_graph(v.values()):
+            return True
+    return False
+
+
 def uses_runtime(values):
     """Whether a RuntimeObject is among `values` (also inside tuples, lists and dicts)."""
     for v in values:
