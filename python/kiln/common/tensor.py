@@ -14,6 +14,26 @@ __all__ = ["Tensor", "tensor"]
 _GraphValue = _graph_state.GraphValue
 _new_tensor_base = _C.TensorBase.__new__
 
+# Messages shared with graph values (kiln.jit.graph_tensor).
+LEN_OF_0D = ("Not support len of a 0-D tensor. A 0-d tensor (shape ()) holds one value and has no "
+             "length; its element count is x.size")
+ITER_OF_0D = ("Cannot iterate over a scalar tensor. A 0-d tensor (shape ()) holds one value; read "
+              "it with x.item(), or reshape it to (1,) to iterate")
+
+
+def sequence_operand(value):
+    """The operand of a tensor + or -: a list or tuple of numbers (nested as a tensor's rows)
+    becomes a Tensor, as MindSpore does (so `[5, 6] + t` and `sum(t, [5, 6])` broadcast like
+    NumPy); anything else is returned as is (a list holding tensors stays a list)."""
+    if type(value) not in (list, tuple) or not _numbers_only(value):
+        return value
+    return Tensor(value)
+
+
+def _numbers_only(seq):
+    return all(_numbers_only(v) if type(v) in (list, tuple) else
+               isinstance(v, (bool, int, float)) for v in seq)
+
 
 class Tensor(_C.TensorBase):
     """A multi-dimensional array on the CPU.
@@ -49,6 +69,19 @@ class Tensor(_C.TensorBase):
         _C.TensorBase.__init__(self, source)  # a Tensor shares storage; an array is shared too
         if declared is not None:
             self._declared_shape = declared
+
+    # ---- + and - with a list or tuple of numbers (MindSpore converts it to a tensor) ----
+    def __add__(self, other):
+        return _C.TensorBase.__add__(self, sequence_operand(other))
+
+    def __radd__(self, other):
+        return _C.TensorBase.__radd__(self, sequence_operand(other))
+
+    def __sub__(self, other):
+        return _C.TensorBase.__sub__(self, sequence_operand(other))
+
+    def __rsub__(self, other):
+        return _C.TensorBase.__rsub__(self, sequence_operand(other))
 
     # ---- metadata ----
     @property
@@ -138,12 +171,12 @@ class Tensor(_C.TensorBase):
 
     def __len__(self):
         if self.ndim == 0:
-            raise TypeError("len() of a 0-d tensor")
+            raise TypeError(LEN_OF_0D)
         return self.shape[0]
 
     def __iter__(self):
         if self.ndim == 0:
-            raise TypeError("iteration over a 0-d tensor")
+            raise TypeError(ITER_OF_0D)
         for i in range(self.shape[0]):
             yield self[i]
 
@@ -204,6 +237,9 @@ class Tensor(_C.TensorBase):
 
     def sqrt(self):
         return ops.sqrt(self)
+
+    def reciprocal(self):
+        return ops.reciprocal(self)
 
     def abs(self):
         return ops.abs(self)

@@ -14,7 +14,7 @@ import types
 
 from kiln.common.parameter import Parameter
 from kiln.common.tensor import Tensor
-from kiln.jit import lax_text
+from kiln.jit import builtin_checks, lax_text
 from kiln.jit.branches import BranchesMixin
 from kiln.jit.builtins_graph import SPECIAL
 from kiln.jit.callables import BuildAtCompileTime, ZeroArgSuper
@@ -143,6 +143,7 @@ class Converter(StatementsMixin, BranchesMixin, LoopsMixin):
         """receiver.append/extend/insert(...): a list from outside the function (a global, a
         closure variable, an attribute) given values the graph computes is written when the
         graph runs (LAX), and is run-time state from then on: guarded by identity only."""
+        builtin_checks.check_list_call(receiver, name, args)  # insert's index
         if (type(receiver) is list and self.guards.read_directly(receiver)
                 and lax_text.has_runtime_values(list(args) + list(kwargs.values()))):
             from kiln.jit import lax  # noqa: PLC0415

@@ -6,7 +6,12 @@ MindSpore, which refuses those too: the value is a compile-time constant, guarde
 the setting recompiles (docs/compatibility.md).
 """
 
+import functools
+import sys
 import types
+
+from kiln import _graph_state
+from kiln.jit.scope import Scope
 
 # Modules whose every function and class is refused, but for the readers named get_*.
 _MODULES = ("kiln.common.initializer", "kiln.log", "kiln.context")
@@ -25,6 +30,22 @@ _CLASSES = {
         ValueError, "a Parameter made by a graph would be made once, while compiling, and shared "
         "by every run; create it in __init__ and read it as self.<name>"),
 }
+
+
+def refused_in_compiled_code(method):
+    """Marks a method compiled code may not call (MindSpore refuses the same ones): a call that
+    compiled user code makes raises RuntimeError; kiln's own code, which runs as plain Python
+    while compiling, may still call it."""
+    what = f"the method or function '{method.__module__}.{method.__qualname__}'"
+
+    @functools.wraps(method)
+    def checked(*args, **kwargs):
+        # user code being compiled runs its expressions with a Scope as globals (jit/scope.py)
+        if _graph_state.compiling() and isinstance(sys._getframe(1).f_globals, Scope):
+            raise RuntimeError(message(what))
+        return method(*args, **kwargs)
+
+    return checked
 
 
 class ForbiddenCall:

@@ -3,7 +3,13 @@
 
 from kiln._graph_state import GraphValue
 from kiln.common import dtype as mstype
-from kiln.common.tensor import Tensor, one_element_message
+from kiln.common.tensor import (
+    ITER_OF_0D,
+    LEN_OF_0D,
+    Tensor,
+    one_element_message,
+    sequence_operand,
+)
 from kiln.jit import lax
 from kiln.jit.forbidden import method_of
 from kiln.ops import _indexing
@@ -171,10 +177,12 @@ class GraphTensor(GraphValue):
 
     def __len__(self):
         if not self._shape:
-            raise TypeError("len() of a 0-d tensor")
+            raise TypeError(LEN_OF_0D)
         return self._shape[0]
 
     def __iter__(self):
+        if not self._shape:
+            raise TypeError(ITER_OF_0D)
         for i in range(len(self)):
             yield self[i]
 
@@ -187,6 +195,8 @@ class GraphTensor(GraphValue):
 
 def _binary(name, swap=False):
     def method(self, other):
+        if name in ("add", "sub"):  # a list of numbers converts, as in PyNative
+            other = sequence_operand(other)
         if not isinstance(other, (GraphTensor, Tensor, bool, int, float)):
             return NotImplemented
         return call(name, (other, self) if swap else (self, other))

@@ -7,6 +7,9 @@ import copy
 SELECT_FN, NOT_FN, NOTE_RETURN_FN = "__kiln_select__", "__kiln_not__", "__kiln_note_return__"
 CONTAINS_FN = "__kiln_contains__"
 HAS_KEY_FN = "__kiln_has_key__"
+# Checked list/tuple methods and shifts (builtin_checks; found through the graph builtins).
+CALL_METHOD_FN, LSHIFT_FN, RSHIFT_FN = "__kiln_call_method__", "__kiln_lshift__", "__kiln_rshift__"
+_CHECKED_METHODS = ("pop", "insert", "index")  # insert: when list_method does not take it
 FSTRING_FN, STR_FORMAT_FN = "__kiln_fstring__", "__kiln_str_format__"
 LIST_METHOD_FN = "__kiln_list_method__"
 BUILTIN_FN = "__kiln_builtin__"
@@ -170,7 +173,14 @@ class _ConditionalExpressions(ast.NodeTransformer):
             return ast.copy_location(call, node)
         if (isinstance(func, ast.Attribute) and func.attr in _LIST_WRITES
                 and not any(isinstance(a, ast.Starred) for a in node.args)):
+            # (list_method checks insert's index first: builtin_checks.check_list_call)
             call = ast.Call(func=ast.Name(id=LIST_METHOD_FN, ctx=ast.Load()),
+                            args=[func.value, ast.Constant(func.attr)] + node.args,
+                            keywords=node.keywords)
+            return ast.copy_location(call, node)
+        if isinstance(func, ast.Attribute) and func.attr in _CHECKED_METHODS:
+            # x.pop(i) -> __kiln_call_method__(x, "pop", i): list/tuple arguments are checked
+            call = ast.Call(func=ast.Name(id=CALL_METHOD_FN, ctx=ast.Load()),
                             args=[func.value, ast.Constant(func.attr)] + node.args,
                             keywords=node.keywords)
             return ast.copy_location(call, node)
@@ -224,6 +234,14 @@ class _ConditionalExpressions(ast.NodeTransformer):
             return node
         found = _call(CONTAINS_FN, [node.left, node.comparators[0]], node)
         return _call(NOT_FN, [found], node) if isinstance(op, ast.NotIn) else found
+
+    def visit_BinOp(self, node):
+        """a << b, a >> b -> checked shifts (Python numbers: integers, non-negative counts)."""
+        self.generic_visit(node)
+        if isinstance(node.op, (ast.LShift, ast.RShift)):
+            name = LSHIFT_FN if isinstance(node.op, ast.LShift) else RSHIFT_FN
+            return _call(name, [node.left, node.right], node)
+        return node
 
     def visit_UnaryOp(self, node):
         self.generic_visit(node)

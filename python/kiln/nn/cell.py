@@ -6,6 +6,7 @@ from kiln.common import dtype as mstype
 from kiln.common.parameter import Parameter, ParameterTuple, is_generated_name
 from kiln.jit.api import cell_graph_call
 from kiln.jit.cell_interface import CellBase, amp_call, amp_param
+from kiln.jit.forbidden import refused_in_compiled_code
 
 __all__ = ["Cell"]
 
@@ -103,7 +104,29 @@ class Cell(CellBase):
         else:
             if name in plist:
                 del plist[name]
+            if type(value) in (list, tuple):
+                self._check_sequence_parameter_names(name, value)
             object.__setattr__(self, name, value)
+
+    def _check_sequence_parameter_names(self, name, value):
+        """Parameters held in plain list/tuple attributes are not renamed by path, so two
+        different ones with one name (across all such attributes) are refused, as in MindSpore."""
+        mine = [p for p in value if isinstance(p, Parameter)]
+        if not mine:
+            return
+        taken = {}  # name -> (attribute, Parameter)
+        for attr, other in vars(self).items():
+            if attr != name and type(other) in (list, tuple):
+                for p in other:
+                    if isinstance(p, Parameter):
+                        taken.setdefault(p.name, (attr, p))
+        for p in mine:
+            attr, first = taken.setdefault(p.name, (name, p))
+            if first is not p:
+                raise ValueError(
+                    f"{type(self).__name__}.{name}: a Parameter named '{p.name}' clashes with a "
+                    f"different one in '{attr}': its name '{p.name}' already exists. Give each "
+                    f"Parameter a unique name")
 
     def __delattr__(self, name):
         for registry in ("_params", "_cells", "_params_list"):
@@ -201,13 +224,15 @@ class Cell(CellBase):
         itself."""
         return {param: param for param in self.get_parameters()}
 
+    @refused_in_compiled_code
     def get_parameters(self, expand=True):
         for _, param in self.parameters_and_names(expand=expand):
             yield param
 
-    def trainable_params(self, recurse=True):
+    def trainable_params(self, recurse=True):  # allowed in compiled code (MindSpore refuses)
         return [p for p in self.get_parameters(expand=recurse) if p.requires_grad]
 
+    @refused_in_compiled_code
     def untrainable_params(self, recurse=True):
         return [p for p in self.get_parameters(expand=recurse) if not p.requires_grad]
 

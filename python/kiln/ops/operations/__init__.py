@@ -11,7 +11,8 @@ from kiln.ops.primitive import Primitive, PrimitiveWithCheck, PrimitiveWithInfer
 
 __all__ = [
     "Primitive", "PrimitiveWithInfer", "PrimitiveWithCheck", "Add", "Sub", "Mul", "Div",
-    "RealDiv", "Pow", "Neg", "Abs", "Exp", "Log", "Sqrt", "Rsqrt", "Sin", "Cos", "Tanh",
+    "RealDiv", "Pow", "Neg", "Abs", "Exp", "Log", "Sqrt", "Rsqrt", "Reciprocal", "Sin", "Cos",
+    "Tanh",
     "Sigmoid", "ReLU", "GeLU", "SiLU", "Square",
     "Maximum", "Minimum", "Equal", "Less", "Greater", "Select", "Cast", "MatMul",
     "BitwiseAnd", "BitwiseOr", "BitwiseXor", "Invert", "LeftShift", "RightShift",
@@ -40,6 +41,7 @@ Exp = _elementwise("Exp", "exp")
 Log = _elementwise("Log", "log")
 Sqrt = _elementwise("Sqrt", "sqrt")
 Rsqrt = _elementwise("Rsqrt", "rsqrt")
+Reciprocal = _elementwise("Reciprocal", "reciprocal")
 Sin = _elementwise("Sin", "sin")
 Cos = _elementwise("Cos", "cos")
 Tanh = _elementwise("Tanh", "tanh")
@@ -124,7 +126,10 @@ class _Reduce(Primitive):
 
 
 class ReduceSum(_Reduce):
-    _fn = staticmethod(lambda x, axis, keep: _ops.sum(x, axis, keep))
+    """Keeps the input's dtype, as MindSpore's primitive does (ops.sum widens integers to int64):
+    integer sums wrap on overflow, and a bool sum is True where any element is."""
+
+    _fn = staticmethod(lambda x, axis, keep: _ops.sum(x, axis, keep, dtype=x.dtype))
 
 
 class ReduceMean(_Reduce):
