@@ -3,7 +3,7 @@ import numpy as np
 
 from kiln import _C, _graph_state, ops
 from kiln.common import dtype as mstype
-from kiln.common import initializer
+from kiln.common import initializer, tensor_inplace, tensor_methods
 from kiln.common._arrays import as_array
 from kiln.ops import _indexing
 from kiln.ops._core import axes_attr, shape_attr
@@ -366,6 +366,8 @@ def _initial_values(shape, dtype, init):
     return initializer.initializer(init, shape, dtype or mstype.float32).init_data()
 
 
+tensor_methods.install(Tensor)
+tensor_inplace.install(Tensor)
 _C._set_tensor_class(Tensor)
 
 

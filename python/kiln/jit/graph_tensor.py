@@ -79,6 +79,16 @@ class GraphTensor(GraphValue):
             raise AttributeError("'Tensor' object has no attribute 'set_data'")
         raise method_of("Parameter", "set_data")
 
+    def _write_inplace(self, value, op="in-place"):
+        """An in-place method (x.add_(y)) in a graph: x[...] = result, with index assignment's
+        meaning (kiln.jit.mutation); returns the updated value, which names of x now hold."""
+        from kiln import _graph_state  # noqa: PLC0415
+        from kiln.common.tensor_inplace import check_fits  # noqa: PLC0415
+        from kiln.jit import mutation  # noqa: PLC0415
+
+        check_fits(self, value, op)
+        return mutation.set_item(_graph_state.converter(), self, Ellipsis, value)
+
     def _kind(self):
         from kiln import _graph_state  # noqa: PLC0415
         from kiln.common.parameter import Parameter  # noqa: PLC0415
@@ -265,6 +275,7 @@ def _install_operators():
         ):
             setattr(GraphTensor, name, value)
     GraphTensor.T = property(lambda self: self.transpose())
+    GraphTensor.mT = Tensor.mT
 
 
 _install_operators()
