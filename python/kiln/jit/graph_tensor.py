@@ -4,6 +4,7 @@
 from kiln._graph_state import GraphValue
 from kiln.common import dtype as mstype
 from kiln.common.tensor import Tensor, one_element_message
+from kiln.common.tensor_inplace import check_fits
 from kiln.jit import lax
 from kiln.jit.forbidden import method_of
 from kiln.ops import _indexing
@@ -83,11 +84,9 @@ class GraphTensor(GraphValue):
         """An in-place method (x.add_(y)) in a graph: x[...] = result, with index assignment's
         meaning (kiln.jit.mutation); returns the updated value, which names of x now hold."""
         from kiln import _graph_state  # noqa: PLC0415
-        from kiln.common.tensor_inplace import check_fits  # noqa: PLC0415
-        from kiln.jit import mutation  # noqa: PLC0415
 
         check_fits(self, value, op)
-        return mutation.set_item(_graph_state.converter(), self, Ellipsis, value)
+        return _graph_state.converter().write_inplace(self, value)
 
     def _kind(self):
         from kiln import _graph_state  # noqa: PLC0415

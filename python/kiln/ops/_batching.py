@@ -287,7 +287,6 @@ _BINARY = {"add": "add", "sub": "sub", "mul": "mul", "truediv": "div", "floordiv
            "rshift": "bitwise_right_shift"}
 _COMPARE = {"eq": "equal", "ne": "not_equal", "lt": "less", "le": "less_equal",
             "gt": "greater", "ge": "greater_equal"}
-_installed = []
 
 
 def _operator(op, swap):
@@ -301,12 +300,9 @@ def _operator(op, swap):
     return method
 
 
-def install_methods():
+def install_methods(Tensor):  # noqa: N803 - the class
     """Gives Batched the operators and the Python-level methods of Tensor (written with ops,
-    they work on batched values as they do on graph values); once, on first use."""
-    if _installed:
-        return
-    from kiln.common.tensor import Tensor  # noqa: PLC0415
+    they work on batched values as they do on graph values); kiln.common.tensor calls it."""
     from kiln.ops import _indexing  # noqa: PLC0415
 
     for dunder, op in _BINARY.items():
@@ -329,4 +325,3 @@ def install_methods():
             setattr(Batched, name, value)
     Batched.T = property(lambda self: self.transpose())
     Batched.mT = Tensor.mT
-    _installed.append(True)

@@ -23,7 +23,6 @@ def vmap(fn, in_axes=0, out_axes=0):
 
     def mapped(*args):
         axes = _per_arg(in_axes, args, "in_axes")
-        _batching.install_methods()
         level = len(_batching._levels) + 1
         sizes = set()
         batched = tuple(_enter(a, ax, level, sizes) for a, ax in zip(args, axes))
