@@ -144,7 +144,7 @@ LAYERS = [
                 "kiln.common.tensor_inplace"]),
     ("dataset", ["kiln.dataset"]),  # the data pipeline: sources, operations, transforms
     ("jit", ["kiln.jit"]),  # Graph mode; knows Cells only through kiln.jit.cell_interface
-    ("nn", ["kiln.nn"]),
+    ("nn", ["kiln.nn", "kiln.mint"]),
     ("api", ["kiln.train", "kiln.common.api", "kiln"]),
 ]
 
