@@ -359,6 +359,37 @@ def _element_strides(self):
     return tuple(s // self.itemsize for s in self.strides)
 
 
+# ---- gradient hooks ----
+class _TensorHookHandle:
+    """What Tensor.register_hook returns: remove() stops the hook."""
+
+    def __init__(self, hook):
+        self.hook = hook
+
+    def remove(self):
+        self.hook = None
+
+
+def register_hook(self, hook):
+    """hook(grad) runs on this tensor's gradient when a PyNative gradient is taken (of a grad
+    argument or weight: its whole gradient; of a tensor the function computed: the gradient of
+    its uses after this call) and may return a new gradient. Returns a handle with remove()."""
+    if not callable(hook):
+        raise TypeError(f"Tensor.register_hook: hook must be a Python function, got "
+                        f"{builtins.type(hook).__name__}")
+    from kiln.ops import _backward_hooks  # noqa: PLC0415
+
+    handle = _TensorHookHandle(hook)
+
+    def run(grad):
+        return None if handle.hook is None else handle.hook(grad)
+
+    if not _backward_hooks.hook_source(self, run):
+        _backward_hooks.hook_tensor(
+            self, lambda grads: _backward_hooks.as_grads(run(grads[0]), grads, "register_hook"))
+    return handle
+
+
 # ---- helpers ----
 def _sizes(args):
     """f(2, 3), f((2, 3)) and f([2, 3]) alike."""

@@ -45,7 +45,7 @@ class Cell(CellBase):
             raise RuntimeError(f"{type(self).__name__}.__init__ must call super().__init__() "
                                f"before the cell is used")
         d = self.__dict__
-        if ("_forward_pre_hooks" in d or "_forward_hooks" in d) and not _graph_state.compiling():
+        if "_hooked" in d and not _graph_state.compiling():
             return cell_hooks.call_with_hooks(self, self, args, kwargs, self._call_unhooked)
         return self._call_unhooked(args, kwargs)
 
@@ -78,6 +78,17 @@ class Cell(CellBase):
         runs (with output None) when construct raises."""
         return cell_hooks.register(self, "forward_hook", hook_fn, prepend,
                                    with_kwargs=with_kwargs, always_call=always_call)
+
+    def register_backward_pre_hook(self, hook_fn):
+        """hook_fn(cell, grad_output) runs when a PyNative gradient reaches the cell's outputs;
+        a tuple it returns replaces grad_output. Not run in compiled code."""
+        return cell_hooks.register(self, "backward_pre_hook", hook_fn, False)
+
+    def register_backward_hook(self, hook_fn):
+        """hook_fn(cell, grad_input, grad_output) runs when a PyNative gradient has gone
+        through the cell; a tuple it returns replaces grad_input (the gradients of the cell's
+        tensor inputs). Not run in compiled code."""
+        return cell_hooks.register(self, "backward_hook", hook_fn, False)
 
     # ---- attribute registration ----
     def __getattr__(self, name):

@@ -1,11 +1,11 @@
-"""ops.Print: prints its inputs, each on its own line, in PyNative and when a graph runs."""
+"""ops.Print (prints its inputs in PyNative and when a graph runs) and ops.HookBackward."""
 import builtins
 
 from kiln import _graph_state
 from kiln.ops._core import is_tensor
 from kiln.ops.primitive import Primitive
 
-__all__ = ["Print"]
+__all__ = ["Print", "HookBackward"]
 
 
 class Print(Primitive):
@@ -35,3 +35,35 @@ def _template(value):
     if is_tensor(value):
         return f"Tensor(shape={list(value.shape)}, dtype={value.dtype}, value=\n{{}})"
     return str(value).replace("{", "{{").replace("}", "}}")
+
+
+class HookBackward(Primitive):
+    """``HookBackward(hook_fn)(*tensors)`` returns the tensors unchanged; when a gradient is
+    taken (PyNative), hook_fn(grads) gets the tuple of their gradients and may return new
+    ones. In compiled code it passes the tensors through and the hook does not run (as in
+    MindSpore's Graph mode); kiln logs a warning."""
+
+    def __init__(self, hook_fn, cell_id=""):
+        super().__init__("HookBackward")
+        if not callable(hook_fn):
+            raise TypeError(f"HookBackward: hook_fn must be a Python function, got "
+                            f"{type(hook_fn).__name__}")
+        self.hook_fn = hook_fn
+        self.cell_id = cell_id
+
+    def __call__(self, *inputs):
+        if not inputs or not all(is_tensor(x) for x in inputs):
+            raise TypeError("HookBackward: the inputs must be one or more Tensors")
+        if _graph_state.compiling():
+            from kiln import log  # noqa: PLC0415
+
+            log.warning("HookBackward: the hook does not run in compiled code (Graph mode); "
+                        "the inputs pass through unchanged")
+            return inputs[0] if len(inputs) == 1 else inputs
+        from kiln.ops import _backward_hooks  # noqa: PLC0415
+
+        def backward(grads):
+            return _backward_hooks.as_grads(self.hook_fn(tuple(grads)), grads, "HookBackward")
+
+        out = _backward_hooks.cut(inputs, backward)
+        return out[0] if len(out) == 1 else tuple(out)
