@@ -200,7 +200,92 @@ def uniform(self, from_=0.0, to=1.0, generator=None):
     return ops.cast(samples * (to - from_) + from_, self.dtype)
 
 
+def argmax_with_value(self, axis=0, keep_dims=False):
+    """(largest values, their int64 indices) along axis."""
+    return ops.max(self, axis, keep_dims)
+
+
+def argmin_with_value(self, axis=0, keep_dims=False):
+    return ops.min(self, axis, keep_dims)
+
+
+def soft_shrink(self, lambd=0.5):
+    return ops.softshrink(self, lambd)
+
+
+def eq(self, other):
+    return ops.equal(self, other)
+
+
+def bitwise_not(self):
+    return ops.invert(self)
+
+
+def positive(self):
+    return self
+
+
+# kiln has no complex dtypes: a real tensor is its own conjugate, with a zero imaginary part
+def conj(self):
+    return self
+
+
+def real(self):
+    return self
+
+
+def imag(self):
+    return ops.zeros_like(self)
+
+
+def adjoint(self):
+    return mT(self)
+
+
+def H(self):  # noqa: N802 - MindSpore's name
+    """The conjugate transpose of a matrix (the transpose, for real tensors)."""
+    if self.ndim != 2:
+        raise ValueError(f"Tensor.H: the tensor must be 2-D, got {self.ndim} dimensions")
+    return self.transpose()
+
+
+def mH(self):  # noqa: N802 - MindSpore's name
+    return mT(self)
+
+
 # ---- shape and layout ----
+def resize(self, *new_shape):
+    """NumPy's ndarray.resize as a new tensor: the elements in order, cut short or followed
+    by zeros, in `new_shape`."""
+    shape = _sizes(new_shape)
+    n = 1
+    for d in shape:
+        n *= d
+    flat = ops.reshape(self, (-1,))
+    if n <= self.size:
+        flat = flat[:n]
+    else:
+        flat = ops.cat((flat, ops.zeros((n - self.size,), self.dtype)))
+    return ops.reshape(flat, shape)
+
+
+def reverse(self, axis):
+    return flip(self, axis)
+
+
+def fliplr(self):
+    if self.ndim < 2:
+        raise ValueError("Tensor.fliplr: the tensor must have at least 2 dimensions")
+    return flip(self, 1)
+
+
+def flipud(self):
+    if self.ndim < 1:
+        raise ValueError("Tensor.flipud: the tensor must have at least 1 dimension")
+    return flip(self, 0)
+
+
+
 def ravel(self):
     return ops.reshape(self, (-1,))
 
@@ -421,7 +506,7 @@ def _scalar_tensor(value, dtype):
     return ops.full((), value, dtype=dtype)
 
 
-PROPERTIES = ("mT",)
+PROPERTIES = ("mT", "H", "mH")
 
 
 def install(cls):
@@ -438,7 +523,7 @@ def install(cls):
     cls.ndimension = dim
     for name, value in list(globals().items()):
         if name.startswith("_") or name in ("install", "builtins", "ops", "mstype", "call",
-                                            "int_arg", "is_tensor", "gather_elements"):
+                                            "int_arg", "is_tensor"):
             continue
         if callable(value) and getattr(value, "__module__", None) == __name__:
             setattr(cls, name, property(value) if name in PROPERTIES else value)

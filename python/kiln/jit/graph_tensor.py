@@ -274,7 +274,7 @@ def _install_operators():
         ):
             setattr(GraphTensor, name, value)
     GraphTensor.T = property(lambda self: self.transpose())
-    GraphTensor.mT = Tensor.mT
+    GraphTensor.mT, GraphTensor.H, GraphTensor.mH = Tensor.mT, Tensor.H, Tensor.mH
 
 
 _install_operators()

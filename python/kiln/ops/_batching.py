@@ -324,4 +324,4 @@ def install_methods(Tensor):  # noqa: N803 - the class
                                                                            classmethod)):
             setattr(Batched, name, value)
     Batched.T = property(lambda self: self.transpose())
-    Batched.mT = Tensor.mT
+    Batched.mT, Batched.H, Batched.mH = Tensor.mT, Tensor.H, Tensor.mH
