@@ -15,7 +15,7 @@ import sys
 
 NAMESPACES = ("top-level", "ops functions", "ops primitive classes", "nn Cells",
               "nn functions", "Tensor methods", "train", "amp", "mint functions",
-              "mint.nn.functional")
+              "mint.nn Cells", "mint.nn.functional")
 
 
 def _public(module):
@@ -44,6 +44,7 @@ def dump(path):
         "train": _public(train),
         "amp": _public(amp),
         "mint functions": [n for n in _public(mint) if inspect.isfunction(getattr(mint, n))],
+        "mint.nn Cells": classes_of(mint.nn, nn.Cell),
         "mint.nn.functional": [n for n in _public(mint_f)
                                if inspect.isfunction(getattr(mint_f, n))],
     }
@@ -58,6 +59,7 @@ def _kiln_module(namespace):
             "nn Cells": kiln.nn, "nn functions": kiln.nn, "Tensor methods": kiln.Tensor,
             "train": kiln.train, "amp": getattr(kiln, "amp", None),
             "mint functions": getattr(kiln, "mint", None),
+            "mint.nn Cells": getattr(getattr(kiln, "mint", None), "nn", None),
             "mint.nn.functional": _mint_functional()}[namespace]
 
 

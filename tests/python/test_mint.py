@@ -124,3 +124,45 @@ def test_mint_signatures(name, params):
 def test_missing_mint_name_points_at_the_coverage_doc():
     with pytest.raises(AttributeError, match="compatibility.md"):
         mint.cdist  # noqa: B018
+
+
+def _np_layer_norm(a, eps):
+    return (a - a.mean(-1, keepdims=True)) / np.sqrt(a.var(-1, keepdims=True) + eps)
+
+
+CELLS = [
+    ("Softmax", lambda: mint.nn.Softmax(), lambda a: np.exp(a) / np.exp(a).sum(-1, keepdims=True)),
+    ("LogSoftmax", lambda: mint.nn.LogSoftmax(0), lambda a: a - np.log(np.exp(a).sum(0))),
+    ("GELU_tanh", lambda: mint.nn.GELU("tanh"),
+     lambda a: 0.5 * a * (1 + np.tanh(np.sqrt(2 / np.pi) * (a + 0.044715 * a ** 3)))),
+    ("SiLU", lambda: mint.nn.SiLU(), lambda a: a / (1 + np.exp(-a))),
+    ("ELU", lambda: mint.nn.ELU(0.5), lambda a: np.where(a > 0, a, 0.5 * (np.exp(a) - 1))),
+    ("LayerNorm", lambda: mint.nn.LayerNorm(4, eps=1e-3), lambda a: _np_layer_norm(a, 1e-3)),
+    ("Dropout_eval", lambda: mint.nn.Dropout(0.3), lambda a: a),
+    ("Identity", lambda: mint.nn.Identity(3, k=1), lambda a: a),
+    ("Hardswish", lambda: mint.nn.Hardswish(), lambda a: a * np.clip(a + 3, 0, 6) / 6),
+]
+
+
+@pytest.mark.parametrize("mode", [ms.PYNATIVE_MODE, ms.GRAPH_MODE])
+@pytest.mark.parametrize("case", CELLS, ids=[c[0] for c in CELLS])
+def test_mint_nn_cells(case, mode):
+    _, make, ref = case
+    ms.set_context(mode=mode)
+    np.testing.assert_allclose(make()(Tensor(A)).asnumpy(), ref(A), rtol=1e-4, atol=1e-5)
+
+
+def test_mint_nn_losses_and_parameters():
+    x, t = Tensor(A), Tensor((A > 0).astype(np.float32))
+    got = mint.nn.SmoothL1Loss(beta=0.5)(x, x * 0).asnumpy()
+    want = np.where(np.abs(A) < 0.5, A * A, np.abs(A) - 0.25).mean()
+    np.testing.assert_allclose(got, want, rtol=1e-5)
+    got = mint.nn.BCEWithLogitsLoss(reduction="sum")(x, t).asnumpy()
+    want = (np.maximum(A, 0) - A * (A > 0) + np.log1p(np.exp(-np.abs(A)))).sum()
+    np.testing.assert_allclose(got, want, rtol=1e-5)
+    assert [p.name for p in mint.nn.LayerNorm((4,)).get_parameters()] == ["weight", "bias"]
+    assert list(mint.nn.LayerNorm(4, elementwise_affine=False).get_parameters()) == []
+    drop = mint.nn.Dropout(0.5)
+    drop.set_train(True)
+    out = drop(Tensor(np.ones((1000,), np.float32))).asnumpy()
+    assert set(np.unique(out)) <= {0.0, 2.0} and 300 < (out == 0).sum() < 700
