@@ -11,7 +11,7 @@ from kiln.common import dtype as _mstype
 from kiln.common._missing import missing_attribute as _missing_attribute
 from kiln.common.initializer import initializer as _initializer
 from kiln.common.parameter import Parameter as _Parameter
-from kiln.mint.nn import functional
+from kiln.mint.nn import functional  # noqa: F401 - mint.nn.functional
 from kiln.mint.nn import functional as F
 
 Cell = _nn.Cell
