@@ -38,6 +38,10 @@ RULED = [
     ("axis_1", lambda a: a.sum(0), (X,), (1,)),
     ("axis_neg", lambda a: a * 2, (X,), (-1,)),
     ("broadcast_to", lambda a: ops.broadcast_to(a[0], (2, 5)), (X,), (0,)),
+    ("gather_params", lambda a, i: ops.gather(a, i, 1), (X, np.array([4, 0], np.int32)),
+     (0, None)),
+    ("gather_indices", lambda w, i: ops.gather(w, i, 1), (W, np.array([[1, 0], [0, 0], [1, 1]],
+                                                                   np.int32)), (None, 0)),
 ]
 
 
@@ -54,10 +58,10 @@ def test_vmap_matches_a_loop_without_looping(case, monkeypatch):
 
 
 def test_fallback_loops_for_an_op_without_rule():
-    idx = Tensor(np.array([4, 0, 2], np.int32))
-    fn = lambda a: ops.gather(a, idx, 1) + 1  # noqa: E731
-    got = ops.vmap(fn)(Tensor(X))
-    np.testing.assert_allclose(got.asnumpy(), _loop(fn, (X,), (0,)))
+    fn = lambda a, i: ops.gather(a, i, 1) + 1  # noqa: E731 - both sides batched: no rule
+    idx = np.array([[4, 0], [1, 1], [0, 2], [3, 3]], np.int32)
+    got = ops.vmap(fn)(Tensor(X), Tensor(idx))
+    np.testing.assert_allclose(got.asnumpy(), _loop(fn, (X, idx), (0, 0)))
 
 
 def test_out_axes_and_several_outputs():

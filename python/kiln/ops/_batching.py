@@ -244,7 +244,26 @@ def _matmul(name, inputs, attrs, level, size):
     return _wrap(_call(name, (a2, b2), attrs), level)
 
 
+def _gather(name, inputs, attrs, level, size):
+    """gather(params, indices, axis, batch_dims) with one side batched."""
+    params, indices = inputs
+    axis, batch_dims = attrs
+    if batch_dims != 0 or (_is_level(params, level) and _is_level(indices, level)):
+        return None
+    if _is_level(params, level):
+        axis = _norm(axis, params.ndim) + 1
+        return _wrap(_call(name, (params.value, indices), (axis, 0)), level)
+    axis = _norm(axis, len(params.shape))
+    out = _call(name, (params, indices.value), (axis, 0))  # the batch axis lands at `axis`
+    if axis:
+        order = list(range(len(out.shape)))
+        order.insert(0, order.pop(axis))
+        out = _call("transpose", (out,), (tuple(order),))
+    return _wrap(out, level)
+
+
 RULES = {
+    "gather": _gather,
     "reshape": _reshape,
     "transpose": _transpose,
     "broadcast_to": _broadcast_to,
