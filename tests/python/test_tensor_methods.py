@@ -205,3 +205,18 @@ def test_graph_tensor_has_the_methods():
 
     for name in ("add_", "flip", "gather", "new_zeros", "stride", "fill_diagonal_", "mT"):
         assert hasattr(GraphTensor, name), name
+
+
+def test_device_and_storage_methods():
+    x = _t(A)
+    assert (x.device, x.has_init, x.init_flag, x.virtual_flag) == ("CPU", False, False, False)
+    assert x.value() is x and x.data is not x and x.data._shares_storage(x)
+    moved = x.move_to("CPU")
+    assert not moved._shares_storage(x)
+    np.testing.assert_array_equal(moved.asnumpy(), A)
+    with pytest.raises(ValueError, match="CPU"):
+        x.move_to("Ascend")
+    assert x.get_bytes() == A.tobytes() and x.data_sync(True) is None
+    assert not x.is_pinned() and not x.is_shared()
+    p = ms.Parameter(x, name="p")
+    assert p.data is p  # a Parameter's data is itself, as in MindSpore

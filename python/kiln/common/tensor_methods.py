@@ -444,6 +444,64 @@ def _element_strides(self):
     return tuple(s // self.itemsize for s in self.strides)
 
 
+# ---- device and storage (kiln runs on the CPU; data is always initialised and synced) ----
+def device(self):
+    return "CPU"
+
+
+def has_init(self):
+    return False
+
+
+def init_flag(self):
+    return False
+
+
+def virtual_flag(self):
+    return False
+
+
+def data(self):
+    """A new Tensor sharing this tensor's memory."""
+    return self.view(self.shape)
+
+
+def value(self):
+    return self
+
+
+def move_to(self, to, blocking=True):
+    """A copy on device `to`: kiln has only the CPU."""
+    if to != "CPU":
+        raise ValueError(f"Tensor.move_to: kiln runs on the CPU only, got to={to!r}")
+    return self.copy()
+
+
+def is_pinned(self):
+    return False
+
+
+def is_shared(self):
+    return False
+
+
+def data_sync(self, wait=True):
+    """Nothing to wait for: kiln's PyNative ops have finished when they return."""
+
+
+def flush_from_cache(self):
+    """Nothing to flush: kiln keeps no device cache."""
+
+
+def wait_pipeline(self):
+    """Nothing to wait for (see data_sync)."""
+
+
+def get_bytes(self):
+    """The elements' bytes in row-major order."""
+    return self.asnumpy().tobytes()
+
+
 # ---- gradient hooks ----
 class _TensorHookHandle:
     """What Tensor.register_hook returns: remove() stops the hook."""
@@ -506,7 +564,7 @@ def _scalar_tensor(value, dtype):
     return ops.full((), value, dtype=dtype)
 
 
-PROPERTIES = ("mT", "H", "mH")
+PROPERTIES = ("mT", "H", "mH", "device", "has_init", "init_flag", "virtual_flag", "data")
 
 
 def install(cls):

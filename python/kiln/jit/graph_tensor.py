@@ -5,6 +5,7 @@ from kiln._graph_state import GraphValue
 from kiln.common import dtype as mstype
 from kiln.common.tensor import Tensor, one_element_message
 from kiln.common.tensor_inplace import check_fits
+from kiln.common.tensor_methods import PROPERTIES
 from kiln.jit import lax
 from kiln.jit.forbidden import method_of
 from kiln.ops import _indexing
@@ -274,7 +275,8 @@ def _install_operators():
         ):
             setattr(GraphTensor, name, value)
     GraphTensor.T = property(lambda self: self.transpose())
-    GraphTensor.mT, GraphTensor.H, GraphTensor.mH = Tensor.mT, Tensor.H, Tensor.mH
+    for name in PROPERTIES:  # the properties of kiln.common.tensor_methods
+        setattr(GraphTensor, name, getattr(Tensor, name))
 
 
 _install_operators()

@@ -343,4 +343,5 @@ def install_methods(Tensor):  # noqa: N803 - the class
                                                                            classmethod)):
             setattr(Batched, name, value)
     Batched.T = property(lambda self: self.transpose())
-    Batched.mT, Batched.H, Batched.mH = Tensor.mT, Tensor.H, Tensor.mH
+    for name in ("mT", "H", "mH"):
+        setattr(Batched, name, getattr(Tensor, name))
