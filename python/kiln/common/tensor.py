@@ -3,9 +3,9 @@ import numpy as np
 
 from kiln import _C, _graph_state, ops
 from kiln.common import dtype as mstype
-from kiln.common import initializer
+from kiln.common import initializer, tensor_inplace, tensor_methods
 from kiln.common._arrays import as_array
-from kiln.ops import _indexing
+from kiln.ops import _batching, _indexing
 from kiln.ops._core import axes_attr, shape_attr
 
 __all__ = ["Tensor", "tensor"]
@@ -406,6 +406,9 @@ def _initial_values(shape, dtype, init):
     return initializer.initializer(init, shape, dtype or mstype.float32).init_data()
 
 
+tensor_methods.install(Tensor)
+tensor_inplace.install(Tensor)
+_batching.install_methods(Tensor)  # values inside ops.vmap have Tensor's methods
 _C._set_tensor_class(Tensor)
 
 

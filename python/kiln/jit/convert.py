@@ -14,7 +14,7 @@ import types
 
 from kiln.common.parameter import Parameter
 from kiln.common.tensor import Tensor
-from kiln.jit import builtin_checks, lax_text
+from kiln.jit import builtin_checks, cell_hooks, lax_text
 from kiln.jit.branches import BranchesMixin
 from kiln.jit.builtins_graph import SPECIAL
 from kiln.jit.callables import BuildAtCompileTime, ZeroArgSuper
@@ -190,8 +190,18 @@ class Converter(StatementsMixin, BranchesMixin, LoopsMixin):
         compiling do."""
         construct = type(cell).construct
         if is_library(construct):
-            return construct(proxy, *args, **kwargs)  # kiln's layers run as is, through the proxy
-        return self.wrap(construct, "construct", None)(proxy, *args, **kwargs)
+            body = lambda a, k: construct(proxy, *a, **k)  # noqa: E731 - kiln's layers run as is
+        else:
+            body = lambda a, k: self.wrap(construct, "construct", None)(proxy, *a, **k)  # noqa: E731
+        # registering or removing a hook bumps the cell epoch: this guard then recompiles
+        self.guards.record(f"hooks of {type(cell).__name__} {id(cell)}",
+                           lambda: cell_hooks.key(cell), cell_hooks.key(cell), cell_attr=True)
+        cell_hooks.warn_backward_hooks_in_graph(cell)
+        if not cell_hooks.has_hooks(cell):
+            return body(args, kwargs)
+        # forward hooks are compiled with the construct, as MindSpore compiles them
+        return cell_hooks.call_with_hooks(cell, proxy, args, kwargs, body,
+                                          lambda fn, *a: self.wrap(fn, "hook", None)(*a))
 
     def assign_attribute(self, cell, path, name, value):
         target = getattr(cell, name, None)

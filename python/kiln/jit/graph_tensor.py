@@ -10,6 +10,8 @@ from kiln.common.tensor import (
     one_element_message,
     sequence_operand,
 )
+from kiln.common.tensor_inplace import check_fits
+from kiln.common.tensor_methods import PROPERTIES
 from kiln.jit import lax
 from kiln.jit.forbidden import method_of
 from kiln.ops import _indexing
@@ -84,6 +86,14 @@ class GraphTensor(GraphValue):
         if self._kind() != "Parameter":
             raise AttributeError("'Tensor' object has no attribute 'set_data'")
         raise method_of("Parameter", "set_data")
+
+    def _write_inplace(self, value, op="in-place"):
+        """An in-place method (x.add_(y)) in a graph: x[...] = result, with index assignment's
+        meaning (kiln.jit.mutation); returns the updated value, which names of x now hold."""
+        from kiln import _graph_state  # noqa: PLC0415
+
+        check_fits(self, value, op)
+        return _graph_state.converter().write_inplace(self, value)
 
     def _kind(self):
         from kiln import _graph_state  # noqa: PLC0415
@@ -275,6 +285,8 @@ def _install_operators():
         ):
             setattr(GraphTensor, name, value)
     GraphTensor.T = property(lambda self: self.transpose())
+    for name in PROPERTIES:  # the properties of kiln.common.tensor_methods
+        setattr(GraphTensor, name, getattr(Tensor, name))
 
 
 _install_operators()

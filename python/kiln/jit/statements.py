@@ -94,6 +94,10 @@ class StatementsMixin:
             return
         container[index] = value
 
+    def write_inplace(self, target, value):
+        """An in-place Tensor method (x.add_(y)) on a graph value: x[...] = its result."""
+        return mutation.set_item(self, target, Ellipsis, value)
+
     def exec_Return(self, stmt, frame):
         raise ReturnSignal(None if stmt.value is None else self.eval(stmt.value, frame))
 
