@@ -17,6 +17,15 @@ from kiln.jit.scope import Scope
 _MODULES = ("kiln.common.initializer", "kiln.log", "kiln.context")
 
 
+def api_name(kind, module, qualname):
+    """How an error names a kiln API: by the MindSpore name the program's code mirrors
+    (`mindspore.nn.cell.Cell.get_parameters`), with kiln's own module path after it."""
+    kiln_name = f"{module}.{qualname}"
+    if module == "kiln" or module.startswith("kiln."):
+        return f"the {kind} 'mindspore{kiln_name[len('kiln'):]}' ({kiln_name} in kiln)"
+    return f"the {kind} '{kiln_name}'"
+
+
 def message(what):
     return (f"Failed to compile in GRAPH_MODE because {what} is not supported in compiled code "
             f"('construct' or a @jit function): it works on Python-side state, which a graph "
@@ -36,7 +45,7 @@ def refused_in_compiled_code(method):
     """Marks a method compiled code may not call (MindSpore refuses the same ones): a call that
     compiled user code makes raises RuntimeError; kiln's own code, which runs as plain Python
     while compiling, may still call it."""
-    what = f"the method or function '{method.__module__}.{method.__qualname__}'"
+    what = api_name("method or function", method.__module__, method.__qualname__)
 
     @functools.wraps(method)
     def checked(*args, **kwargs):
@@ -91,15 +100,14 @@ def refused(value, guards):
     if isinstance(value, type):
         refusal = _CLASSES.get(f"{value.__module__}.{value.__qualname__}")
         if refusal is not None:
-            return ForbiddenCall(value, f"the class '{value.__module__}.{value.__qualname__}'",
+            return ForbiddenCall(value, api_name("class", value.__module__, value.__qualname__),
                                  *refusal)
     if not callable(value) or getattr(value, "__module__", None) not in _MODULES:
         return None
     if value.__module__ != "kiln.common.initializer" and value.__name__.startswith("get_"):
         return SettingRead(value, guards)
-    name = f"{value.__module__}.{value.__qualname__}"
     kind = "class" if isinstance(value, type) else "method or function"
-    return ForbiddenCall(value, f"the {kind} '{name}'")
+    return ForbiddenCall(value, api_name(kind, value.__module__, value.__qualname__))
 
 
 class KilnModule:
