@@ -376,3 +376,40 @@ def test_generator_expressions_and_partial_with_keywords():
 
     with pytest.raises(GraphSyntaxError, match="generator expressions"):
         ms.jit(generators, jit_config=STRICT)(_x())
+
+
+class _ChangesItsList(nn.Cell):
+    def __init__(self):
+        super().__init__()
+        self.items = [[1, 2], 3]
+        self.table = {"x": 1}
+
+    def construct(self, x):
+        self.items[0].append(88)
+        self.table["x"] = 3
+        return x * self.table["x"]
+
+
+def test_strict_refuses_changing_outside_containers_lax_allows_it(monkeypatch):
+    with pytest.raises(TypeError, match=r"STRICT.*list.append"):
+        ms.jit(_ChangesItsList().construct, jit_config=STRICT)(_x())
+    monkeypatch.setenv("MS_DEV_JIT_SYNTAX_LEVEL", "0")  # MindSpore's variable chooses STRICT
+    with pytest.raises(TypeError, match="STRICT"):
+        ms.jit(_ChangesItsList().construct)(_x())
+    monkeypatch.setenv("MS_DEV_JIT_SYNTAX_LEVEL", "2")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        out = ms.jit(_ChangesItsList().construct)(_x())
+    np.testing.assert_array_equal(out.asnumpy(), (_x() * 3).asnumpy())
+
+
+class _NoSuchList(nn.Cell):
+    def construct(self, x):
+        self.missing[0] = 9
+        return x
+
+
+def test_index_assignment_into_a_missing_attribute_is_attribute_and_type_error():
+    with pytest.raises(TypeError, match="should be initialized in the '__init__' function") as e:
+        ms.jit(_NoSuchList().construct)(_x())
+    assert isinstance(e.value, AttributeError)

@@ -125,7 +125,7 @@ class JitConfig:
         return get_context("jit_level")
 
     def key(self):
-        return (self.level(), self.exec_mode, self.jit_syntax_level)
+        return (self.level(), self.exec_mode, _is_lax(self.jit_syntax_level))
 
     def __repr__(self):
         return f"JitConfig(jit_level={self.jit_level!r}, exec_mode={self.exec_mode!r})"
@@ -287,9 +287,14 @@ def export_function(fn, args, self_obj, path, producer_version, external_data_th
 
 
 def _is_lax(syntax_level):
-    """Whether a JitConfig's jit_syntax_level ("" = set_context's, LAX unless set) is LAX."""
+    """Whether a JitConfig's jit_syntax_level ("" = set_context's, LAX unless set) is LAX.
+    MindSpore's environment variable MS_DEV_JIT_SYNTAX_LEVEL ("0" STRICT, "2" LAX), when set,
+    decides the default as it does in MindSpore."""
     if syntax_level:
         return syntax_level == "LAX"
+    from_env = os.environ.get("MS_DEV_JIT_SYNTAX_LEVEL", "")
+    if from_env in ("0", "2"):
+        return from_env == "2"
     from kiln.context import LAX, get_context  # noqa: PLC0415
 
     return get_context("jit_syntax_level") == LAX

@@ -144,6 +144,8 @@ class Converter(StatementsMixin, BranchesMixin, LoopsMixin):
         closure variable, an attribute) given values the graph computes is written when the
         graph runs (LAX), and is run-time state from then on: guarded by identity only."""
         builtin_checks.check_list_call(receiver, name, args)  # insert's index
+        if not self.lax and type(receiver) is list and self.guards.reaches(receiver):
+            self.refuse_outside_change(f"list.{name}")
         if (type(receiver) is list and self.guards.read_directly(receiver)
                 and lax_text.has_runtime_values(list(args) + list(kwargs.values()))):
             from kiln.jit import lax  # noqa: PLC0415
@@ -161,6 +163,16 @@ class Converter(StatementsMixin, BranchesMixin, LoopsMixin):
                           f"list.{name} on an outside list", output="none", probe=False)
             return None
         return getattr(receiver, name)(*args, **kwargs)
+
+    def refuse_outside_change(self, what):
+        """STRICT: compiled code may not change a list or dict it read from outside (a global,
+        a closure variable, an attribute of self): a graph holds no Python state (TypeError, as
+        MindSpore's STRICT level)."""
+        raise TypeError(
+            f"Graph mode (STRICT): compiled code changes a list or dict from outside the "
+            f"function ({what}); at STRICT syntax level a graph holds no Python state. Use the "
+            f"LAX level (the default), or keep the state outside the compiled function"
+        )
 
     def runtime_attribute(self, cell, path, name):
         """A read of an attribute compiled code writes (LAX): a run-time read."""

@@ -215,6 +215,27 @@ class Guards:
             if same:
                 yield guard
 
+    def reaches(self, obj):
+        """Whether `obj` is what compilation read from outside, or sits inside it (a list in a
+        list attribute), by identity."""
+        def inside(value, depth):
+            if value is obj:
+                return True
+            if depth > 8:
+                return False
+            items = value.values() if type(value) is dict else (
+                value if type(value) in (list, tuple) else ())
+            return any(inside(v, depth + 1) for v in items)
+
+        for guard in self.items:
+            try:
+                value = guard.getter()
+            except Exception:  # noqa: BLE001 - a vanished name reaches nothing
+                continue
+            if inside(value, 0):
+                return True
+        return False
+
     def read_directly(self, obj):
         """Whether compilation read `obj` itself from a global, closure variable or attribute."""
         return any(True for _ in self._reading(obj))

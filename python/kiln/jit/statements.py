@@ -84,8 +84,13 @@ class StatementsMixin:
             self.assign(t, v, frame)
 
     def _assign_subscript(self, target, value, frame):
-        container = self.eval(target.value, frame)
+        container = self._subscript_target(target, frame)
         index = self.eval(target.slice, frame)
+        if not self.lax and type(container) in (list, dict) and self.guards.reaches(container):
+            try:
+                self.refuse_outside_change(f"{type(container).__name__} item assignment")
+            except TypeError as e:
+                raise at_line(e, frame.source, target.lineno) from None
         if isinstance(container, (GraphTensor, Tensor)):
             try:
                 mutation.set_item(self, container, index, value)
@@ -93,6 +98,21 @@ class StatementsMixin:
                 raise at_line(e, frame.source, target.lineno) from None
             return
         container[index] = value
+
+    def _subscript_target(self, target, frame):
+        """The container of `target[...] = v`; a missing attribute of self is MindSpore's
+        TypeError too (it is both: except AttributeError still catches it)."""
+        try:
+            return self.eval(target.value, frame)
+        except AttributeError as e:
+            if not (isinstance(target.value, ast.Attribute)
+                    and isinstance(target.value.value, ast.Name)):
+                raise
+            owner, name = target.value.value.id, target.value.attr
+            raise at_line(MissingContainerError(
+                f"{str(e).splitlines()[0]}: `{owner}.{name}[...] = ...` assigns into an existing "
+                f"container, so {owner}.{name} should be initialized in the '__init__' function "
+                f"before subscript."), frame.source, target.lineno) from None
 
     def write_inplace(self, target, value):
         """An in-place Tensor method (x.add_(y)) on a graph value: x[...] = its result."""
@@ -190,6 +210,10 @@ class StatementsMixin:
         self.emitter.raise_(exc_type, RAISE_ARG_SEPARATOR.join("{}" for _ in values), values,
                             template)
         raise RaisedSignal()
+
+
+class MissingContainerError(AttributeError, TypeError):
+    """Index assignment into an attribute that does not exist (MindSpore: TypeError)."""
 
 
 def _format_literal(text):
