@@ -1,0 +1,20 @@
+"""Run by test_distributed.py under mpirun -n 2: one rank fails, the other is waiting in an
+AllReduce. argv: "die" (rank 1 exits at once, as a crash would) or "hang" (rank 1 sleeps past
+the communication timeout, which the test sets short)."""
+import os
+import sys
+import time
+
+import kiln as ms
+from kiln import ops
+from kiln.communication import get_rank, init
+
+init()
+if get_rank() == 1:
+    if sys.argv[1] == "die":
+        os._exit(3)
+    time.sleep(float(sys.argv[2]))
+    sys.exit(0)
+print("rank 0 enters AllReduce", flush=True)
+ops.AllReduce()(ms.Tensor([1.0]))
+print("rank 0 left AllReduce: wrong", flush=True)
