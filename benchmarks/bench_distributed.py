@@ -4,8 +4,8 @@ median step time, the share spent in the gradient all-reduce, and the machine's 
 
     mpirun -n 1 python benchmarks/bench_distributed.py        # one process, the whole batch
     mpirun -n 2 python benchmarks/bench_distributed.py        # two ranks, half a batch each
-(as root add --allow-run-as-root; with more ranks than cores add --oversubscribe). docs/distributed.md
-records the numbers and the cost model for more machines.
+(as root add --allow-run-as-root; with more ranks than cores add --oversubscribe).
+docs/distributed.md records the numbers and the cost model for more machines.
 """
 import os
 import sys

@@ -54,10 +54,11 @@ def test_collectives_values_and_gradients_on_two_ranks():
 def test_two_ranks_on_half_batches_equal_one_process_on_full_batches():
     rc, out, _ = mpirun("dp_train.py", timeout=400)
     assert rc == 0, out
-    for mode in ("pynative", "graph"):
-        for path in ("cell", "model"):
-            for rank in (0, 1):
-                assert f"DP-OK rank {rank} {mode} {path}" in out, out
+    for network in ("seed", "lenet"):
+        for mode in ("pynative", "graph"):
+            for path in ("cell", "model"):
+                for rank in (0, 1):
+                    assert f"DP-OK rank {rank} {network} {mode} {path}" in out, out
 
 
 def test_a_rank_that_dies_fails_the_job():

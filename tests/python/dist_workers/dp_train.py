@@ -2,8 +2,9 @@
 ParallelMode.DATA_PARALLEL, and after every step its parameters must equal, to float
 tolerance, those of a one-process reference trained on the full batches in this process.
 
-Runs every (mode, path): mode pynative | graph; path cell (TrainOneStepCell steps) | model
-(Model.train over a sharded dataset)."""
+Runs every (network, mode, path): network seed (SPEC's 784-512-512-10 MLP) | lenet (LeNet-5 on
+1x32x32); mode pynative | graph; path cell (TrainOneStepCell steps) | model (Model.train over a
+sharded dataset)."""
 import numpy as np
 
 import kiln as ms
@@ -13,44 +14,63 @@ from kiln.communication import get_group_size, get_rank, init
 BATCH, ROWS, STEPS = 8, 32, 4
 
 
-class Net(nn.Cell):
+class LeNet5(nn.Cell):
     def __init__(self):
         super().__init__()
-        self.fc1 = nn.Dense(6, 16)
+        self.conv1 = nn.Conv2d(1, 6, 5, pad_mode="valid")
+        self.conv2 = nn.Conv2d(6, 16, 5, pad_mode="valid")
         self.relu = nn.ReLU()
-        self.fc2 = nn.Dense(16, 3)
+        self.pool = nn.MaxPool2d(kernel_size=2, stride=2)
+        self.flatten = nn.Flatten()
+        self.fc1 = nn.Dense(400, 120)
+        self.fc2 = nn.Dense(120, 84)
+        self.fc3 = nn.Dense(84, 10)
 
     def construct(self, x):
-        return self.fc2(self.relu(self.fc1(x)))
+        x = self.pool(self.relu(self.conv1(x)))
+        x = self.flatten(self.pool(self.relu(self.conv2(x))))
+        return self.fc3(self.relu(self.fc2(self.relu(self.fc1(x)))))
+
+
+def seed_network():
+    return nn.SequentialCell(nn.Dense(784, 512), nn.ReLU(), nn.Dense(512, 512), nn.ReLU(),
+                             nn.Dense(512, 10))
+
+
+NETWORKS = {"seed": (seed_network, (784,)), "lenet": (LeNet5, (1, 32, 32))}
 
 
 def params(net):
     return [p.asnumpy().copy() for p in net.trainable_params()]
 
 
-def build(seed):
+def build(network, seed):
     ms.set_seed(seed)
-    net = Net()
-    return net, nn.Momentum(net.trainable_params(), learning_rate=0.1, momentum=0.9)
+    net = NETWORKS[network][0]()
+    return net, nn.Momentum(net.trainable_params(), learning_rate=0.05, momentum=0.9)
 
 
-def check(step, dp_net, ref_params):
-    for got, want, p in zip(params(dp_net), ref_params, dp_net.trainable_params()):
-        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6,
-                                   err_msg=f"rank {get_rank()} step {step} parameter {p.name}")
+def loss_fn():
+    return nn.SoftmaxCrossEntropyWithLogits(sparse=True, reduction="mean")
 
 
-def run(mode, path):
+def check(what, got_params, ref_params):
+    for got, want in zip(got_params, ref_params):
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5,
+                                   err_msg=f"rank {get_rank()} {what}")
+
+
+def run(network, mode, path):
     rank, size = get_rank(), get_group_size()
     ms.set_context(mode=ms.GRAPH_MODE if mode == "graph" else ms.PYNATIVE_MODE)
     rng = np.random.default_rng(0)
-    x = rng.standard_normal((ROWS, 6)).astype(np.float32)
-    y = rng.standard_normal((ROWS, 3)).astype(np.float32)
+    x = rng.standard_normal((ROWS,) + NETWORKS[network][1]).astype(np.float32)
+    y = rng.integers(0, 10, ROWS).astype(np.int32)
 
     # The one-process reference: full batches, no communication.
     ms.reset_auto_parallel_context()
-    ref, ref_opt = build(1)
-    ref_step = nn.TrainOneStepCell(nn.WithLossCell(ref, nn.MSELoss()), ref_opt)
+    ref, ref_opt = build(network, 1)
+    ref_step = nn.TrainOneStepCell(nn.WithLossCell(ref, loss_fn()), ref_opt)
     ref_history = []
     for s in range(STEPS):
         rows = slice(s * BATCH, (s + 1) * BATCH)
@@ -61,13 +81,14 @@ def run(mode, path):
     # sees rows r, r + 2, ... of each batch (DistributedSampler's round robin).
     ms.set_auto_parallel_context(parallel_mode=ms.ParallelMode.DATA_PARALLEL,
                                  gradients_mean=True)
-    dp, dp_opt = build(1 if rank == 0 else 100)
+    dp, dp_opt = build(network, 1 if rank == 0 else 100)
+    what = f"{network} {mode} {path}"
     if path == "cell":
-        dp_step = nn.TrainOneStepCell(nn.WithLossCell(dp, nn.MSELoss()), dp_opt)
+        dp_step = nn.TrainOneStepCell(nn.WithLossCell(dp, loss_fn()), dp_opt)
         for s in range(STEPS):
             rows = np.arange(s * BATCH + rank, (s + 1) * BATCH, size)
             dp_step(ms.Tensor(x[rows]), ms.Tensor(y[rows]))
-            check(s, dp, ref_history[s])
+            check(f"{what} step {s}", params(dp), ref_history[s])
     else:
         data = ms.dataset.NumpySlicesDataset({"x": x[:STEPS * BATCH], "y": y[:STEPS * BATCH]},
                                              shuffle=False, num_shards=size, shard_id=rank)
@@ -78,18 +99,17 @@ def run(mode, path):
             def on_train_step_end(self, run_context):
                 history.append(params(dp))
 
-        model = ms.train.Model(dp, nn.MSELoss(), dp_opt)
+        model = ms.train.Model(dp, loss_fn(), dp_opt)
         model.train(1, data, callbacks=[Record()], dataset_sink_mode=False)
         assert len(history) == STEPS, len(history)
         for s in range(STEPS):
-            for got, want in zip(history[s], ref_history[s]):
-                np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6,
-                                           err_msg=f"rank {rank} Model.train step {s}")
-    print(f"DP-OK rank {rank} {mode} {path}", flush=True)
+            check(f"{what} step {s}", history[s], ref_history[s])
+    print(f"DP-OK rank {rank} {what}", flush=True)
 
 
 init()
 assert get_group_size() == 2, get_group_size()
-for mode in ("pynative", "graph"):
-    for path in ("cell", "model"):
-        run(mode, path)
+for network in NETWORKS:
+    for mode in ("pynative", "graph"):
+        for path in ("cell", "model"):
+            run(network, mode, path)
