@@ -86,6 +86,7 @@ int Wait(MPI_Request* request, const char* what, int32_t group, char* err) {
 }
 
 int Check(int rc, MPI_Request* request, const char* what, int32_t group, char* err) {
+  // MPI counts are ints: the engine checks sizes before calling (core/comm.cc).
   if (Group(group) == MPI_COMM_NULL) return Error(err, "%s: no group with handle %d", what, group);
   if (rc != MPI_SUCCESS) return MpiError(err, what, rc);
   return Wait(request, what, group, err);
@@ -197,6 +198,15 @@ int Barrier(int32_t group, char* err) {
 void Abort(int code) { MPI_Abort(MPI_COMM_WORLD, code); }
 
 int Finalize(char* err) {
+  // MPI_Finalize waits for every rank without a deadline: meet them in a barrier that has one
+  // first, so a rank that hangs elsewhere ends the job instead of stalling it forever.
+  if (!g.failed && !g.groups.empty()) {
+    MPI_Request req;
+    if (Check(MPI_Ibarrier(MPI_COMM_WORLD, &req), &req, "release", 0, err) != 0) {
+      std::fprintf(stderr, "kiln.communication: %s\n", err);
+      std::fflush(stderr);
+    }
+  }
   if (g.failed) Abort(1);
   for (size_t i = 1; i < g.groups.size(); ++i)
     if (g.groups[i] != MPI_COMM_NULL) MPI_Comm_free(&g.groups[i]);

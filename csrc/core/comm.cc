@@ -4,6 +4,8 @@
 
 #include <dlfcn.h>
 
+#include <climits>
+#include <cstdint>
 #include <map>
 #include <mutex>
 
@@ -68,6 +70,9 @@ int32_t WireCode(DType d) {
 
 // The contiguous wire-typed copy of `in` and an empty wire-typed result of `shape`.
 std::pair<Tensor, Tensor> WireBuffers(const Tensor& in, const Shape& shape) {
+  KILN_CHECK(in.numel() <= INT32_MAX && NumElements(shape) <= INT32_MAX, Value,
+             "communication: a tensor of shape ", ShapeStr(in.shape()),
+             " has more elements than one MPI message carries (2^31 - 1); split it");
   const DType wire = WireDType(in.dtype());
   return {in.To(wire).Contiguous(), Tensor::Empty(shape, wire)};
 }
@@ -223,6 +228,8 @@ Tensor ReduceScatter(const std::string& group, const Tensor& in, KilnCommReduce 
 Tensor Broadcast(const std::string& group, const Tensor& in, int root, const char* op) {
   const Group g = FindGroup(group);
   if (!Api()) return in.Clone();
+  KILN_CHECK(in.numel() <= INT32_MAX, Value, "communication: a tensor of shape ",
+             ShapeStr(in.shape()), " has more elements than one MPI message carries (2^31 - 1)");
   const DType wire = WireDType(in.dtype());
   Tensor buf = in.To(wire).Contiguous();
   if (buf.same_storage(in)) buf = buf.Clone();  // the op's output never aliases its input

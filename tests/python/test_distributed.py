@@ -76,6 +76,14 @@ def test_a_rank_that_hangs_fails_the_others_after_the_timeout():
     assert seconds < 45, (seconds, out)
 
 
+def test_a_rank_that_hangs_while_the_others_exit_fails_the_job():
+    rc, out, seconds = mpirun("faults.py", "hang-at-exit", "60", timeout=120,
+                              KILN_COMM_TIMEOUT="3")
+    assert rc != 0, out
+    assert "rank 0 finishes" in out and "release: rank 0 waited" in out, out
+    assert seconds < 45, (seconds, out)
+
+
 def _hello_ok(rc, out):
     assert rc == 0, out
     lines = sorted(line for line in out.splitlines() if line.startswith("HELLO"))
