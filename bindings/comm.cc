@@ -1,9 +1,9 @@
 // comm.cc - kiln.communication's engine calls (core/comm.h); conversion only.
+#include "core/comm.h"
+
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
-
-#include "core/comm.h"
 
 namespace nb = nanobind;
 

@@ -33,8 +33,7 @@ bool RunsFunctions(const ir::Node& node) {
 
 bool Same(const Effects& a, const Effects& b) {
   return a.writes == b.writes && a.random == b.random && a.prints == b.prints &&
-         a.raises == b.raises &&
-         a.communicates == b.communicates;
+         a.raises == b.raises && a.communicates == b.communicates;
 }
 
 // The functions `f` runs directly.

@@ -21,8 +21,8 @@ struct Comm {
   double timeout_s = 60.0;
   bool failed = false;  // a collective timed out or failed: the job cannot finish cleanly
   bool we_initialized = false;
-  MPI_Comm local = MPI_COMM_NULL;     // the ranks on this node
-  std::vector<MPI_Comm> groups;       // handle -> communicator; 0 is MPI_COMM_WORLD
+  MPI_Comm local = MPI_COMM_NULL;  // the ranks on this node
+  std::vector<MPI_Comm> groups;    // handle -> communicator; 0 is MPI_COMM_WORLD
 } g;
 
 template <typename... Args>
@@ -140,8 +140,8 @@ int CreateGroup(const int32_t* ranks, int32_t n, int32_t* handle, char* err) {
   std::vector<int> r(ranks, ranks + n);
   MPI_Group_incl(world, n, r.data(), &sub);
   MPI_Comm comm = MPI_COMM_NULL;
-  const int rc = MPI_Comm_create_group(MPI_COMM_WORLD, sub, static_cast<int>(g.groups.size()),
-                                       &comm);
+  const int rc =
+      MPI_Comm_create_group(MPI_COMM_WORLD, sub, static_cast<int>(g.groups.size()), &comm);
   MPI_Group_free(&sub);
   MPI_Group_free(&world);
   if (rc != MPI_SUCCESS) return MpiError(err, "MPI_Comm_create_group", rc);
@@ -159,11 +159,11 @@ int DestroyGroup(int32_t handle, char* err) {
   return 0;
 }
 
-int AllReduce(int32_t group, const void* send, void* recv, int64_t count, int32_t dtype,
-              int32_t op, char* err) {
+int AllReduce(int32_t group, const void* send, void* recv, int64_t count, int32_t dtype, int32_t op,
+              char* err) {
   MPI_Request req;
-  const int rc = MPI_Iallreduce(send, recv, static_cast<int>(count), Type(dtype), Op(op),
-                                Group(group), &req);
+  const int rc =
+      MPI_Iallreduce(send, recv, static_cast<int>(count), Type(dtype), Op(op), Group(group), &req);
   return Check(rc, &req, "AllReduce", group, err);
 }
 
@@ -178,8 +178,8 @@ int AllGather(int32_t group, const void* send, void* recv, int64_t count, int32_
 int ReduceScatter(int32_t group, const void* send, void* recv, int64_t count, int32_t dtype,
                   int32_t op, char* err) {
   MPI_Request req;
-  const int rc = MPI_Ireduce_scatter_block(send, recv, static_cast<int>(count), Type(dtype),
-                                           Op(op), Group(group), &req);
+  const int rc = MPI_Ireduce_scatter_block(send, recv, static_cast<int>(count), Type(dtype), Op(op),
+                                           Group(group), &req);
   return Check(rc, &req, "ReduceScatter", group, err);
 }
 
@@ -221,9 +221,9 @@ int Finalize(char* err) {
   return 0;
 }
 
-const KilnCommApi kApi = {kKilnCommAbiVersion, Init, Rank, Size, LocalRank, LocalSize,
-                          CreateGroup, DestroyGroup, AllReduce, AllGather, ReduceScatter,
-                          Broadcast, Barrier, Finalize, Abort};
+const KilnCommApi kApi = {kKilnCommAbiVersion, Init,        Rank,         Size,      LocalRank,
+                          LocalSize,           CreateGroup, DestroyGroup, AllReduce, AllGather,
+                          ReduceScatter,       Broadcast,   Barrier,      Finalize,  Abort};
 
 }  // namespace
 

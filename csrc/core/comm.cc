@@ -15,8 +15,8 @@ namespace kiln::comm {
 namespace {
 
 struct Group {
-  int32_t handle = 0;           // the library's handle; 0 is the world
-  std::vector<int64_t> ranks;   // world ranks in group order (empty: the world)
+  int32_t handle = 0;          // the library's handle; 0 is the world
+  std::vector<int64_t> ranks;  // world ranks in group order (empty: the world)
 };
 
 struct State {
@@ -54,17 +54,28 @@ DType WireDType(DType d) {
 
 int32_t WireCode(DType d) {
   switch (d) {
-    case DType::UInt8: return kKilnCommU8;
-    case DType::UInt16: return kKilnCommU16;
-    case DType::UInt32: return kKilnCommU32;
-    case DType::UInt64: return kKilnCommU64;
-    case DType::Int8: return kKilnCommI8;
-    case DType::Int16: return kKilnCommI16;
-    case DType::Int32: return kKilnCommI32;
-    case DType::Int64: return kKilnCommI64;
-    case DType::Float32: return kKilnCommF32;
-    case DType::Float64: return kKilnCommF64;
-    default: Throw(ErrorKind::Type, "communication: dtype ", DTypeName(d), " cannot be sent");
+    case DType::UInt8:
+      return kKilnCommU8;
+    case DType::UInt16:
+      return kKilnCommU16;
+    case DType::UInt32:
+      return kKilnCommU32;
+    case DType::UInt64:
+      return kKilnCommU64;
+    case DType::Int8:
+      return kKilnCommI8;
+    case DType::Int16:
+      return kKilnCommI16;
+    case DType::Int32:
+      return kKilnCommI32;
+    case DType::Int64:
+      return kKilnCommI64;
+    case DType::Float32:
+      return kKilnCommF32;
+    case DType::Float64:
+      return kKilnCommF64;
+    default:
+      Throw(ErrorKind::Type, "communication: dtype ", DTypeName(d), " cannot be sent");
   }
 }
 

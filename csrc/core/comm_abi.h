@@ -50,8 +50,7 @@ struct KilnCommApi {
   // send holds size * count elements; each rank gets block `rank` of the reduction.
   int (*reduce_scatter)(int32_t group, const void* send, void* recv, int64_t count, int32_t dtype,
                         int32_t op, char* err);
-  int (*broadcast)(int32_t group, void* buf, int64_t count, int32_t dtype, int32_t root,
-                   char* err);
+  int (*broadcast)(int32_t group, void* buf, int64_t count, int32_t dtype, int32_t root, char* err);
   int (*barrier)(int32_t group, char* err);
   // Ends the library: MPI_Finalize, or MPI_Abort when a collective failed (the others may be
   // waiting in one, and a finalize would wait for them forever).

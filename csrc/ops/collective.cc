@@ -124,8 +124,8 @@ std::vector<GradVar> AllGatherGrad(GradBuilder& g) {
 // out = block `rank` of the sum: every rank's x feeds every block, so dx = all blocks' grads.
 std::vector<GradVar> ReduceScatterGrad(GradBuilder& g) {
   KILN_CHECK(AttrString(g.attrs(), 0) == "sum", NotImplemented,
-             "ReduceScatter: only op=ReduceOp.SUM has a gradient, got '",
-             AttrString(g.attrs(), 0), "'");
+             "ReduceScatter: only op=ReduceOp.SUM has a gradient, got '", AttrString(g.attrs(), 0),
+             "'");
   const GradVar dx = g.Emit1(OpKind::AllGather, {g.out_grad(0)}, {GroupAttr(g.attrs(), 1)});
   return {ToInput(g, dx, 0)};
 }
@@ -156,16 +156,19 @@ OpDef Collective(OpKind kind, std::vector<const char*> inputs, std::vector<AttrS
 }  // namespace
 
 void RegisterCollectiveOps(OpRegistry& r) {
-  r.Add(Collective(OpKind::AllReduce, {"x"}, {{"op", std::string("sum")}, {"group", std::string(kWorld)}},
-                   InferSame, AllReduceKernel, AllReduceGrad));
+  r.Add(Collective(OpKind::AllReduce, {"x"},
+                   {{"op", std::string("sum")}, {"group", std::string(kWorld)}}, InferSame,
+                   AllReduceKernel, AllReduceGrad));
   r.Add(Collective(OpKind::AllGather, {"x"}, {{"group", std::string(kWorld)}}, InferAllGather,
                    AllGatherKernel, AllGatherGrad));
-  r.Add(Collective(OpKind::ReduceScatter, {"x"}, {{"op", std::string("sum")}, {"group", std::string(kWorld)}},
-                   InferReduceScatter, ReduceScatterKernel, ReduceScatterGrad));
-  r.Add(Collective(OpKind::Broadcast, {"x"}, {{"root_rank", int64_t{0}}, {"group", std::string(kWorld)}},
-                   InferSame, BroadcastKernel, BroadcastGrad));
-  r.Add(Collective(OpKind::Barrier, {}, {{"group", std::string(kWorld)}}, InferBarrier, BarrierKernel,
-                   NotDifferentiable));
+  r.Add(Collective(OpKind::ReduceScatter, {"x"},
+                   {{"op", std::string("sum")}, {"group", std::string(kWorld)}}, InferReduceScatter,
+                   ReduceScatterKernel, ReduceScatterGrad));
+  r.Add(Collective(OpKind::Broadcast, {"x"},
+                   {{"root_rank", int64_t{0}}, {"group", std::string(kWorld)}}, InferSame,
+                   BroadcastKernel, BroadcastGrad));
+  r.Add(Collective(OpKind::Barrier, {}, {{"group", std::string(kWorld)}}, InferBarrier,
+                   BarrierKernel, NotDifferentiable));
 }
 
 }  // namespace kiln
