@@ -180,3 +180,39 @@ def test_train_one_step_cell_in_data_parallel_on_one_rank_trains_as_stand_alone(
 
     for a, b in zip(train(True), train(False)):
         np.testing.assert_allclose(a, b, rtol=1e-6)
+
+
+def test_gradients_travel_in_buckets():
+    from kiln.nn.wrap import grad_reducer
+
+    params = [ms.Parameter(ms.Tensor(np.zeros(s, np.float32)), name=f"p{i}")
+              for i, s in enumerate([(3, 2), (2,), (4,)])]
+    params.append(ms.Parameter(ms.Tensor(np.zeros(5, np.float64)), name="p3"))
+    assert grad_reducer._bucket_plan(params, 1 << 20) == ((0, 1, 2), (3,))
+    assert grad_reducer._bucket_plan(params, 32) == ((0, 1), (2,), (3,))  # 24 + 8 bytes fit
+    assert grad_reducer._bucket_plan(params, 31) == ((0,), (1, 2), (3,))
+    reducer = nn.DistributedGradReducer(params, mean=True, degree=2)
+    rng = np.random.default_rng(0)
+    grads = tuple(ms.Tensor(rng.standard_normal(p.shape).astype(p.asnumpy().dtype))
+                  for p in params)
+    for run in (reducer, ms.jit(reducer.construct)):
+        out = run(grads)
+        assert [o.shape for o in out] == [p.shape for p in params]
+        for o, g in zip(out, grads):
+            assert o.dtype == g.dtype
+            np.testing.assert_allclose(o.asnumpy(), g.asnumpy() / 2, rtol=1e-6)
+
+
+def test_a_compiled_training_step_sends_one_all_reduce_per_bucket(tmp_path):
+    ms.set_context(mode=ms.GRAPH_MODE, save_graphs=True, save_graphs_path=str(tmp_path))
+    try:
+        ms.set_auto_parallel_context(parallel_mode=ms.ParallelMode.DATA_PARALLEL)
+        net = nn.SequentialCell(nn.Dense(4, 3), nn.ReLU(), nn.Dense(3, 2))
+        step = nn.TrainOneStepCell(nn.WithLossCell(net, nn.MSELoss()),
+                                   nn.SGD(net.trainable_params(), 0.1))
+        step(ms.Tensor(np.ones((2, 4), np.float32)), ms.Tensor(np.ones((2, 2), np.float32)))
+    finally:
+        ms.set_context(save_graphs=False)
+    optimized = [p.read_text() for p in tmp_path.glob("*optimized.ir")]
+    assert optimized, list(tmp_path.iterdir())
+    assert optimized[-1].count("all_reduce(") == 1, optimized[-1]
