@@ -94,7 +94,10 @@ int Check(int rc, MPI_Request* request, const char* what, int32_t group, char* e
 
 int Init(double timeout_s, char* err) {
   g.timeout_s = timeout_s;
-  int initialized = 0;
+  int initialized = 0, finalized = 0;
+  MPI_Finalized(&finalized);
+  if (finalized)
+    return Error(err, "MPI cannot start again in a process after release(); start a new process");
   MPI_Initialized(&initialized);
   if (!initialized) {
     int provided = 0;

@@ -5,7 +5,14 @@ import numpy as np
 
 import kiln as ms
 from kiln import ops
-from kiln.communication import comm_func, create_group, get_group_size, get_rank, init
+from kiln.communication import (
+    comm_func,
+    create_group,
+    get_group_size,
+    get_rank,
+    init,
+    release,
+)
 
 init()
 R, N = get_rank(), get_group_size()
@@ -125,4 +132,11 @@ for graph in (False, True):
 # A group of one rank: collectives over it are the identity on its member.
 create_group(f"solo{R}", [R])
 close(ops.AllReduce(group=f"solo{R}")(ms.Tensor(X)), X, "group of one")
+# release() ends MPI; MPI cannot start again in the same process, which init() says.
+release()
+try:
+    init()
+    raise AssertionError("init() after release() should fail")
+except RuntimeError as e:
+    assert "cannot start again" in str(e), e
 print(f"COLLECTIVES-OK rank {R}", flush=True)
