@@ -216,3 +216,25 @@ def test_a_compiled_training_step_sends_one_all_reduce_per_bucket(tmp_path):
     optimized = [p.read_text() for p in tmp_path.glob("*optimized.ir")]
     assert optimized, list(tmp_path.iterdir())
     assert optimized[-1].count("all_reduce(") == 1, optimized[-1]
+
+
+def test_the_launchers_mpirun_line():
+    import os
+
+    from kiln.run import mpirun_command
+
+    cmd = mpirun_command(2, "train.py", ["--epochs", "3"], timeout=5, python="py")
+    assert cmd[1:5] == ["-n", "2", "--bind-to", "none"]
+    assert "-x" in cmd and "KILN_COMM_TIMEOUT=5" in cmd
+    assert cmd[-4:] == ["py", "train.py", "--epochs", "3"]
+    assert ("--allow-run-as-root" in cmd) == (os.geteuid() == 0)
+    many = mpirun_command(os.cpu_count() + 1, "t.py")
+    assert "--oversubscribe" in many
+    cluster = mpirun_command(64, "t.py", hostfile="hosts", log_dir="logs")
+    assert "--oversubscribe" not in cluster
+    assert cluster[cluster.index("--hostfile") + 1] == "hosts"
+    assert cluster[cluster.index("--output-filename") + 1] == "logs"
+    with pytest.raises(ValueError, match="positive"):
+        mpirun_command(0, "t.py")
+    with pytest.raises(ValueError, match="timeout"):
+        mpirun_command(2, "t.py", timeout=0)
