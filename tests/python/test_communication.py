@@ -238,3 +238,27 @@ def test_the_launchers_mpirun_line():
         mpirun_command(0, "t.py")
     with pytest.raises(ValueError, match="timeout"):
         mpirun_command(2, "t.py", timeout=0)
+
+
+class _Halve(nn.Cell):
+    def construct(self, grads):
+        return tuple([g * 0.5 for g in grads])
+
+
+@pytest.mark.parametrize("mode", [ms.PYNATIVE_MODE, ms.GRAPH_MODE])
+def test_an_assigned_grad_reducer_is_used(mode):
+    ms.set_context(mode=mode)
+    x, y = ms.Tensor(np.ones((2, 3), np.float32)), ms.Tensor(np.zeros((2, 2), np.float32))
+
+    def train(lr, reducer):
+        ms.set_seed(5)
+        net = nn.Dense(3, 2)
+        step = nn.TrainOneStepCell(nn.WithLossCell(net, nn.MSELoss()),
+                                   nn.SGD(net.trainable_params(), lr))
+        if reducer is not None:
+            step.grad_reducer = reducer  # MindSpore's idiom in TrainOneStepCell subclasses
+        step(x, y)
+        return [p.asnumpy() for p in net.trainable_params()]
+
+    for a, b in zip(train(0.2, _Halve()), train(0.1, None)):
+        np.testing.assert_allclose(a, b, rtol=1e-6)

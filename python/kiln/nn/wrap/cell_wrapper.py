@@ -2,6 +2,7 @@
 import numbers
 
 from kiln.nn.cell import Cell
+from kiln.nn.layer.basic import Identity
 from kiln.nn.optim.optimizer import Optimizer
 from kiln.nn.wrap.grad_reducer import broadcast_parameters, training_grad_reducer
 from kiln.ops.composite import value_and_grad
@@ -76,13 +77,8 @@ class TrainOneStepCell(Cell):
         self.reducer_flag = reducer is not None
         if self.reducer_flag:
             broadcast_parameters(self.network.get_parameters())
-            self._reducer = reducer
-
-    def grad_reducer(self, grads):
-        """All-reduces the gradients in data-parallel mode; the identity otherwise."""
-        if self.reducer_flag:
-            return self._reducer(grads)
-        return grads
+        # An attribute, as MindSpore's: a subclass may assign its own reducer Cell.
+        self.grad_reducer = reducer if self.reducer_flag else Identity()
 
     def construct(self, *inputs):
         loss, grads = self._grad_fn(*inputs)
