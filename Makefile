@@ -84,7 +84,7 @@ tsan-dataset:
 	TSAN_OPTIONS=halt_on_error=1 ./$(TSAN_DATASET)
 
 asan-python: asan-build
-	$(VENV)/bin/ninja -C $(ASAN_DIR) -j2 _C
+	$(VENV)/bin/ninja -C $(ASAN_DIR) -j2 _C kiln_comm
 	cd tests/python && LD_PRELOAD="$(ASAN_PRELOAD)" $(ASAN_ENV) \
 	  PYTHONPATH=$(CURDIR)/$(ASAN_DIR)/python $(abspath $(PY)) -m pytest -q -p no:cacheprovider \
 	  --capture=sys .

@@ -21,6 +21,7 @@ void BindJit(nb::module_& m);
 void BindDispatch(nb::module_& m);
 void BindDataset(nb::module_& m);
 void BindCheckpoint(nb::module_& m);
+void BindComm(nb::module_& m);
 
 namespace {
 
@@ -130,6 +131,7 @@ void InitModule(nb::module_& m) {
   BindJit(m);
   BindDataset(m);
   BindCheckpoint(m);
+  BindComm(m);
   m.def("_set_tensor_class", &SetTensorClass);
 
   m.def("weak_scalar", [](nb::handle h) {

@@ -2,7 +2,8 @@
 # bootstrap.sh - installs what kiln needs on a fresh Debian machine and builds it into .venv.
 #
 # System packages (Debian): GoogleTest (C++ tests), Protocol Buffers (model files), libzip
-# (kiln-run's .npz files), a C++ compiler. oneDNN (matmul/conv) and oneTBB (the thread pool)
+# (kiln-run's .npz files), OpenMPI (kiln.communication's libkiln_comm.so, mpirun), a C++
+# compiler. oneDNN (matmul/conv) and oneTBB (the thread pool)
 # come from PyPI with the other Python packages: Debian's oneDNN runs only on OpenMP
 # (docs/architecture.md, "Threading"). Python packages go into .venv, so the system Python is
 # never modified. Re-running is cheap: installed packages are skipped and the C++ build is
@@ -22,6 +23,10 @@ missing=()
 command -v protoc >/dev/null || missing+=(protobuf-compiler)
 # libzip: kiln-run reads and writes .npz files.
 [ -f /usr/include/zip.h ] || missing+=(libzip-dev)
+# OpenMPI: data-parallel training (docs/distributed.md); headers, libmpi and mpirun.
+dpkg -s libopenmpi-dev >/dev/null 2>&1 || missing+=(libopenmpi-dev)
+command -v mpirun >/dev/null || missing+=(openmpi-bin)
+command -v gcc >/dev/null || missing+=(gcc)
 command -v g++ >/dev/null || missing+=(g++)
 command -v make >/dev/null || missing+=(make)
 apt_install bootstrap "${missing[@]}"

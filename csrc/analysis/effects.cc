@@ -33,7 +33,7 @@ bool RunsFunctions(const ir::Node& node) {
 
 bool Same(const Effects& a, const Effects& b) {
   return a.writes == b.writes && a.random == b.random && a.prints == b.prints &&
-         a.raises == b.raises;
+         a.raises == b.raises && a.communicates == b.communicates;
 }
 
 // The functions `f` runs directly.
@@ -81,6 +81,7 @@ Effects& Effects::operator|=(const Effects& o) {
   random = random || o.random;
   prints = prints || o.prints;
   raises = raises || o.raises;
+  communicates = communicates || o.communicates;
   return *this;
 }
 
@@ -88,6 +89,7 @@ Effects OpEffects(const OpDef& def) {
   Effects e;
   e.writes = !def.mutated_inputs.empty();
   e.random = def.is_random;
+  e.communicates = def.communicates;
   return e;
 }
 

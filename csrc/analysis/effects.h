@@ -21,12 +21,14 @@ struct Effects {
   bool prints = false;  // writes to stdout
   bool raises = false;  // raises an exception (a raise node; a kernel's bad-input error is not
                         // counted: every op may throw one)
+  bool communicates = false;  // a collective: the other ranks run the same ones in the same
+                              // order, so it stays where it is, once (ops/collective.cc)
 
   // Nothing but its outputs depends on running it: it may be removed when unused, merged with
   // a duplicate, or moved past other pure nodes.
-  bool pure() const { return !writes && !random && !prints && !raises; }
+  bool pure() const { return !writes && !random && !prints && !raises && !communicates; }
   Effects& operator|=(const Effects& o);
-  static Effects All() { return {true, true, true, true}; }
+  static Effects All() { return {true, true, true, true, true}; }
 };
 
 // The effects of a registry op.

@@ -27,6 +27,7 @@ OpRegistry BuildRegistry() {
   RegisterLinalgOps(registry);
   RegisterConvOps(registry);
   RegisterOptimOps(registry);
+  RegisterCollectiveOps(registry);
   return registry;
 }
 

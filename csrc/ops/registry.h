@@ -92,6 +92,9 @@ struct OpDef {
   // Each output element is computed from the inputs' elements at the same index only, so the
   // executor may give output 0 the buffer of a dying input of the same type (in place).
   bool elementwise = false;
+  // Talks to the other ranks (ops/collective.cc): every rank must run the same collectives in
+  // the same order, so such a node is never removed, merged, folded or moved.
+  bool communicates = false;
 };
 
 const OpDef& GetOpDef(OpKind kind);
@@ -119,6 +122,7 @@ void RegisterCreationOps(OpRegistry& registry);
 void RegisterLinalgOps(OpRegistry& registry);
 void RegisterConvOps(OpRegistry& registry);
 void RegisterOptimOps(OpRegistry& registry);
+void RegisterCollectiveOps(OpRegistry& registry);
 
 // ---- Attribute access by schema position (ops check types at the edge, in the dispatcher) ----
 inline bool AttrIsNone(const Attrs& a, size_t i) {

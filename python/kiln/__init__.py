@@ -35,8 +35,12 @@ from kiln.context import (  # noqa: F401
     LAX,
     PYNATIVE_MODE,
     STRICT,
+    ParallelMode,
+    get_auto_parallel_context,
     get_context,
+    reset_auto_parallel_context,
     reset_context,
+    set_auto_parallel_context,
     set_context,
     set_device,
 )
@@ -70,7 +74,7 @@ _seed_state = {"seed": None}
 # nn, parameters and checkpoints (added by the nn engineer), and the rest of the module surface
 # MindSpore code imports (docs/graph_mode.md, "Module surface").
 from kiln import common as _common  # noqa: E402
-from kiln import dataset, experimental, log, mint, nn, train  # noqa: E402,F401
+from kiln import communication, dataset, experimental, log, mint, nn, train  # noqa: E402,F401
 from kiln.common.api import jit_class  # noqa: E402,F401
 from kiln.common.parameter import Parameter, ParameterTuple  # noqa: E402,F401
 from kiln.common.sparse_tensor import COOTensor, CSRTensor, RowTensor  # noqa: E402,F401

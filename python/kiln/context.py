@@ -2,9 +2,16 @@
 import os
 
 from kiln import _C, _graph_state
+from kiln._auto_parallel import (  # noqa: F401
+    ParallelMode,
+    get_auto_parallel_context,
+    reset_auto_parallel_context,
+    set_auto_parallel_context,
+)
 
 __all__ = ["GRAPH_MODE", "PYNATIVE_MODE", "STRICT", "COMPATIBLE", "LAX", "set_context",
-           "get_context", "reset_context", "set_device"]
+           "get_context", "reset_context", "set_device", "ParallelMode",
+           "set_auto_parallel_context", "get_auto_parallel_context", "reset_auto_parallel_context"]
 
 GRAPH_MODE = 0
 PYNATIVE_MODE = 1

@@ -73,6 +73,11 @@ TEST(Effects, OpsTakeTheirEffectsFromTheRegistry) {
   EXPECT_TRUE(analysis::OpEffects(GetOpDef(OpKind::UniformReal)).random);
   EXPECT_FALSE(analysis::OpEffects(GetOpDef(OpKind::UniformReal)).writes);
   EXPECT_TRUE(analysis::OpEffects(GetOpDef(OpKind::Dropout)).random);
+  for (OpKind k : {OpKind::AllReduce, OpKind::AllGather, OpKind::ReduceScatter, OpKind::Broadcast,
+                   OpKind::Barrier}) {
+    EXPECT_TRUE(analysis::OpEffects(GetOpDef(k)).communicates) << OpName(k);
+    EXPECT_FALSE(analysis::OpEffects(GetOpDef(k)).pure()) << OpName(k);
+  }
 }
 
 TEST(Effects, EachNodeKindHasItsOwn) {

@@ -18,6 +18,8 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 # runtime: a pass never runs eager kernels, and the executor never rewrites a graph.
 ALLOWED_INCLUDES = {
     "core": set(),
+    # libkiln_comm.so: MPI behind core/comm_abi.h, a plain C table; it includes nothing else
+    "comm": {"core"},
     "dataset": {"core"},  # the data pipeline's engine: stages, queues, core tensors; no ops
     "kernels/cpu": {"core"},
     "ops": {"core", "kernels/cpu"},
@@ -137,15 +139,17 @@ PACKAGE = ROOT / "python" / "kiln"
 # extension) is below them all.
 LAYERS = [
     ("base", ["kiln._version", "kiln._graph_state", "kiln.log", "kiln.context", "kiln._extends",
-              "kiln.common", "kiln.common.dtype", "kiln.common._arrays", "kiln.common.mutable"]),
+              "kiln.common", "kiln.common.dtype", "kiln.common._arrays", "kiln.common.mutable",
+              "kiln._auto_parallel"]),
     ("ops", ["kiln.ops"]),  # the functional API, primitives, grad; makes Tensors through _C
+    ("communication", ["kiln.communication"]),  # init, groups; comm_func over kiln.ops
     ("tensor", ["kiln.common.initializer", "kiln.common.tensor", "kiln.common.parameter",
                 "kiln.common.sparse_tensor", "kiln.common.tensor_methods",
                 "kiln.common.tensor_inplace"]),
     ("dataset", ["kiln.dataset"]),  # the data pipeline: sources, operations, transforms
     ("jit", ["kiln.jit"]),  # Graph mode; knows Cells only through kiln.jit.cell_interface
     ("nn", ["kiln.nn", "kiln.mint"]),
-    ("api", ["kiln.train", "kiln.common.api", "kiln"]),
+    ("api", ["kiln.train", "kiln.common.api", "kiln", "kiln.run"]),
 ]
 
 

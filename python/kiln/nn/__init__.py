@@ -170,6 +170,7 @@ from kiln.nn.optim import (  # noqa: F401
 )
 from kiln.nn.utils import no_init_parameters  # noqa: F401
 from kiln.nn.wrap import (  # noqa: F401
+    DistributedGradReducer,
     DynamicLossScaleUpdateCell,
     FixedLossScaleUpdateCell,
     TrainOneStepCell,
@@ -187,7 +188,7 @@ __all__ = [
     "LearningRateSchedule", "ExponentialDecayLR", "NaturalExpDecayLR", "InverseDecayLR",
     "CosineDecayLR", "PolynomialDecayLR", "WarmUpLR", "piecewise_constant_lr",
     "exponential_decay_lr", "cosine_decay_lr", "warmup_lr",
-    "WithLossCell", "WithEvalCell", "TrainOneStepCell",
+    "WithLossCell", "WithEvalCell", "TrainOneStepCell", "DistributedGradReducer",
     # activations, padding, pooling, image and normalization layers of the API-breadth work
     "ReLU6", "LeakyReLU", "SiLU", "PReLU", "ELU", "CELU", "SeLU", "HSwish", "HSigmoid",
     "Hardtanh", "Mish", "Softsign", "LogSigmoid",

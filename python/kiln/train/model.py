@@ -4,6 +4,7 @@ import importlib
 import numbers
 
 from kiln import context, log
+from kiln._auto_parallel import ParallelMode, get_auto_parallel_context
 from kiln.common.tensor import Tensor
 from kiln.nn.cell import Cell
 from kiln.nn.graph_cell import GraphCell
@@ -294,8 +295,9 @@ class Model:
         cb_params.mode = "train"
         cb_params.loss_fn = self._loss_fn
         cb_params.optimizer = self._optimizer
-        cb_params.parallel_mode = "stand_alone"
-        cb_params.device_number = 1
+        cb_params.parallel_mode = get_auto_parallel_context("parallel_mode")
+        cb_params.device_number = (1 if cb_params.parallel_mode == ParallelMode.STAND_ALONE
+                                   else get_auto_parallel_context("device_num"))
         cb_params.train_dataset = source.data
         cb_params.list_callback = _callback_list(callbacks)
         cb_params.train_dataset_element = None

@@ -1,10 +1,12 @@
 """kiln.nn.wrap -- training wrappers."""
 from kiln.nn.wrap.cell_wrapper import TrainOneStepCell, WithEvalCell, WithLossCell  # noqa: F401
+from kiln.nn.wrap.grad_reducer import DistributedGradReducer  # noqa: F401
 from kiln.nn.wrap.loss_scale import (  # noqa: F401
     DynamicLossScaleUpdateCell,
     FixedLossScaleUpdateCell,
     TrainOneStepWithLossScaleCell,
 )
 
-__all__ = ["WithLossCell", "WithEvalCell", "TrainOneStepCell", "DynamicLossScaleUpdateCell",
+__all__ = ["DistributedGradReducer", "WithLossCell", "WithEvalCell", "TrainOneStepCell",
+           "DynamicLossScaleUpdateCell",
            "FixedLossScaleUpdateCell", "TrainOneStepWithLossScaleCell"]

@@ -2,7 +2,9 @@
 import numbers
 
 from kiln.nn.cell import Cell
+from kiln.nn.layer.basic import Identity
 from kiln.nn.optim.optimizer import Optimizer
+from kiln.nn.wrap.grad_reducer import broadcast_parameters, training_grad_reducer
 from kiln.ops.composite import value_and_grad
 
 __all__ = ["WithLossCell", "TrainOneStepCell", "WithEvalCell"]
@@ -68,10 +70,15 @@ class TrainOneStepCell(Cell):
         # Built here, not in construct: construct must stay compilable (Graph mode compiles it
         # from source, where assigning plain attributes on self is not allowed).
         self._grad_fn = value_and_grad(self.network, None, self.weights)
-
-    def grad_reducer(self, grads):
-        """Identity on one device (MindSpore averages gradients across devices here)."""
-        return grads
+        # ParallelMode.DATA_PARALLEL (kiln.set_auto_parallel_context): every rank starts from
+        # rank 0's parameters and the gradients are all-reduced before the update, so the
+        # replicas stay equal; the reducer is a sub-cell, compiled into the step in Graph mode.
+        reducer = training_grad_reducer(self.weights)
+        self.reducer_flag = reducer is not None
+        if self.reducer_flag:
+            broadcast_parameters(self.network.get_parameters())
+        # An attribute, as MindSpore's: a subclass may assign its own reducer Cell.
+        self.grad_reducer = reducer if self.reducer_flag else Identity()
 
     def construct(self, *inputs):
         loss, grads = self._grad_fn(*inputs)
