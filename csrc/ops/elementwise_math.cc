@@ -45,15 +45,15 @@ double ErfinvD(double y) {
   if (w < 5) {
     w -= 2.5;
     double p = 2.81022636e-08;
-    for (double c : {3.43273939e-07, -3.5233877e-06, -4.39150654e-06, 0.00021858087,
-                     -0.00125372503, -0.00417768164, 0.246640727, 1.50140941})
+    for (double c : {3.43273939e-07, -3.5233877e-06, -4.39150654e-06, 0.00021858087, -0.00125372503,
+                     -0.00417768164, 0.246640727, 1.50140941})
       p = c + p * w;
     x = p * y;
   } else {
     w = std::sqrt(w) - 3;
     double p = -0.000200214257;
-    for (double c : {0.000100950558, 0.00134934322, -0.00367342844, 0.00573950773,
-                     -0.0076224613, 0.00943887047, 1.00167406, 2.83297682})
+    for (double c : {0.000100950558, 0.00134934322, -0.00367342844, 0.00573950773, -0.0076224613,
+                     0.00943887047, 1.00167406, 2.83297682})
       p = c + p * w;
     x = p * y;
   }
@@ -61,12 +61,12 @@ double ErfinvD(double y) {
   return x;
 }
 
-#define KILN_MATH_FN(Name, expr)  \
-  struct Name {                   \
-    template <typename C>         \
-    C operator()(C a) const {     \
+#define KILN_MATH_FN(Name, expr)   \
+  struct Name {                    \
+    template <typename C>          \
+    C operator()(C a) const {      \
       return static_cast<C>(expr); \
-    }                             \
+    }                              \
   };
 KILN_MATH_FN(TanFn, std::tan(a))
 KILN_MATH_FN(AsinFn, std::asin(a))
@@ -205,8 +205,8 @@ AxisRuns RunsOf(const Shape& shape, int64_t axis) {
 int64_t ScanAxis(const OpDef& def, const Shape& shape, int64_t axis) {
   const int64_t ndim = std::max<int64_t>(1, static_cast<int64_t>(shape.size()));
   KILN_CHECK(axis >= -ndim && axis < ndim, Value, def.name, ": axis ", axis,
-             " is out of range for a tensor of rank ", shape.size(), " (expected [", -ndim,
-             ", ", ndim, "))");
+             " is out of range for a tensor of rank ", shape.size(), " (expected [", -ndim, ", ",
+             ndim, "))");
   return axis < 0 ? axis + ndim : axis;
 }
 
@@ -329,10 +329,9 @@ void RegisterMathOps(OpRegistry& r) {
       {OpKind::Digamma, MathKernel<DigammaFn, true>, NotDifferentiable},
   };
   for (const Entry& e : float_ops) r.Add(MathOp(e.kind, InferSameMath, e.kernel, e.grad, true));
-  r.Add(MathOp(OpKind::Ceil, InferNoBoolMath, MathKernel<CeilFn, false>, NotDifferentiable,
-               false));
-  r.Add(MathOp(OpKind::Trunc, InferNoBoolMath, MathKernel<TruncFn, false>, NotDifferentiable,
-               false));
+  r.Add(MathOp(OpKind::Ceil, InferNoBoolMath, MathKernel<CeilFn, false>, NotDifferentiable, false));
+  r.Add(
+      MathOp(OpKind::Trunc, InferNoBoolMath, MathKernel<TruncFn, false>, NotDifferentiable, false));
   r.Add(ScanOp(OpKind::Cumsum, InferScan, CumsumKernel, CumsumGrad, "reverse"));
   r.Add(ScanOp(OpKind::Argsort, InferArgsort, ArgsortKernel, NotDifferentiable, "descending"));
 }

@@ -4,12 +4,12 @@ import math
 
 import numpy as np
 import pytest
+from gradcheck import check_grad
+from graph_check import assert_same_in_both_modes
 from scipy import special
 
 import kiln as ms
 from kiln import Tensor, ops
-from gradcheck import check_grad
-from graph_check import assert_same_in_both_modes
 
 F32 = np.float32
 X = np.array([[-0.9, -0.3, 0.0], [0.2, 0.55, 0.8]], F32)  # inside (-1, 1)

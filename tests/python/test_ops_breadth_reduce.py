@@ -2,12 +2,11 @@
 values against NumPy in PyNative and compiled, index dtypes, gradients, bad input."""
 import numpy as np
 import pytest
+from gradcheck import check_grad
 from graph_check import assert_same_in_both_modes
 
 import kiln as ms
 from kiln import Tensor, ops
-
-from gradcheck import check_grad
 
 F32 = np.float32
 A = np.array([[3.0, -1.0, 2.0, 2.0], [0.5, 4.0, -3.0, 1.0], [2.0, 2.0, 0.0, -1.5]], F32)

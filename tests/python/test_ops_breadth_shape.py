@@ -2,12 +2,11 @@
 linalg_ext.py): values against NumPy in PyNative and compiled, gradients, bad input."""
 import numpy as np
 import pytest
+from gradcheck import check_grad
 from graph_check import assert_same_in_both_modes
 
 import kiln as ms
 from kiln import Tensor, ops
-
-from gradcheck import check_grad
 
 F32 = np.float32
 A = np.arange(1, 7, dtype=F32).reshape(2, 3)

@@ -2,8 +2,8 @@
 import numpy as np
 
 from kiln import _C, _graph_state, ops
+from kiln.common import _tensor_breadth, initializer
 from kiln.common import dtype as mstype
-from kiln.common import initializer
 from kiln.common._arrays import as_array
 from kiln.ops import _indexing
 from kiln.ops._core import axes_attr, shape_attr
@@ -367,6 +367,7 @@ def _initial_values(shape, dtype, init):
 
 
 _C._set_tensor_class(Tensor)
+_tensor_breadth.install(Tensor)
 
 
 def one_element_message(what, shape):

@@ -95,8 +95,8 @@ def atan2(input, other):  # noqa: A002
     y, x = _promote_float("atan2", input, other)
     x_zero = call("equal", (x, 0))
     q = call("atan", (call("div", (y, call("where", (x_zero, 1.0, x)))),))
-    y_neg = call("logical_or", (call("less", (y, 0)), signbit(y)))
-    shift = call("where", (y_neg, -math.pi, math.pi))
+    y_neg = call("cast", (signbit(y),), (dtype_attr(y.dtype),))  # -0.0 too: atan2(-0, -1) = -pi
+    shift = call("mul", (call("sub", (1.0, call("mul", (y_neg, 2.0)))), math.pi))  # y's dtype
     q = call("where", (call("less", (x, 0)), call("add", (q, shift)), q))
     on_axis = call("mul", (call("sign", (y,)), math.pi / 2))
     return call("where", (x_zero, on_axis, q))

@@ -5,6 +5,8 @@ call goes to the same registry op the functional form uses.
 """
 from kiln.ops import _core
 from kiln.ops import function as _ops
+from kiln.ops.operations.math_ops import *  # noqa: F401,F403
+from kiln.ops.operations.math_ops import __all__ as _math_ops_all
 from kiln.ops.operations.nn_ops import *  # noqa: F401,F403
 from kiln.ops.operations.nn_ops import __all__ as _nn_ops_all
 from kiln.ops.primitive import Primitive, PrimitiveWithCheck, PrimitiveWithInfer
@@ -18,7 +20,7 @@ __all__ = [
     "BatchMatMul", "ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "Softmax",
     "LogSoftmax", "Reshape", "Transpose", "ExpandDims", "Squeeze", "Concat", "Stack",
     "Gather", "OneHot", "ZerosLike", "OnesLike", "Argmax", "Flatten", "Depend", "AddN", "Split",
-] + _nn_ops_all
+] + _nn_ops_all + _math_ops_all
 
 
 def _elementwise(name, fn_name):
