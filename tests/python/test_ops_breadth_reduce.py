@@ -124,6 +124,16 @@ def test_result_dtypes_follow_mindspore():
     assert ops.cumsum(Tensor(A.astype(np.float16)), 1).dtype == ms.float16
 
 
+def test_aminmax_skips_nan_and_ddof_takes_a_bool():
+    x = Tensor(np.array([[9.0, np.nan], [np.nan, np.nan], [2.0, 5.0]], F32))
+    low, high = ops.aminmax(x, axis=1)
+    np.testing.assert_array_equal(low.asnumpy(), [9.0, np.nan, 2.0])
+    np.testing.assert_array_equal(high.asnumpy(), [9.0, np.nan, 5.0])
+    assert ops.aminmax(x, axis=None, keepdims=True)[1].shape == (1, 1)
+    np.testing.assert_allclose(ops.var(Tensor(A), 0, ddof=True).asnumpy(), np.var(A, 0, ddof=1),
+                               rtol=1e-6)
+
+
 def test_sort_places_nan_last_and_is_stable():
     x = Tensor(np.array([1.0, np.nan, 0.0, 1.0, -np.inf], F32))
     values, idx = ops.sort(x)

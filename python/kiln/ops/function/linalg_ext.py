@@ -99,17 +99,18 @@ def addmv(input, mat, vec, *, beta=1, alpha=1):  # noqa: A002
 
 
 def addbmm(input, batch1, batch2, *, beta=1, alpha=1):  # noqa: A002
-    """beta * input + alpha * sum_b batch1[b] @ batch2[b]."""
-    _rank("addbmm", batch1, "batch1", (3,))
-    _rank("addbmm", batch2, "batch2", (3,))
+    """beta * input + alpha * sum_b batch1[b] @ batch2[b] (2-D operands: the column sums of
+    batch1 @ batch2, as MindSpore computes them)."""
+    _rank("addbmm", batch1, "batch1", (2, 3))
+    _rank("addbmm", batch2, "batch2", (2, 3))
     total = call("reduce_sum", (call("matmul", (batch1, batch2)),), ((0,), False, None))
     return _scaled_sum(beta, input, alpha, total)
 
 
 def baddbmm(input, batch1, batch2, beta=1, alpha=1):  # noqa: A002
-    """beta * input + alpha * (batch1 @ batch2), batched."""
-    _rank("baddbmm", batch1, "batch1", (3,))
-    _rank("baddbmm", batch2, "batch2", (3,))
+    """beta * input + alpha * (batch1 @ batch2), batched (2-D operands: one product)."""
+    _rank("baddbmm", batch1, "batch1", (2, 3))
+    _rank("baddbmm", batch2, "batch2", (2, 3))
     return _scaled_sum(beta, input, alpha, call("matmul", (batch1, batch2)))
 
 

@@ -48,8 +48,9 @@ def _moments(op, input, axis, ddof, keepdims):  # noqa: A002
     x = _tensor(op, input)
     if not x.dtype.is_floating_point:
         raise TypeError(f"{op}: input must be a float Tensor, got {x.dtype}")
-    if isinstance(ddof, bool) or not isinstance(ddof, int):
+    if not isinstance(ddof, int):  # a bool counts as 0 or 1, as in MindSpore
         raise TypeError(f"{op}: ddof must be an int, got {type(ddof).__name__}")
+    ddof = int(ddof)
     axes = axes_attr(axis, op)
     mean = call("reduce_mean", (x,), (axes, True))
     dev = call("sub", (x, mean))
@@ -115,11 +116,18 @@ def count_nonzero(x, axis=(), keep_dims=False, dtype=mstype.int32):
 
 
 def aminmax(input, *, axis=0, keepdims=False):  # noqa: A002
-    """(min, max) along axis (None: all elements)."""
-    _tensor("aminmax", input)
-    axes = None if axis is None else (_axis("aminmax", input, axis),) if input.shape else None
-    return (call("reduce_min", (input,), (axes, bool(keepdims))),
-            call("reduce_max", (input,), (axes, bool(keepdims))))
+    """(min, max) along axis (None: all elements); NaN is skipped, as MindSpore 2.10 does (NaN
+    only where every element is NaN)."""
+    x = _tensor("aminmax", input)
+    axes = None if axis is None else (_axis("aminmax", x, axis),) if x.shape else None
+    if not x.dtype.is_floating_point:
+        return (call("reduce_min", (x,), (axes, bool(keepdims))),
+                call("reduce_max", (x,), (axes, bool(keepdims))))
+    nan = call("not_equal", (x, x))
+    low = call("reduce_min", (call("where", (nan, math.inf, x)),), (axes, bool(keepdims)))
+    high = call("reduce_max", (call("where", (nan, -math.inf, x)),), (axes, bool(keepdims)))
+    all_nan = call("reduce_min", (nan,), (axes, bool(keepdims)))
+    return (call("where", (all_nan, math.nan, low)), call("where", (all_nan, math.nan, high)))
 
 
 def cumsum(x, axis, dtype=None):
