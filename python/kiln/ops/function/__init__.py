@@ -12,10 +12,13 @@ from kiln.ops.function import (
     loss,
     math_ext,
     matrix,
+    misc_ext,
     nn,
     normalization,
+    random_ext,
     reduce,
     reduce_ext,
+    scatter_ops,
     selection,
     shape_ext,
     spatial,
@@ -32,16 +35,20 @@ from kiln.ops.function.linalg_ext import *  # noqa: F401,F403
 from kiln.ops.function.loss import *  # noqa: F401,F403
 from kiln.ops.function.math_ext import *  # noqa: F401,F403
 from kiln.ops.function.matrix import *  # noqa: F401,F403
+from kiln.ops.function.misc_ext import *  # noqa: F401,F403
 from kiln.ops.function.nn import *  # noqa: F401,F403
 from kiln.ops.function.normalization import *  # noqa: F401,F403
+from kiln.ops.function.random_ext import *  # noqa: F401,F403
 from kiln.ops.function.reduce import *  # noqa: F401,F403
 from kiln.ops.function.reduce_ext import *  # noqa: F401,F403
+from kiln.ops.function.scatter_ops import *  # noqa: F401,F403
 from kiln.ops.function.selection import *  # noqa: F401,F403
 from kiln.ops.function.shape_ext import *  # noqa: F401,F403
 from kiln.ops.function.spatial import *  # noqa: F401,F403
 
 __all__ = sorted({name for module in (activation, array, clipping, ctc, elementwise, helpers,
                                       linalg, loss, matrix, nn, normalization, reduce, spatial,
-                                      creation_ext, linalg_ext, math_ext, reduce_ext, selection,
+                                      creation_ext, linalg_ext, math_ext, reduce_ext,
+                                      misc_ext, random_ext, scatter_ops, selection,
                                       shape_ext)
                   for name in module.__all__})
