@@ -12,7 +12,9 @@ isclose isfinite isinf isnan isneginf isposinf isreal ldexp lerp lgamma log10 lo
 logaddexp2 logcumsumexp logit masked_fill median moveaxis movedim msort mvlgamma nan_to_num
 nanmean nansum norm numel outer positive rad2deg ravel reciprocal repeat_interleave reverse
 rot90 sgn signbit sinc sinh sort std swapdims t take tan tensor_split top_k topk trunc type_as
-unbind var view_as vsplit xdivy xlogy""".split()
+unbind var view_as vsplit xdivy xlogy unsorted_segment_max unsorted_segment_min
+unsorted_segment_prod gather_nd scatter index_fill select_scatter slice_scatter gcd lcm cov
+renorm matrix_power adjoint conj multinomial""".split()
 
 
 def _forward(name):

@@ -22,6 +22,7 @@ from kiln.ops.function import (
     selection,
     shape_ext,
     spatial,
+    stats_ext,
 )
 from kiln.ops.function.activation import *  # noqa: F401,F403
 from kiln.ops.function.array import *  # noqa: F401,F403
@@ -45,10 +46,11 @@ from kiln.ops.function.scatter_ops import *  # noqa: F401,F403
 from kiln.ops.function.selection import *  # noqa: F401,F403
 from kiln.ops.function.shape_ext import *  # noqa: F401,F403
 from kiln.ops.function.spatial import *  # noqa: F401,F403
+from kiln.ops.function.stats_ext import *  # noqa: F401,F403
 
 __all__ = sorted({name for module in (activation, array, clipping, ctc, elementwise, helpers,
                                       linalg, loss, matrix, nn, normalization, reduce, spatial,
                                       creation_ext, linalg_ext, math_ext, reduce_ext,
                                       misc_ext, random_ext, scatter_ops, selection,
-                                      shape_ext)
+                                      shape_ext, stats_ext)
                   for name in module.__all__})

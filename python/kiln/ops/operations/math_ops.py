@@ -24,6 +24,12 @@ _SIMPLE = {
     "Addcmul": "addcmul", "Diag": "diag", "Trace": "trace", "Slice": "slice", "Tile": "tile",
     "Size": "numel", "Rank": "rank", "Eye": "eye",
     "LinSpace": "linspace", "Zeros": "zeros", "Ones": "ones",
+    "UnsortedSegmentSum": "unsorted_segment_sum", "UnsortedSegmentMax": "unsorted_segment_max",
+    "UnsortedSegmentMin": "unsorted_segment_min", "UnsortedSegmentProd": "unsorted_segment_prod",
+    "GatherNd": "gather_nd", "TensorScatterAdd": "tensor_scatter_add",
+    "TensorScatterSub": "tensor_scatter_sub", "TensorScatterUpdate": "tensor_scatter_update",
+    "ScatterNd": "scatter_nd", "Gcd": "gcd", "Lcm": "lcm", "PopulationCount": "population_count",
+    "FastGeLU": "fast_gelu", "MatrixBandPart": "matrix_band_part", "IndexFill": "index_fill",
 }
 
 __all__ = sorted(_SIMPLE) + [
@@ -31,7 +37,9 @@ __all__ = sorted(_SIMPLE) + [
     "ReduceAll", "ReduceAny", "ReduceProd", "ArgMinWithValue", "ArgMaxWithValue", "Argmin",
     "StridedSlice", "ReverseV2", "Meshgrid", "Unstack", "BroadcastTo", "Cross", "DivNoNan",
     "SquaredDifference", "Range", "Shape", "TensorShape", "DType", "Fill", "IsClose",
-    "NanToNum", "Cdist", "ApproximateEqual",
+    "NanToNum", "Cdist", "ApproximateEqual", "TensorScatterElements", "Einsum", "Renorm",
+    "MatrixPower", "InTopK", "CumulativeLogsumexp", "ReverseSequence", "SpaceToBatchND",
+    "BatchToSpaceND", "Bucketize", "SearchSorted", "LogSpace",
 ]
 
 
@@ -301,3 +309,92 @@ class ApproximateEqual(_Configured):
 
     def __call__(self, x, y):
         return _ops.approximate_equal(x, y, self.tolerance)
+
+
+class TensorScatterElements(_Configured):
+    _attrs = (("axis", 0), ("reduction", "none"))
+
+    def __call__(self, input_x, indices, updates):
+        return _ops.tensor_scatter_elements(input_x, indices, updates, self.axis, self.reduction)
+
+
+class Einsum(_Configured):
+    _attrs = (("equation", ""),)
+
+    def __call__(self, operands):
+        return _ops.einsum(self.equation, *operands)
+
+
+class Renorm(_Configured):
+    _attrs = (("p", 2), ("dim", 0), ("maxnorm", 1.0))
+
+    def __call__(self, x):
+        return _ops.renorm(x, self.p, self.dim, self.maxnorm)
+
+
+class MatrixPower(_Configured):
+    _attrs = (("n", 1),)
+
+    def __call__(self, x):
+        return _ops.matrix_power(x, self.n)
+
+
+class InTopK(_Configured):
+    _attrs = (("k", 1),)
+
+    def __call__(self, x1, x2):
+        return _ops.intopk(x1, x2, self.k)
+
+
+class CumulativeLogsumexp(_Scan):
+    """logcumsumexp with MindSpore's exclusive (starts at -inf) and reverse flags."""
+
+    def __call__(self, x, axis):
+        # exclusive starts at the lowest finite value, as MindSpore's kernel does (not -inf)
+        lowest = -3.3895313892515355e38 if x.dtype == mstype.bfloat16 else \
+            -float(np.finfo(mstype.dtype_to_nptype(x.dtype)).max)
+        return self._scan(x, axis, _ops.logcumsumexp, lowest)
+
+
+class ReverseSequence(_Configured):
+    _attrs = (("seq_dim", 0), ("batch_dim", 0))
+
+    def __call__(self, x, seq_lengths):
+        return _ops.reverse_sequence(x, seq_lengths, self.seq_dim, self.batch_dim)
+
+
+class SpaceToBatchND(_Configured):
+    _attrs = (("block_shape", 1), ("paddings", ()))
+
+    def __call__(self, input_x):
+        return _ops.space_to_batch_nd(input_x, self.block_shape, self.paddings)
+
+
+class BatchToSpaceND(_Configured):
+    _attrs = (("block_shape", 1), ("crops", ()))
+
+    def __call__(self, input_x):
+        return _ops.batch_to_space_nd(input_x, self.block_shape, self.crops)
+
+
+class Bucketize(_Configured):
+    _attrs = (("boundaries", ()),)
+
+    def __call__(self, input):  # noqa: A002
+        # the primitive counts boundaries <= x (TensorFlow's rule): the function's right=True
+        return _ops.bucketize(input, list(self.boundaries), right=True)
+
+
+class SearchSorted(_Configured):
+    _attrs = (("dtype", mstype.int64), ("right", False))
+
+    def __call__(self, sorted_sequence, values, sorter=None):
+        out = _ops.searchsorted(sorted_sequence, values, right=self.right, sorter=sorter)
+        return call("cast", (out,), (dtype_attr(self.dtype),))
+
+
+class LogSpace(_Configured):
+    _attrs = (("steps", 10), ("base", 10), ("dtype", mstype.float32))
+
+    def __call__(self, start, end):
+        return _ops.logspace(start, end, self.steps, self.base, dtype=self.dtype)
