@@ -9,11 +9,13 @@ from kiln.ops.function import (
     helpers,
     linalg,
     linalg_ext,
+    linalg_solve,
     loss,
     math_ext,
     matrix,
     misc_ext,
     nn,
+    nn_ext,
     normalization,
     random_ext,
     reduce,
@@ -33,11 +35,13 @@ from kiln.ops.function.elementwise import *  # noqa: F401,F403
 from kiln.ops.function.helpers import *  # noqa: F401,F403
 from kiln.ops.function.linalg import *  # noqa: F401,F403
 from kiln.ops.function.linalg_ext import *  # noqa: F401,F403
+from kiln.ops.function.linalg_solve import *  # noqa: F401,F403
 from kiln.ops.function.loss import *  # noqa: F401,F403
 from kiln.ops.function.math_ext import *  # noqa: F401,F403
 from kiln.ops.function.matrix import *  # noqa: F401,F403
 from kiln.ops.function.misc_ext import *  # noqa: F401,F403
 from kiln.ops.function.nn import *  # noqa: F401,F403
+from kiln.ops.function.nn_ext import *  # noqa: F401,F403
 from kiln.ops.function.normalization import *  # noqa: F401,F403
 from kiln.ops.function.random_ext import *  # noqa: F401,F403
 from kiln.ops.function.reduce import *  # noqa: F401,F403
@@ -50,7 +54,8 @@ from kiln.ops.function.stats_ext import *  # noqa: F401,F403
 
 __all__ = sorted({name for module in (activation, array, clipping, ctc, elementwise, helpers,
                                       linalg, loss, matrix, nn, normalization, reduce, spatial,
-                                      creation_ext, linalg_ext, math_ext, reduce_ext,
+                                      creation_ext, linalg_ext, linalg_solve, math_ext,
+                                      nn_ext, reduce_ext,
                                       misc_ext, random_ext, scatter_ops, selection,
                                       shape_ext, stats_ext)
                   for name in module.__all__})
