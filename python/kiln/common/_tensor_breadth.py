@@ -14,7 +14,8 @@ nanmean nansum norm numel outer positive rad2deg ravel reciprocal repeat_interle
 rot90 sgn signbit sinc sinh sort std swapdims t take tan tensor_split top_k topk trunc type_as
 unbind var view_as vsplit xdivy xlogy unsorted_segment_max unsorted_segment_min
 unsorted_segment_prod gather_nd scatter index_fill select_scatter slice_scatter gcd lcm cov
-renorm matrix_power adjoint conj multinomial""".split()
+renorm matrix_power adjoint conj multinomial det slogdet logdet inverse cholesky cholesky_inverse
+cholesky_solve unique_consecutive quantile nanquantile nanmedian histc""".split()
 
 
 def _forward(name):
