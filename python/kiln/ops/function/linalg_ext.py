@@ -123,7 +123,8 @@ def tensor_dot(x1, x2, axes):
     """Sums the products over axes (an int n: x1's last n with x2's first n; or two lists)."""
     a, b = _tensor("tensor_dot", x1, "x1"), _tensor("tensor_dot", x2, "x2")
     na, nb = len(a.shape), len(b.shape)
-    if isinstance(axes, int) and not isinstance(axes, bool):
+    if not isinstance(axes, (tuple, list)):
+        axes = int_arg(axes, "tensor_dot", "axes")
         ax_a, ax_b = list(range(na - axes, na)), list(range(axes))
     elif isinstance(axes, (list, tuple)) and len(axes) == 2:
         ax_a, ax_b = ([axes[i]] if isinstance(axes[i], int) else list(axes[i]) for i in (0, 1))
@@ -208,4 +209,3 @@ def cosine_similarity(x1, x2, dim=1, eps=1e-08):
     return call("div", (num, den))
 
 
-del int_arg

@@ -188,14 +188,19 @@ def gumbel_softmax(logits, tau=1.0, hard=False, dim=-1):
 
 def _unpool(op, x, indices, kernel, stride, padding, output_size, dims):
     _tensor(op, x, "x")
-    k = (kernel,) * dims if isinstance(kernel, int) else tuple(kernel)
-    s = k if stride is None else ((stride,) * dims if isinstance(stride, int) else tuple(stride))
-    p = (padding,) * dims if isinstance(padding, int) else tuple(padding)
+
+    def ints(value, name):
+        values = tuple(value) if isinstance(value, (tuple, list)) else (value,) * dims
+        return tuple(int_arg(v, op, name) for v in values)
+
+    k = ints(kernel, "kernel_size")
+    s = k if stride is None else ints(stride, "stride")
+    p = ints(padding, "padding")
     spatial = tuple(x.shape[-dims:])
     if output_size is None:
         out = tuple((spatial[i] - 1) * s[i] - 2 * p[i] + k[i] for i in range(dims))
     else:
-        out = tuple(output_size)[-dims:]
+        out = tuple(int_arg(v, op, "output_size") for v in tuple(output_size)[-dims:])
     lead = tuple(x.shape[:-dims])
     planes = int(np.prod(lead)) if lead else 1
     size = int(np.prod(out))

@@ -122,7 +122,8 @@ def laplace(shape, mean, lambda_param, seed=None):
 
 
 def standard_laplace(shape, seed=None):
-    return laplace(shape, 0.0, 1.0, seed)
+    return laplace(shape_attr(shape, "standard_laplace", "shape"), 0.0, 1.0,
+                   _seed("standard_laplace", seed))
 
 
 def shuffle(x, seed=None):

@@ -19,9 +19,9 @@ def _tensor(op, x, name="input"):
     return x
 
 
-def _axis(op, x, axis):
+def _axis(op, x, axis, name="axis"):
     n = builtins.max(1, len(x.shape))
-    a = int_arg(axis, op, "axis")
+    a = int_arg(axis, op, name)
     if not -n <= a < n:
         raise ValueError(f"{op}: axis {a} is out of range for a tensor of rank {len(x.shape)} "
                          f"(expected [{-n}, {n}))")
@@ -68,7 +68,7 @@ def var(input, axis=None, ddof=0, keepdims=False):  # noqa: A002
 
 
 def std(input, axis=None, ddof=0, keepdims=False):  # noqa: A002
-    return call("sqrt", (var(input, axis, ddof, keepdims),))
+    return call("sqrt", (_moments("std", input, axis, ddof, keepdims)[0],))
 
 
 def var_mean(input, axis=None, ddof=0, keepdims=False):  # noqa: A002
@@ -111,7 +111,7 @@ def nanmean(input, axis=None, keepdims=False, *, dtype=None):  # noqa: A002
 def count_nonzero(x, axis=(), keep_dims=False, dtype=mstype.int32):
     """How many elements along axis (() or None: all) are nonzero."""
     b = call("cast", (_bool(_tensor("count_nonzero", x, "x")),), (dtype_attr(mstype.int64),))
-    axes = None if axis == () else axes_attr(axis, "count_nonzero")
+    axes = None if isinstance(axis, tuple) and not axis else axes_attr(axis, "count_nonzero")
     return call("reduce_sum", (b,), (axes, bool(keep_dims), dtype_attr(dtype)))
 
 
@@ -148,7 +148,7 @@ def cumprod(input, dim, dtype=None):  # noqa: A002
         x = call("cast", (x,), (dtype_attr(dtype),))
     out_dtype = x.dtype if x.dtype.is_floating_point else mstype.int64
     xf = x if x.dtype.is_floating_point else call("cast", (x,), (dtype_attr(mstype.float64),))
-    a = _axis("cumprod", xf, dim)
+    a = _axis("cumprod", xf, dim, "dim")
     zero = call("equal", (xf, 0))
     mag = call("log", (call("abs", (call("where", (zero, 1.0, xf)),)),))
     neg = call("cast", (call("less", (xf, 0)),), (dtype_attr(xf.dtype),))
@@ -242,7 +242,7 @@ def topk(input, k, dim=None, largest=True, sorted=True):  # noqa: A002
     """The k largest (or smallest) values along dim (None: the last) and their int32 indices;
     ties keep the lower index first."""
     x = _tensor("topk", input)
-    a = _axis("topk", x, -1 if dim is None else dim)
+    a = _axis("topk", x, -1 if dim is None else dim, "dim")
     k = int_arg(k, "topk", "k")
     n = x.shape[a] if x.shape else 1
     if not 0 <= k <= n:
@@ -256,7 +256,7 @@ def topk(input, k, dim=None, largest=True, sorted=True):  # noqa: A002
 
 def top_k(input_x, k, sorted=True):  # noqa: A002
     """topk along the last axis (the primitive's functional form)."""
-    return topk(input_x, k, -1, True, sorted)
+    return topk(input_x, int_arg(k, "top_k", "k"), -1, True, sorted)
 
 
 def median(input, axis=-1, keepdims=False):  # noqa: A002
@@ -301,6 +301,7 @@ def vector_norm(x, ord=2, axis=None, keepdims=False, *, dtype=None):  # noqa: A0
 
 def norm(A, ord=None, dim=None, keepdim=False, *, dtype=None):  # noqa: N803 - MindSpore's name
     """The vector norm (ord None: 2-norm of all elements, or along dim); 'fro' for matrices."""
+    axes_attr(dim, "norm", "dim")
     if ord in (None, "fro"):
         return vector_norm(A, 2, dim, keepdim, dtype=dtype)
     if isinstance(ord, str):

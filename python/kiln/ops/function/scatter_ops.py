@@ -210,6 +210,7 @@ def tensor_scatter_elements(input_x, indices, updates, axis=0, reduction="none")
 
 def scatter(input, axis, index, src):  # noqa: A002
     """input with src written at index along axis (tensor_scatter_elements, 'none')."""
+    axis = int_arg(axis, "scatter", "axis")
     if not is_tensor(src):
         src = call("add", (call("mul", (call("cast", (index,), (dtype_attr(input.dtype),)), 0)),
                            src))
@@ -252,6 +253,8 @@ def slice_scatter(input, src, axis=0, start=None, end=None, step=1):  # noqa: A0
     """input with input[start:end:step] along axis replaced by src."""
     x = _tensor("slice_scatter", input)
     a = _axis(axis, len(x.shape), "slice_scatter")
+    start, end, step = (None if v is None else int_arg(v, "slice_scatter", n)
+                        for v, n in ((start, "start"), (end, "end"), (step, "step")))
     picked = np.arange(x.shape[a])[slice(start, end, step)]
     if src.shape[a] != len(picked):
         raise ValueError(f"slice_scatter: src has {src.shape[a]} slices along axis {a}, the "

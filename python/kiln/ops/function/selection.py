@@ -62,7 +62,7 @@ def gather_elements(input, dim, index):  # noqa: A002
 
 
 def gather_d(x, dim, index):
-    return gather_elements(x, dim, index)
+    return gather_elements(x, int_arg(dim, "gather_d", "dim"), index)
 
 
 def index_select(input, axis, index):  # noqa: A002
@@ -114,8 +114,7 @@ def searchsorted(sorted_sequence, values, *, out_int32=False, right=False, side=
             raise ValueError("searchsorted: side='left' contradicts right=True")
         right = side == "right"
     if sorter is not None:
-        from kiln.ops.function.reduce_ext import _take_along  # noqa: PLC0415
-        seq = _take_along(seq, _index("searchsorted", sorter, "sorter"), len(seq.shape) - 1)
+        seq = gather_elements(seq, len(seq.shape) - 1, _index("searchsorted", sorter, "sorter"))
     vals = values if is_tensor(values) else tensor_of(np.asarray(values, _np_dtype(seq.dtype)))
     if len(seq.shape) > 1 and tuple(seq.shape[:-1]) != tuple(vals.shape[:-1]):
         raise ValueError(f"searchsorted: sorted_sequence {tuple(seq.shape)} and values "

@@ -65,7 +65,8 @@ def flipud(input):  # noqa: A002
 
 
 def reverse(x, axis):
-    return flip(x, axis)
+    axes = (axis,) if not isinstance(axis, (tuple, list)) else tuple(axis)
+    return flip(x, tuple(int_arg(a, "reverse", "axis") for a in axes))
 
 
 def rot90(input, k, dims):  # noqa: A002
@@ -119,7 +120,7 @@ def unbind(input, dim=0):  # noqa: A002
 
 
 def unstack(input_x, axis=0):
-    return unbind(input_x, axis)
+    return unbind(input_x, int_arg(axis, "unstack", "axis"))
 
 
 def tensor_split(input, indices_or_sections, axis=0):  # noqa: A002
@@ -358,7 +359,8 @@ def repeat_interleave(input, repeats, axis=None):  # noqa: A002
 
 
 def repeat_elements(x, rep, axis=0):
-    return repeat_interleave(x, int_arg(rep, "repeat_elements", "rep"), axis)
+    return repeat_interleave(x, int_arg(rep, "repeat_elements", "rep"),
+                             int_arg(axis, "repeat_elements", "axis"))
 
 
 def meshgrid(*inputs, indexing="xy"):

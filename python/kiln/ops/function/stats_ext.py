@@ -143,6 +143,7 @@ def intopk(x1, x2, k):
 def random_categorical(logits, num_sample, seed=0, dtype=mstype.int64):
     """num_sample class draws per row of logits (softmax probabilities)."""
     from kiln.ops.function.random_ext import multinomial  # noqa: PLC0415
+    seed = int_arg(seed, "random_categorical", "seed")
     probs = call("softmax", (_tensor("random_categorical", logits, "logits"),), (-1,))
     out = multinomial(probs, num_sample, True, seed or None)
     return call("cast", (out,), (dtype_attr(dtype),))
@@ -215,12 +216,13 @@ def conv1d(input, weight, bias=None, stride=1, pad_mode="valid", padding=0,  # n
     """1-D convolution (N, C, L) as a 2-D one over (N, C, 1, L)."""
     from kiln.ops.function.nn import conv2d  # noqa: PLC0415
     x, w = _tensor("conv1d", input), _tensor("conv1d", weight, "weight")
-    pick = _first
-    pad = pick(padding)
-    pad2 = (0, 0, pad, pad) if isinstance(pad, int) else padding
+    stride, dilation = (int_arg(_first(v), "conv1d", n) for v, n in ((stride, "stride"),
+                                                                       (dilation, "dilation")))
+    groups = int_arg(groups, "conv1d", "groups")
+    pad = int_arg(_first(padding), "conv1d", "padding")
+    pad2 = (0, 0, pad, pad)
     out = conv2d(call("expand_dims", (x,), (2,)), call("expand_dims", (w,), (2,)), None,
-                 (1, pick(stride)), pad_mode, pad2 if pad_mode == "pad" else 0,
-                 (1, pick(dilation)), groups)
+                 (1, stride), pad_mode, pad2 if pad_mode == "pad" else 0, (1, dilation), groups)
     out = call("squeeze", (out,), ((2,),))
     if bias is not None:
         out = call("add", (out, reshape(bias, (1, -1, 1))))
@@ -237,10 +239,10 @@ def batch_dot(x1, x2, axes=None):
     a, b = _tensor("batch_dot", x1, "x1"), _tensor("batch_dot", x2, "x2")
     if axes is None:
         axes = (len(a.shape) - 1, len(b.shape) - 1 if len(b.shape) == 2 else len(b.shape) - 2)
-    elif isinstance(axes, int):
-        axes = (axes, axes)
-    ax1, ax2 = _axis(axes[0], len(a.shape), "batch_dot"), _axis(axes[1], len(b.shape),
-                                                                 "batch_dot")
+    elif not isinstance(axes, (tuple, list)):
+        axes = (int_arg(axes, "batch_dot", "axes"),) * 2
+    ax1 = _axis(axes[0], len(a.shape), "batch_dot", "axes")
+    ax2 = _axis(axes[1], len(b.shape), "batch_dot", "axes")
     if ax1 == 0 or ax2 == 0:
         raise ValueError("batch_dot: axes must not include the batch axis 0")
     a2 = transpose(a, tuple(i for i in range(len(a.shape)) if i != ax1) + (ax1,))
@@ -305,7 +307,7 @@ def dyn_shape(input_x):
 
 def diff_ext(input, n=1, dim=-1, prepend=None, append=None):  # noqa: A002
     from kiln.ops.function.reduce_ext import diff  # noqa: PLC0415
-    return diff(input, n, dim, prepend, append)
+    return diff(input, n, int_arg(dim, "diff_ext", "dim"), prepend, append)
 
 
 def float_power_ext(input, exponent):  # noqa: A002
