@@ -244,8 +244,11 @@ def kaiser_window(window_length, periodic=True, beta=12.0, *, dtype=None):
 
 
 def clip_by_value(x, clip_value_min=None, clip_value_max=None):
-    """x limited to [clip_value_min, clip_value_max] (numbers or tensors)."""
+    """x limited to [clip_value_min, clip_value_max] (numbers or tensors); a list or tuple of
+    tensors gives a list of the clipped tensors."""
     from kiln.ops.function.elementwise import clamp  # noqa: PLC0415
+    if isinstance(x, (list, tuple)):
+        return [clamp(t, clip_value_min, clip_value_max) for t in x]
     return clamp(x, clip_value_min, clip_value_max)
 
 

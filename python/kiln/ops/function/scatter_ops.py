@@ -81,22 +81,25 @@ def _segment_reduce(op, input_x, segment_ids, num_segments, reducer, empty):
 
 
 def _extreme(dtype, which):
-    """The identity of a reduction in dtype: +-inf for floats, the int range ends."""
+    """The value of an empty segment: the dtype's lowest (max) or highest (min) finite value,
+    as MindSpore's kernels give (not +-inf)."""
     if dtype.is_floating_point:
-        return {"max": -math.inf, "min": math.inf}[which]
+        big = 3.3895313892515355e38 if dtype == mstype.bfloat16 else \
+            float(np.finfo(mstype.dtype_to_nptype(dtype)).max)
+        return {"max": -big, "min": big}[which]
     info = np.iinfo(mstype.dtype_to_nptype(dtype))
     return tensor_of(np.asarray(info.min if which == "max" else info.max,
                                 mstype.dtype_to_nptype(dtype)))
 
 
 def unsorted_segment_max(input_x, segment_ids, num_segments):
-    """The maximum per segment; an empty segment gives the dtype's lowest value (-inf)."""
+    """The maximum per segment; an empty segment gives the dtype's lowest finite value."""
     return _segment_reduce("unsorted_segment_max", input_x, segment_ids, num_segments,
                            "reduce_max", "max")
 
 
 def unsorted_segment_min(input_x, segment_ids, num_segments):
-    """The minimum per segment; an empty segment gives the dtype's highest value (inf)."""
+    """The minimum per segment; an empty segment gives the dtype's highest finite value."""
     return _segment_reduce("unsorted_segment_min", input_x, segment_ids, num_segments,
                            "reduce_min", "min")
 
