@@ -178,6 +178,26 @@ void BindJit(nb::module_& m) {
              return ToHandles(
                  b.Interpret(key, what, FromHandles(inputs), metas, Loc(file, line, col)));
            })
+      .def("inline_",
+           [](GraphBuilder& b, nb::handle executable, const std::vector<Handle>& inputs,
+              const std::vector<Handle>& weights, const std::string& file, int line, int col) {
+             const engine::CompiledGraph& graph = nb::cast<Executable*>(executable)->graph;
+             const ir::Signature& sig = graph.signature();
+             std::vector<GValue> params;
+             size_t next_input = 0, next_weight = 0;
+             for (const auto& in : sig.inputs) {
+               const bool weight = in.role == ir::InputRole::Weight;
+               const auto& from = weight ? weights : inputs;
+               size_t& next = weight ? next_weight : next_input;
+               if (next >= from.size())
+                 throw nb::type_error("GraphCell: the loaded model takes more inputs than given");
+               params.push_back(FromHandle(from[next++]));
+             }
+             if (next_input != inputs.size())
+               throw nb::type_error("GraphCell: the loaded model takes fewer inputs than given");
+             auto outs = b.Inline(graph.module(), "graphcell_", params, Loc(file, line, col));
+             return nb::make_tuple(ToHandles(outs), TreeToSpec(sig.outputs));
+           })
       .def("new_group", &GraphBuilder::NewGroup)
       .def("begin_region",
            [](GraphBuilder& b, int group, const std::string& prefix,

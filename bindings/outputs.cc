@@ -65,6 +65,28 @@ ir::OutputTree ToTree(nb::handle spec, int depth) {
 
 ir::OutputTree ToOutputTree(nb::handle spec) { return ToTree(spec, 1); }
 
+nb::object TreeToSpec(const ir::OutputTree& tree) {
+  switch (tree.kind) {
+    case Kind::Result:
+      return nb::make_tuple("result", tree.index);
+    case Kind::Literal:
+      return nb::make_tuple("literal", FromLiteral(tree.literal));
+    case Kind::Opaque:
+      return nb::make_tuple("opaque", tree.index);
+    case Kind::Dict: {
+      nb::list items;
+      for (size_t i = 0; i < tree.items.size(); ++i)
+        items.append(nb::make_tuple(TreeToSpec(tree.keys.at(i)), TreeToSpec(tree.items[i])));
+      return nb::make_tuple("dict", items);
+    }
+    default: {
+      nb::list items;
+      for (const auto& item : tree.items) items.append(TreeToSpec(item));
+      return nb::make_tuple(tree.kind == Kind::List ? "list" : "tuple", items);
+    }
+  }
+}
+
 nb::object BuildOutputs(const ir::OutputTree& tree, std::vector<Tensor>& outputs,
                         const nb::tuple& opaque) {
   switch (tree.kind) {

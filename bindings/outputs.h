@@ -14,6 +14,10 @@ ir::OutputTree ToOutputTree(nb::handle spec);
 
 // A run's result as the caller sees it: `outputs` nested as `tree` says, literals as Python
 // values, `opaque[k]` where the tree holds `opaque k`. Moves the tensors out of `outputs`.
+// The tree in the front end's description, for results the front end fills in itself (a
+// loaded model inlined into a graph being compiled).
+nb::object TreeToSpec(const ir::OutputTree& tree);
+
 nb::object BuildOutputs(const ir::OutputTree& tree, std::vector<Tensor>& outputs,
                         const nb::tuple& opaque);
 

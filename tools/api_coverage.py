@@ -14,7 +14,8 @@ import json
 import sys
 
 NAMESPACES = ("top-level", "ops functions", "ops primitive classes", "nn Cells",
-              "nn functions", "Tensor methods", "train", "amp")
+              "nn functions", "Tensor methods", "train", "amp", "mint functions",
+              "mint.nn Cells", "mint.nn.functional")
 
 
 def _public(module):
@@ -24,7 +25,8 @@ def _public(module):
 def dump(path):
     """Writes MindSpore's public names, grouped as NAMESPACES, to `path` (MindSpore's Python)."""
     import mindspore  # noqa: PLC0415 - only in the MindSpore environment
-    from mindspore import amp, nn, ops, train  # noqa: PLC0415
+    from mindspore import amp, mint, nn, ops, train  # noqa: PLC0415
+    from mindspore.mint.nn import functional as mint_f  # noqa: PLC0415
     from mindspore.ops import Primitive  # noqa: PLC0415
 
     def classes_of(module, base):
@@ -41,6 +43,10 @@ def dump(path):
         "Tensor methods": [n for n in dir(mindspore.Tensor) if not n.startswith("_")],
         "train": _public(train),
         "amp": _public(amp),
+        "mint functions": [n for n in _public(mint) if inspect.isfunction(getattr(mint, n))],
+        "mint.nn Cells": classes_of(mint.nn, nn.Cell),
+        "mint.nn.functional": [n for n in _public(mint_f)
+                               if inspect.isfunction(getattr(mint_f, n))],
     }
     with open(path, "w") as f:
         json.dump(names, f, indent=1)
@@ -51,7 +57,18 @@ def _kiln_module(namespace):
 
     return {"top-level": kiln, "ops functions": kiln.ops, "ops primitive classes": kiln.ops,
             "nn Cells": kiln.nn, "nn functions": kiln.nn, "Tensor methods": kiln.Tensor,
-            "train": kiln.train, "amp": getattr(kiln, "amp", None)}[namespace]
+            "train": kiln.train, "amp": getattr(kiln, "amp", None),
+            "mint functions": getattr(kiln, "mint", None),
+            "mint.nn Cells": getattr(getattr(kiln, "mint", None), "nn", None),
+            "mint.nn.functional": _mint_functional()}[namespace]
+
+
+def _mint_functional():
+    try:
+        from kiln.mint.nn import functional  # noqa: PLC0415
+    except ImportError:
+        return None
+    return functional
 
 
 def compare(path, missing_of=None):
@@ -62,7 +79,7 @@ def compare(path, missing_of=None):
     print("|---|---|---|---|")
     for namespace in NAMESPACES:
         module = _kiln_module(namespace)
-        theirs = names[namespace]
+        theirs = names.get(namespace, [])
         ours = [n for n in theirs if module is not None and hasattr(module, n)]
         share = 100.0 * len(ours) / max(len(theirs), 1)
         print(f"| {namespace} | {len(ours)} | {len(theirs)} | {share:.0f}% |")

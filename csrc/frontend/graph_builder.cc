@@ -73,6 +73,33 @@ std::vector<GValue> GraphBuilder::Interpret(const std::string& key, const std::s
       ir::Builder(module_, FuncAt(current_func())).Interpret(key, what, refs, outputs, loc));
 }
 
+std::vector<GValue> GraphBuilder::Inline(const ir::Module& callee, const std::string& prefix,
+                                         const std::vector<GValue>& params,
+                                         const ir::SourceLoc& loc) {
+  const ir::Func& entry = callee.entry();
+  KILN_CHECK(params.size() == entry.params.size(), Type, "graph: the inlined model takes ",
+             entry.params.size(), " values, got ", params.size());
+  std::map<std::string, std::string> renamed;
+  for (const auto& f : callee.funcs()) renamed[f->name] = module_.FreshName(prefix + f->name);
+  for (const auto& f : callee.funcs()) {
+    ir::Func& copy = module_.AddFunc(renamed.at(f->name));
+    copy.param_names = f->param_names;
+    copy.params = f->params;
+    copy.nodes = f->nodes;
+    copy.results = f->results;
+    for (ir::Node& node : copy.nodes) {
+      const bool calls = node.kind == ir::NodeKind::If || node.kind == ir::NodeKind::While ||
+                         node.kind == ir::NodeKind::Call;
+      if (calls)
+        for (std::string& name : node.callees) name = renamed.at(name);
+    }
+  }
+  std::vector<ir::ValueRef> refs;
+  for (const auto& v : params) refs.push_back(Resolve(v));
+  return Wrap(ir::Builder(module_, FuncAt(current_func()))
+                  .Call(renamed.at(entry.name), std::move(refs), loc));
+}
+
 std::vector<GValue> GraphBuilder::Gradient(int mark, const std::vector<GValue>& targets,
                                            const std::vector<GValue>& sens,
                                            const std::vector<bool>& sens_absent,

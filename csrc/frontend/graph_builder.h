@@ -45,6 +45,12 @@ class GraphBuilder {
                                 const std::vector<GValue>& inputs,
                                 const std::vector<TensorMeta>& outputs, const ir::SourceLoc& loc);
 
+  // Copies `callee`'s functions into this module (fresh names from `prefix`) and calls its
+  // entry on `params` (every entry parameter, in order): a loaded model inside a compiled
+  // function. Returns the call's results.
+  std::vector<GValue> Inline(const ir::Module& callee, const std::string& prefix,
+                             const std::vector<GValue>& params, const ir::SourceLoc& loc);
+
   // ---- autodiff ----
   // How many nodes the current function has: the start of a forward fragment to differentiate.
   int Mark() { return static_cast<int>(FuncAt(current_func()).nodes.size()); }

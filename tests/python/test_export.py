@@ -340,3 +340,32 @@ def test_the_runtime_programs_do_not_link_libpython():
         needed = [line for line in out.splitlines() if "(NEEDED)" in line]
         assert needed and not [line for line in needed if "libpython" in line], needed
     assert os.path.getsize(BIN / "kiln-run") > 0
+
+
+class _UsesLoaded(nn.Cell):
+    def __init__(self, loaded):
+        super().__init__()
+        self.loaded = loaded
+        self.head = nn.Dense(3, 2)
+
+    def construct(self, x):
+        return self.head(self.loaded(x) * 2.0)
+
+
+def test_a_graph_cell_inside_a_compiled_function_joins_its_graph(tmp_path):
+    net = nn.SequentialCell(nn.Dense(4, 3), nn.ReLU())
+    x = ms.Tensor(np.random.default_rng(0).standard_normal((2, 4)).astype(np.float32))
+    ms.export(net, x, file_name=str(tmp_path / "inner"), file_format="MINDIR")
+    loaded = nn.GraphCell(ms.load(str(tmp_path / "inner.mindir")))
+    outer = _UsesLoaded(loaded)
+    eager = outer(x).asnumpy()
+    ms.set_context(mode=ms.GRAPH_MODE)
+    try:
+        graph = outer(x).asnumpy()
+    finally:
+        ms.set_context(mode=ms.PYNATIVE_MODE)
+    np.testing.assert_allclose(graph, eager, rtol=1e-6)
+    jitted = ms.jit(lambda t: loaded(t) + 1.0)(x).asnumpy()
+    np.testing.assert_allclose(jitted, net(x).asnumpy() + 1.0, rtol=1e-6)
+    with pytest.raises(TypeError, match="GraphCell: input"):
+        ms.jit(lambda t: loaded(t))(ms.Tensor(np.ones((2, 5), np.float32)))

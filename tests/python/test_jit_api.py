@@ -215,8 +215,11 @@ def uses_value_at_compile_time(x):
 
 
 def test_needing_a_tensor_value_while_compiling_explains_what_to_do():
+    strict = ms.JitConfig(jit_syntax_level="STRICT")
     with pytest.raises(TypeError, match="only known when the compiled graph runs"):
-        ms.jit(uses_value_at_compile_time)(ones(1))
+        ms.jit(uses_value_at_compile_time, jit_config=strict)(ones(1))
+    # LAX (the default): Python takes the value when the graph runs, as in PyNative
+    assert ms.jit(uses_value_at_compile_time)(ones(1)) == uses_value_at_compile_time(ones(1))
 
 
 def test_lambdas_compile_too():

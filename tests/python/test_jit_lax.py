@@ -288,3 +288,91 @@ def test_with_statement():
 
     with pytest.raises(GraphSyntaxError, match="with"):
         ms.jit(uses_with, jit_config=STRICT)(_x())
+
+
+class AlwaysRaises(nn.Cell):
+    def construct(self, x):
+        raise ValueError(f"bad input of rank {x.ndim}")
+
+
+class PrintsThenRaises(nn.Cell):
+    def construct(self, x):
+        print("before", x)
+        raise ValueError("after a print")
+
+
+def test_a_raise_reached_on_every_run_is_raised_while_compiling(capfd):
+    from kiln.common.api import _cell_graph_executor
+
+    with pytest.raises(ValueError, match="bad input of rank 1"):  # compiling alone raises
+        _cell_graph_executor.compile(AlwaysRaises(), _x())
+    # after an effect the raise stays a run-time one, so the print happens first as in PyNative
+    _cell_graph_executor.compile(PrintsThenRaises(), _x())
+    with pytest.raises(ValueError, match="after a print"):
+        ms.jit(PrintsThenRaises().construct)(_x())
+    assert "before" in capfd.readouterr().out
+
+
+def branch_objects(x):
+    if x.sum() > 0:
+        y = x.asnumpy() * 2
+    else:
+        y = -x.asnumpy()
+    return Tensor(y) + x, y
+
+
+def test_python_values_merge_after_a_tensor_branch():
+    for x in (_x(), -_x()):
+        eager, graph = _both(branch_objects, x)
+        np.testing.assert_array_equal(graph[0].asnumpy(), eager[0].asnumpy())
+        np.testing.assert_array_equal(graph[1], eager[1])
+
+
+class _Box:
+    def __init__(self, v, n):
+        self.v, self.n = v, n
+
+    def double(self):
+        return self.v * 2
+
+
+def returns_an_object(x):
+    box = _Box(x + 1, 3)
+    return box.double(), box
+
+
+def test_an_object_made_in_the_graph_comes_back_with_run_time_values():
+    eager, graph = _both(returns_an_object, _x())
+    assert isinstance(graph[1], _Box) and graph[1].n == 3
+    np.testing.assert_array_equal(graph[1].v.asnumpy(), eager[1].v.asnumpy())
+    np.testing.assert_array_equal(graph[0].asnumpy(), eager[0].asnumpy())
+    with pytest.raises(TypeError, match="an object cannot carry them out"):
+        ms.jit(returns_an_object, jit_config=STRICT)(_x())
+
+
+def value_builtins(x, w):
+    return int(x), float(x.sum()), str(x), len(w.asnumpy()), int("12", 16), float("1.5")
+
+
+def test_int_float_str_len_of_graph_values_take_their_run_time_values():
+    x, w = Tensor(np.array([-1.0], np.float32)), Tensor(np.arange(4))
+    eager, graph = _both(value_builtins, x, w)
+    assert graph == eager and type(graph[0]) is int and type(graph[1]) is float
+    with pytest.raises(CompileTimeValueError):
+        ms.jit(value_builtins, jit_config=STRICT)(x, w)
+
+
+def generators(x):
+    squares = (i * i for i in range(1, 6) if i % 2)
+    return squares, sum(x * i for i in range(3)), ms.ops.partial(lambda a, b: a - b, b=1)(a=x)
+
+
+def test_generator_expressions_and_partial_with_keywords():
+    graph = ms.jit(generators)(_x())
+    assert graph[0] == (1, 9, 25)  # a generator leaves the graph as a tuple, as in MindSpore
+    np.testing.assert_array_equal(graph[1].asnumpy(), (_x() * 3).asnumpy())
+    np.testing.assert_array_equal(graph[2].asnumpy(), (_x() - 1).asnumpy())
+    from kiln.jit import GraphSyntaxError
+
+    with pytest.raises(GraphSyntaxError, match="generator expressions"):
+        ms.jit(generators, jit_config=STRICT)(_x())

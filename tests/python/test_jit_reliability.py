@@ -194,3 +194,12 @@ def test_unbounded_recursion_under_a_high_recursion_limit_in_a_thread():
 
 def test_graph_raise_is_a_runtime_error_for_direct_executable_runs():
     assert issubclass(_C.GraphRaise, RuntimeError)
+
+
+def test_max_call_depth_bounds_compiled_recursion_and_names_the_function():
+    ms.set_context(max_call_depth=30)
+    try:
+        with pytest.raises(RecursionError, match=r"more than 30 deep in forever"):
+            ms.jit(forever)(T([1.0]), 0)
+    finally:
+        ms.set_context(max_call_depth=1000)

@@ -140,10 +140,11 @@ LAYERS = [
               "kiln.common", "kiln.common.dtype", "kiln.common._arrays", "kiln.common.mutable"]),
     ("ops", ["kiln.ops"]),  # the functional API, primitives, grad; makes Tensors through _C
     ("tensor", ["kiln.common.initializer", "kiln.common.tensor", "kiln.common.parameter",
-                "kiln.common.sparse_tensor", "kiln.common._tensor_breadth"]),
+                "kiln.common.sparse_tensor", "kiln.common.tensor_methods",
+                "kiln.common.tensor_inplace", "kiln.common._tensor_breadth"]),
     ("dataset", ["kiln.dataset"]),  # the data pipeline: sources, operations, transforms
     ("jit", ["kiln.jit"]),  # Graph mode; knows Cells only through kiln.jit.cell_interface
-    ("nn", ["kiln.nn"]),
+    ("nn", ["kiln.nn", "kiln.mint"]),
     ("api", ["kiln.train", "kiln.common.api", "kiln"]),
 ]
 

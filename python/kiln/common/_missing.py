@@ -16,7 +16,11 @@ def missing_attribute(module_name, mindspore_name):
         if name.startswith("__") and name.endswith("__"):
             # Dunder probes (copy, pickle, doctest, IDEs) get Python's usual error.
             raise AttributeError(f"module '{module_name}' has no attribute '{name}'")
-        if importlib.util.find_spec(f"{module_name}.{name}") is not None:
+        try:
+            spec = importlib.util.find_spec(f"{module_name}.{name}")
+        except ModuleNotFoundError:  # module_name is a module, not a package: no submodules
+            spec = None
+        if spec is not None:
             return importlib.import_module(f"{module_name}.{name}")
         raise AttributeError(
             f"module '{module_name}' has no attribute '{name}': {mindspore_name}.{name} is not "

@@ -2,13 +2,37 @@
 import numpy as np
 
 from kiln import _C, _graph_state, ops
-from kiln.common import _tensor_breadth, initializer
+from kiln.common import _tensor_breadth, initializer, tensor_inplace, tensor_methods
 from kiln.common import dtype as mstype
 from kiln.common._arrays import as_array
-from kiln.ops import _indexing
+from kiln.ops import _batching, _indexing
 from kiln.ops._core import axes_attr, shape_attr
 
 __all__ = ["Tensor", "tensor"]
+
+
+_GraphValue = _graph_state.GraphValue
+_new_tensor_base = _C.TensorBase.__new__
+
+# Messages shared with graph values (kiln.jit.graph_tensor).
+LEN_OF_0D = ("Not support len of a 0-D tensor. A 0-d tensor (shape ()) holds one value and has no "
+             "length; its element count is x.size")
+ITER_OF_0D = ("Cannot iterate over a scalar tensor. A 0-d tensor (shape ()) holds one value; read "
+              "it with x.item(), or reshape it to (1,) to iterate")
+
+
+def sequence_operand(value):
+    """The operand of a tensor + or -: a list or tuple of numbers (nested as a tensor's rows)
+    becomes a Tensor, as MindSpore does (so `[5, 6] + t` and `sum(t, [5, 6])` broadcast like
+    NumPy); anything else is returned as is (a list holding tensors stays a list)."""
+    if type(value) not in (list, tuple) or not _numbers_only(value):
+        return value
+    return Tensor(value)
+
+
+def _numbers_only(seq):
+    return all(_numbers_only(v) if type(v) in (list, tuple) else
+               isinstance(v, (bool, int, float)) for v in seq)
 
 
 class Tensor(_C.TensorBase):
@@ -19,11 +43,11 @@ class Tensor(_C.TensorBase):
     """
 
     def __new__(cls, input_data=None, dtype=None, *args, **kwargs):
-        if isinstance(input_data, _graph_state.GraphValue) and cls is Tensor:
+        if isinstance(input_data, _GraphValue) and cls is Tensor:
             # Tensor(x) of a value a graph computes, while compiling: that value as a graph
             # tensor (a Python object computed when the graph runs converts, LAX)
             return _graph_state.converter().tensor_of_graph_value(input_data, dtype)
-        return super().__new__(cls)
+        return _new_tensor_base(cls)
 
     def __init__(self, input_data=None, dtype=None, shape=None, init=None, const_arg=False):
         dtype = None if dtype is None else mstype.to_dtype(dtype)
@@ -45,6 +69,19 @@ class Tensor(_C.TensorBase):
         _C.TensorBase.__init__(self, source)  # a Tensor shares storage; an array is shared too
         if declared is not None:
             self._declared_shape = declared
+
+    # ---- + and - with a list or tuple of numbers (MindSpore converts it to a tensor) ----
+    def __add__(self, other):
+        return _C.TensorBase.__add__(self, sequence_operand(other))
+
+    def __radd__(self, other):
+        return _C.TensorBase.__radd__(self, sequence_operand(other))
+
+    def __sub__(self, other):
+        return _C.TensorBase.__sub__(self, sequence_operand(other))
+
+    def __rsub__(self, other):
+        return _C.TensorBase.__rsub__(self, sequence_operand(other))
 
     # ---- metadata ----
     @property
@@ -134,12 +171,12 @@ class Tensor(_C.TensorBase):
 
     def __len__(self):
         if self.ndim == 0:
-            raise TypeError("len() of a 0-d tensor")
+            raise TypeError(LEN_OF_0D)
         return self.shape[0]
 
     def __iter__(self):
         if self.ndim == 0:
-            raise TypeError("iteration over a 0-d tensor")
+            raise TypeError(ITER_OF_0D)
         for i in range(self.shape[0]):
             yield self[i]
 
@@ -200,6 +237,9 @@ class Tensor(_C.TensorBase):
 
     def sqrt(self):
         return ops.sqrt(self)
+
+    def reciprocal(self):
+        return ops.reciprocal(self)
 
     def abs(self):
         return ops.abs(self)
@@ -366,8 +406,11 @@ def _initial_values(shape, dtype, init):
     return initializer.initializer(init, shape, dtype or mstype.float32).init_data()
 
 
+tensor_methods.install(Tensor)
+tensor_inplace.install(Tensor)
+_tensor_breadth.install(Tensor)  # after the two above: their methods stay
+_batching.install_methods(Tensor)  # values inside ops.vmap have Tensor's methods
 _C._set_tensor_class(Tensor)
-_tensor_breadth.install(Tensor)
 
 
 def one_element_message(what, shape):

@@ -15,7 +15,7 @@ from kiln import _graph_state as _state
 from kiln.common.mutable import _is_dynamic_len, _MutableBool, _MutableFloat, _MutableInt
 from kiln.common.parameter import Parameter
 from kiln.common.tensor import Tensor
-from kiln.jit import lax
+from kiln.jit import lax, param_names
 from kiln.jit.cache import CompileCache
 from kiln.jit.cell_interface import CellBase
 from kiln.jit.convert import Converter
@@ -161,8 +161,9 @@ def _inside(container, path):
     (a RuntimeError), instead of Python's recursion limit somewhere deep in the compiler."""
     if id(container) in path:
         raise RecursionError(
-            f"jit: an argument holds a {type(container).__name__} that contains itself; a graph "
-            f"cannot take a container with a cycle (recursion detected while converting it)"
+            f"jit: an argument holds a {type(container).__name__} that contains itself. Detect "
+            f"recursion when converting python object. A graph cannot take a container with a "
+            f"cycle; pass the values it holds instead"
         )
     return path + (id(container),)
 
@@ -209,6 +210,8 @@ def _graph_inputs(emitter, value, inputs, name):
             items = type(value)(items)
             items.dynamic_len = True
             return items
+        if hasattr(type(value), "_fields"):  # a namedtuple keeps its class (fields by name)
+            return type(value)(*items)
         return tuple(items) if isinstance(value, tuple) else items
     if isinstance(value, dict):
         return {k: _graph_inputs(emitter, v, inputs, f"{name}[{k!r}]") for k, v in value.items()}
@@ -252,6 +255,11 @@ def _build_graph(emitter, converter, fn, args, kwargs, self_obj):
     if self_obj is not None:
         graph_args.insert(0, converter.wrap(self_obj, "self", None, path="self"))
     result = lazy_as_tuples(converter.call_function(fn, tuple(graph_args), graph_kwargs))
+    param_names.check_unique(getattr(fn, "__qualname__", "jit"),
+                             param_names.argument_parameters(args, kwargs), emitter.parameters,
+                             self_obj)
+    if converter.lax:  # objects holding graph values come back with their run-time values
+        result = lax.objects_out(result)
     converter.guards.settle(fn.__qualname__)
     tree, outputs, opaque = output_signature(
         result, lambda v: isinstance(v, (GraphTensor, lax.RuntimeObject))

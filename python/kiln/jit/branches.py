@@ -3,6 +3,7 @@
 import ast
 
 from kiln.common.tensor import Tensor
+from kiln.jit import lax
 from kiln.jit.conditions import bool_dtype, logical_not, scalar_bool
 from kiln.jit.errors import at_line, where
 from kiln.jit.frames import RaisedSignal, ReturnSignal, region_frame
@@ -176,7 +177,10 @@ class BranchesMixin:
         """Graph handles for a region's results; Python values become constants in the graph."""
         handles, consts = [], []
         for leaf in leaves:
-            if isinstance(leaf, (GraphTensor, Tensor, bool, int, float)):
+            if isinstance(leaf, lax.RuntimeObject):  # its handle is the region's result
+                handles.append(leaf.graph.handle)
+                consts.append(None)
+            elif isinstance(leaf, (GraphTensor, Tensor, bool, int, float)):
                 handles.append(self.emitter.to_graph(leaf, "if").handle)
                 consts.append(None if isinstance(leaf, (GraphTensor, Tensor)) else leaf)
             else:
@@ -203,6 +207,10 @@ class BranchesMixin:
         joined, k = [], 0
         for pos, (a, b, x, y) in enumerate(zip(la, lb, ca, cb)):
             a_graph, b_graph = x is None, y is None
+            if isinstance(a, lax.RuntimeObject) or isinstance(b, lax.RuntimeObject):
+                joined.append(_join_objects(a, b, outs, k, self.emitter, what))
+                k += 1
+                continue
             numeric = isinstance(a, _NUMERIC)
             if numeric != isinstance(b, _NUMERIC):  # e.g. a tensor and None
                 raise TypeError(
@@ -227,6 +235,19 @@ class BranchesMixin:
 
 
 _NUMERIC = (GraphTensor, Tensor, bool, int, float)  # what a branch result may carry as a value
+
+
+def _join_objects(a, b, outs, k, emitter, what):
+    """Two Python objects computed when the graph runs (LAX), one per branch: the one of the
+    branch taken, typed (for use as a tensor) only when both branches' example values agree."""
+    if not (isinstance(a, lax.RuntimeObject) and isinstance(b, lax.RuntimeObject)):
+        raise TypeError(
+            f"the two branches give a {_kind(a)} and a {_kind(b)} for {what}; a value computed in "
+            f"Python when the graph runs merges only with another such value"
+        )
+    if outs is None:
+        return a
+    return lax.join(emitter.wrap(outs[k]), a, b)
 
 
 def _merged_names(body, orelse, frame):

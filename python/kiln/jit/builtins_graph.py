@@ -1,11 +1,16 @@
 """Builtins that need to know about graph values: print, isinstance, range and friends."""
 
 import builtins
+import types
 
 from kiln import _graph_state as _state
+from kiln.common import dtype as mstype
 from kiln.common.tensor import Tensor
-from kiln.jit.callables import real_classes, two_argument_super
+from kiln.jit import builtin_checks
+from kiln.jit.callables import BuildAtCompileTime, real_classes, two_argument_super
+from kiln.jit.forbidden import ForbiddenCall
 from kiln.jit.graph_tensor import GraphTensor, is_tensor
+from kiln.jit.rewrites import CALL_METHOD_FN, LSHIFT_FN, RSHIFT_FN
 from kiln.jit.scope import CellProxy
 
 
@@ -49,6 +54,7 @@ def _isinstance(obj, classinfo):
     """isinstance on what compiled code sees: a Cell class stands for itself (not the wrapper
     that builds it at compile time), `self` and sub-Cells for their Cell, and a graph value for
     the tensor it was made from (a Parameter stays a Parameter)."""
+    _check_classinfo(classinfo)
     classes = real_classes(classinfo)
     if isinstance(obj, CellProxy):
         obj = obj._cell
@@ -59,6 +65,26 @@ def _isinstance(obj, classinfo):
         return any(builtins.isinstance(c, type) and issubclass(Tensor, c) or c is GraphTensor
                    for c in classes)
     return builtins.isinstance(obj, classes)
+
+
+def _check_classinfo(classinfo):
+    """TypeError for an isinstance second argument that is not a class, a (nested) tuple of
+    classes or a union, naming what it was (Python's own message does not)."""
+    if isinstance(classinfo, tuple):
+        for item in classinfo:
+            _check_classinfo(item)
+        return
+    if isinstance(classinfo, (BuildAtCompileTime, ForbiddenCall, types.UnionType)):
+        return
+    if any("__instancecheck__" in vars(k) for k in type(classinfo).__mro__):
+        return  # classes, unions, and objects with their own isinstance check
+    if is_tensor(classinfo):
+        kind, shown = "Tensor", f"of shape {tuple(classinfo.shape)}"
+    else:
+        kind, shown = type(classinfo).__name__, repr(classinfo)
+        shown = shown if len(shown) <= 80 else shown[:77] + "..."
+    raise TypeError(f"isinstance() arg 2 must be a type or tuple of types (or a union of "
+                    f"types), but got {kind} {shown}")
 
 
 def _super(*args):
@@ -74,6 +100,12 @@ class TensorRange:
 
 
 def _range(*args):
+    for i, a in enumerate(args):
+        if isinstance(a, GraphTensor) and (a.size != 1 or a.dtype.is_floating_point
+                                           or a.dtype == mstype.bool_):
+            raise TypeError(f"range() takes integers: the {i}th input should be a int scalar "
+                            f"(a Python int or an integer tensor of one element), but got a "
+                            f"{a.dtype} tensor of shape {tuple(a.shape)}")
     if any(isinstance(a, GraphTensor) for a in args):
         start, stop, step = (0, args[0], 1) if len(args) == 1 else (args + (1,))[:3]
         return TensorRange(start, stop, step)
@@ -81,6 +113,10 @@ def _range(*args):
 
 
 def _len(obj):
+    from kiln.jit import lax  # noqa: PLC0415
+
+    if isinstance(obj, lax.RuntimeObject):  # a value Python computes when the graph runs
+        return lax.length(obj)
     return len(obj)
 
 
@@ -90,4 +126,10 @@ SPECIAL = {
     "range": _range,
     "len": _len,
     "super": _super,
+    "max": builtin_checks.checked_max,
+    "min": builtin_checks.checked_min,
+    "enumerate": builtin_checks.checked_enumerate,
+    CALL_METHOD_FN: builtin_checks.call_method,
+    LSHIFT_FN: builtin_checks.left_shift,
+    RSHIFT_FN: builtin_checks.right_shift,
 }

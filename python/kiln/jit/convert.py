@@ -14,7 +14,7 @@ import types
 
 from kiln.common.parameter import Parameter
 from kiln.common.tensor import Tensor
-from kiln.jit import lax_text
+from kiln.jit import builtin_checks, cell_hooks, lax_text
 from kiln.jit.branches import BranchesMixin
 from kiln.jit.builtins_graph import SPECIAL
 from kiln.jit.callables import BuildAtCompileTime, ZeroArgSuper
@@ -32,8 +32,10 @@ from kiln.jit.frames import (
 from kiln.jit.guards import Guards
 from kiln.jit.loops import LoopsMixin
 from kiln.jit.rewrites import (
+    BUILTIN_FN,
     CONTAINS_FN,
     FSTRING_FN,
+    GENERATOR_FN,
     HAS_KEY_FN,
     LIST_METHOD_FN,
     NOT_FN,
@@ -61,6 +63,7 @@ class Converter(StatementsMixin, BranchesMixin, LoopsMixin):
         self.guards = Guards()
         emitter.is_outside = self.guards.holds
         self.depth = 0
+        self.max_call_depth = None  # set_context's, read on the first call
         self.frames = []  # (frame, graph function it runs in), innermost last
         # (id(cell), name) of non-Parameter attributes compiled code assigns (LAX): run-time
         # state, read when the graph runs instead of folded and guarded
@@ -140,6 +143,7 @@ class Converter(StatementsMixin, BranchesMixin, LoopsMixin):
         """receiver.append/extend/insert(...): a list from outside the function (a global, a
         closure variable, an attribute) given values the graph computes is written when the
         graph runs (LAX), and is run-time state from then on: guarded by identity only."""
+        builtin_checks.check_list_call(receiver, name, args)  # insert's index
         if (type(receiver) is list and self.guards.read_directly(receiver)
                 and lax_text.has_runtime_values(list(args) + list(kwargs.values()))):
             from kiln.jit import lax  # noqa: PLC0415
@@ -186,8 +190,18 @@ class Converter(StatementsMixin, BranchesMixin, LoopsMixin):
         compiling do."""
         construct = type(cell).construct
         if is_library(construct):
-            return construct(proxy, *args, **kwargs)  # kiln's layers run as is, through the proxy
-        return self.wrap(construct, "construct", None)(proxy, *args, **kwargs)
+            body = lambda a, k: construct(proxy, *a, **k)  # noqa: E731 - kiln's layers run as is
+        else:
+            body = lambda a, k: self.wrap(construct, "construct", None)(proxy, *a, **k)  # noqa: E731
+        # registering or removing a hook bumps the cell epoch: this guard then recompiles
+        self.guards.record(f"hooks of {type(cell).__name__} {id(cell)}",
+                           lambda: cell_hooks.key(cell), cell_hooks.key(cell), cell_attr=True)
+        cell_hooks.warn_backward_hooks_in_graph(cell)
+        if not cell_hooks.has_hooks(cell):
+            return body(args, kwargs)
+        # forward hooks are compiled with the construct, as MindSpore compiles them
+        return cell_hooks.call_with_hooks(cell, proxy, args, kwargs, body,
+                                          lambda fn, *a: self.wrap(fn, "hook", None)(*a))
 
     def assign_attribute(self, cell, path, name, value):
         target = getattr(cell, name, None)
@@ -209,13 +223,19 @@ class Converter(StatementsMixin, BranchesMixin, LoopsMixin):
         )
 
     def run_body(self, stmts, frame):
+        from kiln.context import get_context  # noqa: PLC0415
+
+        limit = self.max_call_depth
+        if limit is None:
+            limit = self.max_call_depth = get_context("max_call_depth")
+        if self.depth >= limit:
+            raise RecursionError(
+                f"Graph mode: calls nest more than {limit} deep in {frame.source.name} "
+                f"(set_context(max_call_depth=...); recursion is unrolled at compile time, so "
+                f"it needs a constant stopping condition)"
+            )
         self.depth += 1
         self.frames.append((frame, self.emitter.current_func))
-        if self.depth > 200:
-            raise RecursionError(
-                "Graph mode: calls nest more than 200 deep (recursion is unrolled "
-                "at compile time, so it needs a constant stopping condition)"
-            )
         try:
             self.exec_block(stmts, frame)
         except ReturnSignal as r:
@@ -239,6 +259,8 @@ class Converter(StatementsMixin, BranchesMixin, LoopsMixin):
         scope.locals.setdefault(FSTRING_FN, lax_text.fstring)
         scope.locals.setdefault(STR_FORMAT_FN, lax_text.str_format)
         scope.locals.setdefault(LIST_METHOD_FN, self.list_method)
+        scope.locals.setdefault(BUILTIN_FN, lax_text.value_builtin)
+        scope.locals.setdefault(GENERATOR_FN, iter)
         scope.locals.setdefault(NOTE_RETURN_FN, self._note_return)
         try:
             return eval(code, scope)  # noqa: S307 - compiled user code, as Python would run it

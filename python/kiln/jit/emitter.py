@@ -23,12 +23,28 @@ _FOLDABLE_KINDS = frozenset(
     k for k in KIND.values()
     if not _C.op_schema(k)["mutates"] and not _C.op_schema(k)["is_random"]
 )
+_EFFECT_KINDS = frozenset(k for k in KIND.values() if k not in _FOLDABLE_KINDS)
 _FOLD_LIMIT = 4096  # elements: larger constants stay graph ops (the graph keeps what it folds)
 
 
 _UNKNOWN = object()
 RAISE_TENSOR_ARG = object()  # where a raised exception's argument is a tensor's run-time value
 RAISE_ARG_SEPARATOR = "\x1f"  # between those values in the run-time message
+
+
+def _from_spec(spec, values, flatten, unflatten):
+    """A result nested as an output spec says (("result", k), ("literal", v), ("tuple", ...))."""
+    kind, value = spec
+    if kind == "result":
+        return values[value]
+    if kind == "literal":
+        return value
+    if kind == "dict":
+        return {_from_spec(k, values, flatten, unflatten): _from_spec(v, values, flatten,
+                                                                      unflatten)
+                for k, v in value}
+    items = [_from_spec(item, values, flatten, unflatten) for item in value]
+    return items if kind == "list" else tuple(items)
 
 
 class GraphEmitter:
@@ -48,6 +64,7 @@ class GraphEmitter:
         self.raise_types = {}  # name in the graph -> exception class, for classes not builtin
         self.is_outside = lambda tensor: False  # read from outside (set by the Converter)
         self.differentiating = 0  # how many grad regions (ops.composite) are being built
+        self.has_effects = False  # a node that writes, draws or prints was added (raise_now)
         self.lax_sites = []  # the run-time interpreter sites of the graph (kept alive with it)
         self.interpreted = []  # (function, file, line, what) of each, for get_jit_stats
 
@@ -134,6 +151,8 @@ class GraphEmitter:
         folded = self._fold(kind, name, inputs, attrs)
         if folded is not None:
             return folded
+        if kind in _EFFECT_KINDS:
+            self.has_effects = True
         handles, absent = [], []
         for x in inputs:
             if x is None:
@@ -259,8 +278,20 @@ class GraphEmitter:
         """Verifies the graph, runs the jit level's passes and plans it: a _C.Executable."""
         return self._builder.finish(level)
 
+    def inline_model(self, executable, inputs, weights):
+        """A loaded model (nn.GraphCell) called in compiled code: its graph, copied into this
+        one, on `inputs` and its weights (Parameters, graph inputs as any other)."""
+        from kiln.jit.trees import flatten, unflatten  # noqa: PLC0415
+
+        handles, spec = self._builder.inline_(
+            executable, [self.to_graph(v, "GraphCell").handle for v in inputs],
+            [self.parameter(w).handle for w in weights], *self.loc)
+        values = [self.wrap(h) for h in handles]
+        return _from_spec(spec, values, flatten, unflatten)
+
     def interpret_(self, key, what, handles, metas):
         """A run-time interpreter node (jit/lax.py) running host site `key`; its results."""
+        self.has_effects = True
         outs = self._builder.interpret_(key, what, list(handles), list(metas), *self.loc)
         return [self.wrap(h) for h in outs]
 
@@ -270,8 +301,15 @@ class GraphEmitter:
         self.interpreted.append((function, self.loc[0], self.loc[1], what))
 
     def print_(self, format_string, values):
+        self.has_effects = True
         handles = [self.to_graph(v, "print").handle for v in values]
         self._builder.print_(format_string, handles, *self.loc)
+
+    def raises_now(self):
+        """Whether a raise reached now happens on every run before anything else the graph
+        does (the entry function, not a branch or loop region, and no effect before it): then
+        it is raised while compiling, as MindSpore does."""
+        return self._builder.current_func == 0 and not self.has_effects
 
     def raise_(self, error_type, format_string, values, args=None):
         """A node raising `error_type` (an exception class) when the graph runs; with `args`

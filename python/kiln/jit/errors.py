@@ -7,12 +7,33 @@ def where(source, lineno):
 
 def at_line(error, source, lineno):
     """The same kind of exception, with the user's file, line and source text appended."""
-    message = f"{error}\n  at {where(source, lineno).rstrip()}"
+    message = f"{_explained(error) or error}\n  at {where(source, lineno).rstrip()}"
     try:
         new = type(error)(message)
     except Exception:  # noqa: BLE001 - exception types with unusual constructors
         new = RuntimeError(message)
     return new
+
+
+# A Python constant as the graph types it (MindSpore's names for the same values).
+_CONSTANT_KINDS = {bool: "Bool", int: "Int", float: "Float", str: "String"}
+
+
+def _explained(error):
+    """A missing attribute of a Python constant or of a namedtuple, named in the graph's type
+    words with what the value is; None for other errors (their own text stands)."""
+    obj, name = getattr(error, "obj", None), getattr(error, "name", None)
+    if type(error) is not AttributeError or name is None:
+        return None
+    kind = type(obj)
+    if kind in _CONSTANT_KINDS:
+        return (f"'{_CONSTANT_KINDS[kind]}' object has no attribute '{name}': the Python "
+                f"{kind.__name__} {obj!r} is a constant of the graph")
+    if isinstance(obj, tuple) and hasattr(kind, "_fields"):
+        fields = ", ".join(kind._fields) or "none"
+        return (f"'NamedTuple' object has no attribute '{name}': {obj!r} is a {kind.__name__} "
+                f"namedtuple, whose fields are {fields}")
+    return None
 
 
 def explain_one_branch_name(error, frame):

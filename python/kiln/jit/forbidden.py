@@ -6,10 +6,24 @@ MindSpore, which refuses those too: the value is a compile-time constant, guarde
 the setting recompiles (docs/compatibility.md).
 """
 
+import functools
+import sys
 import types
+
+from kiln import _graph_state
+from kiln.jit.scope import Scope
 
 # Modules whose every function and class is refused, but for the readers named get_*.
 _MODULES = ("kiln.common.initializer", "kiln.log", "kiln.context")
+
+
+def api_name(kind, module, qualname):
+    """How an error names a kiln API: by the MindSpore name the program's code mirrors
+    (`mindspore.nn.cell.Cell.get_parameters`), with kiln's own module path after it."""
+    kiln_name = f"{module}.{qualname}"
+    if module == "kiln" or module.startswith("kiln."):
+        return f"the {kind} 'mindspore{kiln_name[len('kiln'):]}' ({kiln_name} in kiln)"
+    return f"the {kind} '{kiln_name}'"
 
 
 def message(what):
@@ -25,6 +39,22 @@ _CLASSES = {
         ValueError, "a Parameter made by a graph would be made once, while compiling, and shared "
         "by every run; create it in __init__ and read it as self.<name>"),
 }
+
+
+def refused_in_compiled_code(method):
+    """Marks a method compiled code may not call (MindSpore refuses the same ones): a call that
+    compiled user code makes raises RuntimeError; kiln's own code, which runs as plain Python
+    while compiling, may still call it."""
+    what = api_name("method or function", method.__module__, method.__qualname__)
+
+    @functools.wraps(method)
+    def checked(*args, **kwargs):
+        # user code being compiled runs its expressions with a Scope as globals (jit/scope.py)
+        if _graph_state.compiling() and isinstance(sys._getframe(1).f_globals, Scope):
+            raise RuntimeError(message(what))
+        return method(*args, **kwargs)
+
+    return checked
 
 
 class ForbiddenCall:
@@ -70,15 +100,14 @@ def refused(value, guards):
     if isinstance(value, type):
         refusal = _CLASSES.get(f"{value.__module__}.{value.__qualname__}")
         if refusal is not None:
-            return ForbiddenCall(value, f"the class '{value.__module__}.{value.__qualname__}'",
+            return ForbiddenCall(value, api_name("class", value.__module__, value.__qualname__),
                                  *refusal)
     if not callable(value) or getattr(value, "__module__", None) not in _MODULES:
         return None
     if value.__module__ != "kiln.common.initializer" and value.__name__.startswith("get_"):
         return SettingRead(value, guards)
-    name = f"{value.__module__}.{value.__qualname__}"
     kind = "class" if isinstance(value, type) else "method or function"
-    return ForbiddenCall(value, f"the {kind} '{name}'")
+    return ForbiddenCall(value, api_name(kind, value.__module__, value.__qualname__))
 
 
 class KilnModule:

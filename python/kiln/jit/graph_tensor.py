@@ -3,7 +3,15 @@
 
 from kiln._graph_state import GraphValue
 from kiln.common import dtype as mstype
-from kiln.common.tensor import Tensor, one_element_message
+from kiln.common.tensor import (
+    ITER_OF_0D,
+    LEN_OF_0D,
+    Tensor,
+    one_element_message,
+    sequence_operand,
+)
+from kiln.common.tensor_inplace import check_fits
+from kiln.common.tensor_methods import PROPERTIES
 from kiln.jit import lax
 from kiln.jit.forbidden import method_of
 from kiln.ops import _indexing
@@ -78,6 +86,14 @@ class GraphTensor(GraphValue):
         if self._kind() != "Parameter":
             raise AttributeError("'Tensor' object has no attribute 'set_data'")
         raise method_of("Parameter", "set_data")
+
+    def _write_inplace(self, value, op="in-place"):
+        """An in-place method (x.add_(y)) in a graph: x[...] = result, with index assignment's
+        meaning (kiln.jit.mutation); returns the updated value, which names of x now hold."""
+        from kiln import _graph_state  # noqa: PLC0415
+
+        check_fits(self, value, op)
+        return _graph_state.converter().write_inplace(self, value)
 
     def _kind(self):
         from kiln import _graph_state  # noqa: PLC0415
@@ -171,10 +187,12 @@ class GraphTensor(GraphValue):
 
     def __len__(self):
         if not self._shape:
-            raise TypeError("len() of a 0-d tensor")
+            raise TypeError(LEN_OF_0D)
         return self._shape[0]
 
     def __iter__(self):
+        if not self._shape:
+            raise TypeError(ITER_OF_0D)
         for i in range(len(self)):
             yield self[i]
 
@@ -187,6 +205,8 @@ class GraphTensor(GraphValue):
 
 def _binary(name, swap=False):
     def method(self, other):
+        if name in ("add", "sub"):  # a list of numbers converts, as in PyNative
+            other = sequence_operand(other)
         if not isinstance(other, (GraphTensor, Tensor, bool, int, float)):
             return NotImplemented
         return call(name, (other, self) if swap else (self, other))
@@ -265,6 +285,8 @@ def _install_operators():
         ):
             setattr(GraphTensor, name, value)
     GraphTensor.T = property(lambda self: self.transpose())
+    for name in PROPERTIES:  # the properties of kiln.common.tensor_methods
+        setattr(GraphTensor, name, getattr(Tensor, name))
 
 
 _install_operators()

@@ -33,8 +33,6 @@ from kiln._graph_state import GraphValue
 _NO_PROBE = object()  # the result's type is unknown while compiling
 _sites = weakref.WeakValueDictionary()  # key -> _Site, alive while a compiled graph holds it
 _site_keys = itertools.count(1)
-_object_ids = itertools.count(1)
-_objects = {}  # handle -> the Python object a node returned, alive during its call
 _per_thread = threading.local()
 
 
@@ -64,7 +62,8 @@ def _host(key, inputs):
     if site is None:
         raise RuntimeError(f"LAX: run-time interpreter site {key} no longer exists")
     # tensors are copies: Python may keep them past the run, when the graph reuses its buffers
-    values = [_objects[int(t.asnumpy())] if kind == "object" else t.copy()
+    table = _per_thread.table
+    values = [table[int(t.asnumpy())] if kind == "object" else t.copy()
               for kind, t in zip(site.kinds, inputs)]
     result = site.fn(*values)
     if site.output == "none":
@@ -75,15 +74,23 @@ def _host(key, inputs):
 
 
 def _keep(obj):
-    """Stores a node's result for the rest of the call; its handle as a 0-d int64 tensor."""
+    """Stores a node's result for the rest of the call; its handle (its index in the call's
+    table) as a 0-d int64 tensor, made once per index and reused."""
+    table = _per_thread.table
+    table.append(obj)
+    handle = len(table) - 1
+    while len(_handle_tensors) <= handle:
+        _handle_tensors.append(_int64_scalar(len(_handle_tensors)))
+    return _handle_tensors[handle]
+
+
+def _int64_scalar(value):
     from kiln.common.tensor import Tensor  # noqa: PLC0415
 
-    handle = next(_object_ids)
-    _objects[handle] = obj
-    made = getattr(_per_thread, "made", None)
-    if made is not None:
-        made.append(handle)
-    return Tensor(np.asarray(handle, np.int64))
+    return Tensor(np.asarray(value, np.int64))
+
+
+_handle_tensors = []  # shared, never written: the graph only reads its inputs
 
 
 def _as_tensor(value, meta, what):
@@ -115,18 +122,17 @@ def _not_a_tensor(value, what):
 
 
 class run_scope:  # noqa: N801 - used as `with lax.run_scope():`
-    """One call of a graph with interpret nodes: the objects its nodes make live until the
-    call's result is built, then the table forgets them."""
+    """One call of a graph with interpret nodes: the objects its nodes make live in this
+    call's table until the call's result is built (a graph run from inside a node's Python
+    code has its own table)."""
 
     def __enter__(self):
-        self.saved = getattr(_per_thread, "made", None)
-        _per_thread.made = self.made = []
+        self.saved = getattr(_per_thread, "table", None)
+        _per_thread.table = []
         return self
 
     def __exit__(self, *exc):
-        _per_thread.made = self.saved
-        for handle in self.made:
-            _objects.pop(handle, None)
+        _per_thread.table = self.saved
 
 
 def resolve(result, object_positions):
@@ -139,7 +145,7 @@ def resolve(result, object_positions):
     for leaf in leaves:
         if isinstance(leaf, _C.TensorBase):
             if position in object_positions:
-                leaf = _objects[int(leaf.asnumpy())]
+                leaf = _per_thread.table[int(leaf.asnumpy())]
             position += 1
         out.append(leaf)
     return unflatten(structure, out)
@@ -165,9 +171,10 @@ def run_later(fn, args, kwargs, what, output="object", probe=True):
     template = _template((args, kwargs), inputs, kinds)
     example = _probe(fn, template, inputs) if probe else _NO_PROBE
 
+    build_args, build_kwargs = _rebuilder(template[0]), _rebuilder(template[1])
+
     def run(*values):
-        call_args, call_kwargs = _fill(template, iter(values))
-        return fn(*call_args, **call_kwargs)
+        return fn(*build_args(values), **build_kwargs(values))
 
     where = _where(emitter, what)
     if output == "tensor":
@@ -221,6 +228,41 @@ def _fill(template, values):
         return t
 
     return fill(template)
+
+
+def _rebuilder(template):
+    """A function of the node's input values that rebuilds `template` (made once per node, so
+    each run only indexes and builds containers)."""
+    if isinstance(template, _Slot):
+        index = template.index
+        return lambda values: values[index]
+    if type(template) in (tuple, list, dict) and not _has_slot(template):
+        if not template:
+            return lambda values: type(template)()
+        return lambda values: template if type(template) is tuple else _copy_container(template)
+    if type(template) in (tuple, list):
+        kind, parts = type(template), [_rebuilder(t) for t in template]
+        return lambda values: kind([p(values) for p in parts])
+    if type(template) is dict:
+        parts = [(k, _rebuilder(v)) for k, v in template.items()]
+        return lambda values: {k: p(values) for k, p in parts}
+    return lambda values: template
+
+
+def _has_slot(template):
+    if isinstance(template, _Slot):
+        return True
+    if type(template) in (tuple, list):
+        return any(_has_slot(t) for t in template)
+    if type(template) is dict:
+        return any(_has_slot(t) for t in template.values())
+    return False
+
+
+def _copy_container(template):  # a fresh list/dict per run: the code may change it
+    import copy  # noqa: PLC0415
+
+    return copy.deepcopy(template)
 
 
 class _Slot:
@@ -451,6 +493,69 @@ RuntimeObject.__neg__ = lambda self: run_later(operator.neg, (self,), {}, f"-{se
 RuntimeObject.__abs__ = lambda self: run_later(builtins.abs, (self,), {}, f"abs({self._text()})")
 RuntimeObject.__invert__ = lambda self: run_later(operator.invert, (self,), {}, "~")
 del _name, _op, _sym
+
+
+def length(obj):
+    """len() of a RuntimeObject: known while compiling when its example has the exact shape
+    (an array's first dimension), else taken when the graph runs."""
+    if obj.exact and isinstance(obj.probe, np.ndarray) and obj.probe.ndim > 0:
+        return len(obj.probe)
+    return run_later(len, (obj,), {}, f"len({obj._text()})")
+
+
+def join(graph, a, b):
+    """The RuntimeObject after a tensor-dependent if whose branches gave `a` and `b`."""
+    same = _same_type(a.probe, b.probe)
+    return RuntimeObject(graph, a.probe if same else _NO_PROBE, a.exact and b.exact and same,
+                         f"`{a._text()} or {b._text()}` (after an if)")
+
+
+def _same_type(p, q):
+    if p is _NO_PROBE or q is _NO_PROBE or type(p) is not type(q):
+        return False
+    if isinstance(p, (np.ndarray, np.generic)):
+        return p.dtype == q.dtype and np.shape(p) == np.shape(q)
+    return True
+
+
+def objects_out(result):
+    """The result with every object whose attributes hold graph values (a plain Python or
+    @jit_class object made in compiled code) replaced by a copy made when the graph runs, with
+    those attributes' run-time values, as PyNative returns it."""
+    if type(result) in (tuple, list):
+        return type(result)(objects_out(v) for v in result)
+    if type(result) is dict:
+        return {k: objects_out(v) for k, v in result.items()}
+    attrs = getattr(result, "__dict__", None)
+    if (isinstance(attrs, dict) and not isinstance(result, (type, GraphValue))
+            and type(result).__module__.split(".")[0] != "kiln" and uses_graph(attrs.values())):
+        return run_later(_with_attributes(result), ({k: objects_out(v) for k, v in
+                                                     attrs.items()},), {},
+                         f"{type(result).__name__} object", probe=False)
+    return result
+
+
+def _with_attributes(obj):
+    import copy  # noqa: PLC0415
+
+    def rebuild(values):
+        out = copy.copy(obj)
+        out.__dict__.update(values)
+        return out
+
+    return rebuild
+
+
+def uses_graph(values):
+    """Whether a graph value (tensor or object) is among `values`, also inside containers."""
+    for v in values:
+        if isinstance(v, GraphValue):
+            return True
+        if type(v) in (tuple, list) and uses_graph(v):
+            return True
+        if type(v) is dict and uses_graph(v.values()):
+            return True
+    return False
 
 
 def uses_runtime(values):

@@ -80,4 +80,19 @@ def raise_at_runtime(exc_type, args):
     lax.run_later(raise_now, args, {}, f"raise {exc_type.__name__}", output="none", probe=False)
 
 
+def value_builtin(fn, *args, **kwargs):
+    """int(x), float(x), str(x) in compiled code: Python's for known values; for a value the
+    graph computes, Python's when the graph runs (LAX), as PyNative gives it."""
+    if fn not in (builtins.int, builtins.float, builtins.str) or not _unknown(args):
+        return fn(*args, **kwargs)
+    if not lax.is_lax():
+        return fn(*args, **kwargs)  # the STRICT error (GraphTensor.__int__ and friends)
+    return lax.run_later(fn, args, kwargs, f"{fn.__name__}()", probe=fn is not builtins.str)
+
+
+def _unknown(values):
+    return any(isinstance(v, lax.RuntimeObject)
+               or isinstance(v, GraphTensor) and v.known is None for v in values)
+
+
 has_runtime_values = _has_graph_values

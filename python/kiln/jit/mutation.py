@@ -34,10 +34,21 @@ def set_item(converter, container, index, value):
     # Under grad (emitter.differentiating) the write is one node whose output is the updated
     # tensor, so the IR's autodiff sees what overwrote which elements.
     updated = _indexing.setitem(updated, index, value, traced=emitter.differentiating > 0)
-    if id(container) in emitter.entries:
-        call("assign", (container, updated))  # the caller's tensor changes, as in PyNative
+    origin = _written_input(emitter, container)
+    if origin is not None:
+        call("assign", (origin, updated))  # the caller's tensor changes, as in PyNative
+        # a later write to the updated value (x[0] = a; x[1] = b) writes the caller's too
+        emitter.__dict__.setdefault("written_inputs", {})[id(updated)] = (updated, origin)
     rebind(converter, container, updated)
     return updated
+
+
+def _written_input(emitter, value):
+    """The graph input that `value` is (or is the updated copy of, after earlier writes)."""
+    if id(value) in emitter.entries:
+        return value
+    hit = emitter.__dict__.get("written_inputs", {}).get(id(value))
+    return hit[1] if hit is not None and hit[0] is value else None
 
 
 def _visible_base(converter, value):

@@ -7,8 +7,14 @@ import copy
 SELECT_FN, NOT_FN, NOTE_RETURN_FN = "__kiln_select__", "__kiln_not__", "__kiln_note_return__"
 CONTAINS_FN = "__kiln_contains__"
 HAS_KEY_FN = "__kiln_has_key__"
+# Checked list/tuple methods and shifts (builtin_checks; found through the graph builtins).
+CALL_METHOD_FN, LSHIFT_FN, RSHIFT_FN = "__kiln_call_method__", "__kiln_lshift__", "__kiln_rshift__"
+_CHECKED_METHODS = ("pop", "insert", "index")  # insert: when list_method does not take it
 FSTRING_FN, STR_FORMAT_FN = "__kiln_fstring__", "__kiln_str_format__"
 LIST_METHOD_FN = "__kiln_list_method__"
+BUILTIN_FN = "__kiln_builtin__"
+GENERATOR_FN = "__kiln_generator__"
+_VALUE_BUILTINS = ("int", "float", "str")  # need a value: of a graph value, when it runs (LAX)
 _LIST_WRITES = ("append", "extend", "insert")  # list methods that store values (lax.list_method)
 # Locals the rewritten loops set; names starting with "__kiln_" are the converter's own.
 BREAK_FLAG, SKIP_FLAG = "__kiln_brk", "__kiln_skip"
@@ -160,9 +166,21 @@ class _ConditionalExpressions(ast.NodeTransformer):
         if (isinstance(func, ast.Attribute) and func.attr == "has_key" and len(node.args) == 1
                 and not node.keywords and not isinstance(node.args[0], ast.Starred)):
             return _call(HAS_KEY_FN, [func.value, node.args[0]], node)
+        if isinstance(func, ast.Name) and func.id in _VALUE_BUILTINS:
+            # int(x) -> __kiln_builtin__(int, x): the name still resolves as the code says
+            call = ast.Call(func=ast.Name(id=BUILTIN_FN, ctx=ast.Load()),
+                            args=[func] + node.args, keywords=node.keywords)
+            return ast.copy_location(call, node)
         if (isinstance(func, ast.Attribute) and func.attr in _LIST_WRITES
                 and not any(isinstance(a, ast.Starred) for a in node.args)):
+            # (list_method checks insert's index first: builtin_checks.check_list_call)
             call = ast.Call(func=ast.Name(id=LIST_METHOD_FN, ctx=ast.Load()),
+                            args=[func.value, ast.Constant(func.attr)] + node.args,
+                            keywords=node.keywords)
+            return ast.copy_location(call, node)
+        if isinstance(func, ast.Attribute) and func.attr in _CHECKED_METHODS:
+            # x.pop(i) -> __kiln_call_method__(x, "pop", i): list/tuple arguments are checked
+            call = ast.Call(func=ast.Name(id=CALL_METHOD_FN, ctx=ast.Load()),
                             args=[func.value, ast.Constant(func.attr)] + node.args,
                             keywords=node.keywords)
             return ast.copy_location(call, node)
@@ -173,6 +191,13 @@ class _ConditionalExpressions(ast.NodeTransformer):
                             args=[func.value] + node.args, keywords=node.keywords)
             return ast.copy_location(call, node)
         return node
+
+    def visit_GeneratorExp(self, node):
+        """(e for x in xs) -> iter([e for x in xs]) (LAX): the items are made while compiling,
+        in order, and a generator returned from the graph comes back as a tuple."""
+        self.generic_visit(node)
+        items = ast.copy_location(ast.ListComp(elt=node.elt, generators=node.generators), node)
+        return _call(GENERATOR_FN, [items], node)
 
     def visit_JoinedStr(self, node):
         """f"a{x!r:>4}" -> __kiln_fstring__("a", (x, 114, ">4")): Python's text for Python
@@ -209,6 +234,14 @@ class _ConditionalExpressions(ast.NodeTransformer):
             return node
         found = _call(CONTAINS_FN, [node.left, node.comparators[0]], node)
         return _call(NOT_FN, [found], node) if isinstance(op, ast.NotIn) else found
+
+    def visit_BinOp(self, node):
+        """a << b, a >> b -> checked shifts (Python numbers: integers, non-negative counts)."""
+        self.generic_visit(node)
+        if isinstance(node.op, (ast.LShift, ast.RShift)):
+            name = LSHIFT_FN if isinstance(node.op, ast.LShift) else RSHIFT_FN
+            return _call(name, [node.left, node.right], node)
+        return node
 
     def visit_UnaryOp(self, node):
         self.generic_visit(node)

@@ -24,7 +24,7 @@ _UNSUPPORTED = {
     ast.AsyncWith: ("async with", "compiled functions are not coroutines"),
     ast.SetComp: ("set comprehensions", "use a list or dict comprehension"),
     ast.Set: ("set literals", "use a tuple or list"),
-    ast.GeneratorExp: ("generator expressions", "use a list comprehension"),
+    ast.GeneratorExp: ("generator expressions", "use a list comprehension or the LAX level"),
     ast.Match: ("match statements", "use if/elif"),
 }
 
@@ -84,7 +84,7 @@ def _find_def(tree, code):
 
 
 # What the LAX level adds to STRICT syntax (run by the converter, jit/statements.py).
-_LAX_SYNTAX = (ast.With,)
+_LAX_SYNTAX = (ast.With, ast.GeneratorExp)
 
 
 def check_strict(source, lax=False):

@@ -94,6 +94,10 @@ class StatementsMixin:
             return
         container[index] = value
 
+    def write_inplace(self, target, value):
+        """An in-place Tensor method (x.add_(y)) on a graph value: x[...] = its result."""
+        return mutation.set_item(self, target, Ellipsis, value)
+
     def exec_Return(self, stmt, frame):
         raise ReturnSignal(None if stmt.value is None else self.eval(stmt.value, frame))
 
@@ -173,6 +177,9 @@ class StatementsMixin:
         if lax.uses_runtime(args):  # e.g. an f-string of tensors: Python raises it at run time
             lax_text.raise_at_runtime(exc_type, args)
             raise RaisedSignal()
+        if self.emitter.raises_now() and not lax_text.has_runtime_values(args):
+            # reached on every run before any effect: raised while compiling, as MindSpore does
+            raise exc if isinstance(exc, BaseException) else exc_type()
         if len(args) == 1 and isinstance(args[0], str):  # the message, as the exception's text
             self.emitter.raise_(exc_type, _format_literal(args[0]), [])
             raise RaisedSignal()

@@ -21,7 +21,7 @@ def _flatten(value, leaves):
     return "*"
 
 
-_LAZY_SEQUENCES = (map, zip, filter, enumerate, range, reversed)
+_LAZY_SEQUENCES = (map, zip, filter, enumerate, range, reversed, type(iter([])))
 
 
 def lazy_as_tuples(value):

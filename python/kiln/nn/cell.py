@@ -4,8 +4,10 @@ from collections import OrderedDict
 from kiln import _C, _graph_state, context
 from kiln.common import dtype as mstype
 from kiln.common.parameter import Parameter, ParameterTuple, is_generated_name
+from kiln.jit import cell_hooks
 from kiln.jit.api import cell_graph_call
 from kiln.jit.cell_interface import CellBase, amp_call, amp_param
+from kiln.jit.forbidden import refused_in_compiled_code
 
 __all__ = ["Cell"]
 
@@ -44,6 +46,12 @@ class Cell(CellBase):
             raise RuntimeError(f"{type(self).__name__}.__init__ must call super().__init__() "
                                f"before the cell is used")
         d = self.__dict__
+        if "_hooked" in d and not _graph_state.compiling():
+            return cell_hooks.call_with_hooks(self, self, args, kwargs, self._call_unhooked)
+        return self._call_unhooked(args, kwargs)
+
+    def _call_unhooked(self, args, kwargs):
+        d = self.__dict__
         if "_amp_dtype" in d or "_amp_output_dtype" in d:
             return amp_call(self, self._call, args, kwargs)  # mixed precision: the casts
         # Inside a graph being compiled, or in GRAPH_MODE, the compiler takes the call.
@@ -55,6 +63,33 @@ class Cell(CellBase):
         if _graph_state.compiling() or _SETTINGS["mode"] == _GRAPH_MODE:
             return cell_graph_call(self, args, kwargs)
         return self.construct(*args, **kwargs)
+
+    # ---- hooks ----
+    def register_forward_pre_hook(self, hook_fn, *, prepend=False, with_kwargs=False):
+        """hook_fn(cell, args) (with_kwargs: hook_fn(cell, args, kwargs)) runs before every
+        construct; a value it returns replaces the arguments. Returns a handle whose remove()
+        unregisters it."""
+        return cell_hooks.register(self, "forward_pre_hook", hook_fn, prepend,
+                                   with_kwargs=with_kwargs)
+
+    def register_forward_hook(self, hook_fn, *, prepend=False, with_kwargs=False,
+                              always_call=False):
+        """hook_fn(cell, args, output) (with_kwargs: hook_fn(cell, args, kwargs, output)) runs
+        after every construct; a value it returns replaces the output. always_call: it also
+        runs (with output None) when construct raises."""
+        return cell_hooks.register(self, "forward_hook", hook_fn, prepend,
+                                   with_kwargs=with_kwargs, always_call=always_call)
+
+    def register_backward_pre_hook(self, hook_fn):
+        """hook_fn(cell, grad_output) runs when a PyNative gradient reaches the cell's outputs;
+        a tuple it returns replaces grad_output. Not run in compiled code."""
+        return cell_hooks.register(self, "backward_pre_hook", hook_fn, False)
+
+    def register_backward_hook(self, hook_fn):
+        """hook_fn(cell, grad_input, grad_output) runs when a PyNative gradient has gone
+        through the cell; a tuple it returns replaces grad_input (the gradients of the cell's
+        tensor inputs). Not run in compiled code."""
+        return cell_hooks.register(self, "backward_hook", hook_fn, False)
 
     # ---- attribute registration ----
     def __getattr__(self, name):
@@ -103,7 +138,29 @@ class Cell(CellBase):
         else:
             if name in plist:
                 del plist[name]
+            if type(value) in (list, tuple):
+                self._check_sequence_parameter_names(name, value)
             object.__setattr__(self, name, value)
+
+    def _check_sequence_parameter_names(self, name, value):
+        """Parameters held in plain list/tuple attributes are not renamed by path, so two
+        different ones with one name (across all such attributes) are refused, as in MindSpore."""
+        mine = [p for p in value if isinstance(p, Parameter)]
+        if not mine:
+            return
+        taken = {}  # name -> (attribute, Parameter)
+        for attr, other in vars(self).items():
+            if attr != name and type(other) in (list, tuple):
+                for p in other:
+                    if isinstance(p, Parameter):
+                        taken.setdefault(p.name, (attr, p))
+        for p in mine:
+            attr, first = taken.setdefault(p.name, (name, p))
+            if first is not p:
+                raise ValueError(
+                    f"{type(self).__name__}.{name}: a Parameter named '{p.name}' clashes with a "
+                    f"different one in '{attr}': its name '{p.name}' already exists. Give each "
+                    f"Parameter a unique name")
 
     def __delattr__(self, name):
         for registry in ("_params", "_cells", "_params_list"):
@@ -201,13 +258,15 @@ class Cell(CellBase):
         itself."""
         return {param: param for param in self.get_parameters()}
 
+    @refused_in_compiled_code
     def get_parameters(self, expand=True):
         for _, param in self.parameters_and_names(expand=expand):
             yield param
 
-    def trainable_params(self, recurse=True):
+    def trainable_params(self, recurse=True):  # allowed in compiled code (MindSpore refuses)
         return [p for p in self.get_parameters(expand=recurse) if p.requires_grad]
 
+    @refused_in_compiled_code
     def untrainable_params(self, recurse=True):
         return [p for p in self.get_parameters(expand=recurse) if not p.requires_grad]
 

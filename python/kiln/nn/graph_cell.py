@@ -1,5 +1,5 @@
 """nn.GraphCell: runs a model that kiln.load read from a MindIR file, in either mode."""
-from kiln import _C
+from kiln import _C, _graph_state
 from kiln.common.parameter import Parameter
 from kiln.nn.cell import Cell
 
@@ -47,6 +47,21 @@ class GraphCell(Cell):
         for name, value in (params_init or {}).items():
             self._set_weight(name, value)
 
+    def _check_inputs(self, inputs):
+        expected = self.graph.inputs
+        if len(inputs) != len(expected):
+            raise TypeError(f"GraphCell: the loaded model takes {len(expected)} inputs, got "
+                            f"{len(inputs)}")
+        for value, (name, dtype, shape) in zip(inputs, expected):
+            got_shape = tuple(getattr(value, "shape", ()))
+            fits = len(got_shape) == len(shape) and all(
+                want < 0 or want == got for want, got in zip(shape, got_shape))
+            if getattr(value, "dtype", None) != dtype or not fits:
+                raise TypeError(
+                    f"GraphCell: input {name!r} of the loaded model is {dtype} of shape "
+                    f"{tuple('?' if d < 0 else d for d in shape)}, got "
+                    f"{getattr(value, 'dtype', type(value).__name__)} of shape {got_shape}")
+
     def _set_weight(self, name, value):
         for param in self._graph_params:
             if param.name == name:
@@ -67,6 +82,10 @@ class GraphCell(Cell):
         return self.construct(*inputs)
 
     def construct(self, *inputs):
+        emitter = _graph_state.emitter()
+        if emitter is not None:  # called from compiled code: the loaded graph joins that graph
+            self._check_inputs(inputs)
+            return emitter.inline_model(self.graph._executable, inputs, list(self._graph_params))
         try:
             return self.graph._executable.call(list(inputs), self._graph_params, ())
         except _C.GraphRaise as e:

@@ -21,8 +21,9 @@ from kiln.ops.primitive import (  # noqa: E402,F401
     constexpr,
     prim_attr_register,
 )
+from kiln.ops.vmap_api import vmap  # noqa: E402,F401
 
-__all__ += operations.__all__ + composite.__all__ + ["constexpr", "prim_attr_register"]
+__all__ += operations.__all__ + composite.__all__ + ["constexpr", "prim_attr_register", "vmap"]
 
 from kiln.common._missing import missing_attribute as _missing_attribute  # noqa: E402
 

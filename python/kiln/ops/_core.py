@@ -10,12 +10,18 @@ from kiln.common import dtype as mstype
 KIND = {name: i for i, name in enumerate(_C.op_names())}
 
 
+batch_hook = None  # kiln.ops._batching.dispatch while ops.vmap runs a function
+
+
 def call(name, inputs, attrs=()):
     """Runs the registry op `name`; returns a Tensor or a tuple of Tensors.
 
     While this thread compiles a function the op becomes a node of that graph instead; the
     choice is made in C++ (bindings/dispatch.cc), the same place the Tensor operators ask.
+    Inside ops.vmap the op goes through its batching rule first.
     """
+    if batch_hook is not None:
+        return batch_hook(name, inputs, attrs)
     return _C.call(KIND[name], inputs, attrs)
 
 

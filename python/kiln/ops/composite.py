@@ -4,6 +4,7 @@ records ops on a C++ tape (runtime/tape.h) and sweeps it backwards with the regi
 rules.
 """
 from kiln import _C, _graph_state
+from kiln.ops import _backward_hooks
 from kiln.ops._core import call, is_tensor
 from kiln.ops.multitype import HyperMap, Map, MultitypeFuncGraph
 
@@ -79,18 +80,25 @@ def _differentiate(fn, args, kwargs, positions, weights, has_aux, sens, fn_name)
         # the same tensor passed at two positions then gets two gradients.
         args[p] = call("identity", (args[p],))
     tape = _C.Tape()
-    with tape:
-        for p in positions:
-            tape.watch(args[p])
-        for w in weights:
-            tape.watch(w)
-        out = fn(*args, **kwargs)
-    targets, _ = _outputs(out, has_aux, fn_name)
-    sens_list = [None] * len(targets)
-    if sens is not None:
-        sens_list = list(sens) if isinstance(sens, (tuple, list)) else [sens]
     sources = [args[p] for p in positions] + list(weights)
-    grads = tape.gradient(targets, sens_list, sources)
+    hooks = _backward_hooks.begin(tape, sources)  # backward hooks made while fn runs
+    try:
+        with tape:
+            for p in positions:
+                tape.watch(args[p])
+            for w in weights:
+                tape.watch(w)
+            out = fn(*args, **kwargs)
+        targets, _ = _outputs(out, has_aux, fn_name)
+        sens_list = [None] * len(targets)
+        if sens is not None:
+            sens_list = list(sens) if isinstance(sens, (tuple, list)) else [sens]
+        if hooks.nodes or hooks.leaf_hooks:
+            grads = _backward_hooks.gradient(hooks, targets, sens_list, sources)
+        else:
+            grads = tape.gradient(targets, sens_list, sources)
+    finally:
+        _backward_hooks.end(hooks)
     return out, grads[:len(positions)], grads[len(positions):]
 
 

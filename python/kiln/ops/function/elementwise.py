@@ -4,7 +4,8 @@ from kiln.ops._core import call, dtype_attr, is_tensor
 
 __all__ = [
     "add", "sub", "mul", "div", "divide", "floor_divide", "remainder", "fmod", "pow", "neg",
-    "negative", "abs", "absolute", "exp", "log", "sqrt", "rsqrt", "sin", "cos", "tanh",
+    "negative", "abs", "absolute", "exp", "log", "sqrt", "rsqrt", "reciprocal", "sin", "cos",
+    "tanh",
     "sigmoid", "relu", "gelu", "silu", "square", "sign", "floor", "round", "maximum", "minimum",
     "equal",
     "not_equal", "ne", "less", "lt", "less_equal", "le", "greater", "gt", "greater_equal", "ge",
@@ -106,6 +107,15 @@ def sqrt(x):
 
 def rsqrt(input):  # noqa: A002
     return call("rsqrt", (input,))
+
+
+def reciprocal(input):  # noqa: A002
+    """1 / input; integer and bool inputs give float32 (as MindSpore), floats keep their dtype."""
+    if not is_tensor(input):
+        raise TypeError(f"reciprocal: input must be a Tensor, got {type(input).__name__}")
+    if not input.dtype.is_floating_point:
+        input = cast(input, "float32")
+    return call("div", (1.0, input))
 
 
 def sin(input):  # noqa: A002

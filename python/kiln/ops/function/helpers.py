@@ -55,11 +55,11 @@ def select(cond, input, other):  # noqa: A002
     return call("where", (cond, input, other))
 
 
-def partial(func, *args):
-    """func with its first arguments bound (MindSpore's F.partial)."""
+def partial(func, *args, **kwargs):
+    """func with arguments bound, positional and by keyword (MindSpore's F.partial)."""
     if not callable(func):
         raise TypeError(f"partial: func must be callable, got {type(func).__name__}")
-    return functools.partial(func, *args)
+    return functools.partial(func, *args, **kwargs)
 
 
 def is_sequence_value_unknown(x):

@@ -10,7 +10,7 @@ __all__ = [
     "tan", "asin", "arcsin", "acos", "arccos", "atan", "arctan", "sinh", "cosh", "asinh",
     "arcsinh", "acosh", "arccosh", "atanh", "arctanh", "erf", "erfc", "erfinv", "lgamma",
     "digamma", "mvlgamma", "ceil", "trunc", "atan2", "arctan2", "log2", "log10", "exp2",
-    "deg2rad", "rad2deg", "reciprocal", "inv", "sinc", "frac", "logit", "positive", "sgn",
+    "deg2rad", "rad2deg", "inv", "sinc", "frac", "logit", "positive", "sgn",
     "signbit", "isfinite", "isinf", "isnan", "isneginf", "isposinf", "isreal", "nan_to_num",
     "hypot", "logaddexp", "logaddexp2", "copysign", "heaviside", "fmax", "fmin", "float_power",
     "xlogy", "xdivy", "lerp", "ldexp", "floor_div", "floor_mod", "truncate_div", "truncate_mod",
@@ -141,12 +141,9 @@ def rad2deg(x):
     return call("mul", (_float_only("rad2deg", x, "x"), 180 / math.pi))
 
 
-def reciprocal(input):  # noqa: A002
-    """1 / x; integer inputs give float32."""
-    return call("div", (1.0, _floating("reciprocal", input)))
-
-
 def inv(x):
+    """1 / x (ops.reciprocal); integer inputs give float32."""
+    from kiln.ops.function.elementwise import reciprocal  # noqa: PLC0415 - sibling module
     return reciprocal(x)
 
 

@@ -42,10 +42,39 @@ def sum(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A001,A002 - Min
 
 
 def mean(input, axis=None, keep_dims=False):  # noqa: A002
-    """Arithmetic mean; integer and bool inputs give float32."""
+    """Arithmetic mean. An integer input keeps its dtype, as in MindSpore: the sum in that dtype
+    (wrapping on overflow) divided by the count, truncated toward zero. A bool input gives
+    float32 (MindSpore refuses it)."""
     _check_tensor("mean", "input", input)
     keep_dims = _flag("mean", "keep_dims", keep_dims)
-    return call("reduce_mean", (input,), (_axes("mean", axis), keep_dims))
+    axes = _axes("mean", axis)
+    dtype = input.dtype
+    if dtype.is_floating_point or dtype == mstype.bool_:
+        return call("reduce_mean", (input,), (axes, keep_dims))
+    return _integer_mean(input, axes, keep_dims)
+
+
+def _integer_mean(input, axes, keep_dims):  # noqa: A002
+    dtype = input.dtype
+    total = call("reduce_sum", (input,), (axes, keep_dims, dtype_attr(dtype)))  # checks axes
+    # The division runs in 64 bits (a count of 300 does not fit int8), the result in `dtype`.
+    wide = mstype.uint64 if dtype in mstype.uint_type else mstype.int64
+    total = _ew.cast(total, wide)
+    shape = tuple(input.shape)
+    count = 1
+    for a in (range(len(shape)) if not axes or not shape else set(axes)):
+        count *= shape[a]  # reduce_sum has refused out-of-range axes
+    if any(d < 0 for d in shape):  # a dimension known only when the graph runs (export)
+        ones = _ew.add(_ew.mul(_ew.cast(input, wide), 0), 1)
+        count = call("reduce_sum", (ones,), (axes, keep_dims, dtype_attr(wide)))
+    elif count <= 0:
+        raise ValueError(f"mean: the mean of an integer tensor over an empty axis (shape {shape}, "
+                         f"axis {axes}) has no integer value; cast the input to a float dtype")
+    quotient = _ew.floor_divide(total, count)
+    if wide == mstype.int64:  # round toward zero, as MindSpore's integer division
+        up = _ew.neg(_ew.floor_divide(_ew.neg(total), count))
+        quotient = _ew.where(total < 0, up, quotient)
+    return _ew.cast(quotient, dtype)
 
 
 def prod(input, axis=None, keep_dims=False):  # noqa: A002

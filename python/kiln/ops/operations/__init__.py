@@ -5,6 +5,7 @@ call goes to the same registry op the functional form uses.
 """
 from kiln.ops import _core
 from kiln.ops import function as _ops
+from kiln.ops.operations.debug_ops import HookBackward, Print  # noqa: F401
 from kiln.ops.operations.math_ops import *  # noqa: F401,F403
 from kiln.ops.operations.math_ops import __all__ as _math_ops_all
 from kiln.ops.operations.nn_ops import *  # noqa: F401,F403
@@ -13,14 +14,15 @@ from kiln.ops.primitive import Primitive, PrimitiveWithCheck, PrimitiveWithInfer
 
 __all__ = [
     "Primitive", "PrimitiveWithInfer", "PrimitiveWithCheck", "Add", "Sub", "Mul", "Div",
-    "RealDiv", "Pow", "Neg", "Abs", "Exp", "Log", "Sqrt", "Rsqrt", "Sin", "Cos", "Tanh",
+    "RealDiv", "Pow", "Neg", "Abs", "Exp", "Log", "Sqrt", "Rsqrt", "Reciprocal", "Sin", "Cos",
+    "Tanh",
     "Sigmoid", "ReLU", "GeLU", "SiLU", "Square",
     "Maximum", "Minimum", "Equal", "Less", "Greater", "Select", "Cast", "MatMul",
     "BitwiseAnd", "BitwiseOr", "BitwiseXor", "Invert", "LeftShift", "RightShift",
     "BatchMatMul", "ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "Softmax",
     "LogSoftmax", "Reshape", "Transpose", "ExpandDims", "Squeeze", "Concat", "Stack",
     "Gather", "OneHot", "ZerosLike", "OnesLike", "Argmax", "Flatten", "Depend", "AddN", "Split",
-] + _nn_ops_all + _math_ops_all
+] + _nn_ops_all + _math_ops_all + ["Print", "HookBackward"]
 
 
 def _elementwise(name, fn_name):
@@ -42,6 +44,7 @@ Exp = _elementwise("Exp", "exp")
 Log = _elementwise("Log", "log")
 Sqrt = _elementwise("Sqrt", "sqrt")
 Rsqrt = _elementwise("Rsqrt", "rsqrt")
+Reciprocal = _elementwise("Reciprocal", "reciprocal")
 Sin = _elementwise("Sin", "sin")
 Cos = _elementwise("Cos", "cos")
 Tanh = _elementwise("Tanh", "tanh")
@@ -126,7 +129,10 @@ class _Reduce(Primitive):
 
 
 class ReduceSum(_Reduce):
-    _fn = staticmethod(lambda x, axis, keep: _ops.sum(x, axis, keep))
+    """Keeps the input's dtype, as MindSpore's primitive does (ops.sum widens integers to int64):
+    integer sums wrap on overflow, and a bool sum is True where any element is."""
+
+    _fn = staticmethod(lambda x, axis, keep: _ops.sum(x, axis, keep, dtype=x.dtype))
 
 
 class ReduceMean(_Reduce):

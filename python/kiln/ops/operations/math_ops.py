@@ -11,7 +11,7 @@ from kiln.ops.primitive import Primitive
 _SIMPLE = {
     # name: functional op (called with the primitive's call arguments)
     "Mod": "truncate_mod", "FloorDiv": "floor_div", "FloorMod": "floor_mod",
-    "TruncateDiv": "truncate_div", "TruncateMod": "truncate_mod", "Reciprocal": "reciprocal",
+    "TruncateDiv": "truncate_div", "TruncateMod": "truncate_mod",
     "Inv": "reciprocal", "Tan": "tan", "Asin": "asin", "ACos": "acos", "Atan": "atan",
     "Atan2": "atan2", "Sinh": "sinh", "Cosh": "cosh", "Asinh": "asinh", "Acosh": "acosh",
     "Atanh": "atanh", "Erf": "erf", "Erfc": "erfc", "Erfinv": "erfinv", "Lgamma": "lgamma",

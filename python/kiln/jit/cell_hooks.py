@@ -1,0 +1,164 @@
+"""Cell hooks (register_forward_pre_hook, register_forward_hook, register_backward_hook,
+register_backward_pre_hook) and their handles.
+
+A forward hook runs around every call of the cell: pre-hooks see (and may replace) the
+arguments, forward hooks see (and may replace) the output. In PyNative they are plain Python
+calls. In compiled code (a sub-cell called from a compiled construct) they are compiled with
+the construct, as MindSpore 2.10 compiles them in Graph mode; a top-level cell called in
+GRAPH_MODE runs its own hooks in Python around the compiled construct.
+
+Backward hooks run while a PyNative gradient is taken (kiln.ops._backward_hooks cuts the
+recorded graph at the cell's inputs and outputs): a backward pre-hook gets (cell, grad_output)
+and may replace grad_output; a backward hook gets (cell, grad_input, grad_output) and may
+replace grad_input. Compiled code does not run them (a warning says so).
+"""
+import itertools
+from collections import OrderedDict
+
+from kiln import _graph_state, log
+from kiln.ops import _backward_hooks
+from kiln.ops._core import is_tensor
+
+_IDS = itertools.count()
+
+
+class HookHandle:
+    """What a register_*_hook call returns: ``handle.remove()`` unregisters the hook."""
+
+    def __init__(self, hooks):
+        self.handle_id = next(_IDS)
+        self._hooks = hooks
+
+    def remove(self):
+        if self._hooks.pop(self.handle_id, None) is not None:
+            _graph_state.bump_cell_epoch()  # compiled graphs that ran the hook recompile
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.remove()
+
+
+def register(cell, kind, hook_fn, prepend, **flags):
+    if not callable(hook_fn):
+        raise TypeError(f"{type(cell).__name__}.register_{kind}: hook_fn must be a Python "
+                        f"function, got {type(hook_fn).__name__}")
+    hooks = cell.__dict__.get(f"_{kind}s")
+    if hooks is None:
+        hooks = OrderedDict()
+        object.__setattr__(cell, f"_{kind}s", hooks)
+    handle = HookHandle(hooks)
+    hooks[handle.handle_id] = (hook_fn, flags)
+    object.__setattr__(cell, "_hooked", True)  # Cell.__call__ then takes the hooked path
+    if prepend:
+        hooks.move_to_end(handle.handle_id, last=False)
+    _graph_state.bump_cell_epoch()
+    return handle
+
+
+def key(cell):
+    """What identifies cell's hooks, for compiled graphs' guards."""
+    d = cell.__dict__
+    return tuple(tuple(d.get(f"_{kind}s", ())) for kind in ("forward_pre_hook", "forward_hook"))
+
+
+def has_hooks(cell):
+    d = cell.__dict__
+    return bool(d.get("_forward_pre_hooks")) or bool(d.get("_forward_hooks"))
+
+
+def warn_backward_hooks_in_graph(cell):
+    d = cell.__dict__
+    if d.get("_backward_hooks") or d.get("_backward_pre_hooks"):
+        log.warning(f"{type(cell).__name__}: backward hooks do not run in compiled code "
+                    f"(Graph mode); gradients pass through unchanged")
+
+
+def call_with_hooks(cell, owner, args, kwargs, body, call=None):
+    """body(args, kwargs) with cell's hooks around it; `owner` is what hooks get as the cell
+    (the cell, or its proxy in compiled code); `call(fn, *args)` runs a hook (compiled code
+    passes the converter's)."""
+    call = call or (lambda fn, *a: fn(*a))
+    d = cell.__dict__
+    if (d.get("_backward_hooks") or d.get("_backward_pre_hooks")) and \
+            _backward_hooks.current() is not None and not _graph_state.compiling():
+        body = _with_backward_hooks(cell, body)
+    for fn, flags in list(cell.__dict__.get("_forward_pre_hooks", {}).values()):
+        if flags["with_kwargs"]:
+            out = call(fn, owner, args, kwargs)
+            if out is not None:
+                if not (isinstance(out, tuple) and len(out) == 2):
+                    raise RuntimeError(f"forward pre-hook {_name(fn)} with kwargs must return "
+                                       f"None or (args, kwargs), got {type(out).__name__}")
+                args, kwargs = out
+        else:
+            out = call(fn, owner, args)
+            if out is not None:
+                args = out if isinstance(out, tuple) else (out,)
+    post = list(cell.__dict__.get("_forward_hooks", {}).values())
+    try:
+        output = body(args, kwargs)
+    except Exception:
+        for fn, flags in post:
+            if flags["always_call"]:
+                _post(call, fn, flags, owner, args, kwargs, None)
+        raise
+    for fn, flags in post:
+        out = _post(call, fn, flags, owner, args, kwargs, output)
+        if out is not None:
+            output = out
+    return output
+
+
+def _with_backward_hooks(cell, body):
+    """body with the recorded graph cut at the cell's tensor inputs and outputs, so that the
+    gradient leaving the cell (grad_output) and the one reaching its inputs (grad_input) pass
+    through the cell's backward hooks."""
+    d, state = cell.__dict__, {}
+
+    def input_backward(grads):
+        grad_input = tuple(grads)
+        for fn, _ in list(d.get("_backward_hooks", {}).values()):
+            out = fn(cell, grad_input, state.get("grad_output", ()))
+            grad_input = tuple(_backward_hooks.as_grads(out, grad_input, "backward hook"))
+        return list(grad_input)
+
+    def output_backward(grads):
+        grad_output = tuple(grads)
+        for fn, _ in list(d.get("_backward_pre_hooks", {}).values()):
+            out = fn(cell, grad_output)
+            grad_output = tuple(_backward_hooks.as_grads(out, grad_output, "backward pre hook"))
+        state["grad_output"] = grad_output
+        return list(grad_output)
+
+    def run(args, kwargs):
+        args = _replace_tensors(args, lambda ts: _backward_hooks.cut(ts, input_backward))
+        output = body(args, kwargs)
+        single = not isinstance(output, tuple)
+        outs = _replace_tensors((output,) if single else output,
+                                lambda ts: _backward_hooks.cut(ts, output_backward))
+        return outs[0] if single else outs
+
+    return run
+
+
+def _replace_tensors(values, fn):
+    positions = [i for i, v in enumerate(values) if is_tensor(v)]
+    if not positions:
+        return tuple(values)
+    new = fn([values[i] for i in positions])
+    out = list(values)
+    for i, v in zip(positions, new):
+        out[i] = v
+    return tuple(out)
+
+
+def _post(call, fn, flags, owner, args, kwargs, output):
+    if flags["with_kwargs"]:
+        return call(fn, owner, args, kwargs, output)
+    return call(fn, owner, args, output)
+
+
+def _name(fn):
+    return getattr(fn, "__name__", repr(fn))

@@ -1,0 +1,120 @@
+"""Backward hooks in PyNative (ops.HookBackward, Cell backward hooks, Tensor.register_hook).
+
+The tape (csrc/runtime/tape.cc) sweeps all records in one C++ call, so a Python hook cannot
+run inside it. Instead a hook point cuts the recorded graph: its outputs `ys` are fresh leaves
+(copies the tape has not seen being made) standing for its inputs `xs`. ``gradient`` then
+sweeps the tape once to the sources and every cut, and walks the cuts from the last made to
+the first: the gradient reaching a cut's ys goes through its Python `backward` (the hook) and
+is swept on from its xs to the sources and the earlier cuts. Each cut costs one more sweep.
+
+Hooks apply to first-order gradients (grad of grad passes through them unchanged: a cut is
+made only while exactly one tape records) and not in compiled code (MindSpore's Graph mode
+does not run HookBackward either); kiln logs a warning there.
+"""
+from kiln import _C
+
+_records = []  # one per running grad (innermost last)
+
+
+class Record:
+    """The cuts and source hooks made while one grad's function runs."""
+
+    def __init__(self, tape, sources):
+        self.tape = tape
+        self.sources = list(sources)
+        self.nodes = []        # (xs, ys, backward), in the order they were made
+        self.leaf_hooks = []   # (source index, hook) for Tensor.register_hook on a source
+
+
+def begin(tape, sources):
+    record = Record(tape, sources)
+    _records.append(record)
+    return record
+
+
+def end(record):
+    _records.remove(record)
+
+
+def current():
+    """The record hooks attach to: only while exactly one tape records (first order)."""
+    return _records[-1] if len(_records) == 1 and _C.tape_active() else None
+
+
+def cut(xs, backward):
+    """Fresh leaves standing for the tensors xs; `backward(grads of ys) -> grads of xs` runs
+    when the gradient is taken. Without a recording grad, xs come back unchanged."""
+    record = current()
+    if record is None:
+        return list(xs)
+    ys = []
+    for x in xs:
+        y = x._clone()  # a Tensor copied outside the registry: the tape does not link y to x
+        record.tape.watch(y)
+        ys.append(y)
+    record.nodes.append((list(xs), ys, backward))
+    return ys
+
+
+def hook_source(tensor, hook):
+    """Tensor.register_hook on a grad source (an argument or a weight): its final gradient
+    goes through hook. Returns False when tensor is not a source of the running grad."""
+    record = current()
+    if record is None:
+        return False
+    for i, s in enumerate(record.sources):
+        if s is tensor:
+            record.leaf_hooks.append((i, hook))
+            return True
+    return False
+
+
+def hook_tensor(tensor, backward):
+    """Tensor.register_hook on a tensor the running grad computed: its values are written
+    back into it from a fresh leaf (an in-place assign, which the tape follows: later uses of
+    `tensor` lead to the leaf), so the gradient of those uses reaches the leaf, goes through
+    `backward`, and is swept on from a copy that stands for the tensor as it was produced."""
+    from kiln.ops._core import call  # noqa: PLC0415
+
+    record = current()
+    if record is None:
+        return False
+    link = call("mul", (tensor, 1))  # a copy (a view would be rebased onto the write below)
+    leaf = tensor._clone()
+    record.tape.watch(leaf)
+    call("assign", (tensor, leaf))
+    record.nodes.append(([link], [leaf], backward))
+    return True
+
+
+def gradient(record, targets, sens, sources):
+    """tape.gradient(targets, sens, sources) with the record's cuts and hooks applied."""
+    tape, nodes = record.tape, record.nodes
+    n = len(sources)
+    ys = [y for _, node_ys, _ in nodes for y in node_ys]
+    first = list(tape.gradient(targets, sens, list(sources) + ys))
+    grads, gy = first[:n], first[n:]
+    for k in range(len(nodes) - 1, -1, -1):
+        xs, node_ys, backward = nodes[k]
+        start = sum(len(m[1]) for m in nodes[:k])
+        gx = backward(gy[start:start + len(node_ys)])
+        earlier = ys[:start]
+        swept = tape.gradient(xs, list(gx), list(sources) + earlier)
+        grads = [a + b for a, b in zip(grads, swept[:n])]
+        gy[:start] = [a + b for a, b in zip(gy[:start], swept[n:])]
+    for i, hook in record.leaf_hooks:
+        out = hook(grads[i])
+        if out is not None:
+            grads[i] = out
+    return grads
+
+
+def as_grads(result, grads, what):
+    """A hook's return: None keeps `grads`; else a tensor or a tuple of as many tensors."""
+    if result is None:
+        return list(grads)
+    result = list(result) if isinstance(result, (tuple, list)) else [result]
+    if len(result) != len(grads):
+        raise ValueError(f"{what}: the hook returned {len(result)} gradients for "
+                         f"{len(grads)} tensors")
+    return [g if r is None else r for g, r in zip(grads, result)]
