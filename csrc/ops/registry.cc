@@ -19,6 +19,7 @@ OpRegistry BuildRegistry() {
   OpRegistry registry;
   RegisterElementwiseOps(registry);
   RegisterUnaryOps(registry);
+  RegisterMathOps(registry);
   RegisterReduceOps(registry);
   RegisterNormalizationOps(registry);
   RegisterShapeOps(registry);

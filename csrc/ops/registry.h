@@ -114,6 +114,7 @@ class OpRegistry {
 // Family registration functions, one per ops/<family>.cc.
 void RegisterElementwiseOps(OpRegistry& registry);
 void RegisterUnaryOps(OpRegistry& registry);
+void RegisterMathOps(OpRegistry& registry);
 void RegisterReduceOps(OpRegistry& registry);
 void RegisterNormalizationOps(OpRegistry& registry);
 void RegisterShapeOps(OpRegistry& registry);

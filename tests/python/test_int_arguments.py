@@ -4,6 +4,7 @@ import inspect
 
 import numpy as np
 import pytest
+from int_cases_breadth import BREADTH_CASES, BREADTH_FLOAT_OK, BREADTH_SHOWN
 
 import kiln as ms
 from kiln import nn, ops
@@ -102,8 +103,9 @@ CASES = {
                "padding": lambda v: ops.unfold(IMG, 2, padding=v),
                "stride": lambda v: ops.unfold(IMG, 2, stride=v)},
 }
+CASES.update(BREADTH_CASES)
 # The name the error message gives for an alias.
-SHOWN = {"cat": "concat"}
+SHOWN = {"cat": "concat"} | BREADTH_SHOWN
 INT_PARAMETERS = {
     "axis", "axes", "dim", "shape", "size", "dims", "input_perm", "axis0", "axis1", "start_dim",
     "end_dim", "start", "length", "split_size_or_sections", "chunks", "batch_dims", "depth",
@@ -111,7 +113,7 @@ INT_PARAMETERS = {
     "output_size", "normalized_shape", "ignore_index", "repeats", "k", "num", "count",
 }
 # Parameters with those names that legitimately take floats.
-FLOAT_OK = {("arange", "start")}
+FLOAT_OK = {("arange", "start")} | BREADTH_FLOAT_OK
 CALLS = [(op, name, fn) for op, params in CASES.items() for name, fn in params.items()]
 
 

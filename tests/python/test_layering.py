@@ -145,7 +145,7 @@ LAYERS = [
     ("communication", ["kiln.communication"]),  # init, groups; comm_func over kiln.ops
     ("tensor", ["kiln.common.initializer", "kiln.common.tensor", "kiln.common.parameter",
                 "kiln.common.sparse_tensor", "kiln.common.tensor_methods",
-                "kiln.common.tensor_inplace"]),
+                "kiln.common.tensor_inplace", "kiln.common._tensor_breadth"]),
     ("dataset", ["kiln.dataset"]),  # the data pipeline: sources, operations, transforms
     ("jit", ["kiln.jit"]),  # Graph mode; knows Cells only through kiln.jit.cell_interface
     ("nn", ["kiln.nn", "kiln.mint"]),

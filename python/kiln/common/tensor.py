@@ -2,8 +2,8 @@
 import numpy as np
 
 from kiln import _C, _graph_state, ops
+from kiln.common import _tensor_breadth, initializer, tensor_inplace, tensor_methods
 from kiln.common import dtype as mstype
-from kiln.common import initializer, tensor_inplace, tensor_methods
 from kiln.common._arrays import as_array
 from kiln.ops import _batching, _indexing
 from kiln.ops._core import axes_attr, shape_attr
@@ -408,6 +408,7 @@ def _initial_values(shape, dtype, init):
 
 tensor_methods.install(Tensor)
 tensor_inplace.install(Tensor)
+_tensor_breadth.install(Tensor)  # after the two above: their methods stay
 _batching.install_methods(Tensor)  # values inside ops.vmap have Tensor's methods
 _C._set_tensor_class(Tensor)
 
