@@ -299,3 +299,10 @@ def test_fast_path_of_a_jitted_method_follows_the_instance():
         np.testing.assert_array_equal(b(x).asnumpy(), 5.0)
     del a  # the fast path holds the instance weakly
     np.testing.assert_array_equal(b(x).asnumpy(), 5.0)
+
+
+def test_two_lambdas_on_one_line_each_compile_their_own_body():
+    first, second = (lambda t: t + 1.0), (lambda t: t * 10.0)
+    x = ones(2)
+    assert ms.jit(first)(x).asnumpy().tolist() == [2.0, 2.0]
+    assert ms.jit(second)(x).asnumpy().tolist() == [10.0, 10.0]

@@ -55,7 +55,8 @@ class FunctionSource:
         node = tree.body[0]
         if isinstance(node, ast.Expr) and isinstance(node.value, ast.Lambda):
             node = node.value
-        self.node = _find_def(tree, code) or node
+        shift = min(len(line) - len(line.lstrip()) for line in lines if line.strip())
+        self.node = _find_def(tree, code, shift) or node
         self.first_line = first
 
     @classmethod
@@ -70,13 +71,22 @@ class FunctionSource:
         return linecache.getline(self.filename, lineno).strip()
 
 
-def _find_def(tree, code):
-    for node in ast.walk(tree):
-        if (
-            isinstance(node, (ast.FunctionDef, ast.Lambda))
-            and getattr(node, "lineno", None) == code.co_firstlineno
-        ):
-            return node
+def _find_def(tree, code, shift=0):
+    """The def or lambda node of `code`. Several on its first line (two lambdas) are told apart
+    by the columns of the code's own instructions (`shift`: the indentation dedent removed)."""
+    on_line = [node for node in ast.walk(tree)
+               if isinstance(node, (ast.FunctionDef, ast.Lambda))
+               and getattr(node, "lineno", None) == code.co_firstlineno]
+    if len(on_line) > 1:
+        columns = [c for line, _, c, end in code.co_positions()  # (RESUME has 0..0)
+                   if line == code.co_firstlineno and c is not None and end and end > c]
+        start = min(columns) - shift if columns else None
+        inside = [n for n in on_line if isinstance(n, ast.Lambda) and start is not None
+                  and n.body.col_offset <= start < (n.body.end_col_offset or 1 << 30)]
+        if inside:  # the innermost lambda whose body holds the code's first instruction
+            return max(inside, key=lambda n: n.body.col_offset)
+    if on_line:
+        return on_line[0]
     for node in ast.walk(tree):
         if isinstance(node, ast.FunctionDef) and node.name == code.co_name:
             return node
