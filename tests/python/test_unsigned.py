@@ -158,7 +158,7 @@ def test_reductions_match_numpy_in_both_modes(np_type):
     acc = np.int64 if np_type is np.uint8 else np.uint64  # uint8 sums in int64, as PyTorch
     with np.errstate(all="ignore"):
         want = (a.sum(dtype=acc), a.sum(0, dtype=acc), a.prod(1, dtype=acc), a.max(),
-                a.min(1), np.argmax(a), np.argmin(a, 1))
+                a.min(1), np.argmax(a), np.argmin(a, 1).astype(np.int32))
     for g, w in zip(got[:-1], want):
         check_exact(g, w)
     # an integer mean keeps the dtype (MindSpore): the sum in that dtype, wrapping, // count

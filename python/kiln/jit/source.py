@@ -50,7 +50,7 @@ class FunctionSource:
                 f"file, or run it in PyNative mode"
             ) from None
         src = textwrap.dedent("".join(lines))
-        tree = ast.parse(src)
+        tree = _parse(src)
         ast.increment_lineno(tree, first - 1)
         node = tree.body[0]
         if isinstance(node, ast.Expr) and isinstance(node.value, ast.Lambda):
@@ -69,6 +69,17 @@ class FunctionSource:
 
     def line_text(self, lineno):
         return linecache.getline(self.filename, lineno).strip()
+
+
+def _parse(src):
+    """The source's AST; a lambda in a block header (`for x in map(lambda v: ..., xs):`) comes
+    with the header alone, completed here with an empty body so that it parses."""
+    try:
+        return ast.parse(src)
+    except SyntaxError:
+        if not src.rstrip().endswith(":"):
+            raise
+        return ast.parse(src.rstrip() + "\n    pass\n")
 
 
 def _find_def(tree, code, shift=0):

@@ -106,9 +106,12 @@ def argmax(input, dim=None, keepdim=False):  # noqa: A002
 
 
 def argmin(input, dim=None, keepdim=False):  # noqa: A002
+    """int64 indices, as mint's argmin documents (ops.argmin's are int32)."""
     if dim is None:  # the flat index, as argmax gives it
-        return ops.argmin(ops.reshape(input, (-1,)), 0, False)
-    return ops.argmin(input, dim, keepdim)
+        index = ops.argmin(ops.reshape(input, (-1,)), 0, False)
+    else:
+        index = ops.argmin(input, dim, keepdim)
+    return ops.cast(index, mstype.int64)
 
 
 def all(input, dim=None, keepdim=False):  # noqa: A001,A002

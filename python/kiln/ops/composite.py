@@ -160,16 +160,24 @@ def grad(fn, grad_position=0, weights=None, has_aux=False, return_ids=False):
     return grad_fn
 
 
-def value_and_grad(fn, grad_position=0, weights=None, has_aux=False, return_ids=False):
+def value_and_grad(fn, grad_position=0, weights=None, has_aux=False, return_ids=False,
+                   sens_param=False):
     """Like grad, but returns (fn's output, gradients); MindSpore's training idiom:
-    ``grad_fn = value_and_grad(forward, None, optimizer.parameters)``."""
+    ``grad_fn = value_and_grad(forward, None, optimizer.parameters)``. With sens_param the
+    last argument is the gradient of the output to start from (not passed to fn)."""
     weight_list = _weights_list(weights, "value_and_grad")
 
     def value_and_grad_fn(*args, **kwargs):
+        sens = None
+        if sens_param:
+            if not args:
+                raise TypeError("value_and_grad: sens_param=True needs the sensitivity as the "
+                                "last argument")
+            args, sens = args[:-1], args[-1]
         positions = _positions(grad_position, len(args), "value_and_grad")
         if not positions and not weight_list:
             raise ValueError("value_and_grad: grad_position is None and no weights were given")
-        out, pg, wg = _differentiate(fn, args, kwargs, positions, weight_list, has_aux, None,
+        out, pg, wg = _differentiate(fn, args, kwargs, positions, weight_list, has_aux, sens,
                                      "value_and_grad")
         return out, _pack(pg, wg, grad_position, weights)
 

@@ -245,12 +245,22 @@ def depend(value, expr):
 
 # ---- creation ----
 
-def zeros(size, dtype=None):
-    return _fill(size, 0, dtype or mstype.float32, "zeros")
+def zeros(size=None, dtype=None, *, shape=None):
+    """A tensor of zeros; the shape as `size` or, as MindSpore names it, `shape=`."""
+    return _fill(_shape_argument("zeros", size, shape), 0, dtype or mstype.float32, "zeros",
+                 "size" if shape is None else "shape")
 
 
-def ones(size, dtype=None):
-    return _fill(size, 1, dtype or mstype.float32, "ones")
+def ones(size=None, dtype=None, *, shape=None):
+    """A tensor of ones; the shape as `size` or, as MindSpore names it, `shape=`."""
+    return _fill(_shape_argument("ones", size, shape), 1, dtype or mstype.float32, "ones",
+                 "size" if shape is None else "shape")
+
+
+def _shape_argument(op, size, shape):
+    if (size is None) == (shape is None):
+        raise TypeError(f"{op}: give the shape once, as the first argument or as shape=")
+    return size if shape is None else shape
 
 
 def zeros_like(input, *, dtype=None):  # noqa: A002
@@ -276,7 +286,7 @@ def full_like(input, fill_value, *, dtype=None):  # noqa: A002
 _INT64_MAX = (1 << 63) - 1
 
 
-def _fill(size, value, dtype, op):
+def _fill(size, value, dtype, op, name="size"):
     if isinstance(size, _C.TensorBase):
         size = tuple(size.asnumpy().reshape(-1).tolist())
     mstype.check_int_fits(value, dtype, op)
@@ -285,7 +295,7 @@ def _fill(size, value, dtype, op):
         # fill's value attribute is an int64: a uint64 value past it travels as the int64 of the
         # same bits, which the kernel's conversion to uint64 (modulo 2**64) turns back.
         value -= 1 << 64
-    return call("fill", (), (shape_attr(size, op, "size"), value, dtype_attr(dtype)))
+    return call("fill", (), (shape_attr(size, op, name), value, dtype_attr(dtype)))
 
 
 def _value_dtype(value):

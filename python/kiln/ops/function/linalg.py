@@ -17,11 +17,12 @@ def matmul(input, other):  # noqa: A002 - MindSpore's argument names
 
 
 def bmm(input_x, mat2):
-    """Batched matrix product of two 3-D tensors (b, n, m) @ (b, m, p) -> (b, n, p)."""
+    """Batched matrix product (..., n, m) @ (..., m, p) -> (..., n, p) of tensors of rank 3 or
+    more (MindSpore's bmm takes any number of batch dimensions; they broadcast)."""
     a, b = _ndim(input_x, "input_x", "bmm"), _ndim(mat2, "mat2", "bmm")
-    if a != 3 or b != 3:
-        raise ValueError(f"bmm: expected 3-D tensors, got shapes {tuple(input_x.shape)} and "
-                         f"{tuple(mat2.shape)}")
+    if a < 3 or b < 3:
+        raise ValueError(f"bmm: expected tensors of rank 3 or more, got shapes "
+                         f"{tuple(input_x.shape)} and {tuple(mat2.shape)}")
     return call("matmul", (input_x, mat2))
 
 

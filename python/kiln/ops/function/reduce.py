@@ -147,10 +147,12 @@ def argmax(input, dim=None, keepdim=False):  # noqa: A002
 
 
 def argmin(input, axis=None, keepdims=False):  # noqa: A002
-    """int64 index of the minimum along `axis` (None: of the flattened input)."""
+    """int32 index of the minimum along `axis` (None: of the flattened input); int32 as
+    MindSpore 2.10's ops.argmin returns (its argmax returns int64)."""
     _check_tensor("argmin", "input", input)
     keepdims = _flag("argmin", "keepdims", keepdims)
-    return call("argmin", (input,), (_single_axis("argmin", axis), keepdims))
+    index = call("argmin", (input,), (_single_axis("argmin", axis), keepdims))
+    return call("cast", (index,), (mstype.int32._enum,))
 
 
 def softmax(input, axis=-1, *, dtype=None):  # noqa: A002
