@@ -413,3 +413,13 @@ def test_index_assignment_into_a_missing_attribute_is_attribute_and_type_error()
     with pytest.raises(TypeError, match="should be initialized in the '__init__' function") as e:
         ms.jit(_NoSuchList().construct)(_x())
     assert isinstance(e.value, AttributeError)
+
+
+def divides_by_a_zero_constant(x):
+    return x * (2 / 0)
+
+
+def test_division_by_zero_while_compiling_is_also_mindspores_value_error():
+    with pytest.raises(ValueError, match="The divisor could not be zero") as e:
+        ms.jit(divides_by_a_zero_constant)(_x())
+    assert isinstance(e.value, ZeroDivisionError)

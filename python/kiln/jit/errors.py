@@ -5,8 +5,15 @@ def where(source, lineno):
     return f'File "{source.filename}", line {lineno}\n    {source.line_text(lineno)}\n'
 
 
+class GraphZeroDivisionError(ZeroDivisionError, ValueError):
+    """Division by zero while compiling: Python's ZeroDivisionError and, as in MindSpore's Graph
+    mode, a ValueError (either except clause catches it)."""
+
+
 def at_line(error, source, lineno):
     """The same kind of exception, with the user's file, line and source text appended."""
+    if type(error) is ZeroDivisionError:
+        error = GraphZeroDivisionError(f"The divisor could not be zero ({error})")
     message = f"{_explained(error) or error}\n  at {where(source, lineno).rstrip()}"
     try:
         new = type(error)(message)
