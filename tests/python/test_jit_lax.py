@@ -423,3 +423,34 @@ def test_division_by_zero_while_compiling_is_also_mindspores_value_error():
     with pytest.raises(ValueError, match="The divisor could not be zero") as e:
         ms.jit(divides_by_a_zero_constant)(_x())
     assert isinstance(e.value, ZeroDivisionError)
+
+
+class _Config:
+    def __init__(self):
+        self.calls, self.scale, self.last = 0, 2.0, None
+
+
+_cfg = _Config()
+
+
+def uses_the_config(x):
+    _cfg.calls = _cfg.calls + 1
+    _cfg.last = x * _cfg.scale
+    return x + _cfg.calls
+
+
+def test_attributes_of_an_outside_object_the_graph_writes_are_run_time_state():
+    fn = ms.jit(uses_the_config)
+    before = ms.get_jit_stats()["compiles"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", LaxRuntimeWarning)
+        for _ in range(3):
+            out = fn(_x())
+        assert ms.get_jit_stats()["compiles"] - before == 1  # written attributes are not guards
+        assert _cfg.calls == 3
+        np.testing.assert_array_equal(out.asnumpy(), (_x() + 3).asnumpy())
+        np.testing.assert_array_equal(_cfg.last.asnumpy(), (_x() * 2).asnumpy())
+        _cfg.scale = 5.0  # an attribute only read is a guard: changing it recompiles
+        fn(_x())
+    assert ms.get_jit_stats()["compiles"] - before == 2
+    np.testing.assert_array_equal(_cfg.last.asnumpy(), (_x() * 5).asnumpy())

@@ -46,7 +46,13 @@ from kiln.jit.rewrites import (
     rewrite_conditionals,
 )
 from kiln.jit.scope import CellProxy, Converted, Scope, is_library
-from kiln.jit.source import FunctionSource, GraphSyntaxError, bind_arguments, check_strict
+from kiln.jit.source import (
+    FunctionSource,
+    GraphSyntaxError,
+    assigned_attributes,
+    bind_arguments,
+    check_strict,
+)
 from kiln.jit.statements import StatementsMixin
 from kiln.ops._core import call
 
@@ -132,7 +138,7 @@ class Converter(StatementsMixin, BranchesMixin, LoopsMixin):
     def _note_written_attributes(self, source, arguments):
         """Attributes of a Cell argument (`self`) that the function assigns are run-time state
         from the start of the compile, so reads before the assignment are run-time reads too."""
-        for arg_name, attr in _assigned_attributes(source.node):
+        for arg_name, attr in assigned_attributes(source.node):
             owner = arguments.get(arg_name)
             if isinstance(owner, CellProxy):
                 cell = object.__getattribute__(owner, "_cell")
@@ -323,31 +329,6 @@ class Converter(StatementsMixin, BranchesMixin, LoopsMixin):
                     + f"{type(stmt).__name__} statements are not supported"
                 )
             handler(stmt, frame)
-
-
-def _assigned_attributes(node):
-    """(name, attr) for each `name.attr = ...` / `name.attr op= ...` in a function's body."""
-    cached = getattr(node, "_kiln_assigned_attrs", None)
-    if cached is not None:
-        return cached
-    found = set()
-
-    def add(target):  # `self.x = ...`, also unpacked (`self.x, y = ...`); not `self.x[i] = ...`
-        if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name):
-            found.add((target.value.id, target.attr))
-        elif isinstance(target, (ast.Tuple, ast.List)):
-            for t in target.elts:
-                add(t)
-        elif isinstance(target, ast.Starred):
-            add(target.value)
-
-    for n in ast.walk(node):
-        targets = n.targets if isinstance(n, ast.Assign) else (
-            [n.target] if isinstance(n, (ast.AugAssign, ast.AnnAssign)) else [])
-        for t in targets:
-            add(t)
-    node._kiln_assigned_attrs = found
-    return found
 
 
 def _dtype_enum(dtype):

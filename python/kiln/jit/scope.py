@@ -11,6 +11,7 @@ import types
 
 from kiln.common.parameter import Parameter
 from kiln.jit.cell_interface import amp_call, amp_param
+from kiln.jit.source import assigned_attributes
 
 
 def is_library(obj):
@@ -30,6 +31,7 @@ class Scope(dict):
         self.fn_globals = frame.fn_globals
         self.closure = frame.closure
         self.closure_cells = frame.closure_cells
+        self.source_node = frame.source.node
 
     def __getitem__(self, name):
         if name in self.locals:
@@ -38,9 +40,10 @@ class Scope(dict):
             return self._closure_variable(name)
         if name in self.fn_globals:
             g = self.fn_globals
-            return self.converter.wrap(
+            value = self.converter.wrap(
                 g[name], f"global {name!r}", lambda: g[name], key=(id(g), name)
             )
+            return self._outside_object(name, value, f"global {name!r}")
         if name == "__builtins__":
             return builtins
         special = self.converter.graph_builtins.get(name)
@@ -57,7 +60,23 @@ class Scope(dict):
         getter = None
         if cell is not None and cell.cell_contents is value:
             getter = lambda: cell.cell_contents  # noqa: E731 - read on every call
-        return self.converter.wrap(value, f"closure variable {name!r}", getter, key=id(cell))
+        value = self.converter.wrap(value, f"closure variable {name!r}", getter, key=id(cell))
+        return self._outside_object(name, value, f"closure variable {name!r}")
+
+    def _outside_object(self, name, value, description):
+        """LAX: an object from outside whose attributes the function assigns is run-time state:
+        seen through an OutsideObject, which reads and writes those attributes when the graph
+        runs (and guards the others one by one, not the object's whole contents)."""
+        from kiln.jit.guards import is_user_object  # noqa: PLC0415
+
+        if not self.converter.lax or not is_user_object(value):
+            return value
+        written = {attr for owner, attr in assigned_attributes(self.source_node)
+                   if owner == name}
+        if not written:
+            return value
+        self.converter.guards.by_identity(value)
+        return OutsideObject(self.converter, value, written, description)
 
     def __contains__(self, name):
         try:
@@ -74,6 +93,31 @@ class Scope(dict):
 
     def __setitem__(self, name, value):
         self.locals[name] = value  # walrus targets inside expressions
+
+
+class OutsideObject:
+    """An object from outside the function (a global or closure variable) whose attributes in
+    `written` the function assigns (LAX): those are read and written when the graph runs; any
+    other attribute is read while compiling and guarded on its own."""
+
+    def __init__(self, converter, obj, written, path):
+        object.__setattr__(self, "_conv", converter)
+        object.__setattr__(self, "_obj", obj)
+        object.__setattr__(self, "_written", written)
+        object.__setattr__(self, "_path", path)
+
+    def __getattr__(self, name):
+        obj, conv = self._obj, self._conv
+        if name in self._written:
+            return conv.runtime_attribute(obj, self._path, name)
+        return conv.wrap(getattr(obj, name), f"{self._path}.{name}", lambda: getattr(obj, name),
+                         key=(id(obj), name))
+
+    def __setattr__(self, name, value):
+        from kiln.jit import lax  # noqa: PLC0415
+
+        lax.run_later(setattr, (self._obj, name, value), {}, f"{self._path}.{name} = ...",
+                      output="none", probe=False)
 
 
 class Converted:

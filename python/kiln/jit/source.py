@@ -225,3 +225,28 @@ def bind_arguments(node, defaults, kw_defaults, args, kwargs):
         raise TypeError(f"{node.name}(): {e}") from None
     bound.apply_defaults()
     return dict(bound.arguments)
+
+
+def assigned_attributes(node):
+    """(name, attr) for each `name.attr = ...` / `name.attr op= ...` in a function's body."""
+    cached = getattr(node, "_kiln_assigned_attrs", None)
+    if cached is not None:
+        return cached
+    found = set()
+
+    def add(target):  # `self.x = ...`, also unpacked (`self.x, y = ...`); not `self.x[i] = ...`
+        if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name):
+            found.add((target.value.id, target.attr))
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            for t in target.elts:
+                add(t)
+        elif isinstance(target, ast.Starred):
+            add(target.value)
+
+    for n in ast.walk(node):
+        targets = n.targets if isinstance(n, ast.Assign) else (
+            [n.target] if isinstance(n, (ast.AugAssign, ast.AnnAssign)) else [])
+        for t in targets:
+            add(t)
+    node._kiln_assigned_attrs = found
+    return found
