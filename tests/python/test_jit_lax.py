@@ -454,3 +454,24 @@ def test_attributes_of_an_outside_object_the_graph_writes_are_run_time_state():
         fn(_x())
     assert ms.get_jit_stats()["compiles"] - before == 2
     np.testing.assert_array_equal(_cfg.last.asnumpy(), (_x() * 5).asnumpy())
+
+
+_queue = []
+
+
+def uses_a_queue(x):
+    _queue.append(3)
+    _queue.sort()
+    first = _queue.pop(0)
+    return x * 2, first
+
+
+def test_list_methods_on_an_outside_list_run_on_every_call():
+    _queue[:] = [5, 1]
+    eager = [uses_a_queue(_x())[1] for _ in range(2)]
+    after_eager = list(_queue)
+    _queue[:] = [5, 1]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", LaxRuntimeWarning)
+        graph = [ms.jit(uses_a_queue)(_x())[1] for _ in range(2)]
+    assert graph == eager == [1, 3] and _queue == after_eager == [3, 5]

@@ -85,6 +85,12 @@ def call_method(obj, name, *args, **kwargs):
     """obj.name(*args, **kwargs), with list.pop/insert's index checked first and a value that
     list/tuple.index does not find named (other objects' methods are called as they are)."""
     kind = type(obj)
+    if kind is list and name == "pop":  # an outside list may change when the graph runs
+        from kiln import _graph_state  # noqa: PLC0415
+
+        converter = _graph_state.converter()
+        if converter is not None:
+            return converter.list_method(obj, name, *args, **kwargs)
     check_list_call(obj, name, args)
     try:
         return getattr(obj, name)(*args, **kwargs)

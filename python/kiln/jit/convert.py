@@ -146,28 +146,22 @@ class Converter(StatementsMixin, BranchesMixin, LoopsMixin):
                     self.written_attributes.add((id(cell), attr))
 
     def list_method(self, receiver, name, *args, **kwargs):
-        """receiver.append/extend/insert(...): a list from outside the function (a global, a
-        closure variable, an attribute) given values the graph computes is written when the
-        graph runs (LAX), and is run-time state from then on: guarded by identity only."""
-        builtin_checks.check_list_call(receiver, name, args)  # insert's index
-        if not self.lax and type(receiver) is list and self.guards.reaches(receiver):
+        """receiver.append/extend/insert/pop/remove/clear/reverse/sort(...) on a list from
+        outside the function (a global, a closure variable, an attribute): at the LAX level the
+        change happens when the graph runs, on every call, as in PyNative, and the list is
+        run-time state from then on (guarded by identity only); STRICT refuses it."""
+        builtin_checks.check_list_call(receiver, name, args)  # insert's and pop's index
+        outside = type(receiver) is list and self.guards.read_directly(receiver)
+        if not self.lax and type(receiver) is list and (outside or self.guards.reaches(receiver)):
             self.refuse_outside_change(f"list.{name}")
-        if (type(receiver) is list and self.guards.read_directly(receiver)
-                and lax_text.has_runtime_values(list(args) + list(kwargs.values()))):
+        if outside:
             from kiln.jit import lax  # noqa: PLC0415
 
-            if not self.lax:  # refused before the list changes (no placeholder is left in it)
-                raise TypeError(
-                    f"Graph mode: compiled code stores a tensor it computes into a list from "
-                    f"outside (list.{name}), which outlives the compiled function (STRICT); "
-                    f"return the tensor instead, or use the LAX syntax level"
-                )
-
             self.guards.by_identity(receiver)
-            write = getattr(receiver, name)
-            lax.run_later(lambda *a, **k: write(*a, **k), args, kwargs,
-                          f"list.{name} on an outside list", output="none", probe=False)
-            return None
+            change = getattr(receiver, name)
+            return lax.run_later(lambda *a, **k: change(*a, **k), args, kwargs,
+                                 f"list.{name} on an outside list",
+                                 output="object" if name == "pop" else "none", probe=False)
         return getattr(receiver, name)(*args, **kwargs)
 
     def refuse_outside_change(self, what):

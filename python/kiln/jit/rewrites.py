@@ -15,7 +15,8 @@ LIST_METHOD_FN = "__kiln_list_method__"
 BUILTIN_FN = "__kiln_builtin__"
 GENERATOR_FN = "__kiln_generator__"
 _VALUE_BUILTINS = ("int", "float", "str")  # need a value: of a graph value, when it runs (LAX)
-_LIST_WRITES = ("append", "extend", "insert")  # list methods that store values (lax.list_method)
+# list methods that change the list (Converter.list_method; pop goes through call_method)
+_LIST_WRITES = ("append", "extend", "insert", "remove", "clear", "reverse", "sort")
 # Locals the rewritten loops set; names starting with "__kiln_" are the converter's own.
 BREAK_FLAG, SKIP_FLAG = "__kiln_brk", "__kiln_skip"
 RETURN_VALUE, RETURNED_FLAG = "__kiln_ret", "__kiln_returned"
