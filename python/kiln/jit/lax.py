@@ -101,19 +101,13 @@ def _as_tensor(value, meta, what):
 
     dtype = mstype.from_enum(meta[0])
     if isinstance(value, Tensor):
-        return Tensor(value.asnumpy()) if value._dtype != meta[0] else _copy(value)
+        return Tensor(value.asnumpy()) if value._dtype != meta[0] else value.copy()
     if isinstance(value, (bool, int, float, np.generic, np.ndarray, list, tuple)):
         if isinstance(value, (bool, int, float)):
             return Tensor(value, dtype)
         array = np.array(value)
         return Tensor(array) if array.dtype != object else _not_a_tensor(value, what)
     return _not_a_tensor(value, what)
-
-
-def _copy(tensor):
-    from kiln.common.tensor import Tensor  # noqa: PLC0415
-
-    return Tensor(tensor.asnumpy().copy())
 
 
 def _not_a_tensor(value, what):
@@ -547,25 +541,23 @@ def _with_attributes(obj):
 
 
 def uses_graph(values):
-    """Whether a graph value (tensor or object) is among `values`, also inside containers."""
-    for v in values:
-        if isinstance(v, GraphValue):
-            return True
-        if type(v) in (tuple, list) and uses_graph(v):
-            return True
-        if type(v) is dict and uses_graph(v.values()):
-            return True
-    return False
+    """Whether a graph value (a GraphTensor or a RuntimeObject) is among `values`, also inside
+    tuples, lists and dicts (keys too)."""
+    return _contains(values, GraphValue)
 
 
 def uses_runtime(values):
     """Whether a RuntimeObject is among `values` (also inside tuples, lists and dicts)."""
+    return _contains(values, RuntimeObject)
+
+
+def _contains(values, kind):
     for v in values:
-        if isinstance(v, RuntimeObject):
+        if isinstance(v, kind):
             return True
-        if type(v) in (tuple, list) and uses_runtime(v):
+        if type(v) in (tuple, list) and _contains(v, kind):
             return True
-        if type(v) is dict and uses_runtime(v.values()):
+        if type(v) is dict and _contains(list(v.keys()) + list(v.values()), kind):
             return True
     return False
 

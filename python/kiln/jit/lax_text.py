@@ -15,17 +15,6 @@ from kiln.jit.graph_tensor import CompileTimeValueError, GraphTensor
 _CONVERSIONS = {-1: None, 115: str, 114: repr, 97: ascii}
 
 
-def _has_graph_values(values):
-    for v in values:
-        if isinstance(v, (GraphTensor, lax.RuntimeObject)):
-            return True
-        if type(v) in (tuple, list) and _has_graph_values(v):
-            return True
-        if type(v) is dict and _has_graph_values(list(v.keys()) + list(v.values())):
-            return True
-    return False
-
-
 def _join(*parts):
     out = []
     for part in parts:
@@ -51,7 +40,7 @@ def fstring(*parts):
     """An f-string: a str, or (graph values inside) the text made when the graph runs."""
     values = [p[0] for p in parts if not isinstance(p, str)]
     values += [p[2] for p in parts if not isinstance(p, str)]
-    if not _has_graph_values(values):
+    if not lax.uses_graph(values):
         return _join(*parts)
     _needs_runtime("an f-string")
     return lax.run_later(_join, parts, {}, "f-string", probe=False)
@@ -59,7 +48,7 @@ def fstring(*parts):
 
 def str_format(template, *args, **kwargs):
     """"...".format(...) with the same rule as f-strings."""
-    if not _has_graph_values(list(args) + list(kwargs.values())):
+    if not lax.uses_graph(list(args) + list(kwargs.values())):
         return template.format(*args, **kwargs)
     _needs_runtime("str.format")
     return lax.run_later(template.format, args, kwargs, "str.format", probe=False)
@@ -93,6 +82,3 @@ def value_builtin(fn, *args, **kwargs):
 def _unknown(values):
     return any(isinstance(v, lax.RuntimeObject)
                or isinstance(v, GraphTensor) and v.known is None for v in values)
-
-
-has_runtime_values = _has_graph_values

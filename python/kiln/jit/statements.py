@@ -197,7 +197,7 @@ class StatementsMixin:
         if lax.uses_runtime(args):  # e.g. an f-string of tensors: Python raises it at run time
             lax_text.raise_at_runtime(exc_type, args)
             raise RaisedSignal()
-        if self.emitter.raises_now() and not lax_text.has_runtime_values(args):
+        if self.emitter.raises_now() and not lax.uses_graph(args):
             # reached on every run before any effect: raised while compiling, as MindSpore does
             raise exc if isinstance(exc, BaseException) else exc_type()
         if len(args) == 1 and isinstance(args[0], str):  # the message, as the exception's text
