@@ -120,9 +120,7 @@ class JitConfig:
         """The level graphs compile at: this config's, else set_context(jit_level=...)'s."""
         if self.jit_level:
             return self.jit_level
-        from kiln.context import get_context  # noqa: PLC0415
-
-        return get_context("jit_level")
+        return _context().get_context("jit_level")
 
     def key(self):
         return (self.level(), self.exec_mode, _is_lax(self.jit_syntax_level))
@@ -292,12 +290,24 @@ def _is_lax(syntax_level):
     decides the default as it does in MindSpore."""
     if syntax_level:
         return syntax_level == "LAX"
-    from_env = os.environ.get("MS_DEV_JIT_SYNTAX_LEVEL", "")
+    from_env = os.environ.get("MS_DEV_JIT_SYNTAX_LEVEL")
     if from_env in ("0", "2"):
         return from_env == "2"
-    from kiln.context import LAX, get_context  # noqa: PLC0415
+    context = _context()
+    return context.get_context("jit_syntax_level") == context.LAX
 
-    return get_context("jit_syntax_level") == LAX
+
+_CONTEXT = []
+
+
+def _context():
+    """kiln.context, imported on first use (it imports kiln.jit) and kept: the call path reads
+    settings on every call."""
+    if not _CONTEXT:
+        from kiln import context  # noqa: PLC0415
+
+        _CONTEXT.append(context)
+    return _CONTEXT[0]
 
 
 def compile_function(fn, args, kwargs, self_obj=None, name="graph", level="O1",
