@@ -13,6 +13,27 @@ nb::handle g_tensor_class;
 
 void SetTensorClass(nb::handle cls) { g_tensor_class = cls.inc_ref(); }
 
+namespace {
+
+bool NumbersOnly(nb::handle h, int depth) {
+  if (depth > 64) return false;
+  if (!PyList_CheckExact(h.ptr()) && !PyTuple_CheckExact(h.ptr()))
+    return PyLong_Check(h.ptr()) || PyFloat_Check(h.ptr());  // bool is an int
+  for (nb::handle item : h)
+    if (!NumbersOnly(item, depth + 1)) return false;
+  return true;
+}
+
+}  // namespace
+
+bool SequenceOperand(nb::handle h, Tensor* out) {
+  if (!PyList_CheckExact(h.ptr()) && !PyTuple_CheckExact(h.ptr())) return false;
+  if (!NumbersOnly(h, 0) || !g_tensor_class.is_valid()) return false;
+  nb::object tensor = g_tensor_class(h);  // Tensor(list): NumPy's rules for the dtype
+  *out = nb::cast<const Tensor&>(tensor);
+  return true;
+}
+
 // OverflowError for a Python int past int64 (NumPy 2 raises the same); never std::bad_cast.
 nb::python_error OverflowFor(nb::handle value, const char* what) {
   std::string text = nb::cast<std::string>(nb::repr(value));

@@ -20,6 +20,9 @@ nb::object WrapOutputs(std::vector<Tensor> outputs);
 // A Tensor from a Tensor, a Python bool/int/float (weakly typed 0-d) or None (undefined).
 // Returns false for anything else, so operators can answer NotImplemented.
 bool ToOperand(nb::handle h, Tensor* out);
+// A list or tuple of numbers (nested as a tensor's rows) as a kiln.Tensor, for `t + [5, 6]`
+// (MindSpore converts such operands of + and -); false for anything else.
+bool SequenceOperand(nb::handle h, Tensor* out);
 AttrValue ToAttr(nb::handle h);
 // A Python int as int64; OverflowError naming `what` when it does not fit.
 int64_t ToInt64(nb::handle h, const char* what);

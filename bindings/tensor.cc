@@ -127,9 +127,14 @@ nb::object ToNumpy(const Tensor& t, bool writable) {
 nb::object BinaryToGraph(PyObject* graph, OpKind kind, const Tensor& self, nb::handle other,
                          bool swap) {
   bool number = PyLong_Check(other.ptr()) || PyFloat_Check(other.ptr());  // bool is an int
-  if (!number && !nb::hasattr(other, "shape")) return nb::borrow(Py_NotImplemented);
+  nb::object operand = nb::borrow(other);
+  Tensor sequence;
+  if ((kind == OpKind::Add || kind == OpKind::Sub) && SequenceOperand(other, &sequence))
+    operand = Wrap(std::move(sequence));  // a list of numbers: a constant of the graph
+  else if (!number && !nb::hasattr(other, "shape"))
+    return nb::borrow(Py_NotImplemented);
   nb::handle me = nb::find(&self);
-  return EmitToGraph(graph, kind, swap ? nb::make_tuple(other, me) : nb::make_tuple(me, other),
+  return EmitToGraph(graph, kind, swap ? nb::make_tuple(operand, me) : nb::make_tuple(me, operand),
                      nb::tuple());
 }
 
@@ -138,7 +143,11 @@ template <OpKind kKind, bool kSwap>
 nb::object BinaryOperator(const Tensor& self, nb::handle other) {
   if (PyObject* graph = GraphTarget()) return BinaryToGraph(graph, kKind, self, other, kSwap);
   Tensor rhs;
-  if (!ToOperand(other, &rhs) || !rhs.defined()) return nb::borrow(Py_NotImplemented);
+  if (!ToOperand(other, &rhs) || !rhs.defined()) {
+    // only + and - take a list of numbers (converted on this slow path, never the common one)
+    constexpr bool kSequences = kKind == OpKind::Add || kKind == OpKind::Sub;
+    if (!kSequences || !SequenceOperand(other, &rhs)) return nb::borrow(Py_NotImplemented);
+  }
   if constexpr (kSwap) return Wrap(CallOp1(kKind, {rhs, self}));
   return Wrap(CallOp1(kKind, {self, rhs}));
 }

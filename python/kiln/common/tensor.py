@@ -71,17 +71,8 @@ class Tensor(_C.TensorBase):
             self._declared_shape = declared
 
     # ---- + and - with a list or tuple of numbers (MindSpore converts it to a tensor) ----
-    def __add__(self, other):
-        return _C.TensorBase.__add__(self, sequence_operand(other))
-
-    def __radd__(self, other):
-        return _C.TensorBase.__radd__(self, sequence_operand(other))
-
-    def __sub__(self, other):
-        return _C.TensorBase.__sub__(self, sequence_operand(other))
-
-    def __rsub__(self, other):
-        return _C.TensorBase.__rsub__(self, sequence_operand(other))
+    # `t + [5, 6]` and `[5, 6] - t`: the C++ operators convert a list of numbers themselves
+    # (bindings/convert.h SequenceOperand), so the common operands pay nothing for it.
 
     # ---- metadata ----
     @property
