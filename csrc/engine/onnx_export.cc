@@ -221,7 +221,8 @@ class OnnxWriter {
         Emit(node.op == OpKind::Softmax ? "Softmax" : "LogSoftmax", in,
              {Int("axis", AttrInt(a, 0))}, out);
         return;
-      case OpKind::Cast: {
+      case OpKind::Cast:
+      case OpKind::CachedCast: {  // a mixed-precision weight read: a cast to the file
         AttributeProto to = Int("to", mindir::DataTypeOf(AttrDType(a, 0)));
         Emit("Cast", in, {to}, out);
         return;

@@ -26,6 +26,9 @@ void Simplify(ir::Module& module);
 // Folds a float32 matmul's epilogue (bias add, relu/sigmoid/tanh/tanh-gelu, or a residual add)
 // into one fused_matmul node when each intermediate value has a single user.
 void FuseEpilogue(ir::Module& module);
+// A fused optimizer update (apply_momentum/sgd/adam) whose float32 gradient is only a cast of a
+// bfloat16/float16 one reads that one directly (the update converts as it reads).
+void AbsorbGradCasts(ir::Module& module);
 // Outlines chains of elementwise ops of one static shape into `@fused_elementwise*` functions
 // the executor runs as one chunked pass over memory.
 void FuseElementwise(ir::Module& module);

@@ -68,6 +68,40 @@ std::shared_ptr<void> DerivedLookup(const Tensor& t, const DerivedKey& key,
   return nullptr;
 }
 
+std::vector<DerivedKey> DerivedKeysFor(const Tensor& t, int64_t tag) {
+  Storage& storage = *t.storage();
+  std::lock_guard<std::mutex> lock(g_mutex);
+  std::vector<DerivedKey> keys;
+  if (!storage.derived()) return keys;
+  const size_t view_part = FullKey(t, {}).size();
+  for (const Slot& slot : static_cast<Slots*>(storage.derived().get())->slots) {
+    if (slot.key.size() <= view_part || slot.key[0] != tag) continue;
+    DerivedKey key(slot.key.begin(), slot.key.end() - static_cast<std::ptrdiff_t>(view_part));
+    if (FullKey(t, key) == slot.key) keys.push_back(std::move(key));
+  }
+  return keys;
+}
+
+void DerivedStore(const Tensor& t, const DerivedKey& key, uint64_t version,
+                  std::shared_ptr<void> value) {
+  Storage& storage = *t.storage();
+  std::lock_guard<std::mutex> lock(g_mutex);
+  if (storage.numpy_alias()) return;
+  if (!storage.derived()) storage.derived() = std::make_shared<Slots>();
+  auto& slots = static_cast<Slots*>(storage.derived().get())->slots;
+  const DerivedKey full = FullKey(t, key);
+  for (Slot& slot : slots) {
+    if (slot.key != full) continue;
+    slot.version = version;
+    slot.value = std::move(value);
+    g_stats.makes++;
+    return;
+  }
+  if (slots.size() >= kSlotsPerStorage) slots.erase(slots.begin());
+  slots.push_back(Slot{full, version, std::move(value)});
+  g_stats.makes++;
+}
+
 DerivedCacheStats GetDerivedCacheStats() {
   std::lock_guard<std::mutex> lock(g_mutex);
   return g_stats;

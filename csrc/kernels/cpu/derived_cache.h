@@ -25,6 +25,21 @@ using DerivedKey = std::vector<int64_t>;
 std::shared_ptr<void> DerivedLookup(const Tensor& t, const DerivedKey& key,
                                     const std::function<std::shared_ptr<void>()>& make);
 
+// The derived-value tag of a weight's low-precision copy (ops/optim.cc): key {tag, dtype}.
+constexpr int64_t kLowPrecisionCopyTag = 16;
+
+// The keys (as callers passed them, without the view part) under `tag` that requests for the
+// view `t` have used since its bytes were last replaced: which derived values of t are read.
+std::vector<DerivedKey> DerivedKeysFor(const Tensor& t, int64_t tag);
+
+// Stores `value` as the value derived from the view `t` under `key`, made from the bytes the
+// storage holds at write version `version`. An update kernel that computes new bytes and their
+// derived value in one pass passes the version its own write is about to give (RunKernel marks
+// each mutated input written once, after the kernel). Nothing is stored for storage a writable
+// NumPy array aliases.
+void DerivedStore(const Tensor& t, const DerivedKey& key, uint64_t version,
+                  std::shared_ptr<void> value);
+
 struct DerivedCacheStats {
   int64_t hits = 0;   // requests served by a cached value
   int64_t makes = 0;  // values made (first packs and repacks after writes)

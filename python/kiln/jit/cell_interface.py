@@ -39,6 +39,13 @@ def amp_cast(value, dtype):
     return value
 
 
+# Weights are read through `cached_cast` (ops/optim.cc): the same values and gradient as a cast,
+# but the low-precision copy is kept with the weight's bytes, and a fused optimizer update writes
+# it in the same pass as the new float32 weight, so a training step does not cast its weights.
+# False reads them through plain casts (the tests compare the two).
+CACHED_WEIGHT_CASTS = True
+
+
 def amp_param(cell, value):
     """A trainable Parameter read by `cell`'s construct: cast to the cell's mixed-precision type
     while the cell runs, the Parameter itself otherwise. (Callers pass non-trainable ones, state
@@ -48,6 +55,9 @@ def amp_param(cell, value):
     dtype = d.get("_amp_dtype")
     if dtype is None or not d.get("_amp_depth"):
         return value
+    if CACHED_WEIGHT_CASTS and isinstance(value, (TensorBase, GraphValue)) \
+            and value.dtype.is_floating_point and value.dtype != dtype:
+        return call("cached_cast", (value,), (dtype._enum,))
     return amp_cast(value, dtype)
 
 

@@ -8,6 +8,7 @@ from kiln.common.tensor import Tensor
 from kiln.nn.optim.optimizer import Optimizer, _graph_value
 from kiln.nn.optim.sgd import _check_float
 from kiln.ops import _core
+from kiln.ops._core import call
 
 __all__ = ["Adam", "AdamW", "AdamWeightDecay"]
 
@@ -48,6 +49,14 @@ class _AdamBase(Optimizer):
         self.beta1, self.beta2, self.eps = _check_betas(who, beta1, beta2, eps)
         self.moment1 = self._state(self._moment_names[0])
         self.moment2 = self._state(self._moment_names[1])
+
+    def _fused(self, i, param, grad, lr, c1, c2, decay, nesterov=False):
+        """One pass (ops/optim.cc): param = param * (1 - decay) - lr * (m c1) / (sqrt(v c2) + eps),
+        with the moments updated first (and m replaced by beta1 m + (1 - beta1) g for
+        Nesterov)."""
+        m, v = _graph_value(self.moment1[i]), _graph_value(self.moment2[i])
+        call("apply_adam", (param, m, v, lr, grad, c1, c2, decay),
+             (self.beta1, self.beta2, self.eps, nesterov))
 
     def _moments(self, i, grad):
         m, v = _graph_value(self.moment1[i]), _graph_value(self.moment2[i])
@@ -93,6 +102,9 @@ class Adam(_AdamBase):
         return ops.cast(ops.sqrt(bc2) / bc1, mstype.float32)  # lr_t = lr * this
 
     def _update(self, i, param, grad, lr, weight_decay, lr_scale):
+        if self._fuses(param) and not self.use_amsgrad:
+            self._fused(i, param, grad, lr * lr_scale, 1.0, 1.0, 0.0, self.use_nesterov)
+            return
         m, v = self._moments(i, grad)
         if self.use_amsgrad:
             vhat = _graph_value(self.vhat[i])
@@ -123,6 +135,10 @@ class AdamW(_AdamBase):
 
     def _update(self, i, param, grad, lr, weight_decay, state):
         inv_bc1, inv_bc2 = state
+        decay = lr * weight_decay if _has_decay(weight_decay) else 0.0
+        if self._fuses(param):
+            self._fused(i, param, grad, lr, inv_bc1, inv_bc2, decay)
+            return
         m, v = self._moments(i, grad)
         denom = ops.sqrt(v * inv_bc2) + self.eps
         new = param * (1.0 - lr * weight_decay) if _has_decay(weight_decay) else param
@@ -145,6 +161,10 @@ class AdamWeightDecay(_AdamBase):
                          weight_decay, 1.0)
 
     def _update(self, i, param, grad, lr, weight_decay, state):
+        if self._fuses(param):  # lr * (update + wd * param) = decay by lr * wd, then the step
+            decay = lr * weight_decay if _has_decay(weight_decay) else 0.0
+            self._fused(i, param, grad, lr, 1.0, 1.0, decay)
+            return
         m, v = self._moments(i, grad)
         update = m / (ops.sqrt(v) + self.eps)
         if _has_decay(weight_decay):

@@ -135,6 +135,13 @@ class Optimizer(Cell):
     """
 
     _decoupled_weight_decay = False  # AdamW-style optimizers apply decay themselves
+    # Momentum, SGD and the Adams update each parameter with one fused op (ops/optim.cc), which
+    # also refreshes the weight's low-precision copy a mixed-precision forward reads; False
+    # composes the update from elementwise ops (the tests compare the two).
+    _fused_updates = True
+
+    def _fuses(self, param):
+        return self._fused_updates and param.dtype.is_floating_point
 
     def __init__(self, learning_rate, parameters, weight_decay=0.0, loss_scale=1.0):
         super().__init__(auto_prefix=False)

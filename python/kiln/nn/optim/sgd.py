@@ -7,6 +7,7 @@ from kiln import ops
 from kiln.common.parameter import Parameter, _copy_into
 from kiln.common.tensor import Tensor
 from kiln.nn.optim.optimizer import Optimizer, _graph_value
+from kiln.ops._core import call
 
 __all__ = ["SGD", "Momentum"]
 
@@ -56,6 +57,10 @@ class SGD(Optimizer):
         # The first step starts the buffer at g; decided at run time from stat (which
         # checkpoints save, as MindSpore's do), so a compiled step does not depend on it.
         stat = _graph_value(self.stat[i])
+        if self._fuses(param):
+            call("apply_sgd", (param, _graph_value(self.accum[i]), stat, lr, grad),
+                 (self.momentum, self.dampening, self.nesterov))
+            return
         if self.momentum > 0:
             accum = _graph_value(self.accum[i])
             later = accum * self.momentum + grad * (1.0 - self.dampening)
@@ -86,7 +91,7 @@ class Momentum(Optimizer):
 
     def _update(self, i, param, grad, lr, weight_decay, state):
         accum = _graph_value(self.moments[i])
-        if param.dtype.is_floating_point and grad.dtype == param.dtype:
+        if self._fuses(param):
             # One fused in-place pass over param and accum (MindSpore's ApplyMomentum).
             ops.apply_momentum(param, accum, lr, grad, self.momentum, self.use_nesterov)
             return
