@@ -226,6 +226,7 @@ def kiln_momentum_step(ms, net, loss_fn):
         opt(grads)
         return loss
 
+    step.optimizer = opt  # for callers that set it up further (bench_amp's unfused update)
     return step
 
 

@@ -6,6 +6,7 @@
 #include "core/error.h"
 #include "kernels/cpu/copy.h"
 #include "kernels/cpu/elementwise.h"
+#include "kernels/cpu/gelu.h"
 #include "kernels/cpu/normalization.h"
 #include "ops/grad.h"
 #include "ops/registry.h"
@@ -107,7 +108,7 @@ struct ReluFn {
 // vectorizable float version (kernels/cpu/normalization.h), libm for double.
 inline void GeluParts(float x, float* one_plus_erf, float* gauss) {
   const float z = x * static_cast<float>(M_SQRT1_2);
-  *gauss = cpu::ExpF(-z * z);
+  *gauss = cpu::ExpNonPositiveF(-z * z);
   *one_plus_erf = cpu::OnePlusErfF(z, *gauss);
 }
 inline void GeluParts(double x, double* one_plus_erf, double* gauss) {
@@ -194,7 +195,23 @@ void LogicalNotKernel(KernelContext& ctx) {
   });
 }
 
+// Exact GELU on contiguous float32/bfloat16 tensors of one shape: the loops of kernels/cpu/gelu.h.
+bool GeluFastPath(const std::vector<Tensor>& in, const Tensor& out) {
+  const DType d = out.dtype();
+  if (d != DType::Float32 && d != DType::BFloat16) return false;
+  if (!out.is_contiguous()) return false;
+  for (const Tensor& t : in)
+    if (t.dtype() != d || !t.is_contiguous() || t.shape() != out.shape()) return false;
+  return true;
+}
+
 void GeluKernel(KernelContext& ctx) {
+  const Tensor& out = ctx.outputs[0];
+  if (AttrString(ctx.attrs, 0) == "none" && GeluFastPath({ctx.inputs[0]}, out)) {
+    if (out.dtype() == DType::Float32)
+      return cpu::GeluErf(ctx.inputs[0].data<float>(), out.data<float>(), out.numel());
+    return cpu::GeluErf(ctx.inputs[0].data<BFloat16>(), out.data<BFloat16>(), out.numel());
+  }
   if (AttrString(ctx.attrs, 0) == "tanh") {
     UnaryOpKernel<GeluTanhFn, true>(ctx);
   } else {
@@ -257,6 +274,13 @@ struct GeluTanhGradFn {
 
 void GeluGradKernel(KernelContext& ctx) {
   bool tanh = AttrString(ctx.attrs, 0) == "tanh";
+  const Tensor &dy = ctx.inputs[0], &x = ctx.inputs[1], &out = ctx.outputs[0];
+  if (!tanh && GeluFastPath({dy, x}, out)) {
+    if (out.dtype() == DType::Float32)
+      return cpu::GeluErfGrad(dy.data<float>(), x.data<float>(), out.data<float>(), out.numel());
+    return cpu::GeluErfGrad(dy.data<BFloat16>(), x.data<BFloat16>(), out.data<BFloat16>(),
+                            out.numel());
+  }
   DispatchDType(ctx.inputs[0].dtype(), [&](auto tag) {
     using T = decltype(tag);
     if constexpr (std::is_floating_point_v<compute_t<T>>) {
