@@ -11,12 +11,14 @@
 // next forward reads it instead of casting the weight again. An update also accepts a gradient
 // of lower precision than the weight (the bf16 gradient of a bf16 forward), accumulating in the
 // weight's precision: passes/absorb_grad_casts.cc hands it the bf16 gradient uncast.
+#include <algorithm>
 #include <cmath>
 
 #include "core/error.h"
 #include "core/parallel.h"
 #include "kernels/cpu/convert.h"
 #include "kernels/cpu/derived_cache.h"
+#include "kernels/cpu/elementwise.h"
 #include "ops/grad.h"
 #include "ops/registry.h"
 
@@ -79,8 +81,25 @@ Tensor RequestedCopy(const Tensor& var) {
   return Tensor();
 }
 
+// The gradient as compute-type values for elements [i0, i0 + m): the tensor's own memory when it
+// has that type, else converted into `buf` (bfloat16 widened as elementwise.h's bf16 runs are).
+template <typename C, typename G>
+const C* GradChunk(const G* g, int64_t i0, int64_t m, C* buf) {
+  if constexpr (std::is_same_v<G, C>) {
+    return g + i0;
+  } else if constexpr (std::is_same_v<G, BFloat16> && std::is_same_v<C, float>) {
+    cpu::Bf16Widen(g + i0, buf, m);
+    return buf;
+  } else {
+    for (int64_t i = 0; i < m; ++i) buf[i] = static_cast<C>(static_cast<compute_t<G>>(g[i0 + i]));
+    return buf;
+  }
+}
+
 // v[i] = step(i, v[i], g[i]) over every element, in the var's compute type; writes the copy
-// (the new v[i] converted as `cast` converts) in the same pass when there is one.
+// (the new v[i] converted as `cast` converts) in the same pass when there is one. Chunks of
+// kBf16Chunk elements keep the conversions out of the update's loop, so each loop vectorizes
+// (a rounding's NaN branch inside the update's loop would stop that).
 template <typename T, typename G, typename K, typename Step>
 void UpdateLoop(const Tensor& var, const Tensor& grad, const Tensor& copy, const Step& step) {
   using C = compute_t<T>;
@@ -89,10 +108,18 @@ void UpdateLoop(const Tensor& var, const Tensor& grad, const Tensor& copy, const
   K* k = nullptr;
   if constexpr (!std::is_same_v<K, NoCopy>) k = copy.data<K>();
   ParallelFor(var.numel(), 16384, [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i) {
-      const C gi = static_cast<C>(static_cast<compute_t<G>>(g[i]));
-      v[i] = static_cast<T>(step(i, static_cast<C>(v[i]), gi));
-      if constexpr (!std::is_same_v<K, NoCopy>) k[i] = cpu::Convert<K>(v[i]);
+    C buf[cpu::kBf16Chunk];
+    for (int64_t i0 = begin; i0 < end; i0 += cpu::kBf16Chunk) {
+      const int64_t m = std::min(cpu::kBf16Chunk, end - i0);
+      const C* gc = GradChunk<C>(g, i0, m, buf);
+      T* vc = v + i0;
+      for (int64_t i = 0; i < m; ++i)
+        vc[i] = static_cast<T>(step(i0 + i, static_cast<C>(vc[i]), gc[i]));
+      if constexpr (std::is_same_v<K, BFloat16> && std::is_same_v<T, float>) {
+        cpu::Bf16Narrow(vc, k + i0, m);
+      } else if constexpr (!std::is_same_v<K, NoCopy>) {
+        for (int64_t i = 0; i < m; ++i) k[i0 + i] = cpu::Convert<K>(vc[i]);
+      }
     }
   });
 }
@@ -194,14 +221,15 @@ struct SGDStep {
         m(static_cast<C>(AttrFloat(ctx.attrs, 0))),
         keep(static_cast<C>(1.0 - AttrFloat(ctx.attrs, 1))),
         nesterov(AttrBool(ctx.attrs, 2)) {}
+  // Written with selects and unconditional stores (accumulation unchanged when momentum is 0),
+  // so the loop vectorizes.
   C operator()(int64_t i, C v, C g) const {
-    if (m > C(0)) {
-      const C ai = static_cast<C>(stat[i]) > C(0) ? g : static_cast<C>(a[i]) * m + g * keep;
-      a[i] = static_cast<T>(ai);
-      g = nesterov ? g + ai * m : ai;
-    }
+    const C old = static_cast<C>(a[i]);
+    const C ai = static_cast<C>(stat[i]) > C(0) ? g : old * m + g * keep;
+    a[i] = static_cast<T>(m > C(0) ? ai : old);
     stat[i] = static_cast<T>(C(0));
-    return v - g * lr;
+    const C step = m > C(0) ? (nesterov ? g + ai * m : ai) : g;
+    return v - step * lr;
   }
 };
 
