@@ -184,9 +184,9 @@ OPTIMIZERS = {
 }
 
 
-def _train_bf16(make_opt, fused, mode, steps=6):
+def _train_bf16(make_opt, fused, mode, steps=6, dtype=ms.bfloat16):
     ms.set_seed(1)
-    net = amp.auto_mixed_precision(_Net(), "O2", dtype=ms.bfloat16)
+    net = amp.auto_mixed_precision(_Net(), "O2", dtype=dtype)
     opt = make_opt(net.trainable_params())
     opt._fused_updates = fused
     loss_fn = nn.MSELoss()
@@ -215,8 +215,13 @@ def _train_bf16(make_opt, fused, mode, steps=6):
 @pytest.mark.parametrize("mode", ["pynative", "graph"])
 @pytest.mark.parametrize("name", list(OPTIMIZERS))
 def test_bf16_training_fused_matches_unfused(name, mode):
+    hits = _C.packed_weight_stats()["hits"]
     fused, net, _ = _train_bf16(OPTIMIZERS[name], True, mode)
+    # from the second step on, every weight's bf16 copy comes from the update (4 weights)
+    assert _C.packed_weight_stats()["hits"] - hits == 5 * 4
+    hits = _C.packed_weight_stats()["hits"]
     plain, ref, _ = _train_bf16(OPTIMIZERS[name], False, mode)
+    assert _C.packed_weight_stats()["hits"] == hits  # casts each step, nothing cached
     assert fused[-1] < fused[0]  # it trains
     np.testing.assert_allclose(fused, plain, rtol=8e-3, atol=1e-4)  # one bf16 ulp
     for p, q in zip(net.trainable_params(), ref.trainable_params()):
@@ -224,6 +229,16 @@ def test_bf16_training_fused_matches_unfused(name, mode):
         # Adam moves an element whose gradient is ~0 by up to lr (0.01) either way: a bf16
         # rounding of such a gradient shows in that element, well under one step
         np.testing.assert_allclose(p.asnumpy(), q.asnumpy(), rtol=8e-3, atol=2e-3)
+
+
+@pytest.mark.parametrize("mode", ["pynative", "graph"])
+@pytest.mark.parametrize("name", ["Momentum", "Adam"])
+def test_float16_training_fused_matches_unfused(name, mode):
+    """The copy and the gradient may be float16 too (computed in float32 by kiln's kernels)."""
+    fused = _train_bf16(OPTIMIZERS[name], True, mode, dtype=ms.float16)[0]
+    plain = _train_bf16(OPTIMIZERS[name], False, mode, dtype=ms.float16)[0]
+    assert fused[-1] < fused[0]
+    np.testing.assert_allclose(fused, plain, rtol=1e-3, atol=1e-4)  # one float16 ulp
 
 
 def test_compiled_bf16_step_feeds_the_update_bf16_gradients(tmp_path):
