@@ -6,6 +6,7 @@
 #include "core/allocator.h"
 #include "core/contention.h"
 #include "core/error.h"
+#include "core/feed_queue.h"
 #include "core/interrupt.h"
 #include "core/parallel.h"
 #include "core/random.h"
@@ -97,6 +98,17 @@ void CheckPythonSignals() {
   if (PyErr_CheckSignals() != 0) throw nb::python_error();
 }
 
+// A wait for another thread inside the engine (core/interrupt.h): without the GIL, which that
+// thread may need (the sink mode's feeder is a Python thread).
+void RunWithoutGil(const std::function<void()>& wait) {
+  if (PyGILState_Check()) {
+    nb::gil_scoped_release release;
+    wait();
+  } else {
+    wait();
+  }
+}
+
 }  // namespace
 
 void InitModule(nb::module_& m) {
@@ -115,6 +127,7 @@ void InitModule(nb::module_& m) {
   g_axis_error = axis_error.release().ptr();
   nb::register_exception_translator(&TranslateErrors);
   SetInterruptCheck(&CheckPythonSignals);
+  SetBlockingRunner(&RunWithoutGil);
 
   nb::enum_<DType> dtype(m, "DType");
 #define KILN_BIND_DTYPE(e, t, n) dtype.value(n, DType::e);
@@ -171,6 +184,27 @@ void InitModule(nb::module_& m) {
     d["system_allocations"] = s.system_allocations;
     return d;
   });
+  // Dataset queues of sink mode (core/feed_queue.h): the feeder thread pushes, get_next pops.
+  m.def("feed_queue_create", [](size_t capacity) { return CreateFeedQueue(capacity); });
+  m.def("feed_queue_push", [](int64_t id, nb::list batch) {
+    std::vector<Tensor> tensors;
+    for (nb::handle h : batch) {
+      if (!nb::isinstance<Tensor>(h)) throw nb::type_error("feed_queue_push: expected Tensors");
+      tensors.push_back(nb::cast<const Tensor&>(h).Contiguous());
+    }
+    std::shared_ptr<FeedQueue> queue = FindFeedQueue(id);
+    if (!queue) return false;
+    nb::gil_scoped_release release;  // waits while the queue is full
+    return queue->Push(std::move(tensors));
+  });
+  m.def("feed_queue_close", [](int64_t id, std::string error) {
+    if (std::shared_ptr<FeedQueue> queue = FindFeedQueue(id)) queue->Close(std::move(error));
+  });
+  m.def("feed_queue_pops", [](int64_t id) -> int64_t {
+    std::shared_ptr<FeedQueue> queue = FindFeedQueue(id);
+    return queue ? queue->pops() : -1;
+  });
+  m.def("feed_queue_destroy", [](int64_t id) { DestroyFeedQueue(id); });
   m.def("packed_weight_stats", [] {
     cpu::DerivedCacheStats s = cpu::GetDerivedCacheStats();
     nb::dict d;

@@ -33,7 +33,7 @@ bool RunsFunctions(const ir::Node& node) {
 
 bool Same(const Effects& a, const Effects& b) {
   return a.writes == b.writes && a.random == b.random && a.prints == b.prints &&
-         a.raises == b.raises && a.communicates == b.communicates;
+         a.raises == b.raises && a.communicates == b.communicates && a.reads_queue == b.reads_queue;
 }
 
 // The functions `f` runs directly.
@@ -82,6 +82,7 @@ Effects& Effects::operator|=(const Effects& o) {
   prints = prints || o.prints;
   raises = raises || o.raises;
   communicates = communicates || o.communicates;
+  reads_queue = reads_queue || o.reads_queue;
   return *this;
 }
 
@@ -90,6 +91,7 @@ Effects OpEffects(const OpDef& def) {
   e.writes = !def.mutated_inputs.empty();
   e.random = def.is_random;
   e.communicates = def.communicates;
+  e.reads_queue = def.reads_queue;
   return e;
 }
 

@@ -23,12 +23,15 @@ struct Effects {
                         // counted: every op may throw one)
   bool communicates = false;  // a collective: the other ranks run the same ones in the same
                               // order, so it stays where it is, once (ops/collective.cc)
+  bool reads_queue = false;   // pops a dataset queue (get_next): each run takes the next batch
 
   // Nothing but its outputs depends on running it: it may be removed when unused, merged with
   // a duplicate, or moved past other pure nodes.
-  bool pure() const { return !writes && !random && !prints && !raises && !communicates; }
+  bool pure() const {
+    return !writes && !random && !prints && !raises && !communicates && !reads_queue;
+  }
   Effects& operator|=(const Effects& o);
-  static Effects All() { return {true, true, true, true, true}; }
+  static Effects All() { return {true, true, true, true, true, true}; }
 };
 
 // The effects of a registry op.

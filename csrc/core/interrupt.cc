@@ -6,7 +6,19 @@
 namespace kiln {
 namespace {
 std::atomic<InterruptCheck> g_check{nullptr};
+std::atomic<BlockingRunner> g_runner{nullptr};
 }  // namespace
+
+void SetBlockingRunner(BlockingRunner runner) { g_runner.store(runner, std::memory_order_release); }
+
+void RunBlocking(const std::function<void()>& wait) {
+  BlockingRunner runner = g_runner.load(std::memory_order_relaxed);
+  if (runner != nullptr) {
+    runner(wait);
+  } else {
+    wait();
+  }
+}
 
 void SetInterruptCheck(InterruptCheck check) { g_check.store(check, std::memory_order_release); }
 

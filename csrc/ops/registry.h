@@ -95,6 +95,9 @@ struct OpDef {
   // Talks to the other ranks (ops/collective.cc): every rank must run the same collectives in
   // the same order, so such a node is never removed, merged, folded or moved.
   bool communicates = false;
+  // Takes the next item of an outside queue (get_next, ops/data.cc): each run reads something
+  // different, so such a node is never removed, merged, folded or moved either.
+  bool reads_queue = false;
 };
 
 const OpDef& GetOpDef(OpKind kind);
@@ -124,6 +127,7 @@ void RegisterLinalgOps(OpRegistry& registry);
 void RegisterConvOps(OpRegistry& registry);
 void RegisterOptimOps(OpRegistry& registry);
 void RegisterCollectiveOps(OpRegistry& registry);
+void RegisterDataOps(OpRegistry& registry);
 
 // ---- Attribute access by schema position (ops check types at the edge, in the dispatcher) ----
 inline bool AttrIsNone(const Attrs& a, size_t i) {

@@ -3,10 +3,9 @@ sink loop (sink_size training steps as one graph)."""
 import numpy as np
 
 from kiln import context
-from kiln.common.tensor import Tensor
 from kiln.jit.api import cell_jit_function
 from kiln.nn.cell import Cell
-from kiln.train._data import SinkFeeder
+from kiln.train._queue_sink import QueueSink
 from kiln.train.callback._callback import CallbackManager, RunContext
 from kiln.train.callback._monitors import loss_value
 
@@ -101,23 +100,22 @@ def train_plain(model, epoch, source, list_callback, cb_params, initial_epoch, v
 
 def train_sink(model, epoch, source, list_callback, cb_params, sink_size, initial_epoch, valid):
     """Dataset sink mode: an epoch is `sink_size` steps, read on from where the last one
-    stopped. In GRAPH_MODE the sink runs as one SinkLoop call (a few, for a sink larger than
-    SINK_CHUNK_BYTES or whose batches change shape) fed by a thread that stacks the next sink
-    while this one trains; callbacks see one step per sink, cur_step_num advancing by
-    sink_size. In PyNative every step is reported (as MindSpore's PyNative sink does)."""
+    stopped. In GRAPH_MODE the sink runs as one compiled loop whose steps pop their batches
+    from a dataset queue a feeder thread fills (_queue_sink.py; a few loop calls when batches
+    change shape); callbacks see one step per sink, cur_step_num advancing by sink_size. In
+    PyNative every step is reported (as MindSpore's PyNative sink does)."""
     cb_params.cur_step_num = 0
     cb_params.dataset_sink_mode = True
     run_context = RunContext(cb_params)
     list_callback.on_train_begin(run_context)
     graph = context.get_context("mode") == context.GRAPH_MODE
-    feeder = SinkFeeder(source, sink_size) if graph else None
+    sink = QueueSink(model._train_network, source) if graph else None
     batches = None if graph else source.endless()
     try:
         for i in range(epoch - initial_epoch):
             _begin_epoch(model, list_callback, run_context, cb_params, i, initial_epoch)
             if graph:
-                chunks = feeder.next_sink()
-                _one_step(model, _SinkRunner(model, chunks), (), list_callback, run_context,
+                _one_step(model, lambda: sink.run(sink_size), (), list_callback, run_context,
                           cb_params, sink_size)
             else:
                 for _ in range(sink_size):
@@ -130,30 +128,9 @@ def train_sink(model, epoch, source, list_callback, cb_params, sink_size, initia
             if _end_epoch(model, list_callback, run_context, cb_params, valid):
                 break
     finally:
-        if feeder is not None:
-            feeder.close()
+        if sink is not None:
+            sink.close()
     list_callback.on_train_end(run_context)
-
-
-class _SinkRunner:
-    """Runs one sink's stacked chunks through the model's SinkLoop; returns the last outputs.
-    (cb_params.train_dataset_element of a sink step is empty: the data never leaves the
-    feeder as separate batches.)"""
-
-    def __init__(self, model, chunks):
-        self._model, self._chunks = model, chunks
-
-    def __call__(self):
-        loop = self._model._sink_network()
-        outputs = None
-        for count, columns in self._chunks:
-            if count == 1:
-                _check_element(self._model, columns)
-                outputs = self._model._train_network(*[c[0] for c in columns])
-            else:
-                _check_element(self._model, columns)
-                outputs = loop(Tensor(np.array(count - 1, np.int32)), *columns)
-        return outputs
 
 
 def run_eval(model, source, list_callback, cb_params, sink_mode, add_eval_loss=False):
