@@ -189,3 +189,11 @@ def test_a_failing_dataset_raises_its_error_and_stops_the_feeder():
     with pytest.raises(OSError, match="the disk went away"):
         _model(_net()).train(2, Broken(), dataset_sink_mode=True, sink_size=4)
     assert not _sink_threads()
+
+
+def test_a_dataset_of_three_columns_for_a_model_with_a_loss_is_refused():
+    x, y = _data(64)
+    ms.set_context(mode=ms.GRAPH_MODE)
+    with pytest.raises(ValueError, match="should return two elements, but got 3"):
+        _model(_net()).train(1, [(x, y, y)], dataset_sink_mode=True, sink_size=1)
+    assert not _sink_threads()

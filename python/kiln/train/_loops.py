@@ -109,7 +109,8 @@ def train_sink(model, epoch, source, list_callback, cb_params, sink_size, initia
     run_context = RunContext(cb_params)
     list_callback.on_train_begin(run_context)
     graph = context.get_context("mode") == context.GRAPH_MODE
-    sink = QueueSink(model._train_network, source) if graph else None
+    sink = QueueSink(model._train_network, source,
+                     lambda columns: _check_element(model, columns)) if graph else None
     batches = None if graph else source.endless()
     try:
         for i in range(epoch - initial_epoch):

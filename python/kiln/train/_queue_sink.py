@@ -49,8 +49,9 @@ class QueueSink:
     train() call. run(n) trains n steps and returns the last outputs; close() stops the feeder
     (also after an error or Ctrl-C) and frees the queue."""
 
-    def __init__(self, network, source):
+    def __init__(self, network, source, check=None):
         self._network = network
+        self._check = check  # called with each new batch signature (its columns) before use
         self.id = _C.feed_queue_create(QUEUE_CAPACITY)
         self._batches = source.endless()
         self._signatures = []  # of every batch pushed, in order
@@ -86,6 +87,8 @@ class QueueSink:
 
     def _loop(self, signature):
         if signature not in self._loops:
+            if self._check is not None:
+                self._check(signature)
             self._loops[signature] = QueueSinkLoop(self._network, self.id, signature)
         return self._loops[signature]
 
