@@ -51,7 +51,8 @@ def bert_spec():
 
 
 def make_weights(spec):
-    """{name: float32 array}: He-scaled normals for weights, ones/zeros for norms' gamma/beta."""
+    """{name: float32 array}: He-scaled normals for convolutions and ResNet's classifier, BERT's
+    N(0, 0.02) for the encoder's dense layers, ones/zeros for norms' gamma/beta."""
     rng = np.random.default_rng(0)
     out = {}
     for name, shape in spec:
@@ -60,8 +61,8 @@ def make_weights(spec):
         elif name.endswith(("beta", "bias")):
             out[name] = np.zeros(shape, np.float32)
         else:
-            fan_in = int(np.prod(shape[1:]))
-            out[name] = (rng.standard_normal(shape) * math.sqrt(2.0 / fan_in)).astype(np.float32)
+            std = 0.02 if name.startswith("layers.") else math.sqrt(2.0 / np.prod(shape[1:]))
+            out[name] = (rng.standard_normal(shape) * std).astype(np.float32)
     return out
 
 
