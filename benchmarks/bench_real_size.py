@@ -1,6 +1,8 @@
 """Real-size models (issue #16 point 3): ResNet-18 (224x224, batch 16) and a BERT-base-size
 encoder (12 layers, d=768, 12 heads, sequence 128, batch 8), inference and a Momentum training
-step, in kiln (PyNative and Graph), PyTorch eager, torch.compile and JAX jit.
+step, in kiln (PyNative and Graph), PyTorch eager, torch.compile and JAX jit; with the seed
+network (MLP 784-512-512-10, batch 64) and the one-block encoder (d=256) of the other benchmarks
+as the small end of the scale.
 
 Each (model, framework) runs in its own process, so its peak memory (ru_maxrss) is its own; the
 processes draw the same weights and inputs from seeded NumPy (real_size_models.py), and this
@@ -10,7 +12,7 @@ Reported: time per call (quiet: best of 7; under --contention: the protocol of _
 the first call; JAX: lower + compile), peak memory and its growth over the process after setup.
 
 Run: PYTHONPATH=build/dev/python <peers venv>/bin/python benchmarks/bench_real_size.py --threads 2
-     [--models resnet18,bert] [--frameworks kiln_pynative,kiln_graph,torch,compile,jax]
+     [--models seed,encoder,resnet18,bert] [--frameworks kiln_pynative,kiln_graph,torch,compile,jax]
      [--contention 1]
 """
 import argparse
@@ -31,7 +33,8 @@ import real_size_models as models  # noqa: E402
 FRAMEWORKS = ("kiln_pynative", "kiln_graph", "torch", "compile", "jax")
 LABELS = {"kiln_pynative": "kiln PyNative", "kiln_graph": "kiln Graph", "torch": "PyTorch eager",
           "compile": "torch.compile", "jax": "JAX jit"}
-NUMBER = {"resnet18": (3, 1), "bert": (1, 1)}  # calls per timed run: forward, training step
+# Calls per timed run (forward, training step): each run lasts about 0.1 s or more.
+NUMBER = {"seed": (200, 50), "encoder": (10, 5), "resnet18": (3, 1), "bert": (1, 1)}
 
 
 def rss_mb():
@@ -52,8 +55,7 @@ def run_kiln(model, graph, bench_time):
 
     ms.set_context(mode=ms.GRAPH_MODE if graph else ms.PYNATIVE_MODE)
     x_np, y_np = models.make_inputs(model)
-    weights = models.make_weights(models.resnet18_spec() if model == "resnet18"
-                                  else models.bert_spec())
+    weights = models.make_weights(model)
     net, loss_fn = models.kiln_model(ms, model, weights)
     x, y = ms.Tensor(x_np), ms.Tensor(y_np)
     setup = rss_mb()
@@ -83,8 +85,7 @@ def run_torch(model, compiled, threads, bench_time):
 
     torch.set_num_threads(threads)
     x_np, y_np = models.make_inputs(model)
-    weights = models.make_weights(models.resnet18_spec() if model == "resnet18"
-                                  else models.bert_spec())
+    weights = models.make_weights(model)
     net, loss_fn = models.torch_model(torch, model, weights)
     x, y = torch.from_numpy(x_np), torch.from_numpy(y_np)
     setup = rss_mb()
@@ -118,8 +119,7 @@ def run_jax(model, bench_time):
     from _common import jax_momentum_step  # noqa: PLC0415
 
     x_np, y_np = models.make_inputs(model)
-    weights = models.make_weights(models.resnet18_spec() if model == "resnet18"
-                                  else models.bert_spec())
+    weights = models.make_weights(model)
     params = {k: jax.numpy.asarray(v) for k, v in weights.items()}
     x, y = jax.numpy.asarray(x_np), jax.numpy.asarray(y_np)
     forward, loss = models.jax_model(jax, model)
@@ -238,7 +238,7 @@ def report(model, results, peak_gflops):
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--models", default="resnet18,bert")
+    parser.add_argument("--models", default=",".join(models.MODELS))
     parser.add_argument("--frameworks", default=",".join(FRAMEWORKS))
     parser.add_argument("--timeout", type=float, default=1800)
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)

@@ -1,5 +1,6 @@
-"""ResNet-18 and a BERT-base-size encoder written the same way in kiln, PyTorch and JAX, from
-one set of NumPy weights, for bench_real_size.py (issue #16 point 3).
+"""ResNet-18 and a BERT-base-size encoder (and, to show how time and memory grow, the seed
+network and the one-block encoder) written the same way in kiln, PyTorch and JAX, from one set of
+NumPy weights, for bench_real_size.py (issue #16 point 3).
 
 Each framework runs in its own process (for its peak memory), so the weights are not passed
 around: every process draws them from the same seeded NumPy generator in the same order.
@@ -10,8 +11,12 @@ import math
 import numpy as np
 
 RESNET_STAGES = ((64, 1), (128, 2), (256, 2), (512, 2))  # (channels, first stride), 2 blocks each
-BERT = {"d": 768, "heads": 12, "ff": 3072, "layers": 12, "seq": 128, "batch": 8}
+# Transformer encoders: BERT-base's size, and the one-block encoder of bench_transformer.py.
+ENCODERS = {"bert": {"d": 768, "heads": 12, "ff": 3072, "layers": 12, "seq": 128, "batch": 8},
+            "encoder": {"d": 256, "heads": 4, "ff": 1024, "layers": 1, "seq": 128, "batch": 8}}
 RESNET = {"batch": 16, "size": 224, "classes": 1000}
+SEED = {"sizes": (784, 512, 512, 10), "batch": 64}  # the SPEC's seed network (an MLP)
+MODELS = ("seed", "encoder", "resnet18", "bert")
 
 
 def _resnet_blocks():
@@ -37,10 +42,10 @@ def resnet18_spec():
     return spec + [("fc.weight", (RESNET["classes"], 512)), ("fc.bias", (RESNET["classes"],))]
 
 
-def bert_spec():
-    d, ff = BERT["d"], BERT["ff"]
+def encoder_spec(cfg):
+    d, ff = cfg["d"], cfg["ff"]
     spec = []
-    for layer in range(BERT["layers"]):
+    for layer in range(cfg["layers"]):
         p = f"layers.{layer}"
         for norm in ("ln1", "ln2"):
             spec += [(f"{p}.{norm}.gamma", (d,)), (f"{p}.{norm}.beta", (d,))]
@@ -50,18 +55,34 @@ def bert_spec():
     return spec
 
 
-def make_weights(spec):
-    """{name: float32 array}: He-scaled normals for convolutions and ResNet's classifier, BERT's
-    N(0, 0.02) for the encoder's dense layers, ones/zeros for norms' gamma/beta."""
+def seed_spec():
+    sizes = SEED["sizes"]
+    spec = []
+    for i, (fan_in, fan_out) in enumerate(zip(sizes, sizes[1:])):
+        spec += [(f"layers.{2 * i}.weight", (fan_out, fan_in)),
+                 (f"layers.{2 * i}.bias", (fan_out,))]
+    return spec
+
+
+def spec_of(model):
+    """[(name, shape)] of a model's trained parameters."""
+    if model == "resnet18":
+        return resnet18_spec()
+    return seed_spec() if model == "seed" else encoder_spec(ENCODERS[model])
+
+
+def make_weights(model):
+    """{name: float32 array}: He-scaled normals for convolutions and dense layers, BERT's
+    N(0, 0.02) for the encoders' dense layers, ones/zeros for norms' gamma/beta and biases."""
     rng = np.random.default_rng(0)
     out = {}
-    for name, shape in spec:
+    for name, shape in spec_of(model):
         if name.endswith("gamma"):
             out[name] = np.ones(shape, np.float32)
         elif name.endswith(("beta", "bias")):
             out[name] = np.zeros(shape, np.float32)
         else:
-            std = 0.02 if name.startswith("layers.") else math.sqrt(2.0 / np.prod(shape[1:]))
+            std = 0.02 if model in ENCODERS else math.sqrt(2.0 / np.prod(shape[1:]))
             out[name] = (rng.standard_normal(shape) * std).astype(np.float32)
     return out
 
@@ -73,7 +94,11 @@ def make_inputs(model):
         b, s = RESNET["batch"], RESNET["size"]
         x = rng.standard_normal((b, 3, s, s)).astype(np.float32)
         return x, rng.integers(0, RESNET["classes"], b).astype(np.int32)
-    shape = (BERT["batch"], BERT["seq"], BERT["d"])
+    if model == "seed":
+        x = rng.standard_normal((SEED["batch"], SEED["sizes"][0])).astype(np.float32)
+        return x, rng.integers(0, SEED["sizes"][-1], SEED["batch"]).astype(np.int32)
+    cfg = ENCODERS[model]
+    shape = (cfg["batch"], cfg["seq"], cfg["d"])
     return rng.standard_normal(shape).astype(np.float32), \
         rng.standard_normal(shape).astype(np.float32)
 
@@ -83,11 +108,11 @@ def make_inputs(model):
 def kiln_model(ms, model, weights):
     """The kiln Cell and its loss, weights loaded by name."""
     nn = ms.nn
-    if model == "resnet18":
-        net, loss = _kiln_resnet(ms), nn.SoftmaxCrossEntropyWithLogits(sparse=True,
-                                                                        reduction="mean")
+    if model in ENCODERS:
+        net, loss = _kiln_encoder(ms, ENCODERS[model]), nn.MSELoss()
     else:
-        net, loss = _kiln_bert(ms), nn.MSELoss()
+        net = _kiln_resnet(ms) if model == "resnet18" else _kiln_seed(ms)
+        loss = nn.SoftmaxCrossEntropyWithLogits(sparse=True, reduction="mean")
     params = dict(net.parameters_and_names())
     for name, value in weights.items():
         params[name].set_data(ms.Tensor(value))
@@ -137,9 +162,26 @@ def _kiln_resnet(ms):
     return ResNet18()
 
 
-def _kiln_bert(ms):
+def _kiln_seed(ms):
+    nn = ms.nn
+    sizes, layers = SEED["sizes"], []
+    for fan_in, fan_out in zip(sizes, sizes[1:]):
+        layers += [nn.Dense(fan_in, fan_out), nn.ReLU()]
+
+    class Seed(nn.Cell):
+        def __init__(self):
+            super().__init__()
+            self.layers = nn.SequentialCell(layers[:-1])
+
+        def construct(self, x):
+            return self.layers(x)
+
+    return Seed()
+
+
+def _kiln_encoder(ms, cfg):
     nn, ops = ms.nn, ms.ops
-    d, heads, ff = BERT["d"], BERT["heads"], BERT["ff"]
+    d, heads, ff = cfg["d"], cfg["heads"], cfg["ff"]
 
     class Layer(nn.Cell):
         def __init__(self):
@@ -165,7 +207,7 @@ def _kiln_bert(ms):
     class Encoder(nn.Cell):
         def __init__(self):
             super().__init__()
-            self.layers = nn.SequentialCell([Layer() for _ in range(BERT["layers"])])
+            self.layers = nn.SequentialCell([Layer() for _ in range(cfg["layers"])])
 
         def construct(self, x):
             return self.layers(x)
@@ -178,15 +220,18 @@ def _kiln_bert(ms):
 def torch_model(torch, model, weights):
     """The torch Module (same structure) and its loss, weights copied by kiln name."""
     nn, F = torch.nn, torch.nn.functional
-    net = _torch_resnet(torch) if model == "resnet18" else _torch_bert(torch)
+    if model in ENCODERS:
+        net = _torch_encoder(torch, ENCODERS[model])
+    else:
+        net = _torch_resnet(torch) if model == "resnet18" else _torch_seed(torch)
     params = dict(net.named_parameters())
     with torch.no_grad():
         for name, value in weights.items():
             torch_name = name.replace(".gamma", ".weight").replace(".beta", ".bias")
             params[torch_name].copy_(torch.from_numpy(value))
-    if model == "resnet18":
-        return net, lambda logits, y: F.cross_entropy(logits, y.long())
-    return net, nn.MSELoss()
+    if model in ENCODERS:
+        return net, nn.MSELoss()
+    return net, lambda logits, y: F.cross_entropy(logits, y.long())
 
 
 def _torch_resnet(torch):
@@ -228,9 +273,25 @@ def _torch_resnet(torch):
     return ResNet18()
 
 
-def _torch_bert(torch):
+def _torch_seed(torch):
+    nn, sizes, layers = torch.nn, SEED["sizes"], []
+    for fan_in, fan_out in zip(sizes, sizes[1:]):
+        layers += [nn.Linear(fan_in, fan_out), nn.ReLU()]
+
+    class Seed(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.layers = nn.Sequential(*layers[:-1])
+
+        def forward(self, x):
+            return self.layers(x)
+
+    return Seed()
+
+
+def _torch_encoder(torch, cfg):
     nn, F = torch.nn, torch.nn.functional
-    d, heads, ff = BERT["d"], BERT["heads"], BERT["ff"]
+    d, heads, ff = cfg["d"], cfg["heads"], cfg["ff"]
 
     class Layer(nn.Module):
         def __init__(self):
@@ -253,7 +314,7 @@ def _torch_bert(torch):
     class Encoder(nn.Module):
         def __init__(self):
             super().__init__()
-            self.layers = nn.Sequential(*[Layer() for _ in range(BERT["layers"])])
+            self.layers = nn.Sequential(*[Layer() for _ in range(cfg["layers"])])
 
         def forward(self, x):
             return self.layers(x)
@@ -268,14 +329,17 @@ def jax_model(jax, model):
     when training and the initial running statistics (mean 0, variance 1) otherwise; unlike kiln
     and PyTorch it does not update running statistics (a functional step would return them)."""
     jnp = jax.numpy
-    forward = _jax_resnet(jax) if model == "resnet18" else _jax_bert(jax)
+    if model in ENCODERS:
+        forward = _jax_encoder(jax, ENCODERS[model])
+    else:
+        forward = _jax_resnet(jax) if model == "resnet18" else _jax_seed(jax)
 
     def loss(params, x, y):
         out = forward(params, x, True)
-        if model == "resnet18":
-            logp = jax.nn.log_softmax(out, -1)
-            return -jnp.mean(jnp.take_along_axis(logp, y[:, None].astype(jnp.int32), 1))
-        return jnp.mean((out - y) ** 2)
+        if model in ENCODERS:
+            return jnp.mean((out - y) ** 2)
+        logp = jax.nn.log_softmax(out, -1)
+        return -jnp.mean(jnp.take_along_axis(logp, y[:, None].astype(jnp.int32), 1))
 
     return forward, loss
 
@@ -318,9 +382,21 @@ def _jax_resnet(jax):
     return forward
 
 
-def _jax_bert(jax):
+def _jax_seed(jax):
+    count = len(SEED["sizes"]) - 1
+
+    def forward(params, x, train):
+        for i in range(count):
+            x = x @ params[f"layers.{2 * i}.weight"].T + params[f"layers.{2 * i}.bias"]
+            x = jax.nn.relu(x) if i < count - 1 else x
+        return x
+
+    return forward
+
+
+def _jax_encoder(jax, cfg):
     jnp = jax.numpy
-    d, heads = BERT["d"], BERT["heads"]
+    d, heads = cfg["d"], cfg["heads"]
 
     def dense(params, name, x):
         return x @ params[name + ".weight"].T + params[name + ".bias"]
@@ -332,7 +408,7 @@ def _jax_bert(jax):
 
     def forward(params, x, train):
         b, s, _ = x.shape
-        for layer in range(BERT["layers"]):
+        for layer in range(cfg["layers"]):
             p = f"layers.{layer}."
             h = layer_norm(params, p + "ln1", x)
             q = dense(params, p + "q", h).reshape(b, s, heads, d // heads).transpose(0, 2, 1, 3)
@@ -361,8 +437,12 @@ def flops(model):
             if stride != 1 or cin != cout:
                 total += 2 * cout * cin * size * size
         total = RESNET["batch"] * (total + 2 * 512 * RESNET["classes"])
+    elif model == "seed":
+        sizes = SEED["sizes"]
+        total = SEED["batch"] * sum(2 * i * o for i, o in zip(sizes, sizes[1:]))
     else:
-        d, ff, s, b = BERT["d"], BERT["ff"], BERT["seq"], BERT["batch"]
+        cfg = ENCODERS[model]
+        d, ff, s, b = cfg["d"], cfg["ff"], cfg["seq"], cfg["batch"]
         per_layer = 2 * b * s * (4 * d * d + 2 * d * ff) + 2 * 2 * b * s * s * d
-        total = BERT["layers"] * per_layer
+        total = cfg["layers"] * per_layer
     return total, 3 * total
