@@ -13,6 +13,7 @@ and may replace grad_output; a backward hook gets (cell, grad_input, grad_output
 replace grad_input. Compiled code does not run them (a warning says so).
 """
 import itertools
+import threading
 from collections import OrderedDict
 
 from kiln import _graph_state, log
@@ -20,6 +21,7 @@ from kiln.ops import _backward_hooks
 from kiln.ops._core import is_tensor
 
 _IDS = itertools.count()
+_REGISTER = threading.Lock()  # two threads registering on one cell must share its registry
 
 
 class HookHandle:
@@ -44,15 +46,16 @@ def register(cell, kind, hook_fn, prepend, **flags):
     if not callable(hook_fn):
         raise TypeError(f"{type(cell).__name__}.register_{kind}: hook_fn must be a Python "
                         f"function, got {type(hook_fn).__name__}")
-    hooks = cell.__dict__.get(f"_{kind}s")
-    if hooks is None:
-        hooks = OrderedDict()
-        object.__setattr__(cell, f"_{kind}s", hooks)
-    handle = HookHandle(hooks)
-    hooks[handle.handle_id] = (hook_fn, flags)
-    object.__setattr__(cell, "_hooked", True)  # Cell.__call__ then takes the hooked path
-    if prepend:
-        hooks.move_to_end(handle.handle_id, last=False)
+    with _REGISTER:
+        hooks = cell.__dict__.get(f"_{kind}s")
+        if hooks is None:
+            hooks = OrderedDict()
+            object.__setattr__(cell, f"_{kind}s", hooks)
+        handle = HookHandle(hooks)
+        hooks[handle.handle_id] = (hook_fn, flags)
+        object.__setattr__(cell, "_hooked", True)  # Cell.__call__ then takes the hooked path
+        if prepend:
+            hooks.move_to_end(handle.handle_id, last=False)
     _graph_state.bump_cell_epoch()
     return handle
 

@@ -11,9 +11,19 @@ Hooks apply to first-order gradients (grad of grad passes through them unchanged
 made only while exactly one tape records) and not in compiled code (MindSpore's Graph mode
 does not run HookBackward either); kiln logs a warning there.
 """
+import threading
+
 from kiln import _C
 
-_records = []  # one per running grad (innermost last)
+_thread = threading.local()  # each thread's running grads: tapes are per thread in C++ too
+
+
+def _records():
+    """This thread's records, one per running grad (innermost last)."""
+    stack = getattr(_thread, "records", None)
+    if stack is None:
+        stack = _thread.records = []
+    return stack
 
 
 class Record:
@@ -28,17 +38,18 @@ class Record:
 
 def begin(tape, sources):
     record = Record(tape, sources)
-    _records.append(record)
+    _records().append(record)
     return record
 
 
 def end(record):
-    _records.remove(record)
+    _records().remove(record)
 
 
 def current():
     """The record hooks attach to: only while exactly one tape records (first order)."""
-    return _records[-1] if len(_records) == 1 and _C.tape_active() else None
+    records = _records()
+    return records[-1] if len(records) == 1 and _C.tape_active() else None
 
 
 def cut(xs, backward):
