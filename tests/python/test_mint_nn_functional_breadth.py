@@ -267,3 +267,37 @@ def test_bad_arguments_raise_clear_errors():
         F.kl_div(Tensor(X3), Tensor(X3), "avg")
     with pytest.raises(ValueError, match="conv_transpose2d: output_padding"):
         F.conv_transpose2d(Tensor(X4), Tensor(r(4, 2, 3, 3)), None, 1, 0, 1)
+
+
+WT = r(4, 2, 2, 2)
+DTYPE_CASES = [
+    ("conv2d", lambda x: F.conv2d(x[:, :, 0], ms.ops.cast(Tensor(W4), x.dtype), None, 1, 1,
+                                  1, 2)),
+    ("conv3d", lambda x: F.conv3d(x[:, :, :3], ms.ops.cast(Tensor(W5[:2]), x.dtype))),
+    ("conv_transpose2d", lambda x: F.conv_transpose2d(
+        x[:, :, 0], ms.ops.cast(Tensor(WT), x.dtype), None, 2)),
+    ("avg_pool3d", lambda x: F.avg_pool3d(x[:, :, :4], 2)),
+    ("fold", lambda x: F.fold(ms.ops.reshape(x[:, :, :4, :4, :4], (2, 16, 16)), (5, 5), 2)),
+    ("grid_sample", lambda x: F.grid_sample(x[:, :, 0], ms.ops.cast(Tensor(GRID), x.dtype))),
+    ("normalize", lambda x: F.normalize(x)),
+    ("norm", lambda x: F.norm_ext(x, 3, 1)),
+    ("kl_div", lambda x: F.kl_div(x, ms.ops.abs(x), "none")),
+]
+
+
+@pytest.mark.parametrize("dtype,tol", [(ms.float16, 2e-2), (ms.float64, 1e-5)])
+@pytest.mark.parametrize("name,fn", DTYPE_CASES, ids=[c[0] for c in DTYPE_CASES])
+def test_other_float_dtypes_keep_their_dtype(name, fn, dtype, tol):
+    x = ms.ops.cast(Tensor(X5 * 0.5), dtype)
+    got = fn(x)
+    assert got.dtype == dtype
+    want = fn(Tensor(X5 * 0.5)).asnumpy()
+    np.testing.assert_allclose(got.asnumpy().astype(np.float64), want, rtol=tol, atol=tol)
+
+
+def test_losses_and_normalize_broadcast():
+    x, t = r(3, 4), np.abs(r(4)) + 0.1
+    got = F.kl_div(Tensor(x), Tensor(t), "none").asnumpy()
+    np.testing.assert_allclose(got, t * (np.log(t) - x), rtol=1e-5)
+    with pytest.raises(ValueError):
+        F.kl_div(Tensor(x), Tensor(np.abs(r(3))), "none")
