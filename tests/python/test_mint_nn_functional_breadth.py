@@ -301,3 +301,32 @@ def test_losses_and_normalize_broadcast():
     np.testing.assert_allclose(got, t * (np.log(t) - x), rtol=1e-5)
     with pytest.raises(ValueError):
         F.kl_div(Tensor(x), Tensor(np.abs(r(3))), "none")
+
+
+def np_grid_sample_trilinear_zeros(x, grid):
+    """align_corners=False trilinear sampling of (N, C, D, H, W) at (N, Do, Ho, Wo, 3)."""
+    n, c = x.shape[:2]
+    sizes = x.shape[2:]
+    out = np.zeros((n, c) + grid.shape[1:4])
+    for b, i, j, k in np.ndindex(n, *grid.shape[1:4]):
+        src = [((grid[b, i, j, k, 2 - a] + 1) * sizes[a] - 1) / 2 for a in range(3)]
+        low = [math.floor(v) for v in src]
+        for corner in np.ndindex(2, 2, 2):
+            at = [lo + bit for lo, bit in zip(low, corner)]
+            wgt = np.prod([1 - abs(v - p) for v, p in zip(src, at)])
+            if all(0 <= p < s for p, s in zip(at, sizes)):
+                out[b, :, i, j, k] += wgt * x[(b, slice(None), *at)]
+    return out
+
+
+def test_grid_sample_volumetric():
+    grid = RNG.uniform(-1.2, 1.2, (2, 3, 2, 4, 3)).astype(np.float32)
+    got = assert_same_in_both_modes(lambda x, g: F.grid_sample(x, g), Tensor(X5), Tensor(grid),
+                                    rtol=1e-5, atol=1e-5)
+    assert got.shape == (2, 4, 3, 2, 4)
+    np.testing.assert_allclose(got.asnumpy(), np_grid_sample_trilinear_zeros(X5, grid),
+                               rtol=1e-4, atol=1e-5)
+    check_grad(lambda x, g: F.grid_sample(x, g, "bilinear", "border", True),
+               r(1, 2, 3, 2, 3), RNG.uniform(-0.9, 0.9, (1, 2, 1, 2, 3)), rtol=1e-4, atol=1e-6)
+    with pytest.raises(ValueError, match="grid_sample: expected"):
+        F.grid_sample(Tensor(X5), Tensor(GRID))

@@ -1,5 +1,6 @@
 """mint.nn.functional's norms, losses and grid_sample (PyTorch's meanings), composed of kiln's
 registry ops so their gradients follow from the ops' rules."""
+import itertools
 import math
 
 from kiln import ops
@@ -114,46 +115,60 @@ def _source(coord, size, padding_mode, align_corners):
     return x
 
 
-def _pick(flat, ix, iy, width, height, weight):
-    """weight * flat[n, c, iy * W + ix] with 0 for positions outside the input."""
-    inside = ops.logical_and(ops.logical_and(ix >= 0, ix <= width - 1),
-                             ops.logical_and(iy >= 0, iy <= height - 1))
-    index = ops.cast(ops.clamp(iy, 0, height - 1) * width + ops.clamp(ix, 0, width - 1),
-                     mstype.int64)
+def _pick(flat, index, sizes, weight):
+    """weight * flat[n, c, flat position of index] (index: per spatial axis, (N, P) floats),
+    0 for positions outside the input."""
+    inside, position, stride = None, None, 1
+    for i, size in zip(reversed(index), reversed(sizes)):
+        ok = ops.logical_and(i >= 0, i <= size - 1)
+        inside = ok if inside is None else ops.logical_and(inside, ok)
+        term = ops.clamp(i, 0, size - 1) * stride
+        position = term if position is None else position + term
+        stride *= size
+    position = ops.cast(position, mstype.int64)
     n, c = flat.shape[:2]
-    index = ops.broadcast_to(ops.expand_dims(index, 1), (n, c, index.shape[1]))
-    values = ops.gather_elements(flat, 2, index)
+    position = ops.broadcast_to(ops.expand_dims(position, 1), (n, c, position.shape[1]))
+    values = ops.gather_elements(flat, 2, position)
     w = ops.where(inside, weight, ops.zeros_like(weight))
     return values * ops.expand_dims(w, 1)
 
 
 def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corners=None):  # noqa: A002
-    """Samples (N, C, H, W) at the (N, Ho, Wo, 2) grid of normalized (x, y) in [-1, 1]:
-    mode 'bilinear' or 'nearest' (ties to even); padding_mode 'zeros', 'border' or
-    'reflection'; align_corners (None means False) maps -1 / 1 to the corner pixels' centres."""
+    """Samples (N, C, H, W) at the (N, Ho, Wo, 2) grid of normalized (x, y) in [-1, 1], or
+    (N, C, D, H, W) at an (N, Do, Ho, Wo, 3) grid of (x, y, z): mode 'bilinear' (trilinear
+    for 5-D) or 'nearest' (ties to even); padding_mode 'zeros', 'border' or 'reflection';
+    align_corners (None means False) maps -1 / 1 to the corner pixels' centres."""
     who = "grid_sample"
     x, g = _float_input(who, input), _float_input(who, grid, "grid")
-    if len(x.shape) != 4 or len(g.shape) != 4 or g.shape[-1] != 2 or g.shape[0] != x.shape[0]:
-        raise ValueError(f"{who}: expected a 4-D input (N, C, H, W) and an (N, Ho, Wo, 2) grid, "
-                         f"got {tuple(x.shape)} and {tuple(g.shape)}")
+    k = len(x.shape) - 2
+    if k not in (2, 3) or len(g.shape) != k + 2 or g.shape[-1] != k or g.shape[0] != x.shape[0]:
+        raise ValueError(f"{who}: expected a 4-D input (N, C, H, W) with an (N, Ho, Wo, 2) grid "
+                         f"or a 5-D input with an (N, Do, Ho, Wo, 3) grid, got "
+                         f"{tuple(x.shape)} and {tuple(g.shape)}")
     if mode not in ("bilinear", "nearest"):
         raise ValueError(f"{who}: mode must be 'bilinear' or 'nearest', got {mode!r}")
     if padding_mode not in ("zeros", "border", "reflection"):
         raise ValueError(f"{who}: padding_mode must be 'zeros', 'border' or 'reflection', got "
                          f"{padding_mode!r}")
-    n, c, h, w = x.shape
-    ho, wo = g.shape[1:3]
-    g = ops.cast(ops.reshape(g, (n, ho * wo, 2)), x.dtype)
-    sx = _source(g[:, :, 0], w, padding_mode, bool(align_corners))
-    sy = _source(g[:, :, 1], h, padding_mode, bool(align_corners))
-    flat = ops.reshape(x, (n, c, h * w))
+    n, c = x.shape[:2]
+    sizes, out = tuple(x.shape[2:]), tuple(g.shape[1:-1])
+    points = math.prod(out)
+    g = ops.cast(ops.reshape(g, (n, points, k)), x.dtype)
+    # grid component i addresses spatial axis k - 1 - i (x: width, y: height, z: depth)
+    source = [_source(g[:, :, k - 1 - a], sizes[a], padding_mode, bool(align_corners))
+              for a in range(k)]
+    flat = ops.reshape(x, (n, c, math.prod(sizes)))
     if mode == "nearest":
-        out = _pick(flat, ops.round(sx), ops.round(sy), w, h, ops.ones_like(sx))
+        result = _pick(flat, [ops.round(v) for v in source], sizes, ops.ones_like(source[0]))
     else:
-        x0, y0 = ops.floor(sx), ops.floor(sy)
-        fx, fy = sx - x0, sy - y0
-        out = (_pick(flat, x0, y0, w, h, (1 - fx) * (1 - fy))
-               + _pick(flat, x0 + 1, y0, w, h, fx * (1 - fy))
-               + _pick(flat, x0, y0 + 1, w, h, (1 - fx) * fy)
-               + _pick(flat, x0 + 1, y0 + 1, w, h, fx * fy))
-    return ops.reshape(out, (n, c, ho, wo))
+        low = [ops.floor(v) for v in source]
+        frac = [v - f for v, f in zip(source, low)]
+        result = None
+        for corner in itertools.product((0, 1), repeat=k):
+            weight = None
+            for bit, f in zip(corner, frac):
+                w = f if bit else 1 - f
+                weight = w if weight is None else weight * w
+            part = _pick(flat, [f + bit for f, bit in zip(low, corner)], sizes, weight)
+            result = part if result is None else result + part
+    return ops.reshape(result, (n, c) + out)
