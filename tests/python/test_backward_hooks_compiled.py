@@ -148,3 +148,35 @@ def test_hook_backward_is_eliminated_in_compiled_code_with_a_warning(monkeypatch
     monkeypatch.setattr(ms.log, "warning", lambda msg, *a, **k: warnings.append(msg))
     np.testing.assert_allclose(ms.jit(ms.grad(f))(x).asnumpy(), [[6, 6]])
     assert any("HookBackward" in w and "compiled" in w for w in warnings)
+
+
+def test_top_level_hooked_cell_under_jit_and_graph_mode():
+    """grad of the hooked cell itself: MindSpore 2.10 gives 20 (2 scaled by the hook's 10)."""
+    net = nn.Dense(2, 2, weight_init="ones", bias_init="zeros")
+    net.register_backward_hook(_times10)
+    x = Tensor(np.array([[1.0, 2.0]], np.float32))
+    np.testing.assert_allclose(ms.jit(ms.grad(net))(x).asnumpy(), [[20, 20]])
+    ms.set_context(mode=ms.GRAPH_MODE)
+    try:
+        np.testing.assert_allclose(ms.grad(net)(x).asnumpy(), [[20, 20]])
+    finally:
+        ms.set_context(mode=ms.PYNATIVE_MODE)
+
+
+def test_grad_of_grad_with_hooks_matches_pynative():
+    class Cube(nn.Cell):
+        def construct(self, x):
+            return x * x * x
+
+    net = Cube()
+    net.register_backward_hook(_times10)
+
+    def f(t):
+        return net(t).sum()
+
+    def df(t):
+        return ms.grad(f)(t).sum()
+
+    x = Tensor(np.array([[1.0, 2.0]], np.float32))
+    np.testing.assert_allclose(ms.jit(ms.grad(f))(x).asnumpy(), [[30, 120]])
+    np.testing.assert_allclose(ms.jit(ms.grad(df))(x).asnumpy(), ms.grad(df)(x).asnumpy())
