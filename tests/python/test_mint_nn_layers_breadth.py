@@ -112,6 +112,18 @@ def test_batch_norm_cumulative_average_and_untracked():
     bn(Tensor(X4 * 2))
     # factors 1 then 1/2: (m1 + m2) / 2 with m2 = 2 * m1
     np.testing.assert_allclose(bn.running_mean.asnumpy(), 1.5 * X4.mean((0, 2, 3)), atol=1e-5)
+    compiled = nn.BatchNorm2d(4, momentum=None)  # the factor is read when the graph runs
+    compiled.set_train(True)
+    step = ms.jit(lambda t: compiled(t))
+    step(Tensor(X4))
+    out = step(Tensor(X4 * 2))
+    np.testing.assert_allclose(compiled.running_mean.asnumpy(), bn.running_mean.asnumpy(),
+                               atol=1e-5)
+    np.testing.assert_allclose(compiled.running_var.asnumpy(), bn.running_var.asnumpy(),
+                               atol=1e-5)
+    assert int(compiled.num_batches_tracked.asnumpy()) == 2
+    m2, v2 = (2 * X4).mean((0, 2, 3), keepdims=True), (2 * X4).var((0, 2, 3), keepdims=True)
+    np.testing.assert_allclose(out.asnumpy(), (2 * X4 - m2) / np.sqrt(v2 + 1e-5), atol=1e-4)
     plain = nn.BatchNorm2d(4, affine=False, track_running_stats=False)
     assert plain.weight is None and plain.running_mean is None
     plain.set_train(False)  # no running statistics: batch statistics even in evaluation

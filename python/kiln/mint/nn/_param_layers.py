@@ -11,6 +11,7 @@ from kiln.common.parameter import Parameter
 from kiln.common.tensor import Tensor
 from kiln.mint.nn import _conv_pool as C
 from kiln.nn.cell import Cell
+from kiln.ops._core import is_tensor
 
 _PAD_MODES = ("zeros", "reflect", "replicate", "circular")
 _TORCH_PAD = {"reflect": "reflect", "replicate": "replicate", "circular": "circular"}
@@ -128,22 +129,43 @@ class _BatchNorm(Cell):
                              f"got {len(input.shape)}D input")
 
     def _factor(self):
-        """The running statistics' update factor (momentum None: a cumulative average)."""
-        factor = 0.0 if self.momentum is None else self.momentum
-        if self.training and self.track_running_stats:
-            self.num_batches_tracked += 1
-            if self.momentum is None:
-                factor = 1.0 / float(self.num_batches_tracked.asnumpy())
-        return factor
+        """The running statistics' update factor: momentum, or with momentum None 1 / the
+        batches seen (a cumulative average; a tensor, so compiled code reads it at run time)."""
+        if not (self.training and self.track_running_stats):
+            return 0.0
+        self.num_batches_tracked += 1
+        if self.momentum is None:
+            return 1.0 / ops.cast(self.num_batches_tracked, self.dtype)
+        return self.momentum
 
     def construct(self, input):  # noqa: A002
         self._check_input_dim(input)
         factor = self._factor()
+        if is_tensor(factor):  # the cumulative average: updated here, not by batch_norm
+            out = ops.batch_norm(input, None, None, self.weight, self.bias, True, 0.0, self.eps)
+            self._update_running(input, factor)
+            return out
         use_batch = self.training or self.running_mean is None
         track = not self.training or self.track_running_stats
         return ops.batch_norm(input, self.running_mean if track else None,
                               self.running_var if track else None, self.weight, self.bias,
                               use_batch, factor, self.eps)
+
+    def _update_running(self, x, factor, mean=None, var=None, count=None):
+        """running = (1 - factor) * running + factor * batch (unbiased variance); mean, var
+        (biased) and count are x's own unless given."""
+        axes = (0,) + tuple(range(2, len(x.shape)))
+        count = count or x.size // x.shape[1]
+        if mean is None:
+            x = ops.stop_gradient(x)
+            mean = ops.mean(x, axes)
+            centred = x - ops.reshape(mean, (1, -1) + (1,) * (len(x.shape) - 2))
+            var = ops.sum(centred * centred, axes) / count
+        unbiased = ops.stop_gradient(var) * (count / max(count - 1, 1))
+        mean = ops.cast(ops.stop_gradient(mean), self.running_mean.dtype)
+        unbiased = ops.cast(unbiased, self.running_var.dtype)
+        ops.assign(self.running_mean, (1 - factor) * self.running_mean + factor * mean)
+        ops.assign(self.running_var, (1 - factor) * self.running_var + factor * unbiased)
 
     def extend_repr(self):
         return (f"num_features={self.num_features}, eps={self.eps}, momentum={self.momentum}, "
@@ -190,7 +212,7 @@ class SyncBatchNorm(_BatchNorm):
         axes = (0,) + tuple(range(2, len(x.shape)))
         count = x.size // x.shape[1]
         stats = ops.stack([ops.sum(x, axes), ops.sum(x * x, axes)], 0)
-        stats = all_reduce(stats, group=self.process_group)
+        stats, _ = all_reduce(stats, group=self.process_group)  # (output, handle)
         total = count * self.world_size
         mean = stats[0] / total
         var = stats[1] / total - mean * mean
@@ -199,11 +221,7 @@ class SyncBatchNorm(_BatchNorm):
         if self.weight is not None:
             y = y * ops.reshape(self.weight, shape) + ops.reshape(self.bias, shape)
         if self.track_running_stats:
-            unbiased = var * (total / max(total - 1, 1))
-            ops.assign(self.running_mean, (1 - factor) * self.running_mean
-                       + factor * ops.stop_gradient(mean))
-            ops.assign(self.running_var, (1 - factor) * self.running_var
-                       + factor * ops.stop_gradient(unbiased))
+            self._update_running(x, factor, mean, var, total)
         return y
 
 
