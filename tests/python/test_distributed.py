@@ -122,3 +122,9 @@ def test_msrun_refuses_several_machines():
            "--worker_num=4", "--local_worker_num=2", "x.py"]
     rc, out, _ = _run(cmd, 60, _env())
     assert rc != 0 and "--hostfile" in out, out
+
+
+def test_sync_batch_norm_on_two_ranks_equals_batch_norm_on_the_whole_batch():
+    rc, out, _ = mpirun("sync_batch_norm.py")
+    assert rc == 0, out
+    assert out.count("SYNC-BN-OK") == 2, out
