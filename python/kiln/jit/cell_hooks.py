@@ -72,8 +72,9 @@ def key(cell):
 
 
 def has_hooks(cell):
+    """Hooks registered on the cell, or a custom bprop (which runs where hooks run)."""
     d = cell.__dict__
-    return any(d.get(f"_{kind}s") for kind in _KINDS)
+    return any(d.get(f"_{kind}s") for kind in _KINDS) or has_bprop(cell)
 
 
 def call_with_hooks(cell, owner, args, kwargs, body, call=None):
@@ -82,6 +83,8 @@ def call_with_hooks(cell, owner, args, kwargs, body, call=None):
     passes the converter's)."""
     call = call or (lambda fn, *a: fn(*a))
     d = cell.__dict__
+    if has_bprop(cell) and _backward_hooks.current() is not None:
+        body = _with_bprop(cell, owner, body, call)
     if (d.get("_backward_hooks") or d.get("_backward_pre_hooks")) and \
             _backward_hooks.current() is not None:
         body = _with_backward_hooks(cell, owner, body, call)
@@ -140,6 +143,48 @@ def _with_backward_hooks(cell, owner, body, call):
         outs = _replace_tensors((output,) if single else output,
                                 lambda ts: _backward_hooks.cut(ts, output_backward))
         return outs[0] if single else outs
+
+    return run
+
+
+def has_bprop(cell):
+    """Whether the cell's class defines a custom backward (MindSpore's Cell.bprop)."""
+    return getattr(type(cell), "bprop", None) is not None
+
+
+def _with_bprop(cell, owner, body, call):
+    """body whose gradient is cell.bprop(*inputs, out, dout) -> (one gradient per input), as
+    MindSpore runs a Cell's bprop in both modes: construct's own operations are not
+    differentiated, so the gradient of anything used only inside construct (its Parameters
+    included) is zero."""
+    bprop = type(cell).bprop
+
+    def run(args, kwargs):
+        if kwargs:
+            raise TypeError(f"{type(cell).__name__}: a Cell with a custom bprop takes its "
+                            f"inputs by position, got keyword arguments {sorted(kwargs)}")
+        output = body(args, kwargs)
+        single = not isinstance(output, tuple)
+        outs = (output,) if single else output
+        positions = [i for i, v in enumerate(args) if is_tensor(v)]
+
+        def backward(grads):
+            dout = grads[0] if single else tuple(grads)
+            result = call(bprop, owner, *args, output, dout)
+            if not isinstance(result, (tuple, list)) or len(result) != len(args):
+                got = (f"{len(result)}" if isinstance(result, (tuple, list))
+                       else type(result).__name__)
+                raise TypeError(f"{type(cell).__name__}.bprop must return a tuple of "
+                                f"{len(args)} gradient(s), one per input of construct, got {got}")
+            return [result[i] for i in positions]
+
+        tensor_outs = [i for i, v in enumerate(outs) if is_tensor(v)]
+        leaves = _backward_hooks.replace_outputs([args[i] for i in positions],
+                                                 [outs[i] for i in tensor_outs], backward)
+        new = list(outs)
+        for i, leaf in zip(tensor_outs, leaves):
+            new[i] = leaf
+        return new[0] if single else tuple(new)
 
     return run
 

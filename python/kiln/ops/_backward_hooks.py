@@ -1,4 +1,5 @@
-"""Backward hooks (ops.HookBackward, Cell backward hooks, Tensor.register_hook).
+"""Backward hooks (ops.HookBackward, Cell backward hooks, Tensor.register_hook) and Cells'
+custom bprop.
 
 The tape (csrc/runtime/tape.cc) sweeps all records in one C++ call, so a Python hook cannot
 run inside it. Instead a hook point cuts the recorded graph: its outputs `ys` are fresh leaves
@@ -6,6 +7,9 @@ run inside it. Instead a hook point cuts the recorded graph: its outputs `ys` ar
 sweeps the tape once to the sources and every cut, and walks the cuts from the last made to
 the first: the gradient reaching a cut's ys goes through its Python `backward` (the hook) and
 is swept on from its xs to the sources and the earlier cuts. Each cut costs one more sweep.
+
+A Cell with a `bprop` method is a cut whose ys are fresh leaves standing for its outputs and
+whose backward is the bprop: what construct recorded is never swept.
 
 Hooks apply to first-order gradients (grad of grad passes through them unchanged: a cut is
 made only while exactly one tape records).
@@ -102,6 +106,28 @@ def cut(xs, backward):
         y = x._clone()  # a Tensor copied outside the registry: the tape does not link y to x
         record.tape.watch(y)
         ys.append(y)
+    record.nodes.append((list(xs), ys, backward))
+    return ys
+
+
+def replace_outputs(xs, outs, backward):
+    """Fresh leaves standing for the tensors `outs` of a computation from the tensors `xs` whose
+    gradient is user code (a Cell's bprop): `backward(grads of the leaves) -> grads of xs`. What
+    the computation recorded between xs and outs is never swept: the gradient goes around it.
+    Without a recording grad, outs come back unchanged."""
+    record = current()
+    if record is None:
+        return list(outs)
+    if isinstance(record, GraphRecord):
+        from kiln.ops._core import call  # noqa: PLC0415
+
+        ys = [call("stop_gradient", (out,)) for out in outs]
+    else:
+        ys = []
+        for out in outs:
+            y = out._clone()
+            record.tape.watch(y)
+            ys.append(y)
     record.nodes.append((list(xs), ys, backward))
     return ys
 
