@@ -29,6 +29,7 @@ OpRegistry BuildRegistry() {
   RegisterConvOps(registry);
   RegisterOptimOps(registry);
   RegisterCollectiveOps(registry);
+  RegisterCustomOps(registry);
   return registry;
 }
 

@@ -124,6 +124,7 @@ void RegisterLinalgOps(OpRegistry& registry);
 void RegisterConvOps(OpRegistry& registry);
 void RegisterOptimOps(OpRegistry& registry);
 void RegisterCollectiveOps(OpRegistry& registry);
+void RegisterCustomOps(OpRegistry& registry);
 
 // ---- Attribute access by schema position (ops check types at the edge, in the dispatcher) ----
 inline bool AttrIsNone(const Attrs& a, size_t i) {
