@@ -1,0 +1,49 @@
+"""Run by test_distributed.py under mpirun -n 2: while rank 0 waits in an eager AllReduce (rank
+1 arrives a second later), a Python thread of rank 0 keeps running: the collective waits
+without holding the GIL. Also a blocked all_reduce_wait (the second half of an overlapped
+all-reduce)."""
+import threading
+import time
+
+import kiln as ms
+from kiln import ops
+from kiln.communication import get_rank, init
+from kiln.ops.operations.comm_ops import _AllReduceStart, _AllReduceWait
+
+init()
+ticks = [0]
+stop = threading.Event()
+
+
+def tick():
+    while not stop.is_set():
+        ticks[0] += 1
+        time.sleep(0.001)
+
+
+def blocked(what, call):
+    """Ticks of the Python thread while rank 0 is blocked in `call` for about a second."""
+    if get_rank() == 1:
+        time.sleep(1.0)
+        return call()
+    before = ticks[0]
+    start = time.monotonic()
+    out = call()
+    waited = time.monotonic() - start
+    assert waited > 0.5, (what, waited)  # it did wait for rank 1
+    moved = ticks[0] - before
+    assert moved > 100, f"{what}: the thread ran {moved} times in {waited:.2f} s"
+    return out
+
+
+thread = threading.Thread(target=tick, daemon=True)
+thread.start()
+x = ms.Tensor([1.0 + get_rank()])
+out = blocked("AllReduce", lambda: ops.AllReduce()(x))
+assert out.asnumpy()[0] == 3.0, out
+handle = _AllReduceStart()(x)
+out = blocked("all_reduce_wait", lambda: _AllReduceWait()(x, handle))
+assert out.asnumpy()[0] == 3.0, out
+stop.set()
+thread.join()
+print(f"GIL-OK rank {get_rank()}", flush=True)
