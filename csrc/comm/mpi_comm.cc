@@ -238,6 +238,17 @@ int Barrier(int32_t group, char* err) {
   return Run([&](MPI_Request* r) { return MPI_Ibarrier(Group(group), r); }, "Barrier", group, err);
 }
 
+// OpenMPI moves a non-blocking collective on only inside MPI calls (it runs no progress
+// thread): testing the started requests now and then lets their later rounds go out while the
+// backward pass computes, instead of all at the wait. A completed request becomes
+// MPI_REQUEST_NULL, which the wait then finds done at once; an error is left for the wait.
+void ProgressLocked() {
+  for (auto& [id, req] : g.started) {
+    int done = 0;
+    MPI_Test(&req, &done, MPI_STATUS_IGNORE);
+  }
+}
+
 int AllReduceStart(int32_t group, const void* send, void* recv, int64_t count, int32_t dtype,
                    int32_t op, int64_t* request, char* err) {
   MPI_Request req;
@@ -251,7 +262,13 @@ int AllReduceStart(int32_t group, const void* send, void* recv, int64_t count, i
   Lock lock(g.mpi);
   *request = g.next_request++;
   g.started[*request] = req;
+  ProgressLocked();
   return 0;
+}
+
+void Progress() {
+  Lock lock(g.mpi);
+  ProgressLocked();
 }
 
 int WaitStarted(int64_t request, const char* what, char* err) {
@@ -304,7 +321,7 @@ int Finalize(char* err) {
 const KilnCommApi kApi = {kKilnCommAbiVersion, Init,        Rank,         Size,      LocalRank,
                           LocalSize,           CreateGroup, DestroyGroup, AllReduce, AllGather,
                           ReduceScatter,       Broadcast,   Barrier,      Finalize,  Abort,
-                          AllReduceStart,      WaitStarted};
+                          AllReduceStart,      WaitStarted, Progress};
 
 }  // namespace
 

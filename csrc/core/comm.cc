@@ -307,6 +307,10 @@ Tensor AllReduceWait(int64_t handle, const char* op) {
   return p.recv.To(p.dtype);
 }
 
+void Progress() {
+  if (const KilnCommApi* api = Api()) api->progress();
+}
+
 size_t PendingCount() {
   std::lock_guard<std::mutex> lock(S().mutex);
   return S().pending.size();

@@ -55,6 +55,9 @@ void Barrier(const std::string& group, const char* op);
 int64_t AllReduceStart(const std::string& group, const Tensor& in, KilnCommReduce reduce,
                        const char* op);
 Tensor AllReduceWait(int64_t handle, const char* op);
+// Lets the started all-reduces advance (MPI moves them on only inside its calls); every start
+// does it too. A no-op on a single rank.
+void Progress();
 // How many started all-reduces have not been waited for (tests; errors between the halves).
 size_t PendingCount();
 

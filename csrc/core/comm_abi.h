@@ -64,6 +64,8 @@ struct KilnCommApi {
   // Waits for a started collective, with the same deadline as the blocking ones; `what` names
   // it in the message. The request is consumed either way.
   int (*wait)(int64_t request, const char* what, char* err);
+  // Lets the started requests advance (MPI progresses them only inside its calls); cheap.
+  void (*progress)();
 };
 
 // The one symbol the library exports.

@@ -35,8 +35,10 @@ void GradBuckets::Ready(const Tensor& source, const Tensor& grad) {
   if (b.handle >= 0 || slot.defined()) return;  // a second sweep of the step: Finish decides
   slot = grad;
   if (--b.missing == 0) {
-    Start(b);
+    Start(b);  // which also moves the buckets started before on
     ++early_;
+  } else if (!order_.empty()) {
+    comm::Progress();
   }
 }
 
