@@ -137,7 +137,7 @@ def _one_node(node, param="f32[2,2]"):
         (_one_node('%1 = neg(%0) : f32[2,2] loc("m.py":99999999999:1)'), ["a line", "range"]),
         # the halves of an overlapped all-reduce: the wait takes the start's int64 handle
         (_one_node("%1 = all_reduce_wait(%0, %0) : f32[2,2]"), ["int64 scalar"]),
-        (_one_node("%1 = all_reduce_wait(%0) : f32[2,2]"), ["'handle' is required"]),
+        (_one_node("%1 = all_reduce_wait(%0) : f32[2,2]"), ["('handle') is required"]),
         (_one_node("%1 = all_reduce_start(%0) : f32[2,2]"), ["is i64[] but recorded"]),
         (_one_node('%1 = all_reduce_start(%0) {op="avg"} : i64[]'), ["SUM, MAX, MIN or PROD"]),
         # huge dims: no size computed from the type may overflow
