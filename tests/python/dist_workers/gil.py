@@ -1,7 +1,7 @@
 """Run by test_distributed.py under mpirun -n 2: while rank 0 waits in an eager AllReduce (rank
 1 arrives a second later), a Python thread of rank 0 keeps running: the collective waits
 without holding the GIL. Also a blocked all_reduce_wait (the second half of an overlapped
-all-reduce)."""
+all-reduce) and a compiled function's AllReduce (a graph with collectives runs without it)."""
 import threading
 import time
 
@@ -47,6 +47,10 @@ assert out.asnumpy()[0] == 3.0, out
 # rank 1 starts late: rank 0's start returns at once and its wait blocks
 out = blocked("all_reduce_wait", lambda: _AllReduceWait()(x, _AllReduceStart()(x)))
 assert out.asnumpy()[0] == 3.0, out
+compiled = ms.jit(lambda t: ops.AllReduce()(t) * 2)
+assert compiled(x).asnumpy()[0] == 6.0  # compiled on both ranks before the timed call
+out = blocked("compiled AllReduce", lambda: compiled(x))
+assert out.asnumpy()[0] == 6.0, out
 stop.set()
 thread.join()
 print(f"GIL-OK rank {get_rank()}", flush=True)
