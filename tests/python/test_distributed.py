@@ -201,3 +201,9 @@ def test_msrun_node_0_fails_when_the_other_nodes_never_report():
                  f"--master_port={_free_port()}", "--cluster_time_out=2", "x.py")
     rc, out, seconds = _run(cmd, 60, _env())
     assert rc != 0 and "1 of 2 ranks reported" in out, out
+
+
+def test_sync_batch_norm_on_two_ranks_equals_batch_norm_on_the_whole_batch():
+    rc, out, _ = mpirun("sync_batch_norm.py")
+    assert rc == 0, out
+    assert out.count("SYNC-BN-OK") == 2, out
