@@ -76,6 +76,13 @@ def test_comm_func_forms():
     out, handle = comm_func.all_reduce(ms.Tensor(X))
     assert handle is None
     np.testing.assert_array_equal(out.asnumpy(), X)
+    out, handle = comm_func.all_reduce(ms.Tensor(X), op=ops.ReduceOp.MAX, async_op=True)
+    assert ms._C.comm_pending_count() == 1  # started, not finished
+    assert handle.wait() is None and handle.wait() is None
+    assert ms._C.comm_pending_count() == 0
+    np.testing.assert_array_equal(out.asnumpy(), X)
+    with pytest.raises(TypeError, match="async_op"):
+        comm_func.all_reduce(ms.Tensor(X), async_op=1)
     out, handle = comm_func.all_gather_into_tensor(ms.Tensor(X), async_op=True)
     assert handle.wait() is None
     np.testing.assert_array_equal(out.asnumpy(), X)
