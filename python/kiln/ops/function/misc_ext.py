@@ -216,6 +216,9 @@ def einsum(equation, *operands):
     if arrow:
         if out.count("...") > 1 or out.replace("...", "").count("."):
             raise ValueError(f"einsum: invalid output {out!r} in {equation!r}")
+        if ell and "..." not in out:  # NumPy's rule: broadcast dims are never summed away
+            raise ValueError(f"einsum: the output of {equation!r} must contain '...': the "
+                             f"operands have {len(ell)} broadcast dims")
         out = out.replace("...", ell)
     else:
         letters = [c for c in "".join(terms) if c not in ell]
