@@ -202,7 +202,11 @@ def combinations(input, r=2, with_replacement=False):  # noqa: A002
 def einsum(equation, *operands):
     """Einstein summation over explicit ('ij,jk->ik') or implicit ('ij,jk') output labels, by
     broadcast products and sums; '...' stands for the broadcast leading dims (aligned from the
-    right, as NumPy does). A label may appear once per operand."""
+    right, as NumPy does; an explicit output without '...' sums them, as MindSpore documents).
+    The sublist form einsum(x, [0, ...], y, [..., 1], [0, 1]) names labels by ints < 52 and
+    '...' by Ellipsis. A label may appear once per operand."""
+    if not isinstance(equation, str):
+        equation, operands = _sublist_equation((equation,) + operands)
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
         operands = tuple(operands[0])
     eq = equation.replace(" ", "")
@@ -216,9 +220,6 @@ def einsum(equation, *operands):
     if arrow:
         if out.count("...") > 1 or out.replace("...", "").count("."):
             raise ValueError(f"einsum: invalid output {out!r} in {equation!r}")
-        if ell and "..." not in out:  # NumPy's rule: broadcast dims are never summed away
-            raise ValueError(f"einsum: the output of {equation!r} must contain '...': the "
-                             f"operands have {len(ell)} broadcast dims")
         out = out.replace("...", ell)
     else:
         letters = [c for c in "".join(terms) if c not in ell]
@@ -239,6 +240,34 @@ def einsum(equation, *operands):
     if labels:
         total = call("reduce_sum", (total,), (tuple(range(len(out), len(order))), False, None))
     return total
+
+
+def _sublist_equation(args):
+    """(equation, operands) of einsum's sublist form: operand, sublist, operand, sublist, ...,
+    [output sublist]."""
+    letters = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+    def term(sublist):
+        if not isinstance(sublist, (list, tuple)):
+            raise TypeError(f"einsum: a sublist must be a list, got {type(sublist).__name__}")
+        out = ""
+        for item in sublist:
+            if item is Ellipsis:
+                out += "..."
+            elif isinstance(item, int) and not isinstance(item, bool) and 0 <= item < 52:
+                out += letters[item]
+            else:
+                raise ValueError(f"einsum: sublist labels must be Ellipsis or ints in [0, 52), "
+                                 f"got {item!r}")
+        return out
+
+    operands, terms = args[0:len(args) - len(args) % 2:2], args[1::2]
+    if len(terms) != len(operands):
+        raise ValueError("einsum: each operand needs a sublist")
+    equation = ",".join(term(t) for t in terms)
+    if len(args) % 2:
+        equation += "->" + term(args[-1])
+    return equation, tuple(operands)
 
 
 def _expand_ellipses(equation, terms, operands):
