@@ -27,7 +27,7 @@ command -v protoc >/dev/null || missing+=(protobuf-compiler)
 dpkg -s libopenmpi-dev >/dev/null 2>&1 || missing+=(libopenmpi-dev)
 command -v mpirun >/dev/null || missing+=(openmpi-bin)
 # LAPACK: svd and qr (csrc/ops/linalg_decomp.cc).
-dpkg -s liblapack-dev >/dev/null 2>[ -f /usr/lib/x86_64-linux-gnu/liblapack.so ] || dpkg -s liblapack-dev >/dev/null 2>&1 || missing+=(liblapack-dev)1 || missing+=(liblapack-dev)
+dpkg -s liblapack-dev >/dev/null 2>&1 || missing+=(liblapack-dev)
 command -v gcc >/dev/null || missing+=(gcc)
 command -v g++ >/dev/null || missing+=(g++)
 command -v make >/dev/null || missing+=(make)
