@@ -61,7 +61,7 @@ def _qr(self, some=True):
 
 def _triangular_solve(self, A, upper=True, transpose=False, unitriangular=False):  # noqa: N803
     """(X, A) with op(A) X = self for triangular A."""
-    from kiln.mint import triangular_solve  # noqa: PLC0415
+    from kiln.ops.function.linalg_decomp import triangular_solve  # noqa: PLC0415
     return triangular_solve(self, A, upper, transpose, unitriangular)
 
 

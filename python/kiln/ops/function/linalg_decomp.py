@@ -8,7 +8,7 @@ from kiln.ops._core import axes_attr, call, dtype_attr, is_tensor
 from kiln.ops.function.array import narrow, reshape, transpose
 from kiln.ops.function.reduce_ext import vector_norm
 
-__all__ = ["svd", "qr", "pinv", "lstsq", "cond", "matrix_norm"]
+__all__ = ["svd", "qr", "pinv", "lstsq", "cond", "matrix_norm", "norm"]
 
 _FLOATS = (mstype.float32, mstype.float64)
 
@@ -178,6 +178,21 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):  # no
     out = call(red, (sums,), ((cols,), True))
     return out if keepdim else reshape(out, tuple(d for i, d in enumerate(out.shape)
                                                   if i not in (rows, cols)))
+
+
+def norm(A, ord=None, dim=None, keepdim=False, *, dtype=None):  # noqa: N803 - MindSpore's name
+    """A matrix norm (matrix_norm) when dim names two axes, or A is 2-D, dim None and ord
+    given; else the vector norm (ord None: the 2-norm of all elements, or along dim)."""
+    axes_attr(dim, "norm", "dim")
+    two_axes = isinstance(dim, (tuple, list)) and len(dim) == 2
+    if two_axes or (dim is None and ord is not None and len(A.shape) == 2):
+        return matrix_norm(A, "fro" if ord is None else ord, dim or (-2, -1), keepdim,
+                           dtype=dtype)
+    if ord in (None, "fro"):
+        return vector_norm(A, 2, dim, keepdim, dtype=dtype)
+    if isinstance(ord, str):
+        raise ValueError(f"norm: ord {ord!r} needs a matrix (a 2-D input or two axes in dim)")
+    return vector_norm(A, ord, dim, keepdim, dtype=dtype)
 
 
 def _bad_dim(d, n):
