@@ -1,5 +1,6 @@
-// linalg_decomp.cc - matrix decompositions through LAPACK (svd: gesdd, qr: geqrf + orgqr) and the
-// triangular solve their gradients need; float32 and float64, batched over the leading dims.
+// linalg_decomp.cc - matrix decompositions through LAPACK (svd: gesdd, qr: geqrf + orgqr, and
+// geqrf/orgqr themselves) and the triangular solve the gradients need; float32 and float64,
+// batched over the leading dims.
 //
 // kiln's matrices are row-major and LAPACK's column-major: a row-major m x n matrix is LAPACK's
 // n x m matrix A^T, so each kernel either factors A^T (svd: A^T = V S U^T) or transposes a copy.
@@ -227,6 +228,110 @@ void QrKernel(KernelContext& ctx) {
     run(double{});
 }
 
+// ---- geqrf(input) -> (y, tau): LAPACK's Householder form of QR (R on and above y's diagonal,
+// the reflectors below it), and orgqr(y, tau) -> Q (m x n) from the first k reflectors.
+std::vector<TensorMeta> InferGeqrf(const OpDef& def, const std::vector<TensorMeta>& in,
+                                   const Attrs&) {
+  RequireMatrices(in[0], def.name, "input");
+  const Shape& x = in[0].shape;
+  const int64_t m = x[x.size() - 2], n = x[x.size() - 1];
+  Shape tau(x.begin(), x.end() - 2);
+  tau.push_back(m < 0 || n < 0 ? -1 : std::min(m, n));
+  return {TensorMeta{in[0].dtype, x}, TensorMeta{in[0].dtype, tau}};
+}
+
+std::vector<TensorMeta> InferOrgqr(const OpDef& def, const std::vector<TensorMeta>& in,
+                                   const Attrs&) {
+  RequireMatrices(in[0], def.name, "input");
+  const Shape &x = in[0].shape, &tau = in[1].shape;
+  KILN_CHECK(in[1].dtype == in[0].dtype, Type, def.name, ": tau must have input's dtype ",
+             DTypeName(in[0].dtype), ", got ", DTypeName(in[1].dtype));
+  const int64_t m = x[x.size() - 2], n = x[x.size() - 1];
+  KILN_CHECK(tau.size() + 1 == x.size() &&
+                 Shape(tau.begin(), tau.end() - 1) == Shape(x.begin(), x.end() - 2),
+             Value, def.name, ": tau of shape ", ShapeStr(tau), " must have input ", ShapeStr(x),
+             "'s batch dims and one more");
+  KILN_CHECK(m >= n && n >= tau.back(), Value, def.name, ": needs m >= n >= k for input (..., m, ",
+             "n) = ", ShapeStr(x), " and tau (..., k) = ", ShapeStr(tau));
+  return {TensorMeta{in[0].dtype, x}};
+}
+
+// a (row-major m x n) into column-major w (m x n).
+template <typename T>
+void ToColumnMajor(const T* a, int64_t m, int64_t n, T* w) {
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) w[i + j * m] = a[i * n + j];
+}
+template <typename T>
+void FromColumnMajor(const T* w, int64_t m, int64_t n, T* a) {
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) a[i * n + j] = w[i + j * m];
+}
+
+// The LAPACK call `fn(lwork, work)` after its workspace query.
+template <typename T, typename Fn>
+int WithWorkspace(Fn fn) {
+  int lwork = -1;
+  T query;
+  int info = fn(lwork, &query);
+  if (info != 0) return info;
+  lwork = std::max(static_cast<int>(query), 1);
+  std::vector<T> work(lwork);
+  return fn(lwork, work.data());
+}
+
+void GeqrfKernel(KernelContext& ctx) {
+  const Tensor x = ctx.inputs[0].Contiguous();
+  const int64_t r = x.ndim(), m = x.dim(r - 2), n = x.dim(r - 1), k = std::min(m, n);
+  auto run = [&](auto tag) {
+    using T = decltype(tag);
+    ForEachMatrix(BatchOf(x.shape()), ctx.def.name, [&](int64_t b) {
+      if (k == 0) return 0;
+      std::vector<T> w(m * n);
+      ToColumnMajor(x.data<T>() + b * m * n, m, n, w.data());
+      const int lm = LapackInt(m, "geqrf"), ln = LapackInt(n, "geqrf");
+      T* tau = ctx.outputs[1].data<T>() + b * k;
+      const int info = WithWorkspace<T>([&](int lwork, T* work) {
+        int i = 0;
+        Lapack<T>::geqrf(&lm, &ln, w.data(), &lm, tau, work, &lwork, &i);
+        return i;
+      });
+      FromColumnMajor(w.data(), m, n, ctx.outputs[0].data<T>() + b * m * n);
+      return info;
+    });
+  };
+  if (x.dtype() == DType::Float32)
+    run(float{});
+  else
+    run(double{});
+}
+
+void OrgqrKernel(KernelContext& ctx) {
+  const Tensor x = ctx.inputs[0].Contiguous(), tau = ctx.inputs[1].Contiguous();
+  const int64_t r = x.ndim(), m = x.dim(r - 2), n = x.dim(r - 1), k = tau.dim(tau.ndim() - 1);
+  auto run = [&](auto tag) {
+    using T = decltype(tag);
+    ForEachMatrix(BatchOf(x.shape()), ctx.def.name, [&](int64_t b) {
+      T* q = ctx.outputs[0].data<T>() + b * m * n;
+      if (n == 0) return 0;
+      std::vector<T> w(m * n);
+      ToColumnMajor(x.data<T>() + b * m * n, m, n, w.data());
+      const int lm = LapackInt(m, "orgqr"), ln = LapackInt(n, "orgqr"), lk = static_cast<int>(k);
+      const int info = WithWorkspace<T>([&](int lwork, T* work) {
+        int i = 0;
+        Lapack<T>::orgqr(&lm, &ln, &lk, w.data(), &lm, tau.data<T>() + b * k, work, &lwork, &i);
+        return i;
+      });
+      FromColumnMajor(w.data(), m, n, q);
+      return info;
+    });
+  };
+  if (x.dtype() == DType::Float32)
+    run(float{});
+  else
+    run(double{});
+}
+
 // ---- triangular_solve(b, a; upper, transpose, unitriangular) -> x with op(a) x = b.
 std::vector<TensorMeta> InferTriangularSolve(const OpDef& def, const std::vector<TensorMeta>& in,
                                              const Attrs&) {
@@ -302,6 +407,10 @@ void RegisterLinalgDecompOps(OpRegistry& r) {
                  linalg_grad::SvdGrad));
   r.Add(DecompOp(OpKind::Qr, {"input"}, {{"complete", false}}, InferQr, QrKernel,
                  linalg_grad::QrGrad));
+  // MindSpore 2.10 defines no gradient for Geqrf or Orgqr; the Householder form is an
+  // intermediate (qr is the differentiable path).
+  r.Add(DecompOp(OpKind::Geqrf, {"input"}, {}, InferGeqrf, GeqrfKernel, NotDifferentiable));
+  r.Add(DecompOp(OpKind::Orgqr, {"input", "tau"}, {}, InferOrgqr, OrgqrKernel, NotDifferentiable));
   r.Add(DecompOp(OpKind::TriangularSolve, {"b", "A"},
                  {{"upper", true}, {"transpose", false}, {"unitriangular", false}},
                  InferTriangularSolve, TriangularSolveKernel, linalg_grad::TriangularSolveGrad));

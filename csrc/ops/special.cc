@@ -96,6 +96,9 @@ double HurwitzZeta(double x, double q) {
     if (x != std::floor(x)) return NAN;       // q^-x is not real
   }
   if (q > 1e8) return (1 / (x - 1) + 1 / (2 * q)) * std::pow(q, 1 - x);
+  // Below, the direct sum runs until q + k > 9: a very negative q would take ~|q| terms (and
+  // lose every digit to cancellation), so it is refused as not computable here.
+  if (q < -1e6) return NAN;
   double s = std::pow(q, -x), a = q, b = 0;
   int i = 0;
   while (i < 9 || a <= 9) {

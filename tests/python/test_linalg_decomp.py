@@ -232,3 +232,29 @@ def test_decomposition_gradients_in_graph_mode():
     eager = ms.grad(loss)(a)
     graph = ms.jit(lambda t: ms.grad(loss)(t))(a)
     np.testing.assert_allclose(graph.asnumpy(), eager.asnumpy(), rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("dtype,np_dtype,tol", FLOATS, ids=["float32", "float64"])
+def test_geqrf_orgqr_ormqr_match_lapack(dtype, np_dtype, tol):
+    a = rand(2, 4, 3, dtype=np_dtype)
+    y, tau = ops.geqrf(Tensor(a))
+    assert y.shape == (2, 4, 3) and tau.shape == (2, 3) and y.dtype == dtype
+    (raw, raw_tau), _ = scipy.linalg.qr(a[0].astype(np.float64), mode="raw")
+    np.testing.assert_allclose(y.asnumpy()[0], raw, rtol=100 * tol, atol=100 * tol)
+    np.testing.assert_allclose(tau.asnumpy()[0], raw_tau, rtol=100 * tol, atol=100 * tol)
+    q = ops.orgqr(y, tau)
+    np.testing.assert_allclose(q.asnumpy(), np.linalg.qr(a)[0], rtol=100 * tol, atol=100 * tol)
+    np.testing.assert_allclose(Tensor(a).geqrf()[1].asnumpy(), tau.asnumpy())
+    full = np.linalg.qr(a.astype(np.float64), "complete")[0]
+    c = rand(2, 4, 5, dtype=np_dtype)
+    for left, trans in [(True, False), (True, True)]:
+        got = ops.ormqr(y, tau, Tensor(c), left, trans)
+        want = (np.swapaxes(full, -1, -2) if trans else full) @ c
+        np.testing.assert_allclose(got.asnumpy(), want, rtol=1e3 * tol, atol=1e3 * tol)
+    d = rand(2, 5, 4, dtype=np_dtype)
+    got = ops.Ormqr(left=False, transpose=True)(y, tau, Tensor(d))
+    np.testing.assert_allclose(got.asnumpy(), d @ np.swapaxes(full, -1, -2), rtol=1e3 * tol,
+                               atol=1e3 * tol)
+    with pytest.raises(ValueError, match="m >= n >= k"):
+        ops.orgqr(Tensor(rand(3, 4)), Tensor(rand(3)))
+    assert_same_in_both_modes(lambda t: ops.orgqr(*ops.geqrf(t)), Tensor(a))

@@ -8,7 +8,8 @@ from kiln.ops._core import axes_attr, call, dtype_attr, is_tensor
 from kiln.ops.function.array import narrow, reshape, transpose
 from kiln.ops.function.reduce_ext import vector_norm
 
-__all__ = ["svd", "qr", "pinv", "lstsq", "cond", "matrix_norm", "norm"]
+__all__ = ["svd", "qr", "geqrf", "orgqr", "ormqr", "pinv", "lstsq", "cond", "matrix_norm",
+           "norm"]
 
 _FLOATS = (mstype.float32, mstype.float64)
 
@@ -48,6 +49,43 @@ def qr(input, mode="reduced"):  # noqa: A002
         raise TypeError(f"qr: the arg mode must be 'reduced' or 'complete', but got {mode!r}")
     x = _matrices("qr", input)
     return call("qr", (x,), (mode == "complete",))
+
+
+def geqrf(input):  # noqa: A002
+    """(y, tau): QR in LAPACK's Householder form (R on and above y's diagonal, the reflectors'
+    vectors below it, their scales in tau). Not differentiable, as in MindSpore."""
+    return call("geqrf", (_matrices("geqrf", input),))
+
+
+def orgqr(input, tau):  # noqa: A002
+    """The m x n Q with orthonormal columns from geqrf's (input, tau); needs m >= n >= k."""
+    x = _matrices("orgqr", input)
+    if not is_tensor(tau):
+        raise TypeError(f"orgqr: tau must be a Tensor, got {type(tau).__name__}")
+    return call("orgqr", (x, tau))
+
+
+def ormqr(input, tau, other, left=True, transpose=False):  # noqa: A002
+    """Q @ other (left) or other @ Q, Q^T with transpose, for the full mn x mn Q of geqrf's
+    (input, tau): orgqr over input widened with zero columns (reflectors past k are the
+    identity)."""
+    x = _matrices("ormqr", input)
+    o = _matrices("ormqr", other, "other")
+    if not isinstance(left, bool) or not isinstance(transpose, bool):
+        raise TypeError("ormqr: left and transpose must be bool")
+    mn = x.shape[-2]
+    if (o.shape[-2] if left else o.shape[-1]) != mn:
+        raise ValueError(f"ormqr: other of shape {tuple(o.shape)} does not fit Q of size {mn} "
+                         f"(left={left})")
+    if x.shape[-1] > mn:
+        x = narrow(x, -1, 0, mn)
+    elif x.shape[-1] < mn:
+        pad = call("fill", (), (tuple(x.shape[:-1]) + (mn - x.shape[-1],), 0.0,
+                                dtype_attr(x.dtype)))
+        x = call("concat", (x, pad), (len(x.shape) - 1,))
+    q = orgqr(x, tau)
+    return call("matmul", (q, o) if left else (o, q), (transpose, False) if left else
+                (False, transpose))
 
 
 def _tol(value, like):

@@ -35,6 +35,7 @@ _SIMPLE = {
     "BesselK0": "bessel_k0", "BesselK0e": "bessel_k0e", "BesselK1": "bessel_k1",
     "BesselK1e": "bessel_k1e", "BesselY0": "bessel_y0", "BesselY1": "bessel_y1",
     "Polygamma": "polygamma", "Zeta": "zeta", "Igamma": "igamma", "Igammac": "igammac",
+    "Geqrf": "geqrf", "Orgqr": "orgqr",
 }
 
 __all__ = sorted(_SIMPLE) + [
@@ -44,7 +45,7 @@ __all__ = sorted(_SIMPLE) + [
     "SquaredDifference", "Range", "Shape", "TensorShape", "DType", "Fill", "IsClose",
     "NanToNum", "Cdist", "ApproximateEqual", "TensorScatterElements", "Einsum", "Renorm",
     "MatrixPower", "InTopK", "CumulativeLogsumexp", "ReverseSequence", "SpaceToBatchND",
-    "BatchToSpaceND", "Bucketize", "SearchSorted", "LogSpace", "Svd", "Qr",
+    "BatchToSpaceND", "Bucketize", "SearchSorted", "LogSpace", "Svd", "Qr", "Ormqr",
 ]
 
 
@@ -119,6 +120,15 @@ class Qr(_Configured):
 
     def __call__(self, x):
         return _ops.qr(x, "complete" if self.full_matrices else "reduced")
+
+
+class Ormqr(_Configured):
+    """Q @ other (or other @ Q, Q^T) from geqrf's Householder form (ops.ormqr)."""
+
+    _attrs = (("left", True), ("transpose", False))
+
+    def __call__(self, x, tau, other):
+        return _ops.ormqr(x, tau, other, self.left, self.transpose)
 
 
 class Sort(_Configured):
