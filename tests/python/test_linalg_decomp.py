@@ -258,3 +258,47 @@ def test_geqrf_orgqr_ormqr_match_lapack(dtype, np_dtype, tol):
     with pytest.raises(ValueError, match="m >= n >= k"):
         ops.orgqr(Tensor(rand(3, 4)), Tensor(rand(3)))
     assert_same_in_both_modes(lambda t: ops.orgqr(*ops.geqrf(t)), Tensor(a))
+
+
+def _lu(a):
+    lu, piv = scipy.linalg.lu_factor(a)
+    # C order (the finite differences perturb a flat view); 1-based pivots, as LAPACK's
+    return np.ascontiguousarray(lu), (piv + 1).astype(np.int32)
+
+
+@pytest.mark.parametrize("dtype,np_dtype,tol", FLOATS, ids=["float32", "float64"])
+def test_lu_unpack_and_lu_solve_match_scipy(dtype, np_dtype, tol):
+    a = [rand(4, 4) for _ in range(2)]
+    lus = [_lu(x) for x in a]
+    lu = Tensor(np.stack([x[0] for x in lus]).astype(np_dtype))
+    piv = Tensor(np.stack([x[1] for x in lus]))
+    p, low, up = ops.lu_unpack(lu, piv)
+    for i in range(2):
+        sp_p, sp_l, sp_u = scipy.linalg.lu(a[i])
+        np.testing.assert_allclose(p.asnumpy()[i], sp_p, atol=tol)
+        np.testing.assert_allclose(low.asnumpy()[i], sp_l, rtol=100 * tol, atol=100 * tol)
+        np.testing.assert_allclose(up.asnumpy()[i], sp_u, rtol=100 * tol, atol=100 * tol)
+    assert ops.lu_unpack(lu, piv, unpack_data=False)[1] is None
+    assert ops.lu_unpack(lu, piv, unpack_pivots=False)[0] is None
+    b = rand(3, 1, 4, 2, dtype=np_dtype)
+    y = ops.lu_solve(Tensor(b), lu, piv)
+    assert y.shape == (3, 2, 4, 2) and y.dtype == dtype
+    np.testing.assert_allclose(y.asnumpy(), np.linalg.solve(np.stack(a), b), rtol=1e3 * tol,
+                               atol=1e3 * tol)
+    np.testing.assert_allclose(Tensor(b[0, 0]).lu_solve(lu[0], piv[0]).asnumpy(),
+                               y.asnumpy()[0, 0], rtol=tol)
+    with pytest.raises(ValueError, match="min"):
+        ops.lu_unpack(lu, piv[:, :2])
+    with pytest.raises(TypeError, match="integer"):
+        ops.lu_unpack(lu, Tensor(np.ones((2, 4))))
+
+
+def test_lu_solve_gradients_and_graph_mode():
+    a = rand(3, 3) + 3 * np.eye(3)
+    lu, piv = _lu(a)
+    pt = Tensor(piv)
+    check_grad(lambda bb, ll: ops.lu_solve(bb, ll, pt), rand(3, 2), lu)
+    check_grad(lambda ll: ops.lu_unpack(ll, pt)[1] + ops.lu_unpack(ll, pt)[2], lu)
+    assert_same_in_both_modes(lambda bb, ll: ops.lu_solve(bb, ll, pt), Tensor(rand(3, 2)),
+                              Tensor(lu))
+    assert_same_in_both_modes(lambda ll, pp: ops.lu_unpack(ll, pp), Tensor(lu), pt)

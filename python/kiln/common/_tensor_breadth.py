@@ -16,7 +16,8 @@ unbind var view_as vsplit xdivy xlogy unsorted_segment_max unsorted_segment_min
 unsorted_segment_prod gather_nd scatter index_fill select_scatter slice_scatter gcd lcm cov
 renorm matrix_power adjoint conj multinomial det slogdet logdet inverse cholesky cholesky_inverse
 cholesky_solve unique_consecutive quantile nanquantile nanmedian histc
-svd lstsq igamma igammac i0 geqrf orgqr ormqr""".split()
+svd lstsq igamma igammac i0 geqrf orgqr ormqr
+lu_solve""".split()
 
 
 def _forward(name):
