@@ -45,7 +45,7 @@ __all__ = sorted(_SIMPLE) + [
     "SquaredDifference", "Range", "Shape", "TensorShape", "DType", "Fill", "IsClose",
     "NanToNum", "Cdist", "ApproximateEqual", "TensorScatterElements", "Einsum", "Renorm",
     "MatrixPower", "InTopK", "CumulativeLogsumexp", "ReverseSequence", "SpaceToBatchND",
-    "BatchToSpaceND", "Bucketize", "SearchSorted", "LogSpace", "Svd", "Qr", "Ormqr",
+    "BatchToSpaceND", "Bucketize", "SearchSorted", "LogSpace", "Svd", "Qr", "Ormqr", "LuUnpack",
 ]
 
 
@@ -129,6 +129,15 @@ class Ormqr(_Configured):
 
     def __call__(self, x, tau, other):
         return _ops.ormqr(x, tau, other, self.left, self.transpose)
+
+
+class LuUnpack(_Configured):
+    """(P, L, U) from packed LU factors and 1-based pivots (ops.lu_unpack)."""
+
+    _attrs = (("unpack_data", True), ("unpack_pivots", True))
+
+    def __call__(self, lu_data, lu_pivots):
+        return _ops.lu_unpack(lu_data, lu_pivots, self.unpack_data, self.unpack_pivots)
 
 
 class Sort(_Configured):
