@@ -2,7 +2,7 @@
 # bootstrap.sh - installs what kiln needs on a fresh Debian machine and builds it into .venv.
 #
 # System packages (Debian): GoogleTest (C++ tests), Protocol Buffers (model files), libzip
-# (kiln-run's .npz files), OpenMPI (kiln.communication's libkiln_comm.so, mpirun), a C++
+# (kiln-run's .npz files), LAPACK (svd, qr), OpenMPI (kiln.communication's libkiln_comm.so, mpirun), a C++
 # compiler. oneDNN (matmul/conv) and oneTBB (the thread pool)
 # come from PyPI with the other Python packages: Debian's oneDNN runs only on OpenMP
 # (docs/architecture.md, "Threading"). Python packages go into .venv, so the system Python is
@@ -26,6 +26,8 @@ command -v protoc >/dev/null || missing+=(protobuf-compiler)
 # OpenMPI: data-parallel training (docs/distributed.md); headers, libmpi and mpirun.
 dpkg -s libopenmpi-dev >/dev/null 2>&1 || missing+=(libopenmpi-dev)
 command -v mpirun >/dev/null || missing+=(openmpi-bin)
+# LAPACK: svd and qr (csrc/ops/linalg_decomp.cc).
+dpkg -s liblapack-dev >/dev/null 2>&1 || missing+=(liblapack-dev)
 command -v gcc >/dev/null || missing+=(gcc)
 command -v g++ >/dev/null || missing+=(g++)
 command -v make >/dev/null || missing+=(make)

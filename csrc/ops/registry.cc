@@ -26,6 +26,8 @@ OpRegistry BuildRegistry() {
   RegisterIndexingOps(registry);
   RegisterCreationOps(registry);
   RegisterLinalgOps(registry);
+  RegisterLinalgDecompOps(registry);
+  RegisterSpecialOps(registry);
   RegisterConvOps(registry);
   RegisterOptimOps(registry);
   RegisterCollectiveOps(registry);

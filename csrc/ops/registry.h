@@ -121,6 +121,8 @@ void RegisterShapeOps(OpRegistry& registry);
 void RegisterIndexingOps(OpRegistry& registry);
 void RegisterCreationOps(OpRegistry& registry);
 void RegisterLinalgOps(OpRegistry& registry);
+void RegisterLinalgDecompOps(OpRegistry& registry);
+void RegisterSpecialOps(OpRegistry& registry);
 void RegisterConvOps(OpRegistry& registry);
 void RegisterOptimOps(OpRegistry& registry);
 void RegisterCollectiveOps(OpRegistry& registry);
