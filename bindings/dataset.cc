@@ -1,6 +1,7 @@
 // dataset.cc - kiln._C.DatasetPipeline: Python sources and callables as the engine's stages.
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
 
 #include <chrono>
@@ -10,6 +11,7 @@
 #include "convert.h"
 #include "core/error.h"
 #include "dataset/pipeline.h"
+#include "dataset/vision_ops.h"
 
 namespace kiln::bind {
 
@@ -136,6 +138,25 @@ nb::object ExceptionOf(const std::exception_ptr& error) {
   }
 }
 
+using SpecTuple = std::tuple<std::string, std::vector<int64_t>, std::vector<double>>;
+
+std::vector<dataset::vision::OpSpec> ToSpecs(const std::vector<SpecTuple>& specs) {
+  using dataset::vision::OpKind;
+  static const OpKind kinds[] = {
+      OpKind::kDecode,     OpKind::kResize,         OpKind::kRandomResizedCrop, OpKind::kCenterCrop,
+      OpKind::kRandomCrop, OpKind::kHorizontalFlip, OpKind::kVerticalFlip,      OpKind::kRescale,
+      OpKind::kNormalize,  OpKind::kHWC2CHW};
+  std::vector<dataset::vision::OpSpec> out;
+  for (const auto& [name, ints, reals] : specs) {
+    const OpKind* kind = nullptr;
+    for (const OpKind& k : kinds)
+      if (name == dataset::vision::OpName(k)) kind = &k;
+    KILN_CHECK(kind != nullptr, Value, "native vision chain: no op ", name);
+    out.push_back({*kind, ints, reals});
+  }
+  return out;
+}
+
 // Owns the pipeline and stops it without the GIL: its threads may be waiting for the GIL to
 // finish a Python call, and joining them while holding it would never end.
 class PyPipeline {
@@ -204,6 +225,37 @@ class PyPipeline {
         workers);
   }
 
+  // Column `column` of each row through the native vision chain `specs` ((op name, ints,
+  // reals) each), without the GIL; a row the chain does not take (not a JPEG) goes to
+  // `fallback`, called like add_map's fn. Random ops draw from `seed` and the row's place.
+  int AddVisionMap(const std::string& name, int child, const std::vector<SpecTuple>& specs,
+                   int column, uint64_t seed, nb::callable fallback, int workers) {
+    auto chain = std::make_shared<const dataset::vision::Chain>(ToSpecs(specs));
+    auto held = HoldObject(fallback);
+    return pipeline_.AddMap(
+        name, child,
+        [chain, held, column, seed](Row* row) {
+          KILN_CHECK(column >= 0 && column < static_cast<int>(row->columns.size()), Index,
+                     "the row has no column ", column);
+          Value& value = row->columns[column];
+          if (value.is_tensor()) {
+            try {
+              dataset::vision::RowRandom random(seed, row->epoch, row->index);
+              value = Value(chain->Apply(value.tensor, random));
+              return true;
+            } catch (const dataset::vision::NotNative&) {
+              // left to the Python transforms below
+            }
+          }
+          Gil gil;
+          nb::object result = Get(held)(Columns(row->columns, true), row->epoch, row->index);
+          if (result.is_none()) return false;
+          row->columns = ToColumns(result, "map");
+          return true;
+        },
+        workers);
+  }
+
   Pipeline& pipeline() { return pipeline_; }
 
   // (0, columns) a row, (1, None) the end of an epoch, (2, None) the end of the data,
@@ -251,6 +303,9 @@ void BindDataset(nb::module_& m) {
            nb::arg("drop_remainder") = false)
       .def("add_map", &PyPipeline::AddMap, nb::arg("name"), nb::arg("child"), nb::arg("fn"),
            nb::arg("workers"), nb::arg("stack_tensors") = false)
+      .def("add_vision_map", &PyPipeline::AddVisionMap, nb::arg("name"), nb::arg("child"),
+           nb::arg("specs"), nb::arg("column"), nb::arg("seed"), nb::arg("fallback"),
+           nb::arg("workers"))
       .def("add_take", [](PyPipeline& p, int c, int64_t n) { return p.pipeline().AddTake(c, n); })
       .def("add_skip", [](PyPipeline& p, int c, int64_t n) { return p.pipeline().AddSkip(c, n); })
       .def("add_repeat",
