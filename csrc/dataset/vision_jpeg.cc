@@ -142,8 +142,12 @@ Decoded DecodeJpeg(const uint8_t* data, size_t size, const Window& window, int s
   const int64_t top = window.top / d, left = window.left / d;
   const int64_t bottom = std::min(out_h, CeilDiv(window.top + window.height, d));
   const int64_t right = std::min(out_w, CeilDiv(window.left + window.width, d));
-  auto x = static_cast<JDIMENSION>(left);
-  auto w = static_cast<JDIMENSION>(right - left);
+  // One column more on each side: libjpeg's fancy (smooth) chroma upsampling treats the edge of
+  // a cropped row as the image's edge, so the edge column differs from a whole decode; the
+  // column next to it does not.
+  const int64_t margin_left = std::max<int64_t>(0, left - 1);
+  auto x = static_cast<JDIMENSION>(margin_left);
+  auto w = static_cast<JDIMENSION>(std::min(out_w, right + 1) - margin_left);
   if (!StartPhase(&s, d, static_cast<JDIMENSION>(top), &x, &w)) Fail(s, who);
   KILN_CHECK(s.cinfo.output_components == 3 && x <= left && x + w >= right, Runtime, who,
              ": libjpeg returned an unexpected layout");
