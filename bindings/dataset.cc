@@ -262,14 +262,16 @@ class PyPipeline {
   // (3, (where, exception)) a failure. Waits without the GIL, checking for Ctrl-C in between.
   nb::tuple Next() {
     Row row;
-    NextStatus status;
-    for (;;) {
+    // A row already queued (the usual case when loading keeps ahead) is taken without letting
+    // go of the GIL: releasing and retaking it costs more than the pop. Stages never wait for
+    // the GIL while they hold a queue's lock, so this cannot block them.
+    NextStatus status = pipeline_.GetNext(&row, std::chrono::milliseconds(0));
+    while (status == NextStatus::kTimeout) {
       {
         nb::gil_scoped_release release;
         status = pipeline_.GetNext(&row, std::chrono::milliseconds(50));
       }
-      if (status != NextStatus::kTimeout) break;
-      if (PyErr_CheckSignals() != 0) throw nb::python_error();
+      if (status == NextStatus::kTimeout && PyErr_CheckSignals() != 0) throw nb::python_error();
     }
     switch (status) {
       case NextStatus::kRow:

@@ -137,9 +137,11 @@ class _Iterator:
         raise StopIteration
 
     def _row(self, columns):
+        # Inline type checks, no call per column: this runs once per batch of the training loop.
         if self._output_numpy:
-            return [c.asnumpy() if isinstance(c, Tensor) else c for c in columns]
-        return [_to_tensor(c) for c in columns]
+            return [c.asnumpy() if type(c) is Tensor or isinstance(c, Tensor) else c
+                    for c in columns]
+        return [c if type(c) is Tensor else _to_tensor(c) for c in columns]
 
     def get_col_names(self):
         return list(self._names)
