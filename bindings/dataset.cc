@@ -228,25 +228,40 @@ class PyPipeline {
   // Column `column` of each row through the native vision chain `specs` ((op name, ints,
   // reals) each), without the GIL; a row the chain does not take (not a JPEG) goes to
   // `fallback`, called like add_map's fn. Random ops draw from `seed` and the row's place.
+  // `batch_size` > 0: the stage feeds a batch of that size directly, and writes each output
+  // into its place in the batch's buffer (vision::BatchSlots), which the batch then takes as is.
   int AddVisionMap(const std::string& name, int child, const std::vector<SpecTuple>& specs,
-                   int column, uint64_t seed, nb::callable fallback, int workers) {
+                   int column, uint64_t seed, nb::callable fallback, int workers,
+                   int64_t batch_size) {
+    using dataset::vision::BatchSlots;
     auto chain = std::make_shared<const dataset::vision::Chain>(ToSpecs(specs));
     auto held = HoldObject(fallback);
+    auto slots = batch_size > 0 ? std::make_shared<BatchSlots>(batch_size) : nullptr;
     return pipeline_.AddMap(
         name, child,
-        [chain, held, column, seed](Row* row) {
+        [chain, held, column, seed, slots](Row* row) {
           KILN_CHECK(column >= 0 && column < static_cast<int>(row->columns.size()), Index,
                      "the row has no column ", column);
           Value& value = row->columns[column];
+          const int64_t epoch = row->epoch, index = row->index;
+          bool placed = false;
+          dataset::vision::Allocate allocate;
+          if (slots)
+            allocate = [&](const Shape& shape, DType dtype) {
+              placed = true;
+              return slots->Slot(epoch, index, shape, dtype);
+            };
           if (value.is_tensor()) {
             try {
-              dataset::vision::RowRandom random(seed, row->epoch, row->index);
-              value = Value(chain->Apply(value.tensor, random));
+              dataset::vision::RowRandom random(seed, epoch, index);
+              value = Value(chain->Apply(value.tensor, random, allocate));
+              if (slots && !placed) slots->Skip(epoch, index);
               return true;
             } catch (const dataset::vision::NotNative&) {
               // left to the Python transforms below
             }
           }
+          if (slots) slots->Skip(epoch, index);
           Gil gil;
           nb::object result = Get(held)(Columns(row->columns, true), row->epoch, row->index);
           if (result.is_none()) return false;
@@ -307,7 +322,7 @@ void BindDataset(nb::module_& m) {
            nb::arg("workers"), nb::arg("stack_tensors") = false)
       .def("add_vision_map", &PyPipeline::AddVisionMap, nb::arg("name"), nb::arg("child"),
            nb::arg("specs"), nb::arg("column"), nb::arg("seed"), nb::arg("fallback"),
-           nb::arg("workers"))
+           nb::arg("workers"), nb::arg("batch_size") = 0)
       .def("add_take", [](PyPipeline& p, int c, int64_t n) { return p.pipeline().AddTake(c, n); })
       .def("add_skip", [](PyPipeline& p, int c, int64_t n) { return p.pipeline().AddSkip(c, n); })
       .def("add_repeat",

@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <iterator>
 #include <opencv2/core.hpp>
 #include <opencv2/imgproc.hpp>
 #include <utility>
@@ -27,6 +28,11 @@ struct Image {
   cv::Mat mat;
   bool hflip = false, vflip = false;
   Tensor result;  // set by the op that writes the chain's output tensor itself
+  const Allocate* allocate = nullptr;
+
+  Tensor NewOutput(const Shape& shape, DType dtype) const {
+    return allocate && *allocate ? (*allocate)(shape, dtype) : Tensor::Empty(shape, dtype);
+  }
 };
 
 void CheckPixels(int64_t h, int64_t w, const char* who) {
@@ -180,7 +186,7 @@ void Normalize(Image& im, const OpSpec& op, bool chw) {
   cv::Mat hwc;
   float* dst;
   if (chw) {
-    out = Tensor::Empty(Shape{c, h, w}, DType::Float32);
+    out = im.NewOutput(Shape{c, h, w}, DType::Float32);
     dst = static_cast<float*>(out.raw_data());
   } else {
     hwc.create(static_cast<int>(h), static_cast<int>(w), CV_32FC(static_cast<int>(c)));
@@ -202,7 +208,7 @@ DType DTypeOf(const cv::Mat& m) { return m.depth() == CV_8U ? DType::UInt8 : DTy
 // The image as a tensor: HWC, or (chw) each channel a plane.
 Tensor ToTensor(const Image& im, bool chw) {
   const int64_t h = im.mat.rows, w = im.mat.cols, c = im.mat.channels();
-  Tensor out = Tensor::Empty(chw ? Shape{c, h, w} : Shape{h, w, c}, DTypeOf(im.mat));
+  Tensor out = im.NewOutput(chw ? Shape{c, h, w} : Shape{h, w, c}, DTypeOf(im.mat));
   char* dst = static_cast<char*>(out.raw_data());
   const size_t row_bytes = static_cast<size_t>(w) * c * im.mat.elemSize1();
   if (!chw) {
@@ -339,6 +345,51 @@ int64_t RowRandom::Integer(int64_t low, int64_t high) {
   return low + static_cast<int64_t>(Next() % span);
 }
 
+BatchSlots::Entry& BatchSlots::Claim(int64_t epoch, int64_t index) {
+  if (epoch > newest_epoch_) {
+    newest_epoch_ = epoch;
+    // A pass's last, shorter batch never fills: dropped once two newer passes have begun (a
+    // late row of it, if any, then gets a tensor of its own).
+    for (auto it = entries_.begin(); it != entries_.end();)
+      it = it->first.first < epoch - 1 ? entries_.erase(it) : std::next(it);
+  }
+  return entries_[{epoch, index / batch_size_}];
+}
+
+void BatchSlots::Done(int64_t epoch, int64_t index) {
+  auto it = entries_.find({epoch, index / batch_size_});
+  if (it != entries_.end() && ++it->second.claimed >= batch_size_) entries_.erase(it);
+}
+
+Tensor BatchSlots::Slot(int64_t epoch, int64_t index, const Shape& shape, DType dtype) {
+  Tensor slot;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    Entry& entry = Claim(epoch, index);
+    if (!entry.buffer.defined()) {
+      Shape whole = shape;
+      whole.insert(whole.begin(), batch_size_);
+      entry.buffer = Tensor::Empty(whole, dtype);  // NumElements checks the product
+    }
+    const Shape& held = entry.buffer.shape();
+    if (entry.buffer.dtype() == dtype && Shape(held.begin() + 1, held.end()) == shape)
+      slot = entry.buffer.Select(0, index % batch_size_);
+    Done(epoch, index);
+  }
+  return slot.defined() ? slot : Tensor::Empty(shape, dtype);
+}
+
+void BatchSlots::Skip(int64_t epoch, int64_t index) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  Claim(epoch, index);
+  Done(epoch, index);
+}
+
+size_t BatchSlots::live() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return entries_.size();
+}
+
 const char* OpName(OpKind kind) {
   static const char* const names[] = {"Decode",
                                       "Resize",
@@ -358,10 +409,11 @@ Chain::Chain(std::vector<OpSpec> ops) : ops_(std::move(ops)) {
   for (size_t i = 0; i < ops_.size(); ++i) CheckSpec(ops_[i], i, ops_.size());
 }
 
-Tensor Chain::Apply(const Tensor& encoded, RowRandom& random) const {
+Tensor Chain::Apply(const Tensor& encoded, RowRandom& random, const Allocate& allocate) const {
   if (encoded.dtype() != DType::UInt8 || encoded.ndim() != 1 || !encoded.is_contiguous())
     throw NotNative("not a 1-D uint8 tensor");
   Image im;
+  im.allocate = &allocate;
   size_t i = DecodeStep(encoded, ops_, im, random);
   for (; i < ops_.size(); ++i) {
     const OpSpec& op = ops_[i];

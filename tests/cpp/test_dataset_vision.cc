@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "dataset/pipeline.h"
 #include "dataset/vision_jpeg.h"
 #include "dataset/vision_ops.h"
 
@@ -161,6 +162,41 @@ TEST(DatasetVision, RowRandomIsUniformAndPerRow) {
   EXPECT_NEAR(sum / 10000, 0.5, 0.02);
   RowRandom x(7, 1, 2), y(7, 2, 1);
   EXPECT_NE(x.Next(), y.Next());
+}
+
+// A map before a batch writes rows into BatchSlots; the batch then takes them as one view.
+TEST(DatasetVision, BatchSlotsHandTheBatchOverWithoutACopy) {
+  BatchSlots slots(3);
+  std::vector<Row> parts(3);
+  for (int64_t i = 0; i < 3; ++i) {
+    Tensor t = slots.Slot(0, i, {2, 2}, DType::Float32);
+    static_cast<float*>(t.raw_data())[0] = static_cast<float>(i);
+    parts[i].columns.emplace_back(t);
+  }
+  EXPECT_EQ(slots.live(), 0u);  // every row of the batch claimed its place
+  std::vector<Value> columns;
+  ASSERT_TRUE(StackTensorColumns(parts, &columns));
+  const Tensor& batch = columns[0].tensor;
+  EXPECT_EQ(batch.shape(), (Shape{3, 2, 2}));
+  EXPECT_TRUE(batch.same_storage(parts[0].columns[0].tensor));
+  EXPECT_EQ(static_cast<float*>(batch.raw_data())[8], 2.0f);
+  // A row of another shape, or written elsewhere (Skip): the batch is copied instead.
+  Tensor odd = slots.Slot(0, 3, {2, 2}, DType::Float32);
+  Tensor other = slots.Slot(0, 4, {3, 3}, DType::Float32);
+  slots.Skip(0, 5);
+  EXPECT_FALSE(other.same_storage(odd));
+  EXPECT_EQ(slots.live(), 0u);
+  std::vector<Row> mixed(2);
+  mixed[0].columns.emplace_back(odd);
+  mixed[1].columns.emplace_back(Tensor::Empty({2, 2}, DType::Float32));
+  ASSERT_TRUE(StackTensorColumns(mixed, &columns));
+  EXPECT_FALSE(columns[0].tensor.same_storage(odd));
+  // A pass's shorter last batch never fills: dropped once two newer passes have begun.
+  slots.Slot(0, 6, {2, 2}, DType::Float32);
+  slots.Slot(1, 0, {2, 2}, DType::Float32);
+  EXPECT_EQ(slots.live(), 2u);
+  slots.Slot(2, 0, {2, 2}, DType::Float32);
+  EXPECT_EQ(slots.live(), 2u);  // pass 0's entry went, passes 1 and 2 remain
 }
 
 }  // namespace

@@ -225,3 +225,29 @@ def test_grayscale_and_progressive_jpegs_decode_like_python(tmp_path):
         assert out.shape == reference.shape and out.shape[2] == 3
         assert np.abs(out.astype(int) - reference).max() <= 2
     assert [c.shape for c in _column(str(tmp_path), ops)] == [(20, 30, 3)] * 2
+
+
+def _batches(folder, ops, size, workers=2, epochs=1):
+    ds.config.set_seed(11)
+    data = ds.ImageFolderDataset(folder, shuffle=False, num_parallel_workers=workers)
+    data = data.map(ops, input_columns="image", num_parallel_workers=workers).batch(size)
+    it = data.create_tuple_iterator(output_numpy=True, num_epochs=epochs)
+    return [[b[0].copy() for b in it] for _ in range(epochs)]
+
+
+def test_a_batch_after_native_ops_holds_the_rows_the_map_made(tmp_path):
+    """The map writes its rows straight into the batch's buffer: the batches are the rows the
+    map alone yields, stacked, also for a shorter last batch and with a PNG row (written
+    elsewhere) inside a batch, over several epochs."""
+    rng = np.random.default_rng(5)
+    images = [_smooth(rng, 40 + i, 50) for i in range(7)]
+    folder = _write(tmp_path, images)
+    cv2.imwrite(str(tmp_path / "a" / "003b.png"), images[3][..., ::-1])
+    ops = [vision.Decode(), vision.CenterCrop(24), vision.RandomHorizontalFlip(1.0),
+           vision.Normalize(MEAN, STD), vision.HWC2CHW()]
+    ds.config.set_seed(11)
+    rows = _column(folder, ops)
+    assert len(rows) == 8
+    for epoch in _batches(folder, ops, 3, epochs=3):
+        assert [b.shape[0] for b in epoch] == [3, 3, 2]
+        np.testing.assert_array_equal(np.concatenate(epoch), np.stack(rows))

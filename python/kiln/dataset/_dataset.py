@@ -205,6 +205,7 @@ class MapDataset(_ColumnStage):
         self._setup(child, input_columns, output_columns, "map")
 
     def _build(self, builder, passes):
+        batch_size = builder.batch_hints.pop(id(self), 0)
         child = self.children[0]._build(builder, passes)
         run = self._native_run()
         if run is None:
@@ -228,7 +229,8 @@ class MapDataset(_ColumnStage):
 
         name = f"map({', '.join(_op_name(op) for op in ops[start:stop])})"
         child = builder.pipe.add_vision_map(name, child, specs, column, builder.derive(key),
-                                            fallback, _workers(self.num_parallel_workers))
+                                            fallback, _workers(self.num_parallel_workers),
+                                            batch_size if stop == len(ops) else 0)
         if stop < len(ops):
             child = self._python_column_stage(builder, child, ops[stop:], column)
         return child
@@ -376,6 +378,8 @@ class BatchDataset(_ColumnStage):
         if native and child._can_batch():
             # A tensor source batches its own rows: one stage, one hand-off per batch.
             return child._build(builder, passes, self.batch_size, self.drop_remainder)
+        if native and isinstance(child, MapDataset):
+            builder.batch_hints[id(child)] = self.batch_size
         child = child._build(builder, passes)
         grouped = builder.pipe.add_batch(child, self.batch_size, self.drop_remainder)
         name = f"batch({self.batch_size})"

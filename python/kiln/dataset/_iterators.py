@@ -35,6 +35,9 @@ class Builder:
         # What the stages use and must end with the pipeline (worker processes): closed after
         # its threads are joined.
         self.resources = []
+        # {id(map node): batch size}: a batch directly above a map with native vision ops, which
+        # then writes its rows straight into the batch's buffer.
+        self.batch_hints = {}
 
     def stage(self):
         """A key for the next random stage, the same for the same tree every time."""
