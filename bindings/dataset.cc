@@ -138,6 +138,29 @@ nb::object ExceptionOf(const std::exception_ptr& error) {
   }
 }
 
+// A Python object holding an encoded image (a 1-D uint8 NumPy array or bytes, as a Python
+// source yields them) copied into a tensor, so the native ops can take it without the GIL;
+// an undefined tensor for anything else.
+Tensor EncodedBytes(const Value& value) {
+  Gil gil;
+  PyObject* object = Get(value.object).ptr();
+  if (!PyObject_CheckBuffer(object)) return Tensor();
+  Py_buffer view;
+  if (PyObject_GetBuffer(object, &view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) != 0) {
+    PyErr_Clear();
+    return Tensor();
+  }
+  Tensor out;
+  const bool bytes = view.ndim == 1 && view.itemsize == 1 && view.format != nullptr &&
+                     std::strcmp(view.format, "B") == 0;
+  if (bytes && view.len > 0) {
+    out = Tensor::Empty({static_cast<int64_t>(view.len)}, DType::UInt8);
+    std::memcpy(out.raw_data(), view.buf, static_cast<size_t>(view.len));
+  }
+  PyBuffer_Release(&view);
+  return out;
+}
+
 using SpecTuple = std::tuple<std::string, std::vector<int64_t>, std::vector<double>>;
 
 std::vector<dataset::vision::OpSpec> ToSpecs(const std::vector<SpecTuple>& specs) {
@@ -251,10 +274,11 @@ class PyPipeline {
               placed = true;
               return slots->Slot(epoch, index, shape, dtype);
             };
-          if (value.is_tensor()) {
+          const Tensor input = value.is_tensor() ? value.tensor : EncodedBytes(value);
+          if (input.defined()) {
             try {
               dataset::vision::RowRandom random(seed, epoch, index);
-              value = Value(chain->Apply(value.tensor, random, allocate));
+              value = Value(chain->Apply(input, random, allocate));
               if (slots && !placed) slots->Skip(epoch, index);
               return true;
             } catch (const dataset::vision::NotNative&) {

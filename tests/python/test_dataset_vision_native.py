@@ -251,3 +251,29 @@ def test_a_batch_after_native_ops_holds_the_rows_the_map_made(tmp_path):
     for epoch in _batches(folder, ops, 3, epochs=3):
         assert [b.shape[0] for b in epoch] == [3, 3, 2]
         np.testing.assert_array_equal(np.concatenate(epoch), np.stack(rows))
+
+
+def test_a_python_source_of_jpeg_bytes_runs_the_native_ops(jpegs):
+    """A GeneratorDataset's NumPy uint8 arrays of file bytes are copied to a tensor and decoded
+    natively: the results are the ImageFolderDataset's, and a damaged file gets the native
+    decoder's message."""
+    files = _files(jpegs)
+    ops = [vision.Decode(), vision.CenterCrop(24), vision.RandomHorizontalFlip(1.0),
+           vision.Normalize(MEAN, STD), vision.HWC2CHW()]
+    want = _column(jpegs, ops)
+
+    def rows():
+        for path in files:
+            yield (np.fromfile(path, dtype=np.uint8),)
+
+    data = ds.GeneratorDataset(rows, ["image"], shuffle=False)
+    data = data.map(ops, input_columns="image", num_parallel_workers=2)
+    got = [r[0] for r in data.create_tuple_iterator(output_numpy=True, num_epochs=1)]
+    assert len(got) == len(want)
+    for a, b in zip(got, want):
+        np.testing.assert_array_equal(a, b)
+    _corrupt(jpegs, "001.jpg", open(files[1], "rb").read()[:300])
+    data = ds.GeneratorDataset(rows, ["image"], shuffle=False)
+    data = data.map(ops, input_columns="image")
+    with pytest.raises(RuntimeError, match=r"row 1 of epoch 0.*Decode: cannot decode the JPEG"):
+        list(data.create_tuple_iterator(output_numpy=True, num_epochs=1))
