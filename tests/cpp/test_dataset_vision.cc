@@ -107,6 +107,22 @@ TEST(DatasetVision, DamagedDataThrowsInsteadOfAborting) {
   }
 }
 
+// A header claiming 65000 x 65000 pixels is refused before anything is allocated.
+TEST(DatasetVision, AHugeHeaderIsRefused) {
+  auto jpeg = EncodeJpeg(16, 16);
+  size_t sof = 0;
+  for (size_t i = 2; i + 9 < jpeg.size() && sof == 0; ++i)
+    if (jpeg[i] == 0xFF && jpeg[i + 1] == 0xC0) sof = i;
+  ASSERT_NE(sof, 0u);
+  for (size_t at : {sof + 5, sof + 7}) jpeg[at] = 0xFD, jpeg[at + 1] = 0xE8;  // height, width
+  try {
+    ReadJpegInfo(jpeg.data(), jpeg.size(), "Decode");
+    FAIL() << "a 65000 x 65000 header was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("more than the limit"), std::string::npos) << e.what();
+  }
+}
+
 Tensor Bytes(const std::vector<uint8_t>& data) {
   Tensor t = Tensor::Empty({static_cast<int64_t>(data.size())}, DType::UInt8);
   std::copy(data.begin(), data.end(), static_cast<uint8_t*>(t.raw_data()));
