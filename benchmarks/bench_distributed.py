@@ -1,9 +1,12 @@
 """Data-parallel step time: LeNet-5 (1×32×32 inputs, MindSpore's tutorial network) trained in
-Graph mode with a fixed global batch, on however many ranks mpirun starts; rank 0 prints the
-median step time, the share spent in the gradient all-reduce, and the machine's load average.
+Graph mode (or PyNative: argument "pynative") with a fixed global batch, on however many ranks
+mpirun starts; rank 0 prints the median step time, the share spent in the gradient all-reduce,
+whether the buckets overlap the backward pass, and the machine's load average.
 
     mpirun -n 1 python benchmarks/bench_distributed.py        # one process, the whole batch
     mpirun -n 2 python benchmarks/bench_distributed.py        # two ranks, half a batch each
+    KILN_GRAD_OVERLAP=0 mpirun -n 2 ...                        # buckets sent after backward
+    KILN_GRAD_BUCKET_MB=0.05 mpirun -n 2 ...                   # several buckets (LeNet: 0.25 MB)
 (as root add --allow-run-as-root; with more ranks than cores add --oversubscribe).
 docs/distributed.md records the numbers and the cost model for more machines.
 """
@@ -60,7 +63,8 @@ def allreduce_time(params, repeats=20):
 def main():
     init()
     rank, size = get_rank(), get_group_size()
-    ms.set_context(mode=ms.GRAPH_MODE)
+    pynative = sys.argv[1:] == ["pynative"]
+    ms.set_context(mode=ms.PYNATIVE_MODE if pynative else ms.GRAPH_MODE)
     ms.set_auto_parallel_context(parallel_mode=ms.ParallelMode.DATA_PARALLEL,
                                  gradients_mean=True)
     ms.set_seed(0)
@@ -81,7 +85,9 @@ def main():
     comm, unbucketed = allreduce_time(net.trainable_params()) if size > 1 else (0.0, 0.0)
     if rank == 0:
         n_params = sum(int(np.prod(p.shape)) for p in net.trainable_params())
-        print(f"ranks={size} global_batch={GLOBAL_BATCH} params={n_params} "
+        print(f"mode={'pynative' if pynative else 'graph'} overlap={step.grad_reducer.overlap} "
+              f"buckets={len(step.grad_reducer._buckets)} "
+              f"ranks={size} global_batch={GLOBAL_BATCH} params={n_params} "
               f"threads/rank={ms._C.get_num_threads()} "
               f"step_ms_median={1000 * float(np.median(times)):.2f} "
               f"reducer_ms={1000 * comm:.2f} per_gradient_allreduce_ms={1000 * unbucketed:.2f} "

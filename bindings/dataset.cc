@@ -1,6 +1,7 @@
 // dataset.cc - kiln._C.DatasetPipeline: Python sources and callables as the engine's stages.
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
 
 #include <chrono>
@@ -10,6 +11,7 @@
 #include "convert.h"
 #include "core/error.h"
 #include "dataset/pipeline.h"
+#include "dataset/vision_ops.h"
 
 namespace kiln::bind {
 
@@ -136,6 +138,48 @@ nb::object ExceptionOf(const std::exception_ptr& error) {
   }
 }
 
+// A Python object holding an encoded image (a 1-D uint8 NumPy array or bytes, as a Python
+// source yields them) copied into a tensor, so the native ops can take it without the GIL;
+// an undefined tensor for anything else.
+Tensor EncodedBytes(const Value& value) {
+  Gil gil;
+  PyObject* object = Get(value.object).ptr();
+  if (!PyObject_CheckBuffer(object)) return Tensor();
+  Py_buffer view;
+  if (PyObject_GetBuffer(object, &view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) != 0) {
+    PyErr_Clear();
+    return Tensor();
+  }
+  Tensor out;
+  const bool bytes = view.ndim == 1 && view.itemsize == 1 && view.format != nullptr &&
+                     std::strcmp(view.format, "B") == 0;
+  if (bytes && view.len > 0) {
+    out = Tensor::Empty({static_cast<int64_t>(view.len)}, DType::UInt8);
+    std::memcpy(out.raw_data(), view.buf, static_cast<size_t>(view.len));
+  }
+  PyBuffer_Release(&view);
+  return out;
+}
+
+using SpecTuple = std::tuple<std::string, std::vector<int64_t>, std::vector<double>>;
+
+std::vector<dataset::vision::OpSpec> ToSpecs(const std::vector<SpecTuple>& specs) {
+  using dataset::vision::OpKind;
+  static const OpKind kinds[] = {
+      OpKind::kDecode,     OpKind::kResize,         OpKind::kRandomResizedCrop, OpKind::kCenterCrop,
+      OpKind::kRandomCrop, OpKind::kHorizontalFlip, OpKind::kVerticalFlip,      OpKind::kRescale,
+      OpKind::kNormalize,  OpKind::kHWC2CHW};
+  std::vector<dataset::vision::OpSpec> out;
+  for (const auto& [name, ints, reals] : specs) {
+    const OpKind* kind = nullptr;
+    for (const OpKind& k : kinds)
+      if (name == dataset::vision::OpName(k)) kind = &k;
+    KILN_CHECK(kind != nullptr, Value, "native vision chain: no op ", name);
+    out.push_back({*kind, ints, reals});
+  }
+  return out;
+}
+
 // Owns the pipeline and stops it without the GIL: its threads may be waiting for the GIL to
 // finish a Python call, and joining them while holding it would never end.
 class PyPipeline {
@@ -204,20 +248,69 @@ class PyPipeline {
         workers);
   }
 
+  // Column `column` of each row through the native vision chain `specs` ((op name, ints,
+  // reals) each), without the GIL; a row the chain does not take (not a JPEG) goes to
+  // `fallback`, called like add_map's fn. Random ops draw from `seed` and the row's place.
+  // `batch_size` > 0: the stage feeds a batch of that size directly, and writes each output
+  // into its place in the batch's buffer (vision::BatchSlots), which the batch then takes as is.
+  int AddVisionMap(const std::string& name, int child, const std::vector<SpecTuple>& specs,
+                   int column, uint64_t seed, nb::callable fallback, int workers,
+                   int64_t batch_size) {
+    using dataset::vision::BatchSlots;
+    auto chain = std::make_shared<const dataset::vision::Chain>(ToSpecs(specs));
+    auto held = HoldObject(fallback);
+    auto slots = batch_size > 0 ? std::make_shared<BatchSlots>(batch_size) : nullptr;
+    return pipeline_.AddMap(
+        name, child,
+        [chain, held, column, seed, slots](Row* row) {
+          KILN_CHECK(column >= 0 && column < static_cast<int>(row->columns.size()), Index,
+                     "the row has no column ", column);
+          Value& value = row->columns[column];
+          const int64_t epoch = row->epoch, index = row->index;
+          bool placed = false;
+          dataset::vision::Allocate allocate;
+          if (slots)
+            allocate = [&](const Shape& shape, DType dtype) {
+              placed = true;
+              return slots->Slot(epoch, index, shape, dtype);
+            };
+          const Tensor input = value.is_tensor() ? value.tensor : EncodedBytes(value);
+          if (input.defined()) {
+            try {
+              dataset::vision::RowRandom random(seed, epoch, index);
+              value = Value(chain->Apply(input, random, allocate));
+              if (slots && !placed) slots->Skip(epoch, index);
+              return true;
+            } catch (const dataset::vision::NotNative&) {
+              // left to the Python transforms below
+            }
+          }
+          if (slots) slots->Skip(epoch, index);
+          Gil gil;
+          nb::object result = Get(held)(Columns(row->columns, true), row->epoch, row->index);
+          if (result.is_none()) return false;
+          row->columns = ToColumns(result, "map");
+          return true;
+        },
+        workers);
+  }
+
   Pipeline& pipeline() { return pipeline_; }
 
   // (0, columns) a row, (1, None) the end of an epoch, (2, None) the end of the data,
   // (3, (where, exception)) a failure. Waits without the GIL, checking for Ctrl-C in between.
   nb::tuple Next() {
     Row row;
-    NextStatus status;
-    for (;;) {
+    // A row already queued (the usual case when loading keeps ahead) is taken without letting
+    // go of the GIL: releasing and retaking it costs more than the pop. Stages never wait for
+    // the GIL while they hold a queue's lock, so this cannot block them.
+    NextStatus status = pipeline_.GetNext(&row, std::chrono::milliseconds(0));
+    while (status == NextStatus::kTimeout) {
       {
         nb::gil_scoped_release release;
         status = pipeline_.GetNext(&row, std::chrono::milliseconds(50));
       }
-      if (status != NextStatus::kTimeout) break;
-      if (PyErr_CheckSignals() != 0) throw nb::python_error();
+      if (status == NextStatus::kTimeout && PyErr_CheckSignals() != 0) throw nb::python_error();
     }
     switch (status) {
       case NextStatus::kRow:
@@ -251,6 +344,9 @@ void BindDataset(nb::module_& m) {
            nb::arg("drop_remainder") = false)
       .def("add_map", &PyPipeline::AddMap, nb::arg("name"), nb::arg("child"), nb::arg("fn"),
            nb::arg("workers"), nb::arg("stack_tensors") = false)
+      .def("add_vision_map", &PyPipeline::AddVisionMap, nb::arg("name"), nb::arg("child"),
+           nb::arg("specs"), nb::arg("column"), nb::arg("seed"), nb::arg("fallback"),
+           nb::arg("workers"), nb::arg("batch_size") = 0)
       .def("add_take", [](PyPipeline& p, int c, int64_t n) { return p.pipeline().AddTake(c, n); })
       .def("add_skip", [](PyPipeline& p, int c, int64_t n) { return p.pipeline().AddSkip(c, n); })
       .def("add_repeat",

@@ -48,7 +48,17 @@ nb::object Call(int kind, nb::sequence inputs, nb::sequence attrs) {
   }
   Attrs values;
   for (nb::handle h : attrs) values.push_back(ToAttr(h));
-  return WrapOutputs(CallOp(static_cast<OpKind>(kind), std::move(tensors), std::move(values)));
+  const OpKind op = static_cast<OpKind>(kind);
+  std::vector<Tensor> outputs;
+  if (GetOpDef(op).communicates) {
+    // A collective waits for the other ranks: other Python threads (dataset workers) run
+    // meanwhile. Nothing below touches Python objects; the tensors are the C++ copies above.
+    nb::gil_scoped_release release;
+    outputs = CallOp(op, std::move(tensors), std::move(values));
+  } else {
+    outputs = CallOp(op, std::move(tensors), std::move(values));
+  }
+  return WrapOutputs(std::move(outputs));
 }
 
 }  // namespace

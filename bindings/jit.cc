@@ -4,6 +4,7 @@
 #include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
 
+#include "analysis/effects.h"
 #include "convert.h"
 #include "engine/engine.h"
 #include "engine/model_file.h"
@@ -54,14 +55,32 @@ nb::tuple ToTensorTuple(std::vector<Tensor> outputs) {
   return nb::tuple(out);
 }
 
+// graph.Run, without the GIL when the graph communicates (see Executable::communicates).
+std::vector<Tensor> RunMaybeReleased(const engine::CompiledGraph& graph, bool release,
+                                     const std::vector<Tensor>& inputs,
+                                     const std::vector<Tensor>& weights) {
+  if (!release) return graph.Run(inputs, weights);
+  nb::gil_scoped_release unlocked;
+  return graph.Run(inputs, weights);
+}
+
 // A compiled graph (engine/engine.h) and what its last measured run recorded.
 struct Executable {
-  explicit Executable(engine::CompiledGraph compiled) : graph(std::move(compiled)) {}
+  explicit Executable(engine::CompiledGraph compiled)
+      : graph(std::move(compiled)), communicates(Communicates(graph)) {}
   engine::CompiledGraph graph;
+  // A graph with collectives waits for the other ranks while it runs: it runs without the GIL
+  // then, so the rank's other Python threads (dataset workers) go on. Nothing in a run needs
+  // the GIL (interpreter nodes take it themselves, runtime/interpret.h).
+  bool communicates;
   int64_t last_peak_bytes = 0;  // memory the last `run` held at its peak, above its start
   std::vector<engine::NodeTime> last_profile;  // per entry node of the last profiled `run`
 
   // Every entry parameter in order; the flat results (tests and measurements).
+  static bool Communicates(const engine::CompiledGraph& g) {
+    return analysis::ModuleEffects(g.module()).OfFunc(g.module().entry().name).communicates;
+  }
+
   nb::tuple Run(nb::sequence params, bool free_dead_values, bool profile) {
     engine::RunStats stats;
     std::vector<Tensor> outputs =
@@ -73,8 +92,8 @@ struct Executable {
 
   // The user's inputs and the bound weights; the result nested as the signature says.
   nb::object Call(nb::sequence inputs, nb::sequence weights, const nb::tuple& opaque) {
-    std::vector<Tensor> outputs =
-        graph.Run(ToTensors(inputs, "inputs"), ToTensors(weights, "weights"));
+    std::vector<Tensor> in = ToTensors(inputs, "inputs"), bound = ToTensors(weights, "weights");
+    std::vector<Tensor> outputs = RunMaybeReleased(graph, communicates, in, bound);
     return BuildOutputs(graph.signature().outputs, outputs, opaque);
   }
 };
@@ -86,6 +105,7 @@ struct Executable {
 struct FastCall {
   nb::object owner;  // the Python Executable, kept alive
   const engine::CompiledGraph* graph;
+  bool communicates;
   std::vector<Tensor> weights;  // bound when armed, in signature order
   int64_t epoch;
   static inline int64_t hits = 0;
@@ -102,7 +122,7 @@ struct FastCall {
       inputs.push_back(*t);
     }
     if (!graph->Accepts(inputs)) return nb::none();
-    std::vector<Tensor> outputs = graph->Run(inputs, weights);
+    std::vector<Tensor> outputs = RunMaybeReleased(*graph, communicates, inputs, weights);
     ++hits;
     return BuildOutputs(graph->signature().outputs, outputs, opaque);
   }
@@ -114,9 +134,9 @@ void BindJit(nb::module_& m) {
   nb::class_<FastCall>(m, "FastCall")
       .def("__init__",
            [](FastCall* self, nb::object executable, nb::sequence weights, int64_t epoch) {
-             const engine::CompiledGraph* graph = &nb::cast<Executable*>(executable)->graph;
-             new (self)
-                 FastCall{std::move(executable), graph, ToTensors(weights, "weights"), epoch};
+             Executable* exe = nb::cast<Executable*>(executable);
+             new (self) FastCall{std::move(executable), &exe->graph, exe->communicates,
+                                 ToTensors(weights, "weights"), epoch};
            })
       .def("__call__", &FastCall::Call, nb::arg("args"), nb::arg("epoch"), nb::arg("opaque"));
   m.def("fast_call_hits", [] { return FastCall::hits; });

@@ -94,8 +94,11 @@ nb::dict OpSchema(int kind) {
 
 // Ctrl-C while a graph runs (the GIL is held, so Python's handler has not run yet): let Python
 // run its signal handlers now and carry their exception (KeyboardInterrupt) out of the engine.
+// A graph with collectives runs without the GIL (bindings/jit.cc): it is not checked then
+// (taking the GIL between nodes would wait on the other threads), and the signal is handled
+// when the run returns; its collectives end by themselves within KILN_COMM_TIMEOUT.
 void CheckPythonSignals() {
-  if (PyErr_CheckSignals() != 0) throw nb::python_error();
+  if (PyGILState_Check() && PyErr_CheckSignals() != 0) throw nb::python_error();
 }
 
 // A wait for another thread inside the engine (core/interrupt.h): without the GIL, which that

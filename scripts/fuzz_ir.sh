@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # fuzz_ir.sh SECONDS - builds the libFuzzer targets (clang, ASan+UBSan) and fuzzes one: the IR
-# reader (default), with FUZZ_TARGET=model the model-file loader, or with FUZZ_TARGET=ckpt the
-# MindSpore .ckpt parser (built on its own, without the engine).
+# reader (default), with FUZZ_TARGET=model the model-file loader, with FUZZ_TARGET=ckpt the
+# MindSpore .ckpt parser, or with FUZZ_TARGET=jpeg the dataset's native JPEG decode + crop (both
+# built on their own, without the engine).
 #
 # Installs clang and libFuzzer (Debian) only when missing, so `make test` never pays for them. The
 # kiln core is built with clang into build/fuzz against the oneDNN and oneTBB of $VENV; the target
@@ -33,6 +34,16 @@ apt_install fuzz_ir "${missing[@]}"
 # runs the C++ suite under clang's ASan+UBSan without a second instrumented build.
 # shellcheck disable=SC2086
 TARGET=${FUZZ_TARGET:-ir}  # ir: IR text (fuzz_ir); model: model files (fuzz_model); ckpt: .ckpt
+# jpeg: the dataset's native JPEG decode + crop window (fuzz_jpeg)
+if [ "$TARGET" = jpeg ]; then
+  "$VENV/bin/ninja" -C build/fuzz -j"${CMAKE_BUILD_PARALLEL_LEVEL:-2}" fuzz_jpeg
+  [ "${FUZZ_BUILD_ONLY:-0}" = 1 ] && exit 0
+  mkdir -p build/fuzz/corpus_jpeg
+  # Seeds: small JPEGs (baseline, progressive, grayscale, 4:2:0 and 4:4:4; tests/fuzz/corpus_jpeg).
+  exec build/fuzz/fuzz_jpeg -max_total_time="$SECONDS_TO_RUN" -timeout=10 \
+    -rss_limit_mb=4096 -max_len=16384 -print_final_stats=1 \
+    -artifact_prefix=build/fuzz/jpeg- "$@" build/fuzz/corpus_jpeg tests/fuzz/corpus_jpeg
+fi
 if [ "$TARGET" = ckpt ]; then
   "$VENV/bin/ninja" -C build/fuzz -j"${CMAKE_BUILD_PARALLEL_LEVEL:-2}" fuzz_ckpt
   [ "${FUZZ_BUILD_ONLY:-0}" = 1 ] && exit 0

@@ -10,6 +10,7 @@
 #include "autodiff/reverse.h"
 
 #include <map>
+#include <set>
 
 #include "core/error.h"
 #include "ops/grad.h"
@@ -253,6 +254,11 @@ std::vector<ir::ValueRef> Gradient(ir::Module& module, ir::Func& func, int begin
                             : b.Op1(OpKind::Fill, {}, {m.shape, 1.0, m.dtype});
     accumulate(targets[i], seed);
   }
+  // A source may be a value computed inside the region (the cut points of backward hooks):
+  // its gradient is complete when its node is reached, and kept for the result.
+  std::set<Key> source_keys;
+  for (const auto& s : sources) source_keys.insert(KeyOf(s));
+  std::map<Key, ir::ValueRef> kept;
   for (int n = end - 1; n >= begin; --n) {
     const ir::Node node = func.nodes[n];  // a copy: emitting appends to func.nodes
     std::vector<ir::ValueRef> out_grads(node.outputs.size(), ir::ValueRef::None());
@@ -261,6 +267,7 @@ std::vector<ir::ValueRef> Gradient(ir::Module& module, ir::Func& func, int begin
       auto it = grads.find({n, static_cast<int>(k)});
       if (it == grads.end()) continue;
       out_grads[k] = it->second;
+      if (source_keys.count(it->first)) kept.emplace(it->first, it->second);
       grads.erase(it);
       any = true;
     }
@@ -315,6 +322,11 @@ std::vector<ir::ValueRef> Gradient(ir::Module& module, ir::Func& func, int begin
   }
   std::vector<ir::ValueRef> result;
   for (const auto& s : sources) {
+    auto in_region = kept.find(KeyOf(s));
+    if (in_region != kept.end()) {
+      result.push_back(in_region->second);
+      continue;
+    }
     auto it = grads.find(KeyOf(s));
     if (it != grads.end()) {
       result.push_back(it->second);

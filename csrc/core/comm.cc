@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <map>
 #include <mutex>
+#include <tuple>
 
 #include "core/error.h"
 
@@ -19,10 +20,20 @@ struct Group {
   std::vector<int64_t> ranks;  // world ranks in group order (empty: the world)
 };
 
+// A started all-reduce: its buffers stay alive until it is waited for.
+struct Pending {
+  Tensor send, recv;
+  DType dtype;          // the input's dtype, which the result takes back
+  int64_t request = 0;  // the library's request; 0 on a single rank (recv is the result)
+  std::string group;
+};
+
 struct State {
-  std::mutex mutex;  // guards loading and the group table; collectives run on the caller
+  std::mutex mutex;  // guards loading, the group and pending tables; collectives run on the caller
   const KilnCommApi* api = nullptr;
   std::map<std::string, Group> groups;
+  std::map<int64_t, Pending> pending;
+  int64_t next_handle = 1;
 };
 
 State& S() {
@@ -112,6 +123,7 @@ bool Loaded() { return Api() != nullptr; }
 void Release() {
   std::lock_guard<std::mutex> lock(S().mutex);
   S().groups.clear();
+  S().pending.clear();  // the library completes its own started requests before finalizing
   if (S().api == nullptr) return;
   char err[kKilnCommErrLen] = {0};
   const int rc = S().api->finalize(err);
@@ -255,6 +267,53 @@ void Barrier(const std::string& group, const char* op) {
   if (!Api()) return;
   char err[kKilnCommErrLen] = {0};
   if (Api()->barrier(g.handle, err) != 0) Fail(op, group, err);
+}
+
+int64_t AllReduceStart(const std::string& group, const Tensor& in, KilnCommReduce reduce,
+                       const char* op) {
+  const Group g = FindGroup(group);
+  Pending p;
+  p.dtype = in.dtype();
+  p.group = group;
+  if (Api()) {
+    std::tie(p.send, p.recv) = WireBuffers(in, in.shape());
+    char err[kKilnCommErrLen] = {0};
+    if (Api()->all_reduce_start(g.handle, p.send.raw_data(), p.recv.raw_data(), p.send.numel(),
+                                WireCode(p.send.dtype()), reduce, &p.request, err) != 0)
+      Fail(op, group, err);
+  } else {
+    p.recv = in.Clone();
+  }
+  std::lock_guard<std::mutex> lock(S().mutex);
+  const int64_t handle = S().next_handle++;
+  S().pending.emplace(handle, std::move(p));
+  return handle;
+}
+
+Tensor AllReduceWait(int64_t handle, const char* op) {
+  Pending p;
+  {
+    std::lock_guard<std::mutex> lock(S().mutex);
+    auto it = S().pending.find(handle);
+    KILN_CHECK(it != S().pending.end(), Value, op, ": no started all-reduce with handle ", handle,
+               " (it was never started, was already waited for, or communication was released)");
+    p = std::move(it->second);
+    S().pending.erase(it);
+  }
+  if (p.request != 0) {
+    char err[kKilnCommErrLen] = {0};
+    if (Api()->wait(p.request, "AllReduce", err) != 0) Fail(op, p.group, err);
+  }
+  return p.recv.To(p.dtype);
+}
+
+void Progress() {
+  if (const KilnCommApi* api = Api()) api->progress();
+}
+
+size_t PendingCount() {
+  std::lock_guard<std::mutex> lock(S().mutex);
+  return S().pending.size();
 }
 
 }  // namespace kiln::comm

@@ -48,4 +48,17 @@ Tensor ReduceScatter(const std::string& group, const Tensor& in, KilnCommReduce 
 Tensor Broadcast(const std::string& group, const Tensor& in, int root, const char* op);
 void Barrier(const std::string& group, const char* op);
 
+// An all-reduce in two halves, so other work runs while it travels (gradient buckets reduced
+// during the backward pass): AllReduceStart returns a handle at once, AllReduceWait(handle)
+// waits with the usual deadline and returns the result. The engine keeps the buffers alive in
+// between. ValueError for a handle that was never started or was already waited for.
+int64_t AllReduceStart(const std::string& group, const Tensor& in, KilnCommReduce reduce,
+                       const char* op);
+Tensor AllReduceWait(int64_t handle, const char* op);
+// Lets the started all-reduces advance (MPI moves them on only inside its calls); every start
+// does it too. A no-op on a single rank.
+void Progress();
+// How many started all-reduces have not been waited for (tests; errors between the halves).
+size_t PendingCount();
+
 }  // namespace kiln::comm

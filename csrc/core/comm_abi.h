@@ -27,7 +27,7 @@ enum KilnCommDType : int32_t {
 
 enum KilnCommReduce : int32_t { kKilnCommSum = 0, kKilnCommMax, kKilnCommMin, kKilnCommProd };
 
-constexpr int32_t kKilnCommAbiVersion = 1;
+constexpr int32_t kKilnCommAbiVersion = 2;
 constexpr size_t kKilnCommErrLen = 512;
 
 // Group handles: 0 is the world; create_group returns others.
@@ -57,6 +57,15 @@ struct KilnCommApi {
   int (*finalize)(char* err);
   // Ends every rank of the job at once (an uncaught error on one rank).
   void (*abort)(int code);
+  // Starts an all-reduce and returns at once: `request` names it for wait(). send and recv must
+  // stay untouched until wait() returns (the overlap of gradient buckets with the backward pass).
+  int (*all_reduce_start)(int32_t group, const void* send, void* recv, int64_t count, int32_t dtype,
+                          int32_t op, int64_t* request, char* err);
+  // Waits for a started collective, with the same deadline as the blocking ones; `what` names
+  // it in the message. The request is consumed either way.
+  int (*wait)(int64_t request, const char* what, char* err);
+  // Lets the started requests advance (MPI progresses them only inside its calls); cheap.
+  void (*progress)();
 };
 
 // The one symbol the library exports.

@@ -62,6 +62,28 @@ int Pipeline::AddTensorSource(const std::string& name, std::vector<Tensor> colum
                  name);
 }
 
+namespace {
+
+// The parts' tensors of column `c` as one batch without copying, when they are the first rows
+// of one buffer in order (a map before the batch wrote them into dataset::vision::BatchSlots).
+bool ViewOfSlots(const std::vector<Row>& parts, size_t c, Tensor* out) {
+  const Tensor& first = parts[0].columns[c].tensor;
+  if (first.offset() != 0 || !first.is_contiguous()) return false;
+  const int64_t n = first.numel();
+  for (size_t k = 0; k < parts.size(); ++k) {
+    const Tensor& t = parts[k].columns[c].tensor;
+    if (!t.same_storage(first) || t.offset() != static_cast<int64_t>(k) * n ||
+        t.dtype() != first.dtype() || t.shape() != first.shape() || !t.is_contiguous())
+      return false;
+  }
+  Shape shape = first.shape();
+  shape.insert(shape.begin(), static_cast<int64_t>(parts.size()));
+  *out = first.AsStrided(shape, ContiguousStrides(shape), 0);
+  return true;
+}
+
+}  // namespace
+
 bool StackTensorColumns(const std::vector<Row>& parts, std::vector<Value>* columns) {
   if (parts.empty()) return false;
   const size_t width = parts[0].columns.size();
@@ -75,6 +97,11 @@ bool StackTensorColumns(const std::vector<Row>& parts, std::vector<Value>* colum
       if (!t.defined() || t.dtype() != first.dtype() || t.shape() != first.shape() ||
           !t.is_contiguous())
         return false;
+    }
+    Tensor view;
+    if (ViewOfSlots(parts, c, &view)) {
+      stacked.emplace_back(std::move(view));
+      continue;
     }
     Shape shape = first.shape();
     shape.insert(shape.begin(), static_cast<int64_t>(parts.size()));

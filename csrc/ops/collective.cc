@@ -1,5 +1,5 @@
 // collective.cc - collective communication ops: AllReduce, AllGather, ReduceScatter, Broadcast
-// and Barrier, with their gradient rules.
+// and Barrier, with their gradient rules, and AllReduce split into start and wait (overlap).
 //
 // The kernels call core/comm.h, which runs them through the loaded communication library
 // (libkiln_comm.so over MPI) or, on a single rank, as the identity. The registry marks them
@@ -60,6 +60,24 @@ std::vector<TensorMeta> InferReduceScatter(const OpDef& def, const std::vector<T
   return {out};
 }
 
+// all_reduce_start: a 0-d int64 handle for all_reduce_wait.
+std::vector<TensorMeta> InferStart(const OpDef& def, const std::vector<TensorMeta>&,
+                                   const Attrs& attrs) {
+  comm::ReduceFromName(AttrString(attrs, 0), def.name);
+  return {TensorMeta{DType::Int64, {}}};
+}
+
+// all_reduce_wait(x, handle): the reduction of x that `handle` started. x is an input so the
+// result's type is x's and so the executor keeps x (the buffer being sent) alive until the wait.
+std::vector<TensorMeta> InferWait(const OpDef& def, const std::vector<TensorMeta>& in,
+                                  const Attrs&) {
+  KILN_CHECK(in[1].dtype == DType::Int64 && in[1].shape.empty(), Type, def.name,
+             ": the handle must be the int64 scalar all_reduce_start returned");
+  TensorMeta out = in[0];
+  out.weak = false;
+  return {out};
+}
+
 std::vector<TensorMeta> InferBarrier(const OpDef&, const std::vector<TensorMeta>&, const Attrs&) {
   return {TensorMeta{DType::Bool, {}}};
 }
@@ -85,6 +103,22 @@ void BroadcastKernel(KernelContext& ctx) {
   KILN_CHECK(root >= 0 && root < size, Value, "Broadcast: root_rank ", root,
              " is outside the group of ", size, " ranks");
   ctx.outputs = {comm::Broadcast(group, ctx.inputs[0], static_cast<int>(root), "Broadcast")};
+}
+
+void AllReduceStartKernel(KernelContext& ctx) {
+  const auto op = comm::ReduceFromName(AttrString(ctx.attrs, 0), ctx.def.name);
+  Tensor handle = Tensor::Empty({}, DType::Int64);
+  *handle.data<int64_t>() =
+      comm::AllReduceStart(GroupAttr(ctx.attrs, 1), ctx.inputs[0], op, "AllReduce");
+  ctx.outputs = {handle};
+}
+
+void AllReduceWaitKernel(KernelContext& ctx) {
+  Tensor out = comm::AllReduceWait(*ctx.inputs[1].data<int64_t>(), "AllReduce");
+  KILN_CHECK(out.shape() == ctx.inputs[0].shape(), Value,
+             "AllReduce: the handle waited for belongs to a tensor of shape ",
+             ShapeStr(out.shape()), ", not the ", ShapeStr(ctx.inputs[0].shape()), " given");
+  ctx.outputs = {out};
 }
 
 void BarrierKernel(KernelContext& ctx) {
@@ -167,6 +201,13 @@ void RegisterCollectiveOps(OpRegistry& r) {
   r.Add(Collective(OpKind::Broadcast, {"x"},
                    {{"root_rank", int64_t{0}}, {"group", std::string(kWorld)}}, InferSame,
                    BroadcastKernel, BroadcastGrad));
+  // Their sum is all_reduce's: the split only lets the executor run other nodes in between.
+  // Not differentiable: the data-parallel gradient reducer emits them after autodiff.
+  r.Add(Collective(OpKind::AllReduceStart, {"x"},
+                   {{"op", std::string("sum")}, {"group", std::string(kWorld)}}, InferStart,
+                   AllReduceStartKernel, NotDifferentiable));
+  r.Add(Collective(OpKind::AllReduceWait, {"x", "handle"}, {}, InferWait, AllReduceWaitKernel,
+                   NotDifferentiable));
   r.Add(Collective(OpKind::Barrier, {}, {{"group", std::string(kWorld)}}, InferBarrier,
                    BarrierKernel, NotDifferentiable));
 }

@@ -2,14 +2,16 @@
 //
 // NCHW. Conv2d runs float32 through oneDNN with plain layouts (nchw / oihw), so no
 // reorder runs per call; bfloat16 runs natively (bf16 operands, f32 accumulation, layouts oneDNN
-// picks) where the CPU has bf16 instructions (AVX512-BF16 / AMX); other float dtypes convert to
-// float32 around it. Its gradients are two ops of their own on oneDNN's backward-data /
-// backward-weights primitives (cached the same way; backward-weights runs in oneDNN's blocked
-// layouts, see below).
+// picks) where the CPU has bf16 instructions (AVX512-BF16 / AMX); float64 runs kiln's own
+// double-precision loops (conv_f64.h: oneDNN has no f64 convolution, and rounding through
+// float32 would silently lose the precision asked for); float16 converts to float32 around it. Its
+// gradients are two ops of their own on oneDNN's backward-data / backward-weights primitives
+// (cached the same way; backward-weights runs in oneDNN's blocked layouts, see below).
 #include <algorithm>
 #include <initializer_list>
 
 #include "core/error.h"
+#include "kernels/cpu/conv_f64.h"
 #include "kernels/cpu/copy.h"
 #include "kernels/cpu/onednn.h"
 #include "ops/conv_internal.h"
@@ -343,6 +345,31 @@ std::vector<TensorMeta> MetasOf(const std::vector<Tensor>& inputs) {
   return metas;
 }
 
+// Whether every operand and the output are float64 (then the double-precision loops run).
+bool AllFloat64(const KernelContext& ctx) {
+  for (const auto& t : ctx.inputs)
+    if (t.defined() && t.dtype() != DType::Float64) return false;
+  return ctx.outputs[0].dtype() == DType::Float64;
+}
+
+cpu::ConvShape F64Shape(const ConvGeometry& g) {
+  return cpu::ConvShape{g.n,
+                        g.c,
+                        g.h,
+                        g.w,
+                        g.o,
+                        g.kh,
+                        g.kw,
+                        g.oh,
+                        g.ow,
+                        g.groups,
+                        {g.stride[0], g.stride[1]},
+                        {g.dilation[0], g.dilation[1]},
+                        {g.pad[0], g.pad[1], g.pad[2], g.pad[3]}};
+}
+
+Tensor Contiguous(const Tensor& t) { return t.defined() ? t.Contiguous() : t; }
+
 void Conv2dKernel(KernelContext& ctx) {
   ConvGeometry g = PlanConv(ctx.def, MetasOf(ctx.inputs), ctx.attrs);
   const Tensor& out = ctx.outputs[0];
@@ -353,6 +380,11 @@ void Conv2dKernel(KernelContext& ctx) {
     } else {
       cpu::Fill(out, 0.0);
     }
+    return;
+  }
+  if (AllFloat64(ctx)) {
+    cpu::ConvF64(F64Shape(g), ctx.inputs[0].Contiguous(), ctx.inputs[1].Contiguous(),
+                 Contiguous(ctx.inputs[2]), out);
     return;
   }
   const auto dt = ConvType({ctx.inputs[0].dtype(), ctx.inputs[1].dtype(), out.dtype()});
@@ -422,6 +454,11 @@ void Conv2dBackwardInputKernel(KernelContext& ctx) {
   ConvGeometry g = PlanConvBackward(ctx.def, MetasOf(ctx.inputs), ctx.attrs, false);
   const Tensor& dx = ctx.outputs[0];
   if (dx.numel() == 0) return;  // otherwise dy and the weight are non-empty too
+  if (AllFloat64(ctx)) {
+    cpu::ConvF64BackwardData(F64Shape(g), ctx.inputs[0].Contiguous(), ctx.inputs[1].Contiguous(),
+                             dx);
+    return;
+  }
   const auto dt = ConvType({ctx.inputs[0].dtype(), ctx.inputs[1].dtype(), dx.dtype()});
   if (dt == dnnl::memory::data_type::bf16) {
     OnednnConvBackwardData(g, ctx.inputs[0].Contiguous(), ctx.inputs[1].Contiguous(), dx, dt);
@@ -437,6 +474,11 @@ void Conv2dBackwardWeightKernel(KernelContext& ctx) {
   if (dw.numel() == 0) return;
   if (ctx.inputs[0].numel() == 0) {  // an empty batch contributes nothing
     cpu::Fill(dw, 0.0);
+    return;
+  }
+  if (AllFloat64(ctx)) {
+    cpu::ConvF64BackwardWeights(F64Shape(g), ctx.inputs[0].Contiguous(), ctx.inputs[1].Contiguous(),
+                                dw);
     return;
   }
   const auto dt = ConvType({ctx.inputs[0].dtype(), ctx.inputs[1].dtype(), dw.dtype()});

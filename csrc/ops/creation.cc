@@ -71,6 +71,12 @@ bool AllInts(const Attrs& attrs) {
 }
 
 int64_t ArangeLength(const Attrs& attrs, const char* op) {
+  static const char* const kNames[] = {"start", "end", "step"};
+  for (size_t i = 0; i < 3; ++i)
+    KILN_CHECK(std::holds_alternative<int64_t>(attrs[i]) ||
+                   std::holds_alternative<double>(attrs[i]) ||
+                   std::holds_alternative<bool>(attrs[i]),
+               Type, op, ": attribute '", kNames[i], "' must be an int or a float");
   if (AllInts(attrs)) {
     int64_t start = AttrInt(attrs, 0), end = AttrInt(attrs, 1), step = AttrInt(attrs, 2);
     KILN_CHECK(step != 0, Value, op, ": step must not be zero");
@@ -171,10 +177,10 @@ void RegisterCreationOps(OpRegistry& r) {
   const AttrValue none = std::monostate{};
   r.Add(MakeOp(OpKind::Fill, {{"shape", Shape{}}, {"value", 0.0}, {"dtype", DType::Float32}},
                InferFill, FillKernel));
-  r.Add(MakeOp(
-      OpKind::Arange,
-      {{"start", int64_t{0}}, {"end", int64_t{0}}, {"step", int64_t{1}}, {"dtype", DType::Int64}},
-      InferArange, ArangeKernel));
+  // start, end and step are ints or floats (None defaults accept either; inference checks).
+  r.Add(MakeOp(OpKind::Arange,
+               {{"start", none}, {"end", none}, {"step", none}, {"dtype", DType::Int64}},
+               InferArange, ArangeKernel));
   OpDef uniform = MakeOp(
       OpKind::UniformReal,
       {{"shape", Shape{}}, {"dtype", DType::Float32}, {"low", 0.0}, {"high", 1.0}, {"seed", none}},

@@ -11,9 +11,10 @@
 #include "kernels/cpu/elementwise.h"
 #include "ops/grad.h"
 #include "ops/registry.h"
+#include "ops/special_internal.h"
 
 namespace kiln {
-namespace {
+namespace special {
 
 // Digamma for doubles: reflection below 1/2, the recurrence up to 6, then the asymptotic
 // series (error below 1e-15 there). Poles (0, -1, -2, ...) give NaN, as in SciPy... except
@@ -35,6 +36,12 @@ double DigammaD(double x) {
             r * (1.0 / 12 - r * (1.0 / 120 - r * (1.0 / 252 - r * (1.0 / 240 - r / 132))));
   return result;
 }
+
+}  // namespace special
+
+namespace {
+
+using special::DigammaD;
 
 // erfinv: Giles' single-precision starting point, then two Newton steps on erf (double).
 double ErfinvD(double y) {
@@ -173,6 +180,11 @@ std::vector<GradVar> Expm1Grad(GradBuilder& g) {
 std::vector<GradVar> Log1pGrad(GradBuilder& g) { return {Div(g, Dy(g), Add(g, X(g), One(g)))}; }
 std::vector<GradVar> LgammaGrad(GradBuilder& g) {
   return {Mul(g, Dy(g), g.Emit1(OpKind::Digamma, {X(g)}))};
+}
+
+std::vector<GradVar> DigammaGrad(GradBuilder& g) {  // polygamma(1, x) (ops/special.cc)
+  GradVar one = CastTo(g, g.Scalar(1.0), DType::Int64);
+  return {Mul(g, Dy(g), g.Emit1(OpKind::Polygamma, {one, X(g)}))};
 }
 
 OpDef MathOp(OpKind kind, InferFn infer, KernelFn kernel, GradRuleFn grad, bool float_only) {
@@ -325,8 +337,7 @@ void RegisterMathOps(OpRegistry& r) {
       {OpKind::Expm1, MathKernel<Expm1Fn, true>, Expm1Grad},
       {OpKind::Log1p, MathKernel<Log1pFn, true>, Log1pGrad},
       {OpKind::Lgamma, MathKernel<LgammaFn, true>, LgammaGrad},
-      // polygamma has no op, so digamma's own derivative is not provided
-      {OpKind::Digamma, MathKernel<DigammaFn, true>, NotDifferentiable},
+      {OpKind::Digamma, MathKernel<DigammaFn, true>, DigammaGrad},
   };
   for (const Entry& e : float_ops) r.Add(MathOp(e.kind, InferSameMath, e.kernel, e.grad, true));
   r.Add(MathOp(OpKind::Ceil, InferNoBoolMath, MathKernel<CeilFn, false>, NotDifferentiable, false));

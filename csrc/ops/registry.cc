@@ -26,10 +26,13 @@ OpRegistry BuildRegistry() {
   RegisterIndexingOps(registry);
   RegisterCreationOps(registry);
   RegisterLinalgOps(registry);
+  RegisterLinalgDecompOps(registry);
+  RegisterSpecialOps(registry);
   RegisterConvOps(registry);
   RegisterOptimOps(registry);
   RegisterCollectiveOps(registry);
   RegisterDataOps(registry);
+  RegisterCustomOps(registry);
   return registry;
 }
 

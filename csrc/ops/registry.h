@@ -124,10 +124,13 @@ void RegisterShapeOps(OpRegistry& registry);
 void RegisterIndexingOps(OpRegistry& registry);
 void RegisterCreationOps(OpRegistry& registry);
 void RegisterLinalgOps(OpRegistry& registry);
+void RegisterLinalgDecompOps(OpRegistry& registry);
+void RegisterSpecialOps(OpRegistry& registry);
 void RegisterConvOps(OpRegistry& registry);
 void RegisterOptimOps(OpRegistry& registry);
 void RegisterCollectiveOps(OpRegistry& registry);
 void RegisterDataOps(OpRegistry& registry);
+void RegisterCustomOps(OpRegistry& registry);
 
 // ---- Attribute access by schema position (ops check types at the edge, in the dispatcher) ----
 inline bool AttrIsNone(const Attrs& a, size_t i) {

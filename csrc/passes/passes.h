@@ -36,6 +36,11 @@ void FuseElementwise(ir::Module& module);
 // pack_weight, so their kernel reads a copy packed once into its fastest layout.
 void PackWeights(ir::Module& module);
 
+// Moves each all_reduce_start (and the pure nodes feeding it) to just after the last value it
+// needs, so gradient buckets are reduced while the backward pass still runs; collectives keep
+// their relative order.
+void ScheduleCollectives(ir::Module& module);
+
 struct PassInfo {
   const char* name;
   void (*run)(ir::Module&);

@@ -16,6 +16,7 @@ const std::vector<PassInfo>& AllPasses() {
       {"fuse_epilogue", FuseEpilogue},
       {"fuse_elementwise", FuseElementwise},
       {"pack_weights", PackWeights},
+      {"schedule_collectives", ScheduleCollectives},
   };
   return kPasses;
 }
@@ -27,7 +28,10 @@ std::vector<PassInfo> PipelineFor(const std::string& level) {
              "jit_level must be O0, O1 or O2, got '", level, "'");
   // O0: only what correctness needs. O1 (the default) and O2 add the optimizations written so
   // far; fusion and memory planning join them with the optimizer issue.
-  if (level == "O0") return {{"dce", DeadCodeElimination}};
+  // schedule_collectives runs at every level: without it a bucket's all-reduce would start only
+  // after the whole backward pass (it moves nodes; it never changes what they compute).
+  if (level == "O0")
+    return {{"dce", DeadCodeElimination}, {"schedule_collectives", ScheduleCollectives}};
   return {{"fold", FoldConstants},
           {"simplify", Simplify},
           {"cse", CommonSubexpressionElimination},
@@ -35,7 +39,8 @@ std::vector<PassInfo> PipelineFor(const std::string& level) {
           {"fuse_epilogue", FuseEpilogue},
           {"fuse_elementwise", FuseElementwise},
           {"pack_weights", PackWeights},
-          {"dce", DeadCodeElimination}};
+          {"dce", DeadCodeElimination},
+          {"schedule_collectives", ScheduleCollectives}};
 }
 
 void RunPass(ir::Module& module, const std::string& name) {

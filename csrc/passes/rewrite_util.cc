@@ -20,4 +20,21 @@ void KeepNodes(ir::Func& f, const std::vector<bool>& keep) {
   f.nodes = std::move(kept);
 }
 
+void ReorderNodes(ir::Func& f, const std::vector<int>& order) {
+  std::vector<int> new_index(f.nodes.size(), -1);
+  std::vector<ir::Node> nodes;
+  nodes.reserve(order.size());
+  for (int old : order) {
+    new_index[old] = static_cast<int>(nodes.size());
+    nodes.push_back(std::move(f.nodes[old]));
+  }
+  auto remap = [&](ir::ValueRef& v) {
+    if (!v.is_param() && !v.is_none()) v.node = new_index[v.node];
+  };
+  for (auto& node : nodes)
+    for (auto& v : node.inputs) remap(v);
+  for (auto& r : f.results) remap(r);
+  f.nodes = std::move(nodes);
+}
+
 }  // namespace kiln::passes

@@ -14,6 +14,7 @@ namespace kiln {
 namespace {
 
 thread_local std::vector<Tape*> t_tapes;
+thread_local GradientListener* t_listener = nullptr;
 
 bool Differentiable(const Tensor& t) { return t.defined() && IsFloating(t.dtype()); }
 
@@ -257,6 +258,38 @@ void Tape::RebaseAfterWrite(const Tensor& written) {
   }
 }
 
+// ready_after[r]: the sources whose gradient is final once records r.. have been swept (none
+// of records 0..r-1 uses them); the sweep reaches r after record r, so their last contribution
+// is in. ready_after[records] holds the sources no record uses. Empty without a listener.
+std::vector<std::vector<size_t>> Tape::ReadyAfter(const std::vector<int>& source_ids) const {
+  std::vector<std::vector<size_t>> ready(records_.size() + 1);
+  if (t_listener == nullptr) return ready;
+  std::unordered_map<int, size_t> first_use;
+  for (size_t r = records_.size(); r-- > 0;)
+    for (int id : records_[r].input_ids)
+      if (id >= 0) first_use[id] = r;
+  for (size_t i = 0; i < source_ids.size(); ++i) {
+    auto it = source_ids[i] >= 0 ? first_use.find(source_ids[i]) : first_use.end();
+    ready[it == first_use.end() ? records_.size() : it->second].push_back(i);
+  }
+  return ready;
+}
+
+void Tape::Notify(const std::vector<size_t>& ready, const std::vector<Tensor>& sources,
+                  const std::vector<int>& source_ids,
+                  const std::unordered_map<int, Tensor>& grads) const {
+  for (size_t i : ready) {
+    auto it = source_ids[i] >= 0 ? grads.find(source_ids[i]) : grads.end();
+    t_listener->Ready(sources[i], it != grads.end() ? it->second : Zeros(sources[i]));
+  }
+}
+
+GradientListener* SetGradientListener(GradientListener* listener) {
+  GradientListener* previous = t_listener;
+  t_listener = listener;
+  return previous;
+}
+
 std::vector<Tensor> Tape::Gradient(const std::vector<Tensor>& targets,
                                    const std::vector<Tensor>& sens,
                                    const std::vector<Tensor>& sources) {
@@ -271,6 +304,7 @@ std::vector<Tensor> Tape::Gradient(const std::vector<Tensor>& targets,
   };
   std::vector<int> source_ids;
   for (const auto& s : sources) source_ids.push_back(IdOf(s));
+  const std::vector<std::vector<size_t>> ready_after = ReadyAfter(source_ids);
   for (size_t i = 0; i < targets.size(); ++i) {
     int id = Differentiable(targets[i]) ? IdOf(targets[i]) : -1;
     if (id < 0) continue;
@@ -295,6 +329,7 @@ std::vector<Tensor> Tape::Gradient(const std::vector<Tensor>& targets,
 
   for (auto rec = records_.rbegin(); rec != records_.rend(); ++rec) {
     std::vector<Tensor> out_grads(rec->outputs.size());
+    Notify(ready_after[records_.rend() - rec], sources, source_ids, grads);
     bool any = false;
     for (size_t k = 0; k < rec->outputs.size(); ++k) {
       auto it = rec->output_ids[k] >= 0 ? grads.find(rec->output_ids[k]) : grads.end();
@@ -330,6 +365,7 @@ std::vector<Tensor> Tape::Gradient(const std::vector<Tensor>& targets,
     }
   }
 
+  Notify(ready_after[0], sources, source_ids, grads);
   std::vector<Tensor> result;
   for (size_t i = 0; i < sources.size(); ++i) {
     auto it = source_ids[i] >= 0 ? grads.find(source_ids[i]) : grads.end();

@@ -57,6 +57,10 @@ class Tape {
   };
   int IdOf(const Tensor& t) const;
   int NewId(const Tensor& t);
+  std::vector<std::vector<size_t>> ReadyAfter(const std::vector<int>& source_ids) const;
+  void Notify(const std::vector<size_t>& ready, const std::vector<Tensor>& sources,
+              const std::vector<int>& source_ids,
+              const std::unordered_map<int, Tensor>& grads) const;
 
   std::unordered_map<const TensorImpl*, int> ids_;
   std::vector<std::shared_ptr<TensorImpl>> keep_alive_;  // so impl addresses are never reused
@@ -64,6 +68,17 @@ class Tape {
   std::unordered_set<const TensorImpl*> stale_;  // changed by a write autodiff cannot follow
   int next_id_ = 0;
 };
+
+// Told each source's gradient as soon as Tape::Gradient has finished it (the sweep passed the
+// source's earliest use), while the sweep goes on: data-parallel training starts a gradient
+// bucket's all-reduce then (runtime/grad_buckets.h), overlapping it with the rest of backward.
+class GradientListener {
+ public:
+  virtual ~GradientListener() = default;
+  virtual void Ready(const Tensor& source, const Tensor& grad) = 0;
+};
+// This thread's listener (null: none); returns the previous one.
+GradientListener* SetGradientListener(GradientListener* listener);
 
 // The stack of active tapes on this thread (innermost last).
 void PushTape(Tape* tape);

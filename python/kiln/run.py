@@ -2,6 +2,8 @@
 
     python -m kiln.run --nproc 2 train.py [args...]
     msrun --worker_num=2 --local_worker_num=2 train.py [args...]   (MindSpore's launcher form)
+    msrun --worker_num=4 --local_worker_num=2 --master_addr=A --master_port=P --node_rank=K ...
+        (MindSpore's per-node form: one per machine; kiln/_msrun.py maps it onto one mpirun)
 
 Both build an mpirun command line and replace this process with it, so mpirun's exit status
 (non-zero when any rank fails) is the launcher's. A plain ``mpirun -n 2 python train.py`` works
@@ -13,6 +15,8 @@ import argparse
 import os
 import shutil
 import sys
+
+from kiln import _msrun
 
 __all__ = ["mpirun_command", "main", "msrun_main"]
 
@@ -74,9 +78,10 @@ def main(argv=None):
 
 
 def msrun_main(argv=None):
-    """MindSpore's ``msrun --worker_num=N --local_worker_num=N script [args]``, on one machine
-    over mpirun. A job over several machines is started once with mpirun --hostfile (or
-    python -m kiln.run --hostfile), not by one msrun per node."""
+    """MindSpore's ``msrun --worker_num=N --local_worker_num=M script [args]`` over mpirun: on
+    one machine (N == M) it becomes that machine's mpirun; over several, one msrun per machine
+    with --master_addr/--master_port/--node_rank, node 0 runs one mpirun for all
+    (kiln._msrun)."""
     parser = argparse.ArgumentParser(prog="msrun", description="MindSpore's launcher, over mpirun")
     parser.add_argument("--worker_num", type=int, default=8)
     parser.add_argument("--local_worker_num", type=int, default=8)
@@ -91,13 +96,17 @@ def msrun_main(argv=None):
     parser.add_argument("task_script")
     parser.add_argument("task_script_args", nargs=argparse.REMAINDER)
     opts = parser.parse_args(argv)
-    if opts.worker_num != opts.local_worker_num:
-        parser.error(f"--worker_num={opts.worker_num} differs from --local_worker_num="
-                     f"{opts.local_worker_num}: kiln's msrun starts the ranks of one machine; "
-                     f"start a job over several machines with python -m kiln.run --hostfile "
-                     f"(docs/distributed.md)")
-    _exec(mpirun_command(opts.worker_num, opts.task_script, opts.task_script_args,
-                         log_dir=opts.log_dir))
+    _msrun.check_args(opts, parser.error)
+    if opts.worker_num == opts.local_worker_num:
+        _exec(mpirun_command(opts.worker_num, opts.task_script, opts.task_script_args,
+                             log_dir=opts.log_dir))
+    try:
+        status = _msrun.run_node(opts, lambda hostfile: mpirun_command(
+            opts.worker_num, opts.task_script, opts.task_script_args, hostfile=hostfile,
+            log_dir=opts.log_dir))
+    except OSError as e:  # TimeoutError, a refused connection, a port in use
+        sys.exit(f"msrun: node {opts.node_rank}: {e}")
+    sys.exit(status)
 
 
 if __name__ == "__main__":

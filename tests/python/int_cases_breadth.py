@@ -56,6 +56,7 @@ BREADTH_CASES = {
                                                           1, (v, 1)),
                      "output_size": lambda v: ops.max_unpool2d(X[None], X[None].astype(ms.int64),
                                                               1, output_size=(v, 4))},
+    "matrix_norm": {"dim": lambda v: ops.matrix_norm(X, dim=(v, 2))},
     "median": {"axis": lambda v: ops.median(X, v)},
     "multinomial": {"seed": lambda v: ops.multinomial(P, 2, seed=v)},
     "nanmean": {"axis": lambda v: ops.nanmean(X, v)},

@@ -43,3 +43,53 @@ def test_value_and_grad_with_a_sensitivity_argument():
     for value, grad in _both(fn, x, sens):
         np.testing.assert_array_equal(value.asnumpy(), [2.0, 2.0])
         np.testing.assert_array_equal(grad.asnumpy(), [6.0, 6.0])
+
+
+def test_where_of_two_python_numbers_takes_mindspore_default_dtypes():
+    c = Tensor(np.array([True, False]))
+    for out in _both(lambda c: (ops.where(c, 1.0, 2.0), ops.where(c, 1, 2), ops.where(c, 1, 2.5),
+                                ops.where(c, True, False)), c):
+        assert [o.dtype for o in out] == [ms.float32, ms.int64, ms.float32, ms.bool_]
+        np.testing.assert_array_equal(out[2].asnumpy(), [1.0, 2.5])
+
+
+def test_arange_with_a_float_step_in_both_modes():
+    for out in _both(lambda: (ops.arange(0, 1, 0.25), ops.arange(1.5, -1, -1), ops.arange(3))):
+        assert (out[0].dtype, out[2].dtype) == (ms.float32, ms.int64)
+        np.testing.assert_allclose(out[0].asnumpy(), [0, 0.25, 0.5, 0.75])
+        np.testing.assert_allclose(out[1].asnumpy(), [1.5, 0.5, -0.5])
+
+
+@pytest.mark.parametrize("accumulate", [False, True])
+def test_index_put_gradients_agree_with_numpy_in_both_modes(accumulate):
+    # Integer coordinates (one repeated) and a boolean mask, which stands for the coordinates of
+    # its True elements (PyTorch's meaning), never for indices 0 and 1.
+    x = Tensor(np.arange(6, dtype=np.float32).reshape(2, 3))
+    rows, cols = Tensor(np.array([0, 1, 0], np.int32)), Tensor(np.array([1, 2, 1], np.int32))
+    mask = np.array([[True, False, True], [False, True, False]])
+    v = Tensor(np.array([1.0, 2.0, 3.0], np.float32))
+
+    def loss_for(by_mask):
+        key = (Tensor(mask),) if by_mask else (rows, cols)
+
+        def loss(x, v):
+            y = (x * 1.0).index_put(key, v, accumulate=accumulate)
+            return (y * y).sum()
+
+        return loss
+
+    for by_mask in (False, True):
+        want_y = x.asnumpy().copy()
+        coords = np.nonzero(mask) if by_mask else ([0, 1, 0], [1, 2, 1])
+        if accumulate:
+            np.add.at(want_y, coords, v.asnumpy())
+        else:
+            want_y[coords] = v.asnumpy()  # the last write of a repeated index wins
+        written = np.zeros_like(want_y, bool)
+        written[coords] = True
+        want_dx = np.where(written & (not accumulate), 0.0, 2 * want_y)
+        want_dv = 2 * want_y[coords]  # gathered, repeats included (as PyTorch's rule)
+        grad = ms.grad(loss_for(by_mask), grad_position=(0, 1))
+        for dx, dv in (grad(x, v), ms.jit(grad)(x, v)):
+            np.testing.assert_allclose(dx.asnumpy(), want_dx, err_msg=f"mask={by_mask}")
+            np.testing.assert_allclose(dv.asnumpy(), want_dv, err_msg=f"mask={by_mask}")

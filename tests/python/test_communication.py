@@ -76,6 +76,13 @@ def test_comm_func_forms():
     out, handle = comm_func.all_reduce(ms.Tensor(X))
     assert handle is None
     np.testing.assert_array_equal(out.asnumpy(), X)
+    out, handle = comm_func.all_reduce(ms.Tensor(X), op=ops.ReduceOp.MAX, async_op=True)
+    assert ms._C.comm_pending_count() == 1  # started, not finished
+    assert handle.wait() is None and handle.wait() is None
+    assert ms._C.comm_pending_count() == 0
+    np.testing.assert_array_equal(out.asnumpy(), X)
+    with pytest.raises(TypeError, match="async_op"):
+        comm_func.all_reduce(ms.Tensor(X), async_op=1)
     out, handle = comm_func.all_gather_into_tensor(ms.Tensor(X), async_op=True)
     assert handle.wait() is None
     np.testing.assert_array_equal(out.asnumpy(), X)
@@ -188,9 +195,10 @@ def test_gradients_travel_in_buckets():
     params = [ms.Parameter(ms.Tensor(np.zeros(s, np.float32)), name=f"p{i}")
               for i, s in enumerate([(3, 2), (2,), (4,)])]
     params.append(ms.Parameter(ms.Tensor(np.zeros(5, np.float64)), name="p3"))
-    assert grad_reducer._bucket_plan(params, 1 << 20) == ((0, 1, 2), (3,))
-    assert grad_reducer._bucket_plan(params, 32) == ((0, 1), (2,), (3,))  # 24 + 8 bytes fit
-    assert grad_reducer._bucket_plan(params, 31) == ((0,), (1, 2), (3,))
+    # last parameters first (the backward pass finishes their gradients first)
+    assert grad_reducer._bucket_plan(params, 1 << 20) == ((3,), (0, 1, 2))
+    assert grad_reducer._bucket_plan(params, 24) == ((3,), (1, 2), (0,))  # 16 + 8 bytes fit
+    assert grad_reducer._bucket_plan(params, 23) == ((3,), (2,), (1,), (0,))
     reducer = nn.DistributedGradReducer(params, mean=True, degree=2)
     rng = np.random.default_rng(0)
     grads = tuple(ms.Tensor(rng.standard_normal(p.shape).astype(p.asnumpy().dtype))
@@ -215,7 +223,97 @@ def test_a_compiled_training_step_sends_one_all_reduce_per_bucket(tmp_path):
         ms.set_context(save_graphs=False)
     optimized = [p.read_text() for p in tmp_path.glob("*optimized.ir")]
     assert optimized, list(tmp_path.iterdir())
-    assert optimized[-1].count("all_reduce(") == 1, optimized[-1]
+    # overlapped (the default): the one bucket's all-reduce in two halves
+    assert optimized[-1].count("all_reduce_start(") == 1, optimized[-1]
+    assert optimized[-1].count("all_reduce_wait(") == 1, optimized[-1]
+    assert optimized[-1].count("all_reduce(") == 0, optimized[-1]
+
+
+def _training_step_ir(tmp_path, sizes):
+    """The optimized IR of a compiled data-parallel step of Dense layers `sizes`."""
+    ms.set_context(mode=ms.GRAPH_MODE, save_graphs=True, save_graphs_path=str(tmp_path))
+    try:
+        ms.set_auto_parallel_context(parallel_mode=ms.ParallelMode.DATA_PARALLEL)
+        layers = []
+        for a, b in zip(sizes, sizes[1:]):
+            layers += [nn.Dense(a, b), nn.ReLU()]
+        net = nn.SequentialCell(layers[:-1])
+        step = nn.TrainOneStepCell(nn.WithLossCell(net, nn.MSELoss()),
+                                   nn.SGD(net.trainable_params(), 0.1))
+        x = ms.Tensor(np.ones((2, sizes[0]), np.float32))
+        step(x, ms.Tensor(np.ones((2, sizes[-1]), np.float32)))
+    finally:
+        ms.set_context(save_graphs=False)
+    texts = [p.read_text() for p in tmp_path.glob("*optimized.ir")]
+    return next(t for t in texts if "all_reduce" in t), step
+
+
+def test_a_compiled_step_starts_buckets_before_its_backward_pass_ends(tmp_path, monkeypatch):
+    monkeypatch.setenv("KILN_GRAD_BUCKET_MB", "0.00001")  # 10 bytes: a bucket per gradient
+    text, step = _training_step_ir(tmp_path, [8, 6, 5, 4])
+    assert len(step.grad_reducer._buckets) == 6
+    lines = [ln.strip() for ln in text.split("return")[0].splitlines() if " = " in ln]
+    starts = [i for i, ln in enumerate(lines) if "all_reduce_start(" in ln]
+    waits = [i for i, ln in enumerate(lines) if "all_reduce_wait(" in ln]
+    matmuls = [i for i, ln in enumerate(lines) if "matmul(" in ln]
+    assert len(starts) == len(waits) == 6, text
+    # the last layer's gradients exist before the first layer's: their bucket starts while
+    # matmuls of the backward pass remain, and every start comes before every wait
+    assert starts[0] < matmuls[-1], text
+    assert max(starts) < min(waits), text
+
+
+def test_without_overlap_a_compiled_step_sends_plain_all_reduces(tmp_path, monkeypatch):
+    monkeypatch.setenv("KILN_GRAD_OVERLAP", "0")
+    text, step = _training_step_ir(tmp_path, [4, 3, 2])
+    assert not step.grad_reducer.overlap
+    assert text.count("all_reduce(") == 1 and "all_reduce_start" not in text, text
+
+
+@pytest.mark.parametrize("name,value", [("KILN_GRAD_OVERLAP", "yes"),
+                                        ("KILN_GRAD_BUCKET_MB", "0"),
+                                        ("KILN_GRAD_BUCKET_MB", "lots")])
+def test_bad_overlap_settings_are_clear_errors(monkeypatch, name, value):
+    monkeypatch.setenv(name, value)
+    with pytest.raises(ValueError, match=name):
+        nn.DistributedGradReducer([ms.Parameter(ms.Tensor(X), name="w")])
+
+
+@pytest.mark.parametrize("graph", [False, True])
+def test_all_reduce_in_two_halves_on_one_rank(graph):
+    from kiln.ops.operations.comm_ops import _AllReduceStart, _AllReduceWait
+
+    def halves(x):
+        handle = _AllReduceStart()(x)
+        return _AllReduceWait()(x * 2, handle), handle
+
+    fn = ms.jit(halves) if graph else halves
+    out, handle = fn(ms.Tensor(X))
+    np.testing.assert_array_equal(out.asnumpy(), X)  # the reduction of what was started
+    assert handle.dtype == ms.int64 and handle.shape == ()
+    with pytest.raises(ValueError, match="no started all-reduce"):
+        _AllReduceWait()(ms.Tensor(X), handle)  # waited for already
+    assert ms._C.comm_pending_count() == 0
+
+
+def test_eager_buckets_start_during_the_backward_pass():
+    ms.set_auto_parallel_context(parallel_mode=ms.ParallelMode.DATA_PARALLEL)
+    net = nn.SequentialCell(nn.Dense(4, 3), nn.ReLU(), nn.Dense(3, 2))
+    step = nn.TrainOneStepCell(nn.WithLossCell(net, nn.MSELoss()),
+                               nn.SGD(net.trainable_params(), 0.1))
+    reducer = step.grad_reducer
+    x, y = ms.Tensor(np.ones((2, 4), np.float32)), ms.Tensor(np.ones((2, 2), np.float32))
+    step(x, y)
+    assert reducer._eager.num_buckets == 1 and reducer._eager.started_early == 1
+    # what the reducer is given is what it reduces, even when the step replaced the tensors the
+    # sweep finished (the started bucket is sent again from the new ones)
+    _, swept = step._grad_fn(x, y)
+    grads = tuple(g * 3 for g in swept)
+    out = reducer(grads)
+    assert reducer._eager.started_early == 1
+    for o, g in zip(out, grads):
+        np.testing.assert_array_equal(o.asnumpy(), g.asnumpy())
+    assert ms._C.comm_pending_count() == 0
 
 
 def test_the_launchers_mpirun_line():

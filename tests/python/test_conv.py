@@ -332,3 +332,24 @@ def test_max_pool2d_2x2_fast_path_matches_the_reference(shape, np_dtype):
     got = y.asnumpy()
     np.testing.assert_array_equal(got, want_y)  # NaN == NaN for assert_array_equal
     np.testing.assert_array_equal(np.signbit(got), np.signbit(want_y))
+
+
+@pytest.mark.parametrize("groups,stride,pads,dilation",
+                         [(1, (1, 1), (0, 0, 0, 0), (1, 1)), (2, (2, 1), (1, 2, 0, 1), (2, 1)),
+                          (4, (1, 2), (2, 2, 2, 2), (1, 2))])
+def test_conv2d_float64_keeps_double_precision_in_both_modes(groups, stride, pads, dilation):
+    # Values whose products need more than float32's 24 bits: rounding through float32 (as
+    # oneDNN, which has no float64 convolution, would) misses by ~1e-7; double loops by ~1e-15.
+    x = 1 + RNG.random((2, 4, 7, 6)) * 1e-3
+    w = 1 + RNG.random((4, 4 // groups, 3, 2)) * 1e-3
+    b = RNG.random(4)
+    want = conv2d_ref(x, w, b, stride, pads, dilation, groups)
+
+    def conv(x, w, b):
+        return ops.conv2d(x, w, b, stride=stride, pad_mode="pad", padding=pads,
+                          dilation=dilation, groups=groups)
+
+    for out in (conv(ms.Tensor(x), ms.Tensor(w), ms.Tensor(b)),
+                ms.jit(conv)(ms.Tensor(x), ms.Tensor(w), ms.Tensor(b))):
+        assert out.dtype == ms.float64
+        np.testing.assert_allclose(out.asnumpy(), want, rtol=1e-13, atol=0)

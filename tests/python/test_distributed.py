@@ -77,6 +77,42 @@ def test_a_rank_that_hangs_fails_the_others_after_the_timeout():
     assert seconds < 45, (seconds, out)
 
 
+def test_overlapped_buckets_give_the_same_training_on_two_ranks():
+    rc, out, _ = mpirun("overlap.py", timeout=400)
+    assert rc == 0, out
+    for mode in ("pynative", "graph"):
+        for rank in (0, 1):
+            assert f"OVERLAP-OK rank {rank} {mode}" in out, out
+
+
+def test_a_blocked_eager_collective_lets_python_threads_run():
+    rc, out, _ = mpirun("gil.py")
+    assert rc == 0, out
+    assert out.count("GIL-OK") == 2, out
+
+
+def test_a_rank_that_dies_fails_an_overlapped_all_reduce():
+    rc, out, seconds = mpirun("faults.py", "die-async", timeout=120, KILN_COMM_TIMEOUT="20")
+    assert rc != 0, out
+    assert "rank 0 left AllReduce" not in out
+    assert seconds < 60, (seconds, out)
+
+
+def test_a_rank_that_hangs_fails_an_overlapped_all_reduce_after_the_timeout():
+    rc, out, seconds = mpirun("faults.py", "hang-async", "60", timeout=120,
+                              KILN_COMM_TIMEOUT="3")
+    assert rc != 0, out
+    assert "rank 0 waited" in out and "KILN_COMM_TIMEOUT" in out, out
+    assert "rank 0 left AllReduce" not in out
+    assert seconds < 45, (seconds, out)
+
+
+def test_datasets_are_not_sharded_unless_asked_as_in_mindspore():
+    rc, out, _ = mpirun("shards.py")
+    assert rc == 0, out
+    assert out.count("SHARDS-OK") == 2, out
+
+
 def test_a_rank_that_hangs_while_the_others_exit_fails_the_job():
     rc, out, seconds = mpirun("faults.py", "hang-at-exit", "60", timeout=120,
                               KILN_COMM_TIMEOUT="3")
@@ -117,8 +153,57 @@ def test_msrun_is_installed_with_kiln():
                          str(WORKERS / "hello.py")], 240, _env())[:2])
 
 
-def test_msrun_refuses_several_machines():
-    cmd = [sys.executable, "-c", "from kiln.run import msrun_main; msrun_main()",
-           "--worker_num=4", "--local_worker_num=2", "x.py"]
-    rc, out, _ = _run(cmd, 60, _env())
-    assert rc != 0 and "--hostfile" in out, out
+def _msrun(*args):
+    return [sys.executable, "-c", "import sys; from kiln.run import msrun_main; "
+            "sys.argv[0] = 'msrun'; msrun_main()", *args]
+
+
+@pytest.mark.parametrize("args,words", [
+    (["--worker_num=2", "--local_worker_num=4"], "more than --worker_num"),
+    (["--worker_num=0", "--local_worker_num=0"], "must be positive"),
+    (["--worker_num=2", "--local_worker_num=2", "--node_rank=1"], "node 0 only"),
+    (["--worker_num=4", "--local_worker_num=2"], "needs --node_rank"),
+    (["--worker_num=4", "--local_worker_num=2", "--node_rank=0", "--master_port=0"],
+     "TCP port"),
+])
+def test_msrun_argument_errors(args, words):
+    rc, out, _ = _run(_msrun(*args, "x.py"), 60, _env())
+    assert rc == 2 and words in out, out
+
+
+def _free_port():
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_msrun_per_node_form_starts_one_job_from_node_0():
+    """Two "nodes" on this machine, one msrun each, as MindSpore's multi-node launch: node 1
+    reports to node 0 at --master_addr:--master_port, node 0 runs one mpirun for both."""
+    _mpirun()
+    common = ["--worker_num=2", "--local_worker_num=1", "--master_addr=127.0.0.1",
+              f"--master_port={_free_port()}"]
+    hello = str(WORKERS / "hello.py")
+    env = _env()
+    node1 = subprocess.Popen(_msrun(*common, "--node_rank=1", hello), stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, text=True, env=env, cwd=str(ROOT))
+    rc0, out0, _ = _run(_msrun(*common, "--node_rank=0", hello), 240, env)
+    out1 = node1.communicate(timeout=60)[0]
+    assert rc0 == 0 and node1.returncode == 0, (out0, out1)
+    assert "localhost slots=2" in out0 and "node 1 reported 1 ranks" in out1, (out0, out1)
+    _hello_ok(rc0, out0)
+
+
+def test_msrun_node_0_fails_when_the_other_nodes_never_report():
+    cmd = _msrun("--worker_num=2", "--local_worker_num=1", "--node_rank=0",
+                 f"--master_port={_free_port()}", "--cluster_time_out=2", "x.py")
+    rc, out, seconds = _run(cmd, 60, _env())
+    assert rc != 0 and "1 of 2 ranks reported" in out, out
+
+
+def test_sync_batch_norm_on_two_ranks_equals_batch_norm_on_the_whole_batch():
+    rc, out, _ = mpirun("sync_batch_norm.py")
+    assert rc == 0, out
+    assert out.count("SYNC-BN-OK") == 2, out

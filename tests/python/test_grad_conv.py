@@ -410,3 +410,24 @@ def test_conv_net_gradients_reach_every_parameter():
     assert len(grads) == len(params) == 4
     for p, g in zip(params, grads):
         assert g.shape == p.shape and float(np.abs(g.asnumpy()).sum()) > 0, p.name
+
+
+def test_conv2d_float64_gradients_match_central_differences_closely():
+    # In float64 the adjoint ops run double loops too, so the gradient agrees with central
+    # differences far below float32's resolution.
+    rng = np.random.default_rng(3)
+    x, w = rng.standard_normal((1, 4, 5, 5)), rng.standard_normal((2, 2, 2, 3))
+    weight = rng.standard_normal((1, 2, 3, 3))
+
+    def conv(x, w):
+        return ops.conv2d(x, w, stride=(2, 1), pad_mode="pad", padding=(1, 0, 0, 0), groups=2)
+
+    def loss(x, w):
+        return (conv(x, w) * Tensor(weight)).sum()
+
+    want_dx, want_dw = numeric_grads(conv, [x.copy(), w.copy()], weight)
+    grad = ms.grad(loss, grad_position=(0, 1))
+    for dx, dw in (grad(Tensor(x), Tensor(w)), ms.jit(grad)(Tensor(x), Tensor(w))):
+        assert dx.dtype == ms.float64 and dw.dtype == ms.float64
+        np.testing.assert_allclose(dx.asnumpy(), want_dx, rtol=1e-8, atol=1e-8)
+        np.testing.assert_allclose(dw.asnumpy(), want_dw, rtol=1e-8, atol=1e-8)

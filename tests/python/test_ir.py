@@ -135,6 +135,11 @@ def _one_node(node, param="f32[2,2]"):
         (_one_node("%1 = const [1e999] : f64[]"), ["out of range"]),
         (_one_node("%1 = const [1e39] : f32[]"), ["out of range for float32"]),
         (_one_node('%1 = neg(%0) : f32[2,2] loc("m.py":99999999999:1)'), ["a line", "range"]),
+        # the halves of an overlapped all-reduce: the wait takes the start's int64 handle
+        (_one_node("%1 = all_reduce_wait(%0, %0) : f32[2,2]"), ["int64 scalar"]),
+        (_one_node("%1 = all_reduce_wait(%0) : f32[2,2]"), ["('handle') is required"]),
+        (_one_node("%1 = all_reduce_start(%0) : f32[2,2]"), ["is i64[] but recorded"]),
+        (_one_node('%1 = all_reduce_start(%0) {op="avg"} : i64[]'), ["SUM, MAX, MIN or PROD"]),
         # huge dims: no size computed from the type may overflow
         (_one_node("%1 = neg(%0) : f32[2,2]", "f32[4611686018427387904,4]"), ["2^63 bytes"]),
     ],

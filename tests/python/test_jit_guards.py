@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 import kiln as ms
+from kiln import Tensor, nn
 from kiln.jit.guards import JitSideEffectWarning
 
 
@@ -273,3 +274,23 @@ def test_a_global_numpy_array_changed_in_place_recompiles():
         same_as_pynative_after(adds_global_array, change, T([1.0, 2.0]))
     finally:
         offsets[0] = 1.0
+
+
+def test_guard_text_names_tensors_and_cells_without_formatting_their_contents():
+    # A guard's text is made at every compile; formatting a weight's values (or a whole network)
+    # there cost a ResNet-18 most of its compile time.
+    from kiln.jit import guards
+
+    class Calls(Tensor):
+        reprs = 0
+
+        def __repr__(self):
+            Calls.reprs += 1
+            return super().__repr__()
+
+    weight = ms.Parameter(Tensor(np.full((3, 4), 7.25, np.float32)), name="fc.weight")
+    text = guards.show([weight, nn.Dense(2, 3), 1.5])
+    assert "fc.weight" in text and "shape=(3, 4)" in text and "7.25" not in text
+    assert "Dense" in text and text.endswith("1.5]")
+    tensor = Calls(np.zeros((2,), np.float32))
+    assert "shape=(2,)" in guards.show((tensor,)) and Calls.reprs == 0

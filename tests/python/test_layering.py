@@ -149,7 +149,7 @@ LAYERS = [
     ("dataset", ["kiln.dataset"]),  # the data pipeline: sources, operations, transforms
     ("jit", ["kiln.jit"]),  # Graph mode; knows Cells only through kiln.jit.cell_interface
     ("nn", ["kiln.nn", "kiln.mint"]),
-    ("api", ["kiln.train", "kiln.common.api", "kiln", "kiln.run"]),
+    ("api", ["kiln.train", "kiln.common.api", "kiln", "kiln.run", "kiln._msrun"]),
 ]
 
 

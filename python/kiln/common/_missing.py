@@ -6,6 +6,12 @@ import importlib.util
 
 DOC = "docs/compatibility.md"
 
+# Names left out on purpose: their results are complex tensors, and kiln has no complex dtypes
+# (docs/compatibility.md, "Excluded").
+_COMPLEX = frozenset("""eig eigvals Eig fft fft2 fftn ifft ifft2 ifftn rfft rfft2 rfftn irfft irfft2
+irfftn hfft hfft2 hfftn ihfft ihfft2 ihfftn FFTWithSize Complex complex polar Polar view_as_real
+""".split())
+
 
 def missing_attribute(module_name, mindspore_name):
     """A __getattr__(name) for module `module_name` (whose MindSpore counterpart is
@@ -22,6 +28,11 @@ def missing_attribute(module_name, mindspore_name):
             spec = None
         if spec is not None:
             return importlib.import_module(f"{module_name}.{name}")
+        if name in _COMPLEX:
+            raise AttributeError(
+                f"module '{module_name}' has no attribute '{name}': {mindspore_name}.{name} "
+                f"returns complex tensors, and kiln has no complex dtypes, so it is excluded "
+                f"(see {DOC}, 'Excluded').")
         raise AttributeError(
             f"module '{module_name}' has no attribute '{name}': {mindspore_name}.{name} is not "
             f"in kiln yet. {DOC} lists what kiln covers per namespace.")

@@ -15,7 +15,9 @@ rot90 sgn signbit sinc sinh sort std swapdims t take tan tensor_split top_k topk
 unbind var view_as vsplit xdivy xlogy unsorted_segment_max unsorted_segment_min
 unsorted_segment_prod gather_nd scatter index_fill select_scatter slice_scatter gcd lcm cov
 renorm matrix_power adjoint conj multinomial det slogdet logdet inverse cholesky cholesky_inverse
-cholesky_solve unique_consecutive quantile nanquantile nanmedian histc""".split()
+cholesky_solve unique_consecutive quantile nanquantile nanmedian histc
+svd lstsq igamma igammac i0 geqrf orgqr ormqr
+lu_solve""".split()
 
 
 def _forward(name):
@@ -53,8 +55,19 @@ def _trace(self, offset=0, axis1=0, axis2=1, dtype=None):
     return ops.sum(ops.diagonal(self, offset, axis1, axis2), -1, dtype=dtype or self.dtype)
 
 
-_SPECIAL = {"cumsum": _cumsum, "expand": _expand, "searchsorted": _searchsorted,
-            "trace": _trace}
+def _qr(self, some=True):
+    """(Q, R); some=False gives the complete factorization."""
+    return ops.qr(self, "reduced" if some else "complete")
+
+
+def _triangular_solve(self, A, upper=True, transpose=False, unitriangular=False):  # noqa: N803
+    """(X, A) with op(A) X = self for triangular A."""
+    from kiln.ops.function.linalg_decomp import triangular_solve  # noqa: PLC0415
+    return triangular_solve(self, A, upper, transpose, unitriangular)
+
+
+_SPECIAL = {"cumsum": _cumsum, "qr": _qr, "triangular_solve": _triangular_solve,
+            "expand": _expand, "searchsorted": _searchsorted, "trace": _trace}
 
 
 def install(tensor_class):

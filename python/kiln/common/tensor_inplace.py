@@ -12,6 +12,8 @@ Every method computes its result with kiln's ops and hands it to ``self._write_i
 The result converts to self's dtype (``int_tensor.add_(1.5)`` stays integer) and must broadcast
 to self's shape without growing it.
 """
+import numpy as np
+
 from kiln import ops
 from kiln.common import dtype as mstype
 from kiln.common import tensor_methods as tm
@@ -107,7 +109,6 @@ def fill_diagonal(self, fill_value, wrap=False):
 
 
 def _diagonal_mask(shape, wrap):
-    import numpy as np  # noqa: PLC0415 - the mask is a constant of the shape
 
     if len(shape) < 2 or (len(shape) > 2 and len(set(shape)) != 1):
         raise ValueError(f"fill_diagonal_: the tensor must be 2-D, or n-D with all dimensions "
@@ -137,14 +138,23 @@ def index_put(self, indices, values, accumulate=False):
         raise TypeError(f"index_put: indices must be a tuple or list of tensors, got "
                         f"{type(indices).__name__}")
     out = ops.mul(self, 1)  # a copy: self is written only by index_put_
-    key = tuple(indices)
-    if accumulate:
-        axes = tuple(range(len(key)))
-        idx = tuple(ops.cast(i, mstype.int64) for i in key)
-        values = ops.cast(values, self.dtype)
-        return call("index_put", (out, values) + idx, (axes, True))
-    out[key] = values
-    return out
+    idx = _coordinates(indices)
+    values = ops.cast(values, self.dtype)
+    return call("index_put", (out, values) + idx, (tuple(range(len(idx))), bool(accumulate)))
+
+
+def _coordinates(indices):
+    """Integer index tensors, one per indexed dim: a bool mask stands for the coordinates of its
+    True elements (one tensor per dim it covers), as in PyTorch. One op for both modes and both
+    accumulate settings: item assignment inside this library function would not compile."""
+    out = []
+    for index in indices:
+        index = index if is_tensor(index) else _const(np.asarray(index))
+        if index.dtype == mstype.bool_:
+            out.extend(ops.nonzero(index, as_tuple=True))
+        else:
+            out.append(ops.cast(index, mstype.int64))
+    return tuple(out)
 
 
 def uniform_(self, from_=0, to=1, *, generator=None):

@@ -205,11 +205,64 @@ class MapDataset(_ColumnStage):
         self._setup(child, input_columns, output_columns, "map")
 
     def _build(self, builder, passes):
+        batch_size = builder.batch_hints.pop(id(self), 0)
         child = self.children[0]._build(builder, passes)
+        run = self._native_run()
+        if run is None:
+            task = MapTask(self.operations, self._in_index)
+            return self._python_stage(builder, child, self.operations, task, self._assemble)
+        # The ops from Decode on that have a native form run in the engine, without the GIL;
+        # the ops before and after them (if any) are map stages of their own, in Python.
+        start, stop, specs = run
+        column, ops = self._in_index[0], self.operations
+        if start > 0:
+            child = self._python_column_stage(builder, child, ops[:start], column)
+        key, seed = builder.stage(), builder.seed
+        task = MapTask(ops[start:stop], [column])
+
+        def fallback(row, epoch, index):  # a row the native ops leave to Python (not a JPEG)
+            previous = _random.enter_row([seed, key, epoch, index])
+            try:
+                return _replace(row, column, task(row))
+            finally:
+                _random.leave_row(previous)
+
+        name = f"map({', '.join(_op_name(op) for op in ops[start:stop])})"
+        child = builder.pipe.add_vision_map(name, child, specs, column, builder.derive(key),
+                                            fallback, _workers(self.num_parallel_workers),
+                                            batch_size if stop == len(ops) else 0)
+        if stop < len(ops):
+            child = self._python_column_stage(builder, child, ops[stop:], column)
+        return child
+
+    def _native_run(self):
+        """(start, stop, specs): the ops [start, stop) the engine runs itself, from a Decode up
+        to the first op without a native form (an HWC2CHW ends the run too); None when there
+        is none, or the map is not one column to one column."""
+        if len(self._in_index) != 1 or len(self.output_columns) != 1:
+            return None
+        specs = [op._native() if hasattr(op, "_native") else None for op in self.operations]
+        starts = [i for i, spec in enumerate(specs) if spec is not None and spec[0] == "Decode"]
+        if not starts:
+            return None
+        start = stop = starts[0]
+        while stop < len(specs) and specs[stop] is not None and (stop == start or
+                                                                 specs[stop][0] != "Decode"):
+            stop += 1
+            if specs[stop - 1][0] == "HWC2CHW":
+                break
+        return start, stop, specs[start:stop]
+
+    def _python_column_stage(self, builder, child, ops, column):
+        """A map stage running `ops` in Python on column `column`, which it replaces."""
+        task = MapTask(ops, [column])
+        return self._python_stage(builder, child, ops, task,
+                                  lambda row, results: _replace(row, column, results))
+
+    def _python_stage(self, builder, child, ops, task, assemble):
         key, seed = builder.stage(), builder.seed
         workers = _workers(self.num_parallel_workers)
-        name = f"map({', '.join(_op_name(op) for op in self.operations)})"
-        task = MapTask(self.operations, self._in_index)
+        name = f"map({', '.join(_op_name(op) for op in ops)})"
         processes = None
         if self.python_multiprocessing and workers > 1:
             processes = _multiprocess.start(task, workers, name)
@@ -217,16 +270,23 @@ class MapDataset(_ColumnStage):
             builder.resources.append(processes)
 
             def run(row, epoch, index):
-                return self._assemble(row, processes(row, [seed, key, epoch, index]))
+                return assemble(row, processes(row, [seed, key, epoch, index]))
         else:
             def run(row, epoch, index):
                 previous = _random.enter_row([seed, key, epoch, index])
                 try:
-                    return self._assemble(row, task(row))
+                    return assemble(row, task(row))
                 finally:
                     _random.leave_row(previous)
 
         return builder.pipe.add_map(name, child, run, workers)
+
+
+def _replace(row, column, results):
+    """`row` with column `column` replaced by the one result of a map's ops."""
+    if len(results) != 1:
+        raise ValueError(f"{len(results)} outputs for the 1 output column")
+    return tuple(row[:column]) + (as_value(results[0]),) + tuple(row[column + 1:])
 
 
 class FilterDataset(_ColumnStage):
@@ -318,6 +378,8 @@ class BatchDataset(_ColumnStage):
         if native and child._can_batch():
             # A tensor source batches its own rows: one stage, one hand-off per batch.
             return child._build(builder, passes, self.batch_size, self.drop_remainder)
+        if native and isinstance(child, MapDataset):
+            builder.batch_hints[id(child)] = self.batch_size
         child = child._build(builder, passes)
         grouped = builder.pipe.add_batch(child, self.batch_size, self.drop_remainder)
         name = f"batch({self.batch_size})"

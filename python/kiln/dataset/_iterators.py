@@ -35,6 +35,9 @@ class Builder:
         # What the stages use and must end with the pipeline (worker processes): closed after
         # its threads are joined.
         self.resources = []
+        # {id(map node): batch size}: a batch directly above a map with native vision ops, which
+        # then writes its rows straight into the batch's buffer.
+        self.batch_hints = {}
 
     def stage(self):
         """A key for the next random stage, the same for the same tree every time."""
@@ -137,9 +140,11 @@ class _Iterator:
         raise StopIteration
 
     def _row(self, columns):
+        # Inline type checks, no call per column: this runs once per batch of the training loop.
         if self._output_numpy:
-            return [c.asnumpy() if isinstance(c, Tensor) else c for c in columns]
-        return [_to_tensor(c) for c in columns]
+            return [c.asnumpy() if type(c) is Tensor or isinstance(c, Tensor) else c
+                    for c in columns]
+        return [c if type(c) is Tensor else _to_tensor(c) for c in columns]
 
     def get_col_names(self):
         return list(self._names)

@@ -226,6 +226,8 @@ class ImageFolderDataset(MappableDataset):
         super().__init__(num_samples, num_parallel_workers, shuffle, sampler, num_shards,
                          shard_id)
 
+    _tensor_rows = True
+
     def _columns(self):
         return ["image", "label"]
 

@@ -8,7 +8,7 @@ from kiln.common.tensor import Tensor
 from kiln.dataset import _multiprocess, _random
 from kiln.dataset._dataset import Dataset
 from kiln.dataset._iterators import annotate
-from kiln.dataset._rows import _names, _workers
+from kiln.dataset._rows import _names, _workers, as_value
 from kiln.dataset.samplers import select_sampler
 
 
@@ -46,6 +46,9 @@ class MappableDataset(Dataset):
         self.sampler = select_sampler(num_samples, shuffle, sampler, num_shards, shard_id,
                                       type(self).__name__)
         self.sampler._bind(self)
+
+    # Whether rows leave the reader as kiln Tensors (see _build).
+    _tensor_rows = False
 
     def _length(self):
         raise NotImplementedError
@@ -99,6 +102,9 @@ class MappableDataset(Dataset):
             return ((int(i),) for i in sampler._indices(n, seed, epoch))
 
         task, workers = ReadTask(self), _workers(self.num_parallel_workers)
+        # Numeric columns as kiln Tensors (zero-copy) where the engine takes them further
+        # without Python: native image ops and batching in C++.
+        values = (lambda row: tuple(as_value(v) for v in row)) if self._tensor_rows else tuple
         processes = None
         if getattr(self, "python_multiprocessing", False) and workers > 1:
             processes = _multiprocess.start(task, workers, name)
@@ -106,12 +112,12 @@ class MappableDataset(Dataset):
             builder.resources.append(processes)
 
             def read(row, epoch, position):
-                return processes(row, [seed, epoch, position])
+                return values(processes(row, [seed, epoch, position]))
         else:
             def read(row, epoch, position):
                 previous = _random.enter_row([seed, epoch, position])
                 try:
-                    return task(row)
+                    return values(task(row))
                 finally:
                     _random.leave_row(previous)
 

@@ -10,16 +10,20 @@ GRAPH_MODE runs its own hooks in Python around the compiled construct.
 Backward hooks run while a PyNative gradient is taken (kiln.ops._backward_hooks cuts the
 recorded graph at the cell's inputs and outputs): a backward pre-hook gets (cell, grad_output)
 and may replace grad_output; a backward hook gets (cell, grad_input, grad_output) and may
-replace grad_input. Compiled code does not run them (a warning says so).
+replace grad_input. In compiled code (a grad inside ms.jit or GRAPH_MODE) they are compiled
+into the backward part of the graph and run each time the gradient is computed, as MindSpore
+2.10 runs them in Graph mode.
 """
 import itertools
+import threading
 from collections import OrderedDict
 
-from kiln import _graph_state, log
+from kiln import _graph_state
 from kiln.ops import _backward_hooks
 from kiln.ops._core import is_tensor
 
 _IDS = itertools.count()
+_REGISTER = threading.Lock()  # two threads registering on one cell must share its registry
 
 
 class HookHandle:
@@ -44,35 +48,33 @@ def register(cell, kind, hook_fn, prepend, **flags):
     if not callable(hook_fn):
         raise TypeError(f"{type(cell).__name__}.register_{kind}: hook_fn must be a Python "
                         f"function, got {type(hook_fn).__name__}")
-    hooks = cell.__dict__.get(f"_{kind}s")
-    if hooks is None:
-        hooks = OrderedDict()
-        object.__setattr__(cell, f"_{kind}s", hooks)
-    handle = HookHandle(hooks)
-    hooks[handle.handle_id] = (hook_fn, flags)
-    object.__setattr__(cell, "_hooked", True)  # Cell.__call__ then takes the hooked path
-    if prepend:
-        hooks.move_to_end(handle.handle_id, last=False)
+    with _REGISTER:
+        hooks = cell.__dict__.get(f"_{kind}s")
+        if hooks is None:
+            hooks = OrderedDict()
+            object.__setattr__(cell, f"_{kind}s", hooks)
+        handle = HookHandle(hooks)
+        hooks[handle.handle_id] = (hook_fn, flags)
+        object.__setattr__(cell, "_hooked", True)  # Cell.__call__ then takes the hooked path
+        if prepend:
+            hooks.move_to_end(handle.handle_id, last=False)
     _graph_state.bump_cell_epoch()
     return handle
+
+
+_KINDS = ("forward_pre_hook", "forward_hook", "backward_pre_hook", "backward_hook")
 
 
 def key(cell):
     """What identifies cell's hooks, for compiled graphs' guards."""
     d = cell.__dict__
-    return tuple(tuple(d.get(f"_{kind}s", ())) for kind in ("forward_pre_hook", "forward_hook"))
+    return tuple(tuple(d.get(f"_{kind}s", ())) for kind in _KINDS)
 
 
 def has_hooks(cell):
+    """Hooks registered on the cell, or a custom bprop (which runs where hooks run)."""
     d = cell.__dict__
-    return bool(d.get("_forward_pre_hooks")) or bool(d.get("_forward_hooks"))
-
-
-def warn_backward_hooks_in_graph(cell):
-    d = cell.__dict__
-    if d.get("_backward_hooks") or d.get("_backward_pre_hooks"):
-        log.warning(f"{type(cell).__name__}: backward hooks do not run in compiled code "
-                    f"(Graph mode); gradients pass through unchanged")
+    return any(d.get(f"_{kind}s") for kind in _KINDS) or has_bprop(cell)
 
 
 def call_with_hooks(cell, owner, args, kwargs, body, call=None):
@@ -81,9 +83,11 @@ def call_with_hooks(cell, owner, args, kwargs, body, call=None):
     passes the converter's)."""
     call = call or (lambda fn, *a: fn(*a))
     d = cell.__dict__
+    if has_bprop(cell) and _backward_hooks.current() is not None:
+        body = _with_bprop(cell, owner, body, call)
     if (d.get("_backward_hooks") or d.get("_backward_pre_hooks")) and \
-            _backward_hooks.current() is not None and not _graph_state.compiling():
-        body = _with_backward_hooks(cell, body)
+            _backward_hooks.current() is not None:
+        body = _with_backward_hooks(cell, owner, body, call)
     for fn, flags in list(cell.__dict__.get("_forward_pre_hooks", {}).values()):
         if flags["with_kwargs"]:
             out = call(fn, owner, args, kwargs)
@@ -111,7 +115,7 @@ def call_with_hooks(cell, owner, args, kwargs, body, call=None):
     return output
 
 
-def _with_backward_hooks(cell, body):
+def _with_backward_hooks(cell, owner, body, call):
     """body with the recorded graph cut at the cell's tensor inputs and outputs, so that the
     gradient leaving the cell (grad_output) and the one reaching its inputs (grad_input) pass
     through the cell's backward hooks."""
@@ -120,14 +124,14 @@ def _with_backward_hooks(cell, body):
     def input_backward(grads):
         grad_input = tuple(grads)
         for fn, _ in list(d.get("_backward_hooks", {}).values()):
-            out = fn(cell, grad_input, state.get("grad_output", ()))
+            out = call(fn, owner, grad_input, state.get("grad_output", ()))
             grad_input = tuple(_backward_hooks.as_grads(out, grad_input, "backward hook"))
         return list(grad_input)
 
     def output_backward(grads):
         grad_output = tuple(grads)
         for fn, _ in list(d.get("_backward_pre_hooks", {}).values()):
-            out = fn(cell, grad_output)
+            out = call(fn, owner, grad_output)
             grad_output = tuple(_backward_hooks.as_grads(out, grad_output, "backward pre hook"))
         state["grad_output"] = grad_output
         return list(grad_output)
@@ -139,6 +143,48 @@ def _with_backward_hooks(cell, body):
         outs = _replace_tensors((output,) if single else output,
                                 lambda ts: _backward_hooks.cut(ts, output_backward))
         return outs[0] if single else outs
+
+    return run
+
+
+def has_bprop(cell):
+    """Whether the cell's class defines a custom backward (MindSpore's Cell.bprop)."""
+    return getattr(type(cell), "bprop", None) is not None
+
+
+def _with_bprop(cell, owner, body, call):
+    """body whose gradient is cell.bprop(*inputs, out, dout) -> (one gradient per input), as
+    MindSpore runs a Cell's bprop in both modes: construct's own operations are not
+    differentiated, so the gradient of anything used only inside construct (its Parameters
+    included) is zero."""
+    bprop = type(cell).bprop
+
+    def run(args, kwargs):
+        if kwargs:
+            raise TypeError(f"{type(cell).__name__}: a Cell with a custom bprop takes its "
+                            f"inputs by position, got keyword arguments {sorted(kwargs)}")
+        output = body(args, kwargs)
+        single = not isinstance(output, tuple)
+        outs = (output,) if single else output
+        positions = [i for i, v in enumerate(args) if is_tensor(v)]
+
+        def backward(grads):
+            dout = grads[0] if single else tuple(grads)
+            result = call(bprop, owner, *args, output, dout)
+            if not isinstance(result, (tuple, list)) or len(result) != len(args):
+                got = (f"{len(result)}" if isinstance(result, (tuple, list))
+                       else type(result).__name__)
+                raise TypeError(f"{type(cell).__name__}.bprop must return a tuple of "
+                                f"{len(args)} gradient(s), one per input of construct, got {got}")
+            return [result[i] for i in positions]
+
+        tensor_outs = [i for i, v in enumerate(outs) if is_tensor(v)]
+        leaves = _backward_hooks.replace_outputs([args[i] for i in positions],
+                                                 [outs[i] for i in tensor_outs], backward)
+        new = list(outs)
+        for i, leaf in zip(tensor_outs, leaves):
+            new[i] = leaf
+        return new[0] if single else tuple(new)
 
     return run
 

@@ -208,10 +208,10 @@ class Converter(StatementsMixin, BranchesMixin, LoopsMixin):
         # registering or removing a hook bumps the cell epoch: this guard then recompiles
         self.guards.record(f"hooks of {type(cell).__name__} {id(cell)}",
                            lambda: cell_hooks.key(cell), cell_hooks.key(cell), cell_attr=True)
-        cell_hooks.warn_backward_hooks_in_graph(cell)
         if not cell_hooks.has_hooks(cell):
             return body(args, kwargs)
-        # forward hooks are compiled with the construct, as MindSpore compiles them
+        # hooks are compiled with the construct, as MindSpore compiles them; backward hooks
+        # into the backward part of an enclosing grad (kiln.ops._backward_hooks)
         return cell_hooks.call_with_hooks(cell, proxy, args, kwargs, body,
                                           lambda fn, *a: self.wrap(fn, "hook", None)(*a))
 

@@ -295,6 +295,11 @@ class GraphEmitter:
         outs = self._builder.interpret_(key, what, list(handles), list(metas), *self.loc)
         return [self.wrap(h) for h in outs]
 
+    def run_declared(self, fn, tensors, metas, what):
+        """A run-time Python node whose results the caller declares (lax.run_declared), for
+        ops in lower layers (ops.Custom's pyfunc) that may not import the compiler."""
+        return lax.run_declared(fn, tensors, metas, what)
+
     def note_interpret(self, what):
         converter = self.converter
         function = converter.frames[-1][0].source.name if converter and converter.frames else ""

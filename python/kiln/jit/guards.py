@@ -104,12 +104,32 @@ def _freeze_contents(value, seen):
     return ("__object__", Same(value)) + attrs
 
 
+class _ShortRepr(reprlib.Repr):
+    """reprlib's truncating repr, except that values guarded by identity (tensors, Parameters,
+    Cells, functions) show as their kind and identity: their own repr formats every element or
+    the whole network, which made compiling a ResNet-18 spend most of its time printing weights
+    that a message would only ever need to name."""
+
+    def repr1(self, x, level):
+        if _by_identity(x):
+            shape = getattr(x, "shape", None)
+            name = getattr(x, "name", None) if isinstance(getattr(x, "name", None), str) else None
+            detail = ", ".join(
+                part for part in (f"name={name!r}" if name else "",
+                                  f"shape={tuple(shape)}" if shape is not None else "") if part)
+            return f"<{type(x).__name__}{' ' + detail if detail else ''} at {id(x):#x}>"
+        return super().repr1(x, level)
+
+
+_short = _ShortRepr()
+
+
 def show(value):
     """A short text for a guard value in messages: `Config(mult=2.0)` for user objects."""
     if is_user_object(value):
-        attrs = ", ".join(f"{k}={reprlib.repr(v)}" for k, v in vars(value).items())
+        attrs = ", ".join(f"{k}={_short.repr(v)}" for k, v in vars(value).items())
         return f"{type(value).__name__}({attrs})"
-    return reprlib.repr(value)
+    return _short.repr(value)
 
 
 def holds(frozen, obj):

@@ -70,6 +70,8 @@ def _host(key, inputs):
         return []
     if site.output == "object":
         return [_keep(result)]
+    if isinstance(site.output, list):  # declared tensors (run_declared)
+        return [_as_tensor(r, m, site.what) for r, m in zip(result, site.output)]
     return [_as_tensor(result, site.output, site.what)]
 
 
@@ -181,6 +183,17 @@ def run_later(fn, args, kwargs, what, output="object", probe=True):
         return None
     handle = _emit(emitter, site, inputs, [(_dtype_enum("int64"), (), False)], what)[0]
     return RuntimeObject(handle, example, _all_exact(inputs) and example is not _NO_PROBE, where)
+
+
+def run_declared(fn, tensors, metas, what):
+    """A node running fn(*tensors) when the graph runs (at any syntax level: the caller, e.g.
+    ops.Custom's pyfunc, declares the results), returning a list of values that must match
+    `metas` [(dtype enum, shape)]; fn gets Tensors and returns a sequence of arrays or Tensors."""
+    emitter = _graph_state.emitter()
+    full = [(dtype, tuple(shape), False) for dtype, shape in metas]
+    site = _Site(fn, ["tensor"] * len(tensors), full, _where(emitter, what))
+    inputs = [_Input(emitter.to_graph(t, what)) for t in tensors]
+    return _emit(emitter, site, inputs, full, what)
 
 
 def _emit(emitter, site, inputs, metas, what):

@@ -13,7 +13,7 @@ from kiln import ops
 from kiln.common import dtype as mstype
 from kiln.common import tensor_methods as _tm
 from kiln.common._missing import missing_attribute as _missing_attribute
-from kiln.mint import nn  # noqa: F401
+from kiln.mint import linalg, nn  # noqa: F401
 from kiln.ops._core import is_tensor
 
 # the same function as kiln.ops (same signature and results in MindSpore 2.10)
@@ -235,6 +235,12 @@ def randn(*size, generator=None, dtype=None, device=None):
 
 def _size(size):
     return (size,) if isinstance(size, int) else tuple(size)
+
+
+def triangular_solve(b, A, upper=True, transpose=False, unitriangular=False):  # noqa: N803
+    """(X, A) with op(A) X = b for triangular A (op: A, or A^T when transpose)."""
+    from kiln.ops.function.linalg_decomp import triangular_solve as solve  # noqa: PLC0415
+    return solve(b, A, upper, transpose, unitriangular)
 
 
 __getattr__ = _missing_attribute("kiln.mint", "mindspore.mint")

@@ -38,6 +38,10 @@ class Cell(CellBase):
                 object.__setattr__(self, key, value)
 
     # ---- running ----
+    # A subclass may define bprop(self, *inputs, out, dout) -> (gradient of each input,): the
+    # gradient then goes through it instead of through construct (jit/cell_hooks.py).
+    bprop = None
+
     def construct(self, *args, **kwargs):
         raise NotImplementedError(f"{type(self).__name__} must define construct(...)")
 
@@ -46,7 +50,7 @@ class Cell(CellBase):
             raise RuntimeError(f"{type(self).__name__}.__init__ must call super().__init__() "
                                f"before the cell is used")
         d = self.__dict__
-        if "_hooked" in d and not _graph_state.compiling():
+        if ("_hooked" in d or type(self).bprop is not None) and not _graph_state.compiling():
             return cell_hooks.call_with_hooks(self, self, args, kwargs, self._call_unhooked)
         return self._call_unhooked(args, kwargs)
 

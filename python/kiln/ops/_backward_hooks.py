@@ -1,4 +1,5 @@
-"""Backward hooks in PyNative (ops.HookBackward, Cell backward hooks, Tensor.register_hook).
+"""Backward hooks (ops.HookBackward, Cell backward hooks, Tensor.register_hook) and Cells'
+custom bprop.
 
 The tape (csrc/runtime/tape.cc) sweeps all records in one C++ call, so a Python hook cannot
 run inside it. Instead a hook point cuts the recorded graph: its outputs `ys` are fresh leaves
@@ -7,13 +8,32 @@ sweeps the tape once to the sources and every cut, and walks the cuts from the l
 the first: the gradient reaching a cut's ys goes through its Python `backward` (the hook) and
 is swept on from its xs to the sources and the earlier cuts. Each cut costs one more sweep.
 
-Hooks apply to first-order gradients (grad of grad passes through them unchanged: a cut is
-made only while exactly one tape records) and not in compiled code (MindSpore's Graph mode
-does not run HookBackward either); kiln logs a warning there.
-"""
-from kiln import _C
+A Cell with a `bprop` method is a cut whose ys are fresh leaves standing for its outputs and
+whose backward is the bprop: what construct recorded is never swept.
 
-_records = []  # one per running grad (innermost last)
+Hooks apply to first-order gradients (grad of grad passes through them unchanged: a cut is
+made only while exactly one tape records).
+
+Compiled code (a grad inside ms.jit / GRAPH_MODE) cuts the same way on the graph: a cut's ys
+are stop_gradient nodes of its xs, the first reverse sweep (csrc/autodiff) also yields the
+gradients of the ys, the hook is compiled into the backward part of the graph, and one more
+sweep from its xs follows per cut. Cell backward hooks run there as MindSpore 2.10 runs them
+in Graph mode; ops.HookBackward does not (MindSpore eliminates it in Graph mode with a
+warning, and so does kiln), nor does Tensor.register_hook.
+"""
+import threading
+
+from kiln import _C, _graph_state
+
+_thread = threading.local()  # each thread's running grads: tapes are per thread in C++ too
+
+
+def _records():
+    """This thread's records, one per running grad (innermost last)."""
+    stack = getattr(_thread, "records", None)
+    if stack is None:
+        stack = _thread.records = []
+    return stack
 
 
 class Record:
@@ -26,19 +46,47 @@ class Record:
         self.leaf_hooks = []   # (source index, hook) for Tensor.register_hook on a source
 
 
+class GraphRecord:
+    """The cuts made while a grad inside compiled code traces its function."""
+
+    def __init__(self, emitter, sources):
+        self.emitter = emitter
+        self.sources = list(sources)
+        self.nodes = []        # (xs, ys, backward), in the order they were made
+        self.leaf_hooks = []   # stays empty: Tensor.register_hook does not run in compiled code
+
+
+def begin_graph(emitter, sources):
+    """A record for the grad being compiled (the emitter is this thread's compilation)."""
+    records = emitter.__dict__.setdefault("hook_records", [])
+    record = GraphRecord(emitter, sources)
+    records.append(record)
+    return record
+
+
+def end_graph(record):
+    record.emitter.hook_records.remove(record)
+
+
 def begin(tape, sources):
     record = Record(tape, sources)
-    _records.append(record)
+    _records().append(record)
     return record
 
 
 def end(record):
-    _records.remove(record)
+    _records().remove(record)
 
 
 def current():
-    """The record hooks attach to: only while exactly one tape records (first order)."""
-    return _records[-1] if len(_records) == 1 and _C.tape_active() else None
+    """The record hooks attach to: only while exactly one grad runs (first order); in compiled
+    code, while exactly one grad's function is being traced."""
+    emitter = _graph_state.emitter()
+    if emitter is not None:
+        records = emitter.__dict__.get("hook_records", ())
+        return records[-1] if len(records) == 1 and emitter.differentiating == 1 else None
+    records = _records()
+    return records[-1] if len(records) == 1 and _C.tape_active() else None
 
 
 def cut(xs, backward):
@@ -47,6 +95,12 @@ def cut(xs, backward):
     record = current()
     if record is None:
         return list(xs)
+    if isinstance(record, GraphRecord):
+        from kiln.ops._core import call  # noqa: PLC0415
+
+        ys = [call("stop_gradient", (x,)) for x in xs]
+        record.nodes.append((list(xs), ys, backward))
+        return ys
     ys = []
     for x in xs:
         y = x._clone()  # a Tensor copied outside the registry: the tape does not link y to x
@@ -56,11 +110,33 @@ def cut(xs, backward):
     return ys
 
 
+def replace_outputs(xs, outs, backward):
+    """Fresh leaves standing for the tensors `outs` of a computation from the tensors `xs` whose
+    gradient is user code (a Cell's bprop): `backward(grads of the leaves) -> grads of xs`. What
+    the computation recorded between xs and outs is never swept: the gradient goes around it.
+    Without a recording grad, outs come back unchanged."""
+    record = current()
+    if record is None:
+        return list(outs)
+    if isinstance(record, GraphRecord):
+        from kiln.ops._core import call  # noqa: PLC0415
+
+        ys = [call("stop_gradient", (out,)) for out in outs]
+    else:
+        ys = []
+        for out in outs:
+            y = out._clone()
+            record.tape.watch(y)
+            ys.append(y)
+    record.nodes.append((list(xs), ys, backward))
+    return ys
+
+
 def hook_source(tensor, hook):
     """Tensor.register_hook on a grad source (an argument or a weight): its final gradient
     goes through hook. Returns False when tensor is not a source of the running grad."""
     record = current()
-    if record is None:
+    if record is None or isinstance(record, GraphRecord):
         return False
     for i, s in enumerate(record.sources):
         if s is tensor:
@@ -77,7 +153,7 @@ def hook_tensor(tensor, backward):
     from kiln.ops._core import call  # noqa: PLC0415
 
     record = current()
-    if record is None:
+    if record is None or isinstance(record, GraphRecord):
         return False
     link = call("mul", (tensor, 1))  # a copy (a view would be rebased onto the write below)
     leaf = tensor._clone()
@@ -106,6 +182,25 @@ def gradient(record, targets, sens, sources):
         out = hook(grads[i])
         if out is not None:
             grads[i] = out
+    return grads
+
+
+def graph_gradient(record, mark, targets, sens, sources):
+    """emitter.gradient(mark, targets, sens, sources) with the record's cuts applied: the
+    same sweeps as `gradient`, built into the graph being compiled."""
+    emitter, nodes = record.emitter, record.nodes
+    n = len(sources)
+    ys = [y for _, node_ys, _ in nodes for y in node_ys]
+    first = emitter.gradient(mark, targets, sens, list(sources) + ys)
+    grads, gy = first[:n], first[n:]
+    for k in range(len(nodes) - 1, -1, -1):
+        xs, node_ys, backward = nodes[k]
+        start = sum(len(m[1]) for m in nodes[:k])
+        gx = [emitter.to_graph(g, "backward hook")
+              for g in backward(gy[start:start + len(node_ys)])]
+        swept = emitter.gradient(mark, list(xs), gx, list(sources) + ys[:start])
+        grads = [a + b for a, b in zip(grads, swept[:n])]
+        gy[:start] = [a + b for a, b in zip(gy[:start], swept[n:])]
     return grads
 
 

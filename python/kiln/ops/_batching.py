@@ -8,6 +8,8 @@ matmul broadcasts over the batch axis); an op without one runs once per example 
 results are stacked (the fallback, correct for any op but a loop). Nested vmaps each have a
 level; a rule unwraps only its own level, so inner physical values may be outer Batched values.
 """
+import threading
+
 from kiln import _C
 from kiln._graph_state import GraphValue
 
@@ -79,7 +81,15 @@ class Batched(GraphValue):
 
 
 # ---- dispatch ----
-_levels = []  # the vmap levels now running, innermost last
+_thread = threading.local()  # each thread's vmap levels: vmaps in other threads never mix in
+
+
+def levels():
+    """The vmap levels this thread is running, innermost last."""
+    stack = getattr(_thread, "levels", None)
+    if stack is None:
+        stack = _thread.levels = []
+    return stack
 
 
 def dispatch(name, inputs, attrs):

@@ -114,16 +114,21 @@ def _differentiate_in_graph(fn, args, kwargs, positions, weights, has_aux, sens,
         args[p] = call("identity", (args[p],))
     sources = [args[p] for p in positions] + [emitter.to_graph(w, fn_name) for w in weights]
     mark = emitter.mark()
+    hooks = _backward_hooks.begin_graph(emitter, sources)  # Cell backward hooks' cuts
     emitter.differentiating += 1  # index assignment then writes as one differentiable node
     try:
         out = fn(*args, **kwargs)
     finally:
         emitter.differentiating -= 1
+        _backward_hooks.end_graph(hooks)
     targets, _ = _outputs(out, has_aux, fn_name)
     targets = [emitter.to_graph(t, fn_name) for t in targets]
     sens_list = [] if sens is None else (list(sens) if isinstance(sens, (tuple, list)) else [sens])
     sens_values = [emitter.to_graph(s, fn_name) for s in sens_list]
-    grads = emitter.gradient(mark, targets, sens_values, sources)
+    if hooks.nodes:
+        grads = _backward_hooks.graph_gradient(hooks, mark, targets, sens_values, sources)
+    else:
+        grads = emitter.gradient(mark, targets, sens_values, sources)
     return out, grads[:len(positions)], grads[len(positions):]
 
 

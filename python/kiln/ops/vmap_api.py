@@ -5,6 +5,8 @@ runs through a batching rule: elementwise ops, reductions, softmax, shape ops, c
 matmul run once on the whole batch; any other op runs once per example and is stacked (the
 documented fallback, docs/compatibility.md "vmap"). Nested vmaps compose.
 """
+import threading
+
 import numpy as np
 
 from kiln.common._arrays import tensor_of
@@ -23,7 +25,8 @@ def vmap(fn, in_axes=0, out_axes=0):
 
     def mapped(*args):
         axes = _per_arg(in_axes, args, "in_axes")
-        level = len(_batching._levels) + 1
+        levels = _batching.levels()
+        level = len(levels) + 1
         sizes = set()
         batched = tuple(_enter(a, ax, level, sizes) for a, ax in zip(args, axes))
         if not sizes:
@@ -31,17 +34,37 @@ def vmap(fn, in_axes=0, out_axes=0):
         if len(sizes) > 1:
             raise ValueError(f"vmap: the mapped axes have different sizes {sorted(sizes)}")
         size = sizes.pop()
-        _batching._levels.append(level)
-        previous, _core.batch_hook = _core.batch_hook, _batching.dispatch
+        levels.append(level)
+        _hook_on()
         try:
             out = fn(*batched)
         finally:
-            _batching._levels.pop()
-            _core.batch_hook = previous if _batching._levels else None
+            levels.pop()
+            _hook_off()
         return _leave(out, out_axes, level, size)
 
     mapped.__name__ = f"vmap({getattr(fn, '__name__', type(fn).__name__)})"
     return mapped
+
+
+# ops._core.call goes through _batching.dispatch while any thread runs a vmap (one module
+# value, read on every op call, so eager code pays nothing otherwise); dispatch sends the ops
+# of a thread without Batched inputs straight to the registry, so other threads are unaffected.
+_lock = threading.Lock()
+_running = [0]  # vmap calls in progress, all threads together
+
+
+def _hook_on():
+    with _lock:
+        _running[0] += 1
+        _core.batch_hook = _batching.dispatch
+
+
+def _hook_off():
+    with _lock:
+        _running[0] -= 1
+        if not _running[0]:
+            _core.batch_hook = None
 
 
 def _check_axes_spec(spec, name):

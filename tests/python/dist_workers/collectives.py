@@ -97,6 +97,12 @@ close(ops.AllReduce()(ms.Tensor(X.astype(np.float16))), sum(XS).astype(np.float1
 out, handle = comm_func.all_reduce(ms.Tensor(X))
 assert handle is None
 close(out, sum(XS), "comm_func.all_reduce")
+for dtype in (np.float32, np.float16):  # asynchronous: the output is filled by wait()
+    out, handle = comm_func.all_reduce(ms.Tensor(X.astype(dtype)), async_op=True)
+    other = ops.AllGather()(ms.Tensor(X))  # another collective while it is on its way
+    handle.wait()
+    close(out, sum(XS).astype(dtype), f"async comm_func.all_reduce {dtype.__name__}")
+    close(other, np.concatenate(XS), "all_gather beside an async all_reduce")
 close(comm_func.all_gather_into_tensor(ms.Tensor(X))[0], np.concatenate(XS), "all_gather")
 close(comm_func.broadcast(ms.Tensor(X), src=0), XS[0], "comm_func.broadcast")
 assert comm_func.barrier() is None

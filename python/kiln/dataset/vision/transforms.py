@@ -1,5 +1,9 @@
 """Vision transforms on HWC image arrays (MindSpore's mindspore.dataset.vision): OpenCV does the
-decoding, resizing and rotation; NumPy the rest. Random ones draw from the row's generator."""
+decoding, resizing and rotation; NumPy the rest. Random ones draw from the row's generator.
+
+Called directly (eager), they run here. Inside ``map``, a run of them starting at Decode is run
+by the engine's native ops (csrc/dataset/vision_ops.cc) when each has a ``_native()`` form:
+(op name, ints, reals), or None for settings only the Python version handles."""
 import math
 import numbers
 
@@ -10,6 +14,9 @@ from kiln.dataset import _random
 from kiln.dataset.transforms.transforms import TensorOperation, _np_dtype
 from kiln.dataset.vision import _image
 from kiln.dataset.vision.utils import Border, Inter, check_border, cv2_interpolation
+
+# Interpolations the engine's native ops run (OpenCV's codes); others stay in Python.
+_NATIVE_INTER = (cv2.INTER_NEAREST, cv2.INTER_LINEAR, cv2.INTER_CUBIC, cv2.INTER_AREA)
 
 
 def _prob(prob, who):
@@ -28,6 +35,9 @@ class Decode(TensorOperation):
 
     def _apply(self, data):
         return _image.decode(data)
+
+    def _native(self):
+        return ("Decode", [], [])
 
 
 class Resize(TensorOperation):
@@ -49,6 +59,11 @@ class Resize(TensorOperation):
             height, width = self.pair
         return _image.resize(img, height, width, self.interpolation)
 
+    def _native(self):
+        if self.interpolation not in _NATIVE_INTER:
+            return None
+        return ("Resize", [*self.pair, int(self.keep_ratio), self.interpolation], [])
+
 
 class Rescale(TensorOperation):
     """image * rescale + shift, as float32."""
@@ -59,6 +74,9 @@ class Rescale(TensorOperation):
     def _apply(self, img):
         img = _image.image(img, "Rescale").astype(np.float32)
         return (img * np.float32(self.rescale) + np.float32(self.shift)).astype(np.float32)
+
+    def _native(self):
+        return ("Rescale", [], [self.rescale, self.shift])
 
 
 class Normalize(TensorOperation):
@@ -87,6 +105,11 @@ class Normalize(TensorOperation):
         out = np.subtract(img, self.mean.reshape(shape), dtype=np.float32)
         return np.divide(out, self.std.reshape(shape), out=out)
 
+    def _native(self):
+        if not self.is_hwc or self.mean.size > 4:
+            return None
+        return ("Normalize", [], [*map(float, self.mean), *map(float, self.std)])
+
 
 class HWC2CHW(TensorOperation):
     """<H, W, C> to <C, H, W>; an <H, W> image becomes <1, H, W>."""
@@ -94,6 +117,9 @@ class HWC2CHW(TensorOperation):
     def _apply(self, img):
         img = _image.image(img, "HWC2CHW")
         return np.ascontiguousarray(img[None] if img.ndim == 2 else img.transpose(2, 0, 1))
+
+    def _native(self):
+        return ("HWC2CHW", [], [])
 
 
 class ToTensor(TensorOperation):
@@ -128,6 +154,9 @@ class CenterCrop(TensorOperation):
             h, w = img.shape[:2]
         top, left = (h - self.height) // 2, (w - self.width) // 2
         return _crop(img, top, left, self.height, self.width)
+
+    def _native(self):
+        return ("CenterCrop", [self.height, self.width], [])
 
 
 class Pad(TensorOperation):
@@ -169,6 +198,11 @@ class RandomCrop(TensorOperation):
         top = int(rng.integers(0, h - self.height + 1))
         left = int(rng.integers(0, w - self.width + 1))
         return _crop(img, top, left, self.height, self.width)
+
+    def _native(self):
+        if self.padding is not None or self.pad_if_needed:
+            return None
+        return ("RandomCrop", [self.height, self.width], [])
 
 
 class RandomResizedCrop(TensorOperation):
@@ -216,6 +250,12 @@ class RandomResizedCrop(TensorOperation):
         crop = img[top:top + ch, left:left + cw]
         return _image.resize(crop, self.height, self.width, self.interpolation)
 
+    def _native(self):
+        if self.interpolation not in _NATIVE_INTER:
+            return None
+        return ("RandomResizedCrop", [self.height, self.width, self.max_attempts,
+                                      self.interpolation], [*self.scale, *self.ratio])
+
 
 class RandomHorizontalFlip(TensorOperation):
     def __init__(self, prob=0.5):
@@ -226,6 +266,9 @@ class RandomHorizontalFlip(TensorOperation):
         return np.ascontiguousarray(img[:, ::-1]) if _random.generator().random() < self.prob \
             else img
 
+    def _native(self):
+        return ("RandomHorizontalFlip", [], [self.prob])
+
 
 class RandomVerticalFlip(TensorOperation):
     def __init__(self, prob=0.5):
@@ -235,6 +278,9 @@ class RandomVerticalFlip(TensorOperation):
         img = _image.image(img, "RandomVerticalFlip")
         return np.ascontiguousarray(img[::-1]) if _random.generator().random() < self.prob \
             else img
+
+    def _native(self):
+        return ("RandomVerticalFlip", [], [self.prob])
 
 
 class RandomRotation(TensorOperation):

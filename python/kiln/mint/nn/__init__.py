@@ -13,6 +13,20 @@ from kiln.common.initializer import initializer as _initializer
 from kiln.common.parameter import Parameter as _Parameter
 from kiln.mint.nn import functional  # noqa: F401 - mint.nn.functional
 from kiln.mint.nn import functional as F
+from kiln.mint.nn._param_layers import (  # noqa: F401 - mint.nn's Cells
+    BatchNorm1d,
+    BatchNorm2d,
+    BatchNorm3d,
+    Conv1d,
+    Conv2d,
+    Conv3d,
+    ConvTranspose2d,
+    Embedding,
+    GroupNorm,
+    PReLU,
+    SyncBatchNorm,
+)
+from kiln.mint.nn._simple_layers import *  # noqa: F403 - mint.nn's parameter-free Cells
 
 Cell = _nn.Cell
 Linear, ReLU, Sigmoid, Tanh, Mish, Flatten = (

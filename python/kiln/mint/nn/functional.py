@@ -2,6 +2,20 @@
 (PyTorch-style) argument names and orders; `inplace=True` writes the result into the input."""
 from kiln import ops
 from kiln.common._missing import missing_attribute as _missing_attribute
+from kiln.mint.nn._conv_pool import (  # noqa: F401 - mint.nn.functional's names
+    adaptive_max_pool1d,
+    avg_pool1d,
+    avg_pool2d,
+    avg_pool3d,
+    conv1d,
+    conv2d,
+    conv3d,
+    conv_transpose2d,
+    fold,
+    max_pool2d,
+)
+from kiln.mint.nn._extra import grid_sample, kl_div, normalize  # noqa: F401
+from kiln.mint.nn._extra import norm as norm_ext  # noqa: F401
 
 # the same signature and results as kiln.ops
 sigmoid, tanh, hardsigmoid, hardswish = ops.sigmoid, ops.tanh, ops.hardsigmoid, ops.hardswish
@@ -10,6 +24,13 @@ mse_loss, l1_loss = ops.mse_loss, ops.l1_loss
 layer_norm, group_norm, prelu = ops.layer_norm, ops.group_norm, ops.prelu
 interpolate, unfold, pixel_shuffle = ops.interpolate, ops.unfold, ops.pixel_shuffle
 cross_entropy = ops.cross_entropy
+adaptive_avg_pool1d, adaptive_avg_pool2d = ops.adaptive_avg_pool1d, ops.adaptive_avg_pool2d
+adaptive_avg_pool3d = adaptive_avg_pool3d_ext = ops.adaptive_avg_pool3d
+adaptive_max_pool2d, max_unpool2d = ops.adaptive_max_pool2d, ops.max_unpool2d
+broadcast_to, clamp = ops.broadcast_to, ops.clamp
+batch_norm, embedding = ops.batch_norm, ops.embedding
+cosine_embedding_loss, soft_margin_loss = ops.cosine_embedding_loss, ops.soft_margin_loss
+silu_func, elu_ext = ops.silu, ops.elu
 
 
 def _result(input, out, inplace):  # noqa: A002 - mint's argument names
@@ -26,6 +47,53 @@ def relu6(input, inplace=False):  # noqa: A002
 
 def silu(input, inplace=False):  # noqa: A002
     return _result(input, ops.silu(input), inplace)
+
+
+def relu_(input):  # noqa: A002
+    return input.copy_(ops.relu(input))
+
+
+def inplace_silu(input):  # noqa: A002
+    return input.copy_(ops.silu(input))
+
+
+def sigmoid_(input):  # noqa: A002
+    return input.copy_(ops.sigmoid(input))
+
+
+def elu_(input, alpha=1.0):  # noqa: A002
+    return input.copy_(ops.elu(input, alpha))
+
+
+inplace_elu = elu_
+
+
+def hardtanh_(input, min_val=-1, max_val=1):  # noqa: A002
+    return input.copy_(ops.hardtanh(input, min_val, max_val))
+
+
+def hardtanh_op(input, min_val=-1, max_val=1):  # noqa: A002
+    return ops.hardtanh(input, min_val, max_val)
+
+
+def threshold_(input, threshold, value):  # noqa: A002
+    return input.copy_(ops.threshold(input, threshold, value))
+
+
+def threshold_op(input, threshold, value):  # noqa: A002
+    return ops.threshold(input, threshold, value)
+
+
+def flatten(input, start_dim=0, end_dim=-1):  # noqa: A002
+    return ops.flatten(input, start_dim=start_dim, end_dim=end_dim)
+
+
+def dropout2d(input, p=0.5, training=True, inplace=False):  # noqa: A002
+    return _result(input, ops.dropout2d(input, p, training), inplace)
+
+
+def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):  # noqa: A002
+    return ops.interpolate(input, size, scale_factor, mode, align_corners)
 
 
 def gelu(input, approximate="none"):  # noqa: A002

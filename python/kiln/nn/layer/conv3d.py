@@ -34,6 +34,34 @@ def _same(size, kernel, stride, dilation):
     return F.same_padding(size, kernel, stride, dilation)
 
 
+def conv3d_taps(x, weight, stride, pads, dilation, group):
+    """(N, C_in, D, H, W) convolved with weight, pads = (head, tail, top, bottom, left, right):
+    kd conv2d calls over the depth taps (depth slices folded into the batch), summed."""
+    shape = tuple(x.shape)
+    n = shape[0]
+    x = pad_constant_axis(x, 2, pads[0], pads[1], 0)
+    depth, (kd, sd, dd) = x.shape[2], (weight.shape[2], stride[0], dilation[0])
+    out_d = (depth - dd * (kd - 1) - 1) // sd + 1
+    if out_d < 1:
+        raise ValueError(f"Conv3d: the kernel depth {kd} (dilation {dd}) does not fit the "
+                         f"padded input depth {depth}")
+    total = None
+    for k in range(kd):
+        start = k * dd
+        taps = F.slice_nd(x, (0, 0, start, 0, 0),
+                          (n, shape[1], start + (out_d - 1) * sd + 1) + tuple(x.shape[3:]),
+                          (1, 1, sd, 1, 1))
+        folded = F.reshape(F.transpose(taps, (0, 2, 1, 3, 4)),
+                           (n * out_d, shape[1]) + tuple(x.shape[3:]))
+        w_k = F.reshape(F.slice_nd(weight, (0, 0, k, 0, 0),
+                                   weight.shape[:2] + (k + 1,) + weight.shape[3:],
+                                   (1,) * 5), weight.shape[:2] + weight.shape[3:])
+        y = F.conv2d(folded, w_k, None, tuple(stride[1:]), tuple(pads[2:]), tuple(dilation[1:]),
+                     group)
+        total = y if total is None else total + y
+    return F.transpose(F.reshape(total, (n, out_d) + tuple(total.shape[1:])), (0, 2, 1, 3, 4))
+
+
 class Conv3d(Cell):
     """3-D convolution of (N, C_in, D, H, W). pad_mode 'same' (output ceil(size / stride),
     the odd pixel after), 'valid', or 'pad' with padding an int or (head, tail, top, bottom,
@@ -94,30 +122,9 @@ class Conv3d(Cell):
         if len(shape) != 5 or shape[1] != self.in_channels:
             raise ValueError(f"Conv3d: expected an (N, {self.in_channels}, D, H, W) input, got "
                              f"shape {shape}")
-        n = shape[0]
         pads = self._pads(shape[2:])
-        x = pad_constant_axis(x, 2, pads[0], pads[1], 0)
-        depth, (kd, sd, dd) = x.shape[2], (self.kernel_size[0], self.stride[0], self.dilation[0])
-        out_d = (depth - dd * (kd - 1) - 1) // sd + 1
-        if out_d < 1:
-            raise ValueError(f"Conv3d: the kernel depth {kd} (dilation {dd}) does not fit the "
-                             f"padded input depth {depth}")
-        weight = ops.cast(self.weight, x.dtype)
-        total = None
-        for k in range(kd):
-            start = k * dd
-            taps = F.slice_nd(x, (0, 0, start, 0, 0),
-                              (n, shape[1], start + (out_d - 1) * sd + 1) + tuple(x.shape[3:]),
-                              (1, 1, sd, 1, 1))
-            folded = F.reshape(F.transpose(taps, (0, 2, 1, 3, 4)),
-                               (n * out_d, shape[1]) + tuple(x.shape[3:]))
-            w_k = F.reshape(F.slice_nd(weight, (0, 0, k, 0, 0),
-                                       weight.shape[:2] + (k + 1,) + weight.shape[3:],
-                                       (1,) * 5), weight.shape[:2] + weight.shape[3:])
-            y = F.conv2d(folded, w_k, None, self.stride[1:], pads[2:], self.dilation[1:],
-                         self.group)
-            total = y if total is None else total + y
-        out = F.transpose(F.reshape(total, (n, out_d) + tuple(total.shape[1:])), (0, 2, 1, 3, 4))
+        out = conv3d_taps(x, ops.cast(self.weight, x.dtype), self.stride, pads, self.dilation,
+                          self.group)
         if self.has_bias:
             out = out + F.reshape(ops.cast(self.bias, out.dtype), (1, self.out_channels, 1, 1, 1))
         return out

@@ -77,6 +77,8 @@ class TrainOneStepCell(Cell):
         self.reducer_flag = reducer is not None
         if self.reducer_flag:
             broadcast_parameters(self.network.get_parameters())
+            if self.sens == 1.0:  # scaled gradients would be new tensors, sent after the sweep
+                self._grad_fn = reducer.overlapping(self._grad_fn, self)
         # An attribute, as MindSpore's: a subclass may assign its own reducer Cell.
         self.grad_reducer = reducer if self.reducer_flag else Identity()
 

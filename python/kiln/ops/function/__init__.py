@@ -8,6 +8,7 @@ from kiln.ops.function import (
     elementwise,
     helpers,
     linalg,
+    linalg_decomp,
     linalg_ext,
     linalg_solve,
     loss,
@@ -24,6 +25,7 @@ from kiln.ops.function import (
     selection,
     shape_ext,
     spatial,
+    special,
     stats_ext,
 )
 from kiln.ops.function.activation import *  # noqa: F401,F403
@@ -34,6 +36,7 @@ from kiln.ops.function.ctc import *  # noqa: F401,F403
 from kiln.ops.function.elementwise import *  # noqa: F401,F403
 from kiln.ops.function.helpers import *  # noqa: F401,F403
 from kiln.ops.function.linalg import *  # noqa: F401,F403
+from kiln.ops.function.linalg_decomp import *  # noqa: F401,F403
 from kiln.ops.function.linalg_ext import *  # noqa: F401,F403
 from kiln.ops.function.linalg_solve import *  # noqa: F401,F403
 from kiln.ops.function.loss import *  # noqa: F401,F403
@@ -50,12 +53,13 @@ from kiln.ops.function.scatter_ops import *  # noqa: F401,F403
 from kiln.ops.function.selection import *  # noqa: F401,F403
 from kiln.ops.function.shape_ext import *  # noqa: F401,F403
 from kiln.ops.function.spatial import *  # noqa: F401,F403
+from kiln.ops.function.special import *  # noqa: F401,F403
 from kiln.ops.function.stats_ext import *  # noqa: F401,F403
 
 __all__ = sorted({name for module in (activation, array, clipping, ctc, elementwise, helpers,
                                       linalg, loss, matrix, nn, normalization, reduce, spatial,
-                                      creation_ext, linalg_ext, linalg_solve, math_ext,
-                                      nn_ext, reduce_ext,
+                                      creation_ext, linalg_decomp, linalg_ext, linalg_solve,
+                                      math_ext, nn_ext, reduce_ext, special,
                                       misc_ext, random_ext, scatter_ops, selection,
                                       shape_ext, stats_ext)
                   for name in module.__all__})

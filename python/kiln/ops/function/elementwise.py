@@ -1,4 +1,6 @@
 """Elementwise functional ops: arithmetic, comparisons, math, activations, cast/clamp/where."""
+import numpy as np
+
 from kiln.common import dtype as mstype
 from kiln.ops._core import call, dtype_attr, is_tensor
 
@@ -258,7 +260,24 @@ def logical_not(input):  # noqa: A002
 
 def where(condition, x, y):
     """x where condition holds, else y; all three broadcast together."""
+    if not is_tensor(x) and not is_tensor(y):
+        x, y = _scalar_branches(x, y)
     return call("where", (condition, x, y))
+
+
+def _scalar_branches(x, y):
+    """Two Python numbers as where's branches take MindSpore's default dtypes (float32 when
+    either is a float, else int64), where NumPy's rules would give float64."""
+    from kiln.common._arrays import tensor_of  # noqa: PLC0415 - kiln.common imports ops
+
+    numbers = (bool, int, float)
+    if not (isinstance(x, numbers) and isinstance(y, numbers)):
+        return x, y
+    if isinstance(x, float) or isinstance(y, float):
+        dtype = np.float32
+    else:
+        dtype = np.bool_ if isinstance(x, bool) and isinstance(y, bool) else np.int64
+    return tensor_of(np.array(x, dtype)), tensor_of(np.array(y, dtype))
 
 
 def cast(input, dtype):  # noqa: A002

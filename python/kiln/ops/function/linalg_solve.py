@@ -9,7 +9,7 @@ from kiln.ops._core import call, dtype_attr, is_tensor
 from kiln.ops.function.array import concat, narrow, reshape, transpose
 
 __all__ = ["det", "matrix_determinant", "slogdet", "log_matrix_determinant", "logdet",
-           "inverse", "cholesky", "cholesky_inverse", "cholesky_solve"]
+           "inverse", "cholesky", "cholesky_inverse", "cholesky_solve", "lu_unpack", "lu_solve"]
 
 
 def _square(op, x, name="input"):
@@ -142,3 +142,72 @@ def cholesky_solve(input, input2, upper=False):  # noqa: A002
     a = call("matmul", (transpose_last(f), f)) if upper else \
         call("matmul", (f, transpose_last(f)))
     return call("matmul", (inverse(a), input))
+
+
+def _row_swaps(pivots, m, dtype):
+    """R with R @ A = A after LAPACK's row swaps (row i with row pivots[i] - 1, in order), as a
+    product of one-hot permutation matrices, so A = R^T L U."""
+    piv = call("cast", (pivots,), (dtype_attr(mstype.int64),))
+    rows = tensor_of(np.arange(m, dtype=np.int64))
+    r = None
+    for i in range(pivots.shape[-1]):
+        j = call("expand_dims", (call("sub", (narrow(piv, -1, i, 1), 1)),), (len(piv.shape),))
+        j = reshape(j, tuple(piv.shape[:-1]) + (1,))
+        src = call("where", (call("equal", (rows, i)), j,
+                             call("where", (call("equal", (rows, j)), i, rows))))
+        swap = call("one_hot", (src,), (m, -1, 1, 0, dtype_attr(dtype), ""))
+        r = swap if r is None else call("matmul", (swap, r))
+    if r is None:
+        eye = np.broadcast_to(np.eye(m), tuple(pivots.shape[:-1]) + (m, m)).copy()
+        r = call("cast", (tensor_of(eye),), (dtype_attr(dtype),))
+    return r
+
+
+def _lu_args(op, data, pivots):
+    if not is_tensor(data) or not is_tensor(pivots):
+        raise TypeError(f"{op}: LU_data and LU_pivots must be Tensors")
+    if len(data.shape) < 2 or not data.dtype.is_floating_point:
+        raise ValueError(f"{op}: LU_data must be a float tensor of rank >= 2, got "
+                         f"{data.dtype} of shape {tuple(data.shape)}")
+    if pivots.dtype not in mstype.int_type + mstype.uint_type:
+        raise TypeError(f"{op}: LU_pivots must be an integer tensor, got {pivots.dtype}")
+    m, n = data.shape[-2:]
+    if tuple(pivots.shape) != tuple(data.shape[:-2]) + (min(m, n),):
+        raise ValueError(f"{op}: LU_pivots of shape {tuple(pivots.shape)} must be (*, "
+                         f"min(M, N)) for LU_data of shape {tuple(data.shape)}")
+
+
+def lu_unpack(LU_data, LU_pivots, unpack_data=True, unpack_pivots=True):  # noqa: N803
+    """(P, L, U) with A = P @ L @ U from the packed LU factors (LAPACK's getrf layout: L's unit
+    diagonal implied, 1-based pivots); None for the parts not asked for."""
+    _lu_args("lu_unpack", LU_data, LU_pivots)
+    m, n = LU_data.shape[-2:]
+    k = min(m, n)
+    p = transpose_last(_row_swaps(LU_pivots, m, LU_data.dtype)) if unpack_pivots else None
+    if not unpack_data:
+        return p, None, None
+    dt = dtype_attr(LU_data.dtype)
+    below = call("cast", (tensor_of(np.tril(np.ones((m, k)), -1)),), (dt,))
+    eye = call("cast", (tensor_of(np.eye(m, k)),), (dt,))
+    low = call("add", (call("mul", (narrow(LU_data, -1, 0, k), below)), eye))
+    upper = call("cast", (tensor_of(np.triu(np.ones((k, n)))),), (dt,))
+    up = call("mul", (narrow(LU_data, -2, 0, k), upper))
+    return p, low, up
+
+
+def lu_solve(b, LU_data, LU_pivots):  # noqa: N803
+    """y with A y = b for A = P L U given as lu_unpack's packed factors: two triangular
+    solves after the row swaps."""
+    _lu_args("lu_solve", LU_data, LU_pivots)
+    if not is_tensor(b) or len(b.shape) < 2:
+        raise ValueError("lu_solve: b must be a Tensor of shape (*, m, k)")
+    m = LU_data.shape[-1]
+    if LU_data.shape[-2] != m or b.shape[-2] != m:
+        raise ValueError(f"lu_solve: LU_data must be square (*, m, m) and b (*, m, k), got "
+                         f"{tuple(LU_data.shape)} and {tuple(b.shape)}")
+    batch = tuple(np.broadcast_shapes(tuple(b.shape[:-2]), tuple(LU_data.shape[:-2])))
+    lu = call("broadcast_to", (LU_data,), (batch + (m, m),))
+    r = _row_swaps(call("broadcast_to", (LU_pivots,), (batch + (m,),)), m, LU_data.dtype)
+    rb = call("matmul", (r, call("broadcast_to", (b,), (batch + tuple(b.shape[-2:]),))))
+    y = call("triangular_solve", (rb, lu), (False, False, True))
+    return call("triangular_solve", (y, lu), (True, False, False))

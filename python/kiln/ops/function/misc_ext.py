@@ -200,28 +200,37 @@ def combinations(input, r=2, with_replacement=False):  # noqa: A002
 
 
 def einsum(equation, *operands):
-    """Einstein summation over explicit or implicit ('ij,jk') output labels, by broadcast
-    products and sums (no repeated label within one operand, no '...')."""
+    """Einstein summation over explicit ('ij,jk->ik') or implicit ('ij,jk') output labels, by
+    broadcast products and sums; '...' stands for the broadcast leading dims (aligned from the
+    right, as NumPy does; an explicit output without '...' sums them, as MindSpore documents).
+    The sublist form einsum(x, [0, ...], y, [..., 1], [0, 1]) names labels by ints < 52 and
+    '...' by Ellipsis. A label may appear once per operand."""
+    if not isinstance(equation, str):
+        equation, operands = _sublist_equation((equation,) + operands)
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
         operands = tuple(operands[0])
     eq = equation.replace(" ", "")
-    if "." in eq:
-        raise ValueError("einsum: '...' is not supported by kiln yet")
-    lhs, _, out = eq.partition("->")
+    lhs, arrow, out = eq.partition("->")
     terms = lhs.split(",")
     if len(terms) != len(operands):
         raise ValueError(f"einsum: {len(terms)} operands in {equation!r}, {len(operands)} given")
-    if "->" not in eq:
-        counts = {c: lhs.count(c) for c in lhs if c != ","}
-        out = "".join(sorted(c for c, k in counts.items() if k == 1))
-    labels = sorted(set(lhs.replace(",", "")) - set(out))
+    for t in operands:
+        _tensor("einsum", t, "operand")
+    terms, ell = _expand_ellipses(equation, terms, operands)
+    if arrow:
+        if out.count("...") > 1 or out.replace("...", "").count("."):
+            raise ValueError(f"einsum: invalid output {out!r} in {equation!r}")
+        out = out.replace("...", ell)
+    else:
+        letters = [c for c in "".join(terms) if c not in ell]
+        out = ell + "".join(sorted(c for c in set(letters) if letters.count(c) == 1))
+    used = set("".join(terms))
+    if len(set(out)) != len(out) or not set(out) <= used:
+        raise ValueError(f"einsum: output labels {out!r} must be distinct labels of the inputs")
+    labels = sorted(used - set(out))
     order = list(out) + labels
     total = None
     for term, t in zip(terms, operands):
-        _tensor("einsum", t, "operand")
-        if len(set(term)) != len(term) or len(term) != len(t.shape):
-            raise ValueError(f"einsum: term {term!r} does not fit shape {tuple(t.shape)} (a "
-                             f"label may appear once per operand)")
         perm = tuple(sorted(range(len(term)), key=lambda i: order.index(term[i])))
         shape = [1] * len(order)
         for i in perm:
@@ -231,6 +240,56 @@ def einsum(equation, *operands):
     if labels:
         total = call("reduce_sum", (total,), (tuple(range(len(out), len(order))), False, None))
     return total
+
+
+def _sublist_equation(args):
+    """(equation, operands) of einsum's sublist form: operand, sublist, operand, sublist, ...,
+    [output sublist]."""
+    letters = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+    def term(sublist):
+        if not isinstance(sublist, (list, tuple)):
+            raise TypeError(f"einsum: a sublist must be a list, got {type(sublist).__name__}")
+        out = ""
+        for item in sublist:
+            if item is Ellipsis:
+                out += "..."
+            elif isinstance(item, int) and not isinstance(item, bool) and 0 <= item < 52:
+                out += letters[item]
+            else:
+                raise ValueError(f"einsum: sublist labels must be Ellipsis or ints in [0, 52), "
+                                 f"got {item!r}")
+        return out
+
+    operands, terms = args[0:len(args) - len(args) % 2:2], args[1::2]
+    if len(terms) != len(operands):
+        raise ValueError("einsum: each operand needs a sublist")
+    equation = ",".join(term(t) for t in terms)
+    if len(args) % 2:
+        equation += "->" + term(args[-1])
+    return equation, tuple(operands)
+
+
+def _expand_ellipses(equation, terms, operands):
+    """Each term with its '...' replaced by labels for the dims it covers (private characters,
+    one per broadcast dim counted from the right), and the labels of the widest '...'."""
+    widths = []
+    for term, t in zip(terms, operands):
+        if term.count("...") > 1 or term.replace("...", "").count("."):
+            raise ValueError(f"einsum: invalid term {term!r} in {equation!r}")
+        named = len(term.replace("...", ""))
+        if not term.replace("...", "").isalpha() and named:
+            raise ValueError(f"einsum: labels must be letters, got {term!r} in {equation!r}")
+        width = len(t.shape) - named if "..." in term else 0
+        if width < 0 or ("..." not in term and named != len(t.shape)):
+            raise ValueError(f"einsum: term {term!r} does not fit shape {tuple(t.shape)}")
+        if len(set(term.replace("...", ""))) != named:
+            raise ValueError(f"einsum: term {term!r} repeats a label (a label may appear once "
+                             f"per operand in kiln)")
+        widths.append(width)
+    widest = max(widths, default=0)
+    ell = "".join(chr(0x2460 + i) for i in range(widest))  # never a letter of an equation
+    return [term.replace("...", ell[widest - w:]) for term, w in zip(terms, widths)], ell
 
 
 def kaiser_window(window_length, periodic=True, beta=12.0, *, dtype=None):

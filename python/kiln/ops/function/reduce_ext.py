@@ -9,7 +9,7 @@ from kiln.ops._core import axes_attr, call, dtype_attr, int_arg, is_tensor
 __all__ = [
     "all", "any", "var", "std", "var_mean", "std_mean", "nansum", "nanmean", "count_nonzero",
     "aminmax", "cumsum", "cumprod", "logcumsumexp", "cummax", "cummin", "sort", "argsort",
-    "msort", "topk", "top_k", "median", "vector_norm", "norm", "diff", "trace",
+    "msort", "topk", "top_k", "median", "vector_norm", "diff", "trace",
 ]
 
 
@@ -297,17 +297,6 @@ def vector_norm(x, ord=2, axis=None, keepdims=False, *, dtype=None):  # noqa: A0
     p = float(ord)
     total = call("reduce_sum", (call("pow", (ax, p)),), (axes, keep, None))
     return call("pow", (total, 1.0 / p))
-
-
-def norm(A, ord=None, dim=None, keepdim=False, *, dtype=None):  # noqa: N803 - MindSpore's name
-    """The vector norm (ord None: 2-norm of all elements, or along dim); 'fro' for matrices."""
-    axes_attr(dim, "norm", "dim")
-    if ord in (None, "fro"):
-        return vector_norm(A, 2, dim, keepdim, dtype=dtype)
-    if isinstance(ord, str):
-        raise ValueError(f"norm: ord {ord!r} is not supported by kiln yet (only None, 'fro' "
-                         f"and numbers)")
-    return vector_norm(A, ord, dim, keepdim, dtype=dtype)
 
 
 def diff(x, n=1, axis=-1, prepend=None, append=None):

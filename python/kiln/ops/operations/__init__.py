@@ -7,6 +7,7 @@ from kiln.ops import _core
 from kiln.ops import function as _ops
 from kiln.ops.operations.comm_ops import *  # noqa: F401,F403
 from kiln.ops.operations.comm_ops import __all__ as _comm_ops_all
+from kiln.ops.operations.custom_ops import Custom  # noqa: F401
 from kiln.ops.operations.debug_ops import HookBackward, Print  # noqa: F401
 from kiln.ops.operations.math_ops import *  # noqa: F401,F403
 from kiln.ops.operations.math_ops import __all__ as _math_ops_all
@@ -24,7 +25,7 @@ __all__ = [
     "BatchMatMul", "ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "Softmax",
     "LogSoftmax", "Reshape", "Transpose", "ExpandDims", "Squeeze", "Concat", "Stack",
     "Gather", "OneHot", "ZerosLike", "OnesLike", "Argmax", "Flatten", "Depend", "AddN", "Split",
-] + _nn_ops_all + _comm_ops_all + _math_ops_all + ["Print", "HookBackward"]
+] + _nn_ops_all + _comm_ops_all + _math_ops_all + ["Print", "HookBackward", "Custom"]
 
 
 def _elementwise(name, fn_name):

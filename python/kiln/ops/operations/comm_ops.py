@@ -113,3 +113,25 @@ class Barrier(Primitive):
 
     def __call__(self):
         return _core.call("barrier", (), (self.group,))
+
+
+class _AllReduceStart(Primitive):
+    """The first half of AllReduce: starts it and returns a handle (an int64 scalar) at once, so
+    the backward pass goes on while the bucket travels. kiln's own: nn.DistributedGradReducer's
+    overlap emits it; the passes move it to just after the last value it needs."""
+
+    def __init__(self, op=ReduceOp.SUM, group=_WORLD):
+        super().__init__()
+        self.op = check_reduce_op(op, "AllReduce")
+        self.group = check_group(group, "AllReduce")
+
+    def __call__(self, x):
+        return _core.call("all_reduce_start", (_check_tensor(x, "AllReduce"),),
+                          (self.op, self.group))
+
+
+class _AllReduceWait(Primitive):
+    """The second half: the reduction of `x` that `handle` started (x: the tensor sent)."""
+
+    def __call__(self, x, handle):
+        return _core.call("all_reduce_wait", (x, handle), ())

@@ -30,6 +30,12 @@ _SIMPLE = {
     "TensorScatterSub": "tensor_scatter_sub", "TensorScatterUpdate": "tensor_scatter_update",
     "ScatterNd": "scatter_nd", "Gcd": "gcd", "Lcm": "lcm", "PopulationCount": "population_count",
     "FastGeLU": "fast_gelu", "MatrixBandPart": "matrix_band_part", "IndexFill": "index_fill",
+    "BesselI0": "bessel_i0", "BesselI0e": "bessel_i0e", "BesselI1": "bessel_i1",
+    "BesselI1e": "bessel_i1e", "BesselJ0": "bessel_j0", "BesselJ1": "bessel_j1",
+    "BesselK0": "bessel_k0", "BesselK0e": "bessel_k0e", "BesselK1": "bessel_k1",
+    "BesselK1e": "bessel_k1e", "BesselY0": "bessel_y0", "BesselY1": "bessel_y1",
+    "Polygamma": "polygamma", "Zeta": "zeta", "Igamma": "igamma", "Igammac": "igammac",
+    "Geqrf": "geqrf", "Orgqr": "orgqr",
 }
 
 __all__ = sorted(_SIMPLE) + [
@@ -39,7 +45,7 @@ __all__ = sorted(_SIMPLE) + [
     "SquaredDifference", "Range", "Shape", "TensorShape", "DType", "Fill", "IsClose",
     "NanToNum", "Cdist", "ApproximateEqual", "TensorScatterElements", "Einsum", "Renorm",
     "MatrixPower", "InTopK", "CumulativeLogsumexp", "ReverseSequence", "SpaceToBatchND",
-    "BatchToSpaceND", "Bucketize", "SearchSorted", "LogSpace",
+    "BatchToSpaceND", "Bucketize", "SearchSorted", "LogSpace", "Svd", "Qr", "Ormqr", "LuUnpack",
 ]
 
 
@@ -92,6 +98,46 @@ class _Configured(Primitive):
             values[key] = value
         for key, value in values.items():
             setattr(self, key, value)
+
+
+class Svd(_Configured):
+    """(s, u, v) of each matrix (ops.svd)."""
+
+    _attrs = (("full_matrices", False), ("compute_uv", True))
+
+    def __call__(self, a):
+        out = _ops.svd(a, self.full_matrices, self.compute_uv)
+        if self.compute_uv:
+            return out
+        # MindSpore 2.10 gives one-element zero tensors in place of u and v
+        return out, _ops.zeros((1,), out.dtype), _ops.zeros((1,), out.dtype)
+
+
+class Qr(_Configured):
+    """(Q, R) of each matrix; full_matrices=True is ops.qr's 'complete' mode."""
+
+    _attrs = (("full_matrices", False),)
+
+    def __call__(self, x):
+        return _ops.qr(x, "complete" if self.full_matrices else "reduced")
+
+
+class Ormqr(_Configured):
+    """Q @ other (or other @ Q, Q^T) from geqrf's Householder form (ops.ormqr)."""
+
+    _attrs = (("left", True), ("transpose", False))
+
+    def __call__(self, x, tau, other):
+        return _ops.ormqr(x, tau, other, self.left, self.transpose)
+
+
+class LuUnpack(_Configured):
+    """(P, L, U) from packed LU factors and 1-based pivots (ops.lu_unpack)."""
+
+    _attrs = (("unpack_data", True), ("unpack_pivots", True))
+
+    def __call__(self, lu_data, lu_pivots):
+        return _ops.lu_unpack(lu_data, lu_pivots, self.unpack_data, self.unpack_pivots)
 
 
 class Sort(_Configured):
