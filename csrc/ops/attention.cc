@@ -7,8 +7,6 @@
 // matmul(softmax(scores, -1), value). float32 runs the tiled kernel below; other dtypes run the
 // chain's own kernels (the same values as the unfused ops). The gradient recomputes the
 // probabilities with those ops (the backward keeps the score matrix; only the forward avoids it).
-#include <dnnl.h>
-
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -18,13 +16,16 @@
 #include "core/parallel.h"
 #include "kernels/cpu/copy.h"
 #include "kernels/cpu/normalization.h"
+#include "kernels/cpu/tile_kernels.h"
 #include "ops/linalg_internal.h"
 
 namespace kiln::linalg {
 namespace {
 
-constexpr int64_t kQueryRows = 64;  // query rows per work item (one item per batch and block)
-constexpr int64_t kKeyTile = 512;   // keys per score tile: a 64 x 512 tile is 128 KiB, in L2
+// Query rows per work item (one item per batch item and block): the packed key tile is reused
+// by all of them. Keys per score tile: a 128 x 256 tile is 128 KiB, in L2 with the key tile.
+constexpr int64_t kQueryRows = 128;
+constexpr int64_t kKeyTile = 256;
 
 std::vector<TensorMeta> InferFusedAttention(const OpDef& def, const std::vector<TensorMeta>& in,
                                             const Attrs& attrs) {
@@ -56,47 +57,22 @@ std::vector<TensorMeta> InferFusedAttention(const OpDef& def, const std::vector<
 
 // ---- The float32 kernel
 
-// One matrix of a batched operand, as dnnl_sgemm (row-major) reads it: op(M) with leading
-// dimension ld, where op is 'N' (M's rows are contiguous) or 'T' (its columns are).
+// One matrix of a batched operand: element (i, j) of batch item b at
+// base + offset(b) + i * rs + j * cs.
 struct Matrix {
   const float* base;
   Shape batch_strides;  // per output batch dim; 0 where the operand broadcasts
   int64_t rs, cs;       // row and column strides
 };
 
-// t's matrix strides with those of size-1 dims made canonical (a dense layout's), since
-// nothing is read along them and sgemm checks leading dimensions.
-void MatrixStrides(const Tensor& t, int64_t* rs, int64_t* cs) {
-  const int64_t nd = t.ndim(), r = t.dim(nd - 2), c = t.dim(nd - 1);
-  *rs = r == 1 ? c : t.strides()[nd - 2];
-  *cs = c == 1 ? 1 : t.strides()[nd - 1];
-}
-
 Matrix MatrixOf(const Tensor& t, const Shape& batch) {
   const int64_t nd = t.ndim(), nb = static_cast<int64_t>(batch.size());
-  Matrix m{t.data<float>(), Shape(nb, 0), 0, 0};
-  MatrixStrides(t, &m.rs, &m.cs);
+  Matrix m{t.data<float>(), Shape(nb, 0), t.strides()[nd - 2], t.strides()[nd - 1]};
   for (int64_t d = 0; d < nb; ++d) {
     const int64_t td = d - (nb - (nd - 2));  // t's dim aligned with batch dim d, if any
     if (td >= 0 && t.dim(td) != 1) m.batch_strides[d] = t.strides()[td];
   }
   return m;
-}
-
-// sgemm needs one unit stride per matrix and a leading dimension covering the other one.
-bool SgemmReadable(const Tensor& t) {
-  const int64_t nd = t.ndim(), r = t.dim(nd - 2), c = t.dim(nd - 1);
-  int64_t rs, cs;
-  MatrixStrides(t, &rs, &cs);
-  return (cs == 1 && rs >= c) || (rs == 1 && cs >= r);
-}
-
-// op and ld for reading a stored matrix with `cols` columns at strides (rs, cs), transposed if
-// `transpose` (the matrix is SgemmReadable).
-void BlasOperand(int64_t rs, int64_t cs, int64_t cols, bool transpose, char* op, int64_t* ld) {
-  const bool row_major = cs == 1 && rs >= cols;
-  *op = row_major != transpose ? 'N' : 'T';
-  *ld = std::max<int64_t>(row_major ? rs : cs, 1);
 }
 
 struct Plan {
@@ -118,46 +94,50 @@ int64_t BatchOffset(const Plan& p, const Matrix& m, int64_t b) {
   return off;
 }
 
-void Sgemm(char ta, char tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
-           int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
-  const dnnl_status_t status = dnnl_sgemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-  KILN_CHECK(status == dnnl_success, Runtime, "fused_attention: oneDNN sgemm failed (status ",
-             static_cast<int>(status), ")");
-}
-
-// Per-row running state of the online softmax over the key tiles seen so far.
-struct RowState {
-  std::vector<float> max, sum;
+// Per-thread buffers: the score tile; the query block, key^T and value tiles packed into dense
+// rows; the online softmax's running row maxima and sums.
+struct Scratch {
+  std::vector<float> scores, queries, keys, values, max, sum;
 };
 
-// Turns one score tile (rows x cols, row stride ld) into exp(s - new max) in place and
-// rescales the rows' accumulated output by exp(old max - new max). `first`: no output yet.
-void SoftmaxTile(float* s, int64_t rows, int64_t cols, int64_t ld, RowState& st, float* o,
+// Turns a score tile (rows x cols, row stride ld) into exp(s - new max) in place and rescales
+// the rows' accumulated output by exp(old max - new max). `first`: no output yet. The max,
+// exp and sum run in tile_kernels' AVX-512 loops.
+void SoftmaxTile(float* s, int64_t rows, int64_t cols, int64_t ld, Scratch& st, float* o,
                  int64_t dv, bool first) {
   for (int64_t i = 0; i < rows; ++i) {
     float* row = s + i * ld;
-    float mx = st.max[i];
-    for (int64_t j = 0; j < cols; ++j) mx = std::max(mx, row[j]);
+    const float mx = std::max(st.max[i], cpu::TileRowMax(row, cols));
     if (mx == -std::numeric_limits<float>::infinity()) {  // every key so far masked out
       std::fill(row, row + cols, 0.f);
       if (first) std::fill(o + i * dv, o + (i + 1) * dv, 0.f);
       continue;
     }
-    float total = 0.f;
-    for (int64_t j = 0; j < cols; ++j) {
-      row[j] = cpu::ExpF(row[j] - mx);
-      total += row[j];
-    }
     const float correction = cpu::ExpF(st.max[i] - mx);  // 0 while the row had no finite score
     if (!first)
       for (int64_t j = 0; j < dv; ++j) o[i * dv + j] *= correction;
-    st.sum[i] = st.sum[i] * correction + total;
+    st.sum[i] = st.sum[i] * correction + cpu::TileExpSum(row, cols, mx);
     st.max[i] = mx;
   }
 }
 
-// Output rows [r0, r0 + rows) of batch item b.
-void AttendBlock(const Plan& p, int64_t b, int64_t r0, int64_t rows, std::vector<float>& tile) {
+// Copies a (rows x cols) matrix at strides (rs, cs) into dense rows. Sources with strided rows
+// (the encoder block's heads are transposed views, rows 256 floats apart) are packed because
+// rows 1 KiB apart share L1 sets: re-reading them in the products missed cache.
+void PackRows(const float* src, int64_t rows, int64_t cols, int64_t rs, int64_t cs, float* dst) {
+  if (cs == 1) {
+    for (int64_t i = 0; i < rows; ++i) std::copy(src + i * rs, src + i * rs + cols, dst + i * cols);
+    return;
+  }
+  // 16 rows at a time, so each source line is read while it is in cache.
+  for (int64_t i0 = 0; i0 < rows; i0 += 16)
+    for (int64_t j = 0; j < cols; ++j)
+      for (int64_t i = i0; i < std::min(rows, i0 + 16); ++i)
+        dst[i * cols + j] = src[i * rs + j * cs];
+}
+
+// Output rows [r0, r0 + rows) of batch item b, one key tile at a time.
+void AttendBlock(const Plan& p, int64_t b, int64_t r0, int64_t rows, Scratch& st) {
   const float* q = p.q.base + BatchOffset(p, p.q, b) + r0 * p.q.rs;
   const float* k = p.k.base + BatchOffset(p, p.k, b);
   const float* v = p.v.base + BatchOffset(p, p.v, b);
@@ -165,27 +145,38 @@ void AttendBlock(const Plan& p, int64_t b, int64_t r0, int64_t rows, std::vector
       p.mask.base ? p.mask.base + BatchOffset(p, p.mask, b) + r0 * p.mask.rs : nullptr;
   float* o = p.out + (b * p.sq + r0) * p.dv;
   const int64_t cols = std::min(p.sk, kKeyTile);
-  tile.resize(static_cast<size_t>(rows * cols));
-  RowState st{std::vector<float>(rows, -std::numeric_limits<float>::infinity()),
-              std::vector<float>(rows, 0.f)};
-  char qa, kb, pa = 'N', vb;
-  int64_t lq, lk, lv;
-  BlasOperand(p.q.rs, p.q.cs, p.d, false, &qa, &lq);
-  // Scores need key^T as a (d x sk) operand: key itself when it is stored (d, sk).
-  BlasOperand(p.k.rs, p.k.cs, p.transpose_key ? p.d : p.sk, p.transpose_key, &kb, &lk);
-  BlasOperand(p.v.rs, p.v.cs, p.dv, false, &vb, &lv);
+  st.scores.resize(static_cast<size_t>(rows * cols));
+  st.keys.resize(static_cast<size_t>(p.d * cols));
+  st.max.assign(rows, -std::numeric_limits<float>::infinity());
+  st.sum.assign(rows, 0.f);
+  st.values.resize(static_cast<size_t>(cols * p.dv));
+  const float* qa = q;
+  if (p.q.cs != 1 || p.q.rs != p.d) {
+    st.queries.resize(static_cast<size_t>(rows * p.d));
+    PackRows(q, rows, p.d, p.q.rs, p.q.cs, st.queries.data());
+    qa = st.queries.data();
+  }
+  const bool dense_values = p.v.cs == 1 && p.v.rs == p.dv;
   for (int64_t j0 = 0; j0 < p.sk; j0 += cols) {
     const int64_t n = std::min(cols, p.sk - j0);
-    // Keys j0.. are key's rows (transpose_key) or columns.
-    const float* kt = k + j0 * (p.transpose_key ? p.k.rs : p.k.cs);
-    Sgemm(qa, kb, rows, n, p.d, p.scale, q, lq, kt, lk, 0.f, tile.data(), cols);
+    // key^T for keys j0.. as a (d x n) tile: key^T's rows are key's columns (or its rows).
+    if (p.transpose_key)
+      PackRows(k + j0 * p.k.rs, p.d, n, p.k.cs, p.k.rs, st.keys.data());
+    else
+      PackRows(k + j0 * p.k.cs, p.d, n, p.k.rs, p.k.cs, st.keys.data());
+    float* s = st.scores.data();
+    cpu::TileGemm(rows, n, p.d, p.scale, qa, p.d, 1, st.keys.data(), n, s, cols, false);
     if (mask)
       for (int64_t i = 0; i < rows; ++i)
         for (int64_t j = 0; j < n; ++j)
-          tile[i * cols + j] += mask[i * p.mask.rs + (j0 + j) * p.mask.cs];
-    SoftmaxTile(tile.data(), rows, n, cols, st, o, p.dv, j0 == 0);
-    Sgemm(pa, vb, rows, p.dv, n, 1.f, tile.data(), cols, v + j0 * p.v.rs, lv, j0 == 0 ? 0.f : 1.f,
-          o, p.dv);
+          s[i * cols + j] += mask[i * p.mask.rs + (j0 + j) * p.mask.cs];
+    SoftmaxTile(s, rows, n, cols, st, o, p.dv, j0 == 0);
+    const float* vt = v + j0 * p.v.rs;
+    if (!dense_values) {
+      PackRows(vt, n, p.dv, p.v.rs, p.v.cs, st.values.data());
+      vt = st.values.data();
+    }
+    cpu::TileGemm(rows, p.dv, n, 1.f, s, cols, 1, vt, p.dv, o, p.dv, j0 > 0);
   }
   for (int64_t i = 0; i < rows; ++i) {
     // A row with no finite score is NaN, as softmax gives it (exp(-inf - -inf)).
@@ -194,10 +185,8 @@ void AttendBlock(const Plan& p, int64_t b, int64_t r0, int64_t rows, std::vector
   }
 }
 
-void Float32Attention(const Tensor& in_q, const Tensor& in_k, const Tensor& in_v,
-                      const Tensor& in_mask, bool transpose_key, double scale, const Tensor& out) {
-  auto readable = [](const Tensor& t) { return SgemmReadable(t) ? t : t.Contiguous(); };
-  const Tensor q = readable(in_q), k = readable(in_k), v = readable(in_v);
+void Float32Attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& in_mask,
+                      bool transpose_key, double scale, const Tensor& out) {
   const int64_t nd = out.ndim();
   Plan p;
   p.batch = Shape(out.shape().begin(), out.shape().end() - 2);
@@ -219,17 +208,15 @@ void Float32Attention(const Tensor& in_q, const Tensor& in_k, const Tensor& in_v
     scores.push_back(p.sk);
     mask = in_mask.Expand(scores);
     p.mask = MatrixOf(mask, p.batch);
-    p.mask.rs = mask.strides()[nd - 2];  // read element by element: the view's own strides
-    p.mask.cs = mask.strides()[nd - 1];
   }
   p.out = out.data<float>();
   int64_t items_per_batch = (p.sq + kQueryRows - 1) / kQueryRows, batches = 1;
   for (int64_t b : p.batch) batches *= b;
   ParallelFor(batches * items_per_batch, 1, [&](int64_t begin, int64_t end) {
-    std::vector<float> tile;
+    Scratch st;
     for (int64_t item = begin; item < end; ++item) {
       const int64_t b = item / items_per_batch, r0 = (item % items_per_batch) * kQueryRows;
-      AttendBlock(p, b, r0, std::min(kQueryRows, p.sq - r0), tile);
+      AttendBlock(p, b, r0, std::min(kQueryRows, p.sq - r0), st);
     }
   });
 }
