@@ -7,6 +7,12 @@
 #include "kernels/cpu/normalization.h"
 
 #if defined(__AVX512F__)
+// GCC 12's AVX-512 intrinsics start from a self-initialized `_mm512_undefined_ps()` that its
+// own -Wmaybe-uninitialized flags once inlined (GCC bug 105593); the code is correct.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#endif
 #include <immintrin.h>
 #endif
 
@@ -34,15 +40,17 @@ inline void StoreRow(float* out, const __m512 acc[4], const __mmask16 masks[4], 
   }
 }
 
-// C[4 rows, `width` columns]. The 16 accumulators are named variables, not an array: GCC keeps
-// an array of vectors on the stack and stores it every iteration (2x slower).
-void Block4(int64_t width, int64_t k, float alpha, const float* a, int64_t ars, int64_t acs,
+// C[6 rows, `width` columns]: 24 accumulators, 4 loads of B and 6 broadcasts of A per 24 FMAs
+// (4 rows measured 10% slower). They are named variables, not an array: GCC keeps an array of
+// vectors on the stack and stores it every iteration (2x slower).
+void Block6(int64_t width, int64_t k, float alpha, const float* a, int64_t ars, int64_t acs,
             const float* b, int64_t ldb, float* c, int64_t ldc, bool accumulate) {
   __mmask16 masks[4];
   ColumnMasks(width, masks);
   __m512 c00 = _mm512_setzero_ps(), c01 = c00, c02 = c00, c03 = c00, c10 = c00, c11 = c00,
          c12 = c00, c13 = c00, c20 = c00, c21 = c00, c22 = c00, c23 = c00, c30 = c00, c31 = c00,
-         c32 = c00, c33 = c00;
+         c32 = c00, c33 = c00, c40 = c00, c41 = c00, c42 = c00, c43 = c00, c50 = c00, c51 = c00,
+         c52 = c00, c53 = c00;
   for (int64_t p = 0; p < k; ++p) {
     const float* bp = b + p * ldb;
     const __m512 b0 = _mm512_maskz_loadu_ps(masks[0], bp);
@@ -50,23 +58,42 @@ void Block4(int64_t width, int64_t k, float alpha, const float* a, int64_t ars, 
     const __m512 b2 = _mm512_maskz_loadu_ps(masks[2], bp + 32);
     const __m512 b3 = _mm512_maskz_loadu_ps(masks[3], bp + 48);
     const float* ap = a + p * acs;
-    __m512 x = _mm512_set1_ps(ap[0]);
-    c00 = _mm512_fmadd_ps(x, b0, c00), c01 = _mm512_fmadd_ps(x, b1, c01);
-    c02 = _mm512_fmadd_ps(x, b2, c02), c03 = _mm512_fmadd_ps(x, b3, c03);
-    x = _mm512_set1_ps(ap[ars]);
-    c10 = _mm512_fmadd_ps(x, b0, c10), c11 = _mm512_fmadd_ps(x, b1, c11);
-    c12 = _mm512_fmadd_ps(x, b2, c12), c13 = _mm512_fmadd_ps(x, b3, c13);
+    __m512 x;
+    x = _mm512_set1_ps(ap[0 * ars]);
+    c00 = _mm512_fmadd_ps(x, b0, c00);
+    c01 = _mm512_fmadd_ps(x, b1, c01);
+    c02 = _mm512_fmadd_ps(x, b2, c02);
+    c03 = _mm512_fmadd_ps(x, b3, c03);
+    x = _mm512_set1_ps(ap[1 * ars]);
+    c10 = _mm512_fmadd_ps(x, b0, c10);
+    c11 = _mm512_fmadd_ps(x, b1, c11);
+    c12 = _mm512_fmadd_ps(x, b2, c12);
+    c13 = _mm512_fmadd_ps(x, b3, c13);
     x = _mm512_set1_ps(ap[2 * ars]);
-    c20 = _mm512_fmadd_ps(x, b0, c20), c21 = _mm512_fmadd_ps(x, b1, c21);
-    c22 = _mm512_fmadd_ps(x, b2, c22), c23 = _mm512_fmadd_ps(x, b3, c23);
+    c20 = _mm512_fmadd_ps(x, b0, c20);
+    c21 = _mm512_fmadd_ps(x, b1, c21);
+    c22 = _mm512_fmadd_ps(x, b2, c22);
+    c23 = _mm512_fmadd_ps(x, b3, c23);
     x = _mm512_set1_ps(ap[3 * ars]);
-    c30 = _mm512_fmadd_ps(x, b0, c30), c31 = _mm512_fmadd_ps(x, b1, c31);
-    c32 = _mm512_fmadd_ps(x, b2, c32), c33 = _mm512_fmadd_ps(x, b3, c33);
+    c30 = _mm512_fmadd_ps(x, b0, c30);
+    c31 = _mm512_fmadd_ps(x, b1, c31);
+    c32 = _mm512_fmadd_ps(x, b2, c32);
+    c33 = _mm512_fmadd_ps(x, b3, c33);
+    x = _mm512_set1_ps(ap[4 * ars]);
+    c40 = _mm512_fmadd_ps(x, b0, c40);
+    c41 = _mm512_fmadd_ps(x, b1, c41);
+    c42 = _mm512_fmadd_ps(x, b2, c42);
+    c43 = _mm512_fmadd_ps(x, b3, c43);
+    x = _mm512_set1_ps(ap[5 * ars]);
+    c50 = _mm512_fmadd_ps(x, b0, c50);
+    c51 = _mm512_fmadd_ps(x, b1, c51);
+    c52 = _mm512_fmadd_ps(x, b2, c52);
+    c53 = _mm512_fmadd_ps(x, b3, c53);
   }
   const __m512 scale = _mm512_set1_ps(alpha);
-  const __m512 rows[4][4] = {
-      {c00, c01, c02, c03}, {c10, c11, c12, c13}, {c20, c21, c22, c23}, {c30, c31, c32, c33}};
-  for (int r = 0; r < 4; ++r) StoreRow(c + r * ldc, rows[r], masks, scale, accumulate);
+  const __m512 rows[6][4] = {{c00, c01, c02, c03}, {c10, c11, c12, c13}, {c20, c21, c22, c23},
+                             {c30, c31, c32, c33}, {c40, c41, c42, c43}, {c50, c51, c52, c53}};
+  for (int r = 0; r < 6; ++r) StoreRow(c + r * ldc, rows[r], masks, scale, accumulate);
 }
 
 // C[1 row, `width` columns], for the rows left over.
@@ -155,8 +182,8 @@ void TileGemm(int64_t m, int64_t n, int64_t k, float alpha, const float* a, int6
   for (int64_t j = 0; j < n; j += kCols) {
     const int64_t width = std::min(kCols, n - j);
     int64_t i = 0;
-    for (; i + 4 <= m; i += 4)
-      Block4(width, k, alpha, a + i * ars, ars, acs, b + j, ldb, c + i * ldc + j, ldc, accumulate);
+    for (; i + 6 <= m; i += 6)
+      Block6(width, k, alpha, a + i * ars, ars, acs, b + j, ldb, c + i * ldc + j, ldc, accumulate);
     for (; i < m; ++i)
       Block1(width, k, alpha, a + i * ars, acs, b + j, ldb, c + i * ldc + j, accumulate);
   }

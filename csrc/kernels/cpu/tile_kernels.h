@@ -4,7 +4,7 @@
 //
 // oneDNN's dnnl_sgemm costs 20-45 us per 64x128x64 call here (it packs both operands and sets
 // up threads every call); the fused attention kernel makes two such products per query block,
-// so it needs one whose cost is only its arithmetic: 4 rows x 64 columns of C in 16 registers,
+// so it needs one whose cost is only its arithmetic: 6 rows x 64 columns of C in 24 registers,
 // B read row by row (contiguous), A broadcast element by element (any strides).
 #pragma once
 
