@@ -327,6 +327,7 @@ void RegisterLinalgOps(OpRegistry& r) {
   matmul.grad = MatMulGrad;
   r.Add(std::move(matmul));
   linalg::RegisterFusedLinalgOps(r);
+  linalg::RegisterAttentionOps(r);
 }
 
 }  // namespace kiln

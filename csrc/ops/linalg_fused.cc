@@ -74,7 +74,8 @@ std::vector<TensorMeta> InferFusedMatMul(const OpDef& def, const std::vector<Ten
   return {TensorMeta{a.dtype, out}};
 }
 
-// Runs op `kind`'s kernel with `out` as its output (elementwise kernels may read `out` too).
+}  // namespace
+
 void RunKernelInto(OpKind kind, std::vector<Tensor> inputs, Attrs attrs, const Tensor& out) {
   const OpDef& def = GetOpDef(kind);
   for (size_t i = attrs.size(); i < def.attrs.size(); ++i)
@@ -83,6 +84,8 @@ void RunKernelInto(OpKind kind, std::vector<Tensor> inputs, Attrs attrs, const T
   KernelContext ctx{def, inputs, outputs, attrs};
   def.kernel(ctx);
 }
+
+namespace {
 
 void UnfusedActivation(Activation act, const Tensor& out) {
   switch (act) {

@@ -55,6 +55,12 @@ bool FoldBatchIntoRows(Tensor& a, Tensor& b, Tensor& c, Tensor& r);
 // the gradient `grad` of a @ b; MatMul's rule and FusedMatMul's share it.
 std::vector<GradVar> MatMulInputGrads(GradBuilder& g, GradVar grad);
 
+// Runs op `kind`'s kernel with `out` as its output (elementwise kernels may read `out` too);
+// missing attributes take their schema defaults. Fused ops use it for their unfused paths.
+void RunKernelInto(OpKind kind, std::vector<Tensor> inputs, Attrs attrs, const Tensor& out);
+
 void RegisterFusedLinalgOps(OpRegistry& r);
+// FusedAttention (attention.cc).
+void RegisterAttentionOps(OpRegistry& r);
 
 }  // namespace kiln::linalg

@@ -23,6 +23,9 @@ void CommonSubexpressionElimination(ir::Module& module);
 // Algebraic identities (x * 1, double transposes/reshapes/casts/negations, ...) whose result keeps
 // its type; uses are redirected and dead nodes are left for DCE.
 void Simplify(ir::Module& module);
+// Folds float32 scaled dot-product attention (matmul, scale, mask add, softmax, matmul) whose
+// intermediates have a single user into one fused_attention node.
+void FuseAttention(ir::Module& module);
 // Folds a float32 matmul's epilogue (bias add, relu/sigmoid/tanh/tanh-gelu, or a residual add)
 // into one fused_matmul node when each intermediate value has a single user.
 void FuseEpilogue(ir::Module& module);

@@ -13,6 +13,7 @@ const std::vector<PassInfo>& AllPasses() {
       {"cse", CommonSubexpressionElimination},
       {"simplify", Simplify},
       {"absorb_grad_casts", AbsorbGradCasts},
+      {"fuse_attention", FuseAttention},
       {"fuse_epilogue", FuseEpilogue},
       {"fuse_elementwise", FuseElementwise},
       {"pack_weights", PackWeights},
@@ -26,21 +27,26 @@ const std::vector<PassInfo>& AllPasses() {
 std::vector<PassInfo> PipelineFor(const std::string& level) {
   KILN_CHECK(level == "O0" || level == "O1" || level == "O2", Value,
              "jit_level must be O0, O1 or O2, got '", level, "'");
-  // O0: only what correctness needs. O1 (the default) and O2 add the optimizations written so
-  // far; fusion and memory planning join them with the optimizer issue.
+  // O0: only what correctness needs. O1 (the default): the rewrites every graph gains from.
+  // O2 adds fuse_attention, whose tiled kernel computes the chain it replaces in another order
+  // (online softmax), so values differ from O1's by float32 rounding; it must run before
+  // fuse_epilogue, which would take the mask add as a residual.
   // schedule_collectives runs at every level: without it a bucket's all-reduce would start only
   // after the whole backward pass (it moves nodes; it never changes what they compute).
   if (level == "O0")
     return {{"dce", DeadCodeElimination}, {"schedule_collectives", ScheduleCollectives}};
-  return {{"fold", FoldConstants},
-          {"simplify", Simplify},
-          {"cse", CommonSubexpressionElimination},
-          {"absorb_grad_casts", AbsorbGradCasts},
-          {"fuse_epilogue", FuseEpilogue},
-          {"fuse_elementwise", FuseElementwise},
-          {"pack_weights", PackWeights},
-          {"dce", DeadCodeElimination},
-          {"schedule_collectives", ScheduleCollectives}};
+  std::vector<PassInfo> passes = {{"fold", FoldConstants},
+                                  {"simplify", Simplify},
+                                  {"cse", CommonSubexpressionElimination},
+                                  {"absorb_grad_casts", AbsorbGradCasts}};
+  if (level == "O2") passes.push_back({"fuse_attention", FuseAttention});
+  for (const PassInfo& p : std::vector<PassInfo>{{"fuse_epilogue", FuseEpilogue},
+                                                 {"fuse_elementwise", FuseElementwise},
+                                                 {"pack_weights", PackWeights},
+                                                 {"dce", DeadCodeElimination},
+                                                 {"schedule_collectives", ScheduleCollectives}})
+    passes.push_back(p);
+  return passes;
 }
 
 void RunPass(ir::Module& module, const std::string& name) {
