@@ -93,3 +93,9 @@ def test_index_put_gradients_agree_with_numpy_in_both_modes(accumulate):
         for dx, dv in (grad(x, v), ms.jit(grad)(x, v)):
             np.testing.assert_allclose(dx.asnumpy(), want_dx, err_msg=f"mask={by_mask}")
             np.testing.assert_allclose(dv.asnumpy(), want_dv, err_msg=f"mask={by_mask}")
+
+
+def test_vmap_is_exported_at_the_top_level_as_in_mindspore():
+    assert ms.vmap is ops.vmap
+    out = ms.vmap(lambda row: row * 2)(Tensor(np.ones((3, 2), np.float32)))
+    np.testing.assert_allclose(out.asnumpy(), np.full((3, 2), 2.0))
