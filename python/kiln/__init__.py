@@ -46,8 +46,8 @@ from kiln.context import (  # noqa: F401
 )
 from kiln.jit import GraphSyntaxError, JitConfig, get_jit_stats, jit, mutable  # noqa: F401
 from kiln.ops.composite import grad, value_and_grad  # noqa: F401
-from kiln.ops.vmap_api import vmap  # noqa: F401 - mindspore.vmap is ops.vmap
 from kiln.ops.function.shape_ext import is_tensor  # noqa: E402,F401 - mindspore.is_tensor
+from kiln.ops.vmap_api import vmap  # noqa: F401 - mindspore.vmap is ops.vmap
 
 
 def set_num_threads(n):
