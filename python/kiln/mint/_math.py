@@ -85,14 +85,14 @@ def dot(input, other):  # noqa: A002
     """The inner product of two 1-D tensors."""
     _vector("dot", input)
     _vector("dot", other)
-    return ops.dot(input, other)
+    return ops.inner(input, other)
 
 
 def vdot(input, other):  # noqa: A002
     """dot with input conjugated: the same as dot for kiln's real dtypes."""
     _vector("vdot", input)
     _vector("vdot", other)
-    return ops.dot(input, other)
+    return ops.inner(input, other)
 
 
 def mv(input, vec):  # noqa: A002

@@ -144,10 +144,8 @@ def normal(mean=0.0, std=1.0, size=None, generator=None):
     return ops.add(ops.mul(ops.standard_normal(size), std), mean)
 
 
-def randint(*args, size=None, generator=None, dtype=None, device=None):
+def randint(*args, generator=None, dtype=None, device=None):
     """randint(high, size) or randint(low, high, size): int64 (or dtype) in [low, high)."""
-    if size is not None:
-        args = args + (size,)
     if len(args) not in (2, 3):
         raise TypeError(f"randint: takes (high, size) or (low, high, size), got {len(args)} args")
     low, high, shape = (0,) + args if len(args) == 2 else args
