@@ -77,7 +77,7 @@ def _unique_dim(input, dim, return_inverse, return_counts):  # noqa: A002
         key = ops.gather(rows[:, col], order, 0)
         order = ops.gather(order, _stable_argsort(key), 0)
     ranked = ops.gather(rows, order, 0)
-    values, inverse_sorted, counts = ops.unique_consecutive(ranked, True, True, 0)
+    values, inverse_sorted, counts = _unique_rows(ranked)
     out_rows = values.shape[0]
     values = ops.moveaxis(ops.reshape(values, (out_rows,) + tuple(moved.shape[1:])), 0, axis)
     out = [values]
@@ -86,6 +86,17 @@ def _unique_dim(input, dim, return_inverse, return_counts):  # noqa: A002
     if return_counts:
         out.append(counts)
     return out[0] if len(out) == 1 else tuple(out)
+
+
+def _unique_rows(ranked):
+    """(distinct rows, each row's group, group sizes) of rows sorted so repeats are adjacent."""
+    n = ranked.shape[0]
+    changed = ops.amax(ops.cast(ops.not_equal(ranked[1:], ranked[:-1]), mstype.int32), 1)
+    first = ops.concat((ops.ones((1,), mstype.int32), changed))
+    group = ops.sub(ops.cumsum(ops.cast(first, mstype.int64), 0), 1)
+    starts = ops.reshape(ops.nonzero(first), (-1,))
+    ends = ops.concat((starts[1:], ops.full((1,), n, dtype=mstype.int64)))
+    return ops.gather(ranked, starts, 0), group, ops.sub(ends, starts)
 
 
 def _stable_argsort(key):
