@@ -1,6 +1,6 @@
-"""kiln.mint's functions whose result shape depends on the data (unique, bincount: PyNative
-only, as for ops.unique), the random and empty-creation ones (shape, dtype, range, both modes),
-their errors, and their signatures against MindSpore 2.10's mint."""
+"""kiln.mint's functions whose result depends on the data's values (unique, bincount and
+allclose, the last two PyNative only), the random and empty-creation ones (shape, dtype, range,
+both modes), their errors, and their signatures against MindSpore 2.10's mint."""
 import inspect
 
 import numpy as np
@@ -16,6 +16,7 @@ DUP = np.array([[3, 1, 3, 2], [2, 2, 7, 1], [3, 1, 3, 2]], np.int32)
 # inspect.signature of mindspore.mint's functions in MindSpore 2.10
 MS_SIGNATURES = """
     acos (input)
+    conv2d (input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1)
     acosh (input)
     addbmm (input, batch1, batch2, *, beta=1, alpha=1)
     addcmul (input, tensor1, tensor2, *, value=1)
@@ -256,3 +257,16 @@ def test_kthvalue_and_median_compile_like_eager():
     x = Tensor(RNG.standard_normal((4, 5)).astype(np.float32))
     assert_same_in_both_modes(lambda t: mint.kthvalue(t, 3, 0), x)
     assert_same_in_both_modes(lambda t: mint.median(t), x)
+
+
+def test_conv2d_is_the_functional_one():
+    from kiln.mint.nn import functional  # noqa: PLC0415
+    assert mint.conv2d is functional.conv2d
+
+
+def _unique_all(x):
+    return mint.unique(x, return_inverse=True, return_counts=True)
+
+
+def test_unique_compiles_like_eager():
+    assert_same_in_both_modes(_unique_all, Tensor(DUP))

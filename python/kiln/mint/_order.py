@@ -56,13 +56,14 @@ def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=No
     often each occurs. dim picks distinct slices along one dimension."""
     if dim is not None:
         return _unique_dim(input, dim, return_inverse, return_counts)
-    flat = ops.sort(ops.reshape(input, (-1,)))[0]
-    values, _, counts = ops.unique_consecutive(flat, True, True)
+    flat = ops.reshape(input, (-1,))
+    values = ops.sort(ops.unique(flat)[0])[0]  # ops.unique keeps first-appearance order
     out = [values]
     if return_inverse:
         out.append(ops.searchsorted(values, input))
     if return_counts:
-        out.append(counts)
+        hits = ops.equal(ops.expand_dims(values, 1), ops.expand_dims(flat, 0))
+        out.append(ops.sum(ops.cast(hits, mstype.int64), 1))
     return out[0] if len(out) == 1 else tuple(out)
 
 
