@@ -13,7 +13,10 @@ from kiln import ops
 from kiln.common import dtype as mstype
 from kiln.common import tensor_methods as _tm
 from kiln.common._missing import missing_attribute as _missing_attribute
-from kiln.mint import linalg, nn  # noqa: F401
+from kiln.mint import _math, _order, linalg, nn  # noqa: F401
+from kiln.mint._math import *  # noqa: F403 - the adapters, each with mint's signature
+from kiln.mint._order import *  # noqa: F403
+from kiln.mint.nn.functional import conv2d  # noqa: F401 - MindSpore's mint.conv2d is this one
 from kiln.ops._core import is_tensor
 
 # the same function as kiln.ops (same signature and results in MindSpore 2.10)
@@ -25,6 +28,8 @@ _SAME = (
     "square sub tanh tile tril triu unsqueeze zeros_like ones_like full_like full arange"
 ).split()
 for _name in _SAME:
+    globals()[_name] = getattr(ops, _name)
+for _name in _math.SAME + _order.SAME:
     globals()[_name] = getattr(ops, _name)
 eq = ops.equal
 
