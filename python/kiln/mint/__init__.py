@@ -16,6 +16,7 @@ from kiln.common._missing import missing_attribute as _missing_attribute
 from kiln.mint import _math, _order, linalg, nn  # noqa: F401
 from kiln.mint._math import *  # noqa: F403 - the adapters, each with mint's signature
 from kiln.mint._order import *  # noqa: F403
+from kiln.mint.nn._extra import norm  # noqa: F401 - mint.norm is mint.nn.functional.norm_ext
 from kiln.mint.nn.functional import conv2d  # noqa: F401 - MindSpore's mint.conv2d is this one
 from kiln.ops._core import is_tensor
 

@@ -171,17 +171,6 @@ def var_mean(input, dim=None, *, correction=1, keepdim=False):  # noqa: A002
     return ops.var_mean(input, dim, correction, keepdim)
 
 
-def norm(input, p="fro", dim=None, keepdim=False, *, dtype=None):  # noqa: A002
-    """'fro' (the default): the 2-norm of the chosen elements; 'nuc': the matrix nuclear norm
-    over dim (the last two by default); a number: the vector p-norm over dim (all when None)."""
-    if p == "nuc":
-        return ops.matrix_norm(input, "nuc", (-2, -1) if dim is None else dim, keepdim,
-                               dtype=dtype)
-    if isinstance(p, str) and p != "fro":
-        raise ValueError(f"norm: p must be 'fro', 'nuc' or a number, got {p!r}")
-    return ops.vector_norm(input, 2 if p == "fro" else p, dim, keepdim, dtype=dtype)
-
-
 # ---- indexing ----
 def index_select(input, dim, index):  # noqa: A002
     return ops.index_select(input, dim, index)
