@@ -1,6 +1,7 @@
 """Dataset sink mode's queue: the get_next op (MindSpore's GetNext) popping batches inside a
 compiled loop, its errors, and Model.train's sink fed through it equal to plain training."""
 import _thread
+import signal
 import threading
 import time
 
@@ -118,11 +119,21 @@ def test_a_waiting_get_next_wakes_when_the_queue_is_closed():
 
 
 def test_ctrl_c_interrupts_a_waiting_get_next(queue):
+    # Python's own SIGINT handler, whatever this process inherited: a test run started in the
+    # background inherits SIGINT ignored, and interrupt_main() then does nothing.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     timer = threading.Timer(0.2, _thread.interrupt_main)
+    # should the interrupt never arrive, closing the queue ends the wait (and fails the test)
+    failsafe = threading.Timer(10.0, _C.feed_queue_destroy, (queue,))
     timer.start()
-    with pytest.raises(KeyboardInterrupt):
-        call("get_next", (), _attrs(queue))
-    timer.join()
+    failsafe.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            call("get_next", (), _attrs(queue))
+    finally:
+        failsafe.cancel()
+        timer.join()
+        signal.signal(signal.SIGINT, previous)
 
 
 # ---- Model.train(dataset_sink_mode=True) through the queue ----
