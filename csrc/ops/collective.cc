@@ -175,13 +175,7 @@ std::vector<GradVar> BroadcastGrad(GradBuilder& g) {
 
 OpDef Collective(OpKind kind, std::vector<const char*> inputs, std::vector<AttrSpec> attrs,
                  InferFn infer, KernelFn kernel, GradRuleFn grad) {
-  OpDef def;
-  def.kind = kind;
-  def.inputs = std::move(inputs);
-  def.attrs = std::move(attrs);
-  def.infer = infer;
-  def.kernel = kernel;
-  def.grad = grad;
+  OpDef def = MakeOpDef(kind, std::move(inputs), std::move(attrs), infer, kernel, grad);
   def.allocates_outputs = true;  // the communication layer makes the result
   def.communicates = true;
   return def;

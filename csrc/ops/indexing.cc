@@ -502,45 +502,33 @@ std::vector<GradVar> GatherGrad(GradBuilder& g) {
   return {ScatterAdd(g, dy, index_vars, axes), GradVar{}};
 }
 
-OpDef MakeOp(OpKind kind, std::vector<const char*> inputs, std::vector<AttrSpec> attrs,
-             InferFn infer, KernelFn kernel, GradRuleFn grad) {
-  OpDef def;
-  def.kind = kind;
-  def.inputs = std::move(inputs);
-  def.attrs = std::move(attrs);
-  def.infer = infer;
-  def.kernel = kernel;
-  def.grad = grad;
-  return def;
-}
-
 }  // namespace
 
 void RegisterIndexingOps(OpRegistry& r) {
-  r.Add(MakeOp(OpKind::AdvancedIndex, {"input", "indices*"}, {{"axes", Shape{}}},
-               InferAdvancedIndex, AdvancedIndexKernel, AdvancedIndexGrad));
-  OpDef put = MakeOp(OpKind::IndexPut, {"input", "values", "indices*"},
-                     {{"axes", Shape{}}, {"accumulate", false}}, InferIndexPut, IndexPutKernel,
-                     IndexPutGrad);
+  r.Add(MakeOpDef(OpKind::AdvancedIndex, {"input", "indices*"}, {{"axes", Shape{}}},
+                  InferAdvancedIndex, AdvancedIndexKernel, AdvancedIndexGrad));
+  OpDef put = MakeOpDef(OpKind::IndexPut, {"input", "values", "indices*"},
+                        {{"axes", Shape{}}, {"accumulate", false}}, InferIndexPut, IndexPutKernel,
+                        IndexPutGrad);
   put.allocates_outputs = true;  // returns input itself, written in place
   put.is_view = true;
   put.mutated_inputs = {0};
   r.Add(std::move(put));
   OpDef nonzero =
-      MakeOp(OpKind::NonZero, {"input"}, {}, InferNonZero, NonZeroKernel, NotDifferentiable);
+      MakeOpDef(OpKind::NonZero, {"input"}, {}, InferNonZero, NonZeroKernel, NotDifferentiable);
   nonzero.allocates_outputs = true;  // the row count depends on the values
   r.Add(std::move(nonzero));
-  r.Add(MakeOp(OpKind::Gather, {"input_params", "input_indices"},
-               {{"axis", int64_t{0}}, {"batch_dims", int64_t{0}}}, InferGather, GatherKernel,
-               GatherGrad));
-  r.Add(MakeOp(OpKind::OneHot, {"indices"},
-               {{"depth", int64_t{0}},
-                {"axis", int64_t{-1}},
-                {"on_value", 1.0},
-                {"off_value", 0.0},
-                {"dtype", DType::Float32},
-                {"out_of_range_error", std::string()}},
-               InferOneHot, OneHotKernel, NotDifferentiable));
+  r.Add(MakeOpDef(OpKind::Gather, {"input_params", "input_indices"},
+                  {{"axis", int64_t{0}}, {"batch_dims", int64_t{0}}}, InferGather, GatherKernel,
+                  GatherGrad));
+  r.Add(MakeOpDef(OpKind::OneHot, {"indices"},
+                  {{"depth", int64_t{0}},
+                   {"axis", int64_t{-1}},
+                   {"on_value", 1.0},
+                   {"off_value", 0.0},
+                   {"dtype", DType::Float32},
+                   {"out_of_range_error", std::string()}},
+                  InferOneHot, OneHotKernel, NotDifferentiable));
 }
 
 }  // namespace kiln

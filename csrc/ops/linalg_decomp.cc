@@ -388,32 +388,20 @@ void TriangularSolveKernel(KernelContext& ctx) {
     run(double{});
 }
 
-OpDef DecompOp(OpKind kind, std::vector<const char*> inputs, std::vector<AttrSpec> attrs,
-               InferFn infer, KernelFn kernel, GradRuleFn grad) {
-  OpDef def;
-  def.kind = kind;
-  def.inputs = std::move(inputs);
-  def.attrs = std::move(attrs);
-  def.infer = infer;
-  def.kernel = kernel;
-  def.grad = grad;
-  return def;
-}
-
 }  // namespace
 
 void RegisterLinalgDecompOps(OpRegistry& r) {
-  r.Add(DecompOp(OpKind::Svd, {"input"}, {{"full_matrices", false}}, InferSvd, SvdKernel,
-                 linalg_grad::SvdGrad));
-  r.Add(DecompOp(OpKind::Qr, {"input"}, {{"complete", false}}, InferQr, QrKernel,
-                 linalg_grad::QrGrad));
+  r.Add(MakeOpDef(OpKind::Svd, {"input"}, {{"full_matrices", false}}, InferSvd, SvdKernel,
+                  linalg_grad::SvdGrad));
+  r.Add(MakeOpDef(OpKind::Qr, {"input"}, {{"complete", false}}, InferQr, QrKernel,
+                  linalg_grad::QrGrad));
   // MindSpore 2.10 defines no gradient for Geqrf or Orgqr; the Householder form is an
   // intermediate (qr is the differentiable path).
-  r.Add(DecompOp(OpKind::Geqrf, {"input"}, {}, InferGeqrf, GeqrfKernel, NotDifferentiable));
-  r.Add(DecompOp(OpKind::Orgqr, {"input", "tau"}, {}, InferOrgqr, OrgqrKernel, NotDifferentiable));
-  r.Add(DecompOp(OpKind::TriangularSolve, {"b", "A"},
-                 {{"upper", true}, {"transpose", false}, {"unitriangular", false}},
-                 InferTriangularSolve, TriangularSolveKernel, linalg_grad::TriangularSolveGrad));
+  r.Add(MakeOpDef(OpKind::Geqrf, {"input"}, {}, InferGeqrf, GeqrfKernel, NotDifferentiable));
+  r.Add(MakeOpDef(OpKind::Orgqr, {"input", "tau"}, {}, InferOrgqr, OrgqrKernel, NotDifferentiable));
+  r.Add(MakeOpDef(OpKind::TriangularSolve, {"b", "A"},
+                  {{"upper", true}, {"transpose", false}, {"unitriangular", false}},
+                  InferTriangularSolve, TriangularSolveKernel, linalg_grad::TriangularSolveGrad));
 }
 
 }  // namespace kiln

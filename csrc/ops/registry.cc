@@ -43,6 +43,18 @@ const OpRegistry& Registry() {
 
 }  // namespace
 
+OpDef MakeOpDef(OpKind kind, std::vector<const char*> inputs, std::vector<AttrSpec> attrs,
+                InferFn infer, KernelFn kernel, GradRuleFn grad) {
+  OpDef def;
+  def.kind = kind;
+  def.inputs = std::move(inputs);
+  def.attrs = std::move(attrs);
+  def.infer = infer;
+  def.kernel = kernel;
+  def.grad = grad;
+  return def;
+}
+
 void CheckKind(OpKind kind) {
   int index = static_cast<int>(kind);
   KILN_CHECK(index >= 0 && index < kNumOps, Value, "op kind ", index, " is out of range");

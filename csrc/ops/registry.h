@@ -100,6 +100,10 @@ struct OpDef {
   bool reads_queue = false;
 };
 
+// An OpDef with its schema and facets set (flags default off); the family files build on it.
+OpDef MakeOpDef(OpKind kind, std::vector<const char*> inputs, std::vector<AttrSpec> attrs,
+                InferFn infer, KernelFn kernel, GradRuleFn grad = nullptr);
+
 const OpDef& GetOpDef(OpKind kind);
 // True once every op in op_list.def has registered; the registry test checks each facet.
 bool IsRegistered(OpKind kind);

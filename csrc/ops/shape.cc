@@ -13,20 +13,9 @@
 namespace kiln {
 namespace {
 
-OpDef MakeOp(OpKind kind, std::vector<const char*> inputs, std::vector<AttrSpec> attrs,
-             InferFn infer, KernelFn kernel) {
-  OpDef def;
-  def.kind = kind;
-  def.inputs = std::move(inputs);
-  def.attrs = std::move(attrs);
-  def.infer = infer;
-  def.kernel = kernel;
-  return def;
-}
-
 OpDef ViewOp(OpKind kind, std::vector<const char*> inputs, std::vector<AttrSpec> attrs,
              InferFn infer, KernelFn kernel, GradRuleFn grad) {
-  OpDef def = MakeOp(kind, std::move(inputs), std::move(attrs), infer, kernel);
+  OpDef def = MakeOpDef(kind, std::move(inputs), std::move(attrs), infer, kernel);
   def.grad = grad;
   def.allocates_outputs = true;
   def.is_view = true;
@@ -444,7 +433,7 @@ void RegisterShapeOps(OpRegistry& r) {
                ReshapeGrad));
 
   OpDef concat =
-      MakeOp(OpKind::Concat, {"tensors*"}, {{"axis", int64_t{0}}}, InferConcat, ConcatKernel);
+      MakeOpDef(OpKind::Concat, {"tensors*"}, {{"axis", int64_t{0}}}, InferConcat, ConcatKernel);
   concat.promotion = Promotion::Common;
   concat.grad = ConcatGrad;
   r.Add(std::move(concat));
@@ -455,9 +444,9 @@ void RegisterShapeOps(OpRegistry& r) {
   r.Add(std::move(assign));
 
   OpDef slice_grad =
-      MakeOp(OpKind::StridedSliceGrad, {"dy"},
-             {{"shape", Shape{}}, {"begin", Shape{}}, {"end", Shape{}}, {"strides", Shape{}}},
-             InferStridedSliceGrad, StridedSliceGradKernel);
+      MakeOpDef(OpKind::StridedSliceGrad, {"dy"},
+                {{"shape", Shape{}}, {"begin", Shape{}}, {"end", Shape{}}, {"strides", Shape{}}},
+                InferStridedSliceGrad, StridedSliceGradKernel);
   slice_grad.grad = StridedSliceGradGrad;
   r.Add(std::move(slice_grad));
 }
