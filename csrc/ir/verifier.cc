@@ -9,6 +9,7 @@
 // 5. No function reaches itself through if/while/call (the executor would recurse forever).
 // 6. The signature, when there is one, fits the entry function (signature.cc).
 // 7. Function names are names the text form can spell after '@'.
+#include <algorithm>
 #include <string>
 #include <unordered_map>
 
@@ -121,6 +122,7 @@ class FuncVerifier {
     for (ValueRef v : node.inputs) metas.push_back(f_.meta(v));
     while (metas.size() < def.inputs.size() && std::string(def.inputs[metas.size()]).back() == '?')
       metas.push_back(f_.meta(ValueRef::None()));
+    CheckPromoted(def, metas);
     std::vector<TensorMeta> inferred;
     try {
       inferred = def.infer(def, metas, node.attrs);
@@ -132,6 +134,27 @@ class FuncVerifier {
     for (size_t k = 0; k < inferred.size(); ++k) {
       Require(SameType(inferred[k], node.outputs[k]), def.name, " result ", k, " is ",
               TypeString(inferred[k]), " but recorded as ", TypeString(node.outputs[k]));
+    }
+  }
+
+  // A promoted op's kernel reads its inputs in one dtype: the builder casts them first
+  // (Builder::PromoteOperands), so IR text must carry those casts too. Without this check a
+  // parsed `matmul(f64, f32)` would reach a kernel reading the f32 buffer as doubles.
+  void CheckPromoted(const OpDef& def, const std::vector<TensorMeta>& metas) {
+    if (def.promotion == Promotion::None) return;
+    DType target;
+    try {
+      target = PromotionTarget(def, metas);
+    } catch (const Error& e) {
+      Fail(def.name, ": ", e.what());
+    }
+    for (size_t i = 0; i < metas.size(); ++i) {
+      const bool listed = def.promoted_inputs.empty() ||
+                          std::find(def.promoted_inputs.begin(), def.promoted_inputs.end(),
+                                    static_cast<int>(i)) != def.promoted_inputs.end();
+      Require(!listed || !metas[i].present || metas[i].dtype == target, def.name, " input ", i,
+              " is ", DTypeName(metas[i].dtype), " but the op computes in ", DTypeName(target),
+              ": cast it first");
     }
   }
 

@@ -140,5 +140,21 @@ TEST(IRMalformed, TheExecutorNeverRunsAnUnverifiedModule) {
   EXPECT_THROW(kiln::Run(m, {x}), Error);
 }
 
+// Found by fuzz_ir: a promoted op whose operands differ in dtype reached the kernel, which read
+// the float32 buffer as doubles. IR text must carry the casts the builder inserts.
+TEST(IRMalformed, PromotedOpsNeedOperandsOfOneDType) {
+  const std::string mixed =
+      "func @main(%0: f64[4,8], %1: f32[16,8]) -> (f64[4,16]) {\n"
+      "  %2 = matmul(%0, %1) {transpose_a=False, transpose_b=True} : f64[4,16]\n"
+      "  return %2\n}\n";
+  EXPECT_ERROR_HAS(mixed, "matmul", "input 1 is float32", "computes in float64", "cast it first");
+  const std::string cast =
+      "func @main(%0: f64[4,8], %1: f32[16,8]) -> (f64[4,16]) {\n"
+      "  %2 = cast(%1) {dtype=float64} : f64[16,8]\n"
+      "  %3 = matmul(%0, %2) {transpose_a=False, transpose_b=True} : f64[4,16]\n"
+      "  return %3\n}\n";
+  EXPECT_EQ(ErrorOf(cast), "");
+}
+
 }  // namespace
 }  // namespace kiln
