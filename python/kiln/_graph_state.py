@@ -7,6 +7,7 @@ Python code sets and reads that same value.
 """
 
 import itertools
+from collections import OrderedDict
 
 from kiln import _C
 
@@ -62,3 +63,47 @@ def bump_cell_epoch():
     count is atomic), so no change made by one thread is lost to another's at the same time."""
     global cell_epoch
     cell_epoch = next(_epochs)
+
+
+class EpochDict(OrderedDict):
+    """A Cell's registry of children (`_cells`): every change bumps cell_epoch, as assigning a
+    Cell attribute does, so compiled code that iterated it (a SequentialCell's construct) is
+    re-checked only after a change instead of comparing its contents on every call."""
+
+    __slots__ = ()
+
+    def __setitem__(self, key, value):
+        bump_cell_epoch()
+        super().__setitem__(key, value)
+
+    def __delitem__(self, key):
+        bump_cell_epoch()
+        super().__delitem__(key)
+
+    def __ior__(self, other):
+        bump_cell_epoch()
+        return super().__ior__(other)
+
+    def clear(self):
+        bump_cell_epoch()
+        super().clear()
+
+    def pop(self, *args):
+        bump_cell_epoch()
+        return super().pop(*args)
+
+    def popitem(self, last=True):
+        bump_cell_epoch()
+        return super().popitem(last)
+
+    def setdefault(self, key, default=None):
+        bump_cell_epoch()
+        return super().setdefault(key, default)
+
+    def update(self, *args, **kwargs):
+        bump_cell_epoch()
+        super().update(*args, **kwargs)
+
+    def move_to_end(self, key, last=True):
+        bump_cell_epoch()
+        super().move_to_end(key, last)

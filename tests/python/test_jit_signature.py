@@ -131,3 +131,150 @@ def test_a_cell_its_own_graph_returns_is_still_collected():
     del net, out
     gc.collect()
     assert ref() is None
+
+
+# ---- the fast path with per-call identity guards (globals and closure variables) ----
+
+_GLOBAL_SCALE_CELL = None
+
+
+class _Scale(nn.Cell):
+    def __init__(self, factor):
+        super().__init__()
+        self.factor = factor
+
+    def construct(self, x):
+        return x * self.factor
+
+
+def _fast_hits_of(fn, *args, calls=3):
+    before = _C.fast_call_hits()
+    outs = [fn(*args) for _ in range(calls)]
+    return _C.fast_call_hits() - before, outs
+
+
+def test_a_training_step_closing_over_grad_fn_and_the_optimizer_takes_the_fast_path():
+    # The MindSpore idiom: a step function closing over grad_fn and the optimizer (Cells and
+    # functions, checked by identity on each call) runs through the fast path, and trains the
+    # same as PyNative.
+    def make_step():
+        ms.set_seed(3)
+        net = nn.SequentialCell([nn.Dense(4, 8), nn.ReLU(), nn.Dense(8, 1)])
+        opt = nn.Momentum(net.trainable_params(), learning_rate=0.1, momentum=0.9)
+        loss_fn = nn.MSELoss()
+
+        def forward(x, y):
+            return loss_fn(net(x), y)
+
+        grad_fn = ms.value_and_grad(forward, None, opt.parameters)
+
+        def step(x, y):
+            loss, grads = grad_fn(x, y)
+            opt(grads)
+            return loss
+
+        return step
+
+    rng = np.random.default_rng(0)
+    x = Tensor(rng.standard_normal((16, 4)).astype(np.float32))
+    y = Tensor(rng.standard_normal((16, 1)).astype(np.float32))
+    eager = make_step()
+    want = [float(eager(x, y).asnumpy()) for _ in range(6)]
+    jitted = ms.jit(make_step())
+    first = float(jitted(x, y).asnumpy())
+    hits, outs = _fast_hits_of(jitted, x, y, calls=5)
+    assert hits == 5
+    np.testing.assert_allclose([first] + [float(o.asnumpy()) for o in outs], want, rtol=1e-5)
+
+
+def test_rebinding_a_closure_variable_leaves_the_fast_path():
+    double = _Scale(2.0)
+
+    def make():
+        scale = double
+
+        def apply(x):
+            return scale(x)
+
+        def rebind(cell):
+            nonlocal scale
+            scale = cell
+
+        return apply, rebind
+
+    apply, rebind = make()
+    jitted = ms.jit(apply)
+    x = Tensor(np.ones(3, np.float32))
+    jitted(x)
+    hits, outs = _fast_hits_of(jitted, x)
+    assert hits == 3 and outs[-1].asnumpy().tolist() == [2.0, 2.0, 2.0]
+    rebind(_Scale(5.0))
+    np.testing.assert_array_equal(jitted(x).asnumpy(), [5.0, 5.0, 5.0])
+    rebind(lambda v: v - 1.0)  # a function in the Cell's place
+    np.testing.assert_array_equal(jitted(x).asnumpy(), [0.0, 0.0, 0.0])
+
+
+def test_rebinding_a_global_leaves_the_fast_path():
+    global _GLOBAL_SCALE_CELL
+    _GLOBAL_SCALE_CELL = _Scale(3.0)
+
+    def apply(x):
+        return _GLOBAL_SCALE_CELL(x)
+
+    jitted = ms.jit(apply)
+    x = Tensor(np.ones(2, np.float32))
+    jitted(x)
+    hits, _ = _fast_hits_of(jitted, x)
+    assert hits == 3
+    _GLOBAL_SCALE_CELL = _Scale(-1.0)
+    np.testing.assert_array_equal(jitted(x).asnumpy(), [-1.0, -1.0])
+    globals().pop("_GLOBAL_SCALE_CELL")  # a vanished global is an error, not the old graph
+    try:
+        with pytest.raises(NameError):
+            jitted(x)
+    finally:
+        _GLOBAL_SCALE_CELL = None
+
+
+def test_changing_a_sequential_cells_children_recompiles_its_callers():
+    seq = nn.SequentialCell([_Scale(2.0)])
+
+    def apply(x):
+        return seq(x)
+
+    jitted = ms.jit(apply)
+    x = Tensor(np.ones(2, np.float32))
+    jitted(x)
+    hits, _ = _fast_hits_of(jitted, x)
+    assert hits == 3  # the children registry is checked by epoch, not item by item
+    seq.append(_Scale(3.0))
+    np.testing.assert_array_equal(jitted(x).asnumpy(), [6.0, 6.0])
+    seq[0] = _Scale(10.0)
+    np.testing.assert_array_equal(jitted(x).asnumpy(), [30.0, 30.0])
+    del seq[1]
+    np.testing.assert_array_equal(jitted(x).asnumpy(), [10.0, 10.0])
+    seq._cells["0"] = _Scale(7.0)  # even a direct write into the registry is seen
+    np.testing.assert_array_equal(jitted(x).asnumpy(), [7.0, 7.0])
+
+
+def test_a_list_a_step_reads_is_still_compared_on_every_call():
+    factors = [2.0]
+
+    def apply(x):
+        return x * factors[0]
+
+    jitted = ms.jit(apply)
+    x = Tensor(np.ones(2, np.float32))
+    jitted(x)
+    hits, _ = _fast_hits_of(jitted, x)
+    assert hits == 0  # contents, not identity: only the full check can compare them
+    factors[0] = 4.0
+    np.testing.assert_array_equal(jitted(x).asnumpy(), [4.0, 4.0])
+
+
+def test_replacing_a_sequential_cells_child_keeps_its_position():
+    seq = nn.SequentialCell([_Scale(2.0), _Scale(3.0)])
+    seq[0] = _Scale(10.0)
+    assert list(seq._cells) == ["0", "1"]
+    del seq[1]
+    np.testing.assert_array_equal(seq(Tensor(np.ones(2, np.float32))).asnumpy(), [10.0, 10.0])

@@ -400,6 +400,19 @@ class JitCacheLimitWarning(RuntimeWarning):
     """A jitted function reached jit_cache_limit variants; new variants run in PyNative."""
 
 
+def _still_same(checks):
+    """The fast path's per-call guards: each global or closure variable compilation read still
+    holds the same object (the step function closing over `grad_fn` and `opt`, the MindSpore
+    idiom, checks two names this way instead of taking the full path on every call)."""
+    try:
+        for getter, obj in checks:
+            if getter() is not obj:
+                return False
+    except Exception:  # noqa: BLE001 - a vanished name: the full check reports it
+        return False
+    return True
+
+
 class JitFunction:
     """A function (or method) compiled to a graph on its first call per input signature."""
 
@@ -410,7 +423,8 @@ class JitFunction:
         self.fn = fn
         self.config = config
         self.cache = CompileCache()
-        self._fast = None  # (owner weakref or _NO_SELF, _C.FastCall, raise_types, opaque values)
+        # (owner weakref or _NO_SELF, _C.FastCall, raise_types, opaque values, identity checks)
+        self._fast = None
         self._warned_limit = False
         functools.update_wrapper(self, fn)
 
@@ -425,7 +439,8 @@ class JitFunction:
     def call_bound(self, self_obj, *args, **kwargs):
         armed = self._fast  # one read: another thread may re-arm it meanwhile
         if (armed is not None and not kwargs and _C.graph_target() is None
-                and armed[0]() is self_obj and not _C.tape_active()):
+                and armed[0]() is self_obj and not _C.tape_active()
+                and (not armed[4] or _still_same(armed[4]))):
             try:
                 out = armed[1](args, _state.cell_epoch, armed[3])
             except _C.GraphRaise as e:
@@ -509,11 +524,13 @@ class JitFunction:
 
     def _arm_fast_call(self, compiled, self_obj, args, kwargs):
         """Lets the next calls with the same tensor types skip straight to C++ (_C.FastCall)
-        while no Cell attribute changes; only for graphs whose guards all wait on that (none
-        checked on every call), with tensor arguments only. The engine rebuilds the result
-        from the graph's signature, whatever its structure."""
+        while no Cell attribute changes; only for graphs whose per-call guards are identity
+        checks (globals and closure variables holding Cells, functions, tensors), with tensor
+        arguments only. The engine rebuilds the result from the graph's signature, whatever
+        its structure."""
         self._fast = None
-        if kwargs or compiled.guards.has_per_call_checks() or compiled.lax_sites:
+        checks = compiled.guards.identity_checks()
+        if kwargs or checks is None or compiled.lax_sites:
             return
         if not all(isinstance(a, Tensor) for a in args):
             return
@@ -522,7 +539,7 @@ class JitFunction:
         except TypeError:  # an owner without weak references (__slots__): no fast path
             return
         fast = _C.FastCall(compiled.executable, compiled.parameters, _state.cell_epoch)
-        self._fast = (owner, fast, compiled.raise_types, compiled.opaque)
+        self._fast = (owner, fast, compiled.raise_types, compiled.opaque, checks)
 
     def _disarm(self, dead_owner):
         """The owner of the armed fast call died: drop its graph and Parameters with it."""

@@ -186,12 +186,13 @@ class Guards:
     def record(self, description, getter, value, cell_attr=False, key=None):
         """cell_attr: read from a Cell attribute; unless the value is a mutable container or
         object, it can only change through Cell.__setattr__, which bumps
-        kiln._graph_state.cell_epoch."""
+        kiln._graph_state.cell_epoch (as does every change of a Cell's `_cells` registry)."""
         key = description if key is None else key
         if not guardable(value) or key in self._described:
             return
         self._described.add(key)
-        always = not cell_attr or isinstance(value, (list, dict)) or is_user_object(value)
+        mutable = isinstance(value, (list, dict)) and not isinstance(value, _graph_state.EpochDict)
+        always = not cell_attr or mutable or is_user_object(value)
         self.items.append(_Guard(description, getter, value, always))
         if always:
             self._always.append(self.items[-1])
@@ -268,6 +269,18 @@ class Guards:
 
     def has_per_call_checks(self):
         return bool(self._always)
+
+    def identity_checks(self):
+        """The per-call checks as (getter, object) pairs when each one only asks whether a
+        global or closure variable still holds the same object (a Cell, a function, a tensor):
+        cheap enough for the fast path. None when one compares contents (a list, a number, a
+        config object), which only the full check can do."""
+        checks = []
+        for guard in self._always:
+            if not isinstance(guard.value, Same):
+                return None
+            checks.append((guard.getter, guard.value.obj))
+        return tuple(checks)
 
     def names(self):
         """The key of the guards' group in the compile cache: what was read, in order."""

@@ -28,7 +28,7 @@ class Cell(CellBase):
     def __init__(self, auto_prefix=True, flags=None):
         object.__setattr__(self, "_params", OrderedDict())
         object.__setattr__(self, "_params_list", OrderedDict())
-        object.__setattr__(self, "_cells", OrderedDict())
+        object.__setattr__(self, "_cells", _graph_state.EpochDict())
         object.__setattr__(self, "_auto_prefix", bool(auto_prefix))
         object.__setattr__(self, "training", False)
         object.__setattr__(self, "requires_grad", False)
@@ -209,6 +209,9 @@ class Cell(CellBase):
             raise ValueError(f"{type(self).__name__}: a cell cannot be its own child")
         if child_cell is not None and self._auto_prefix:
             child_cell.update_parameters_name(child_name + ".")
+        if child_name in self._cells:  # a replaced child keeps its place (SequentialCell order)
+            self._cells[child_name] = child_cell
+            return
         self._drop(child_name)
         self._cells[child_name] = child_cell
 

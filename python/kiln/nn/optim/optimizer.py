@@ -174,12 +174,14 @@ class Optimizer(Cell):
             raise ValueError(f"{who}: loss_scale must be a positive number, got {loss_scale!r}")
         self.loss_scale = float(loss_scale)
         self.parameters = ParameterTuple(params)  # raises on duplicate names
-        self._lr_sources = lrs
+        # Tuples: fixed once built, so a compiled step re-checks them only when an attribute of
+        # the optimizer is assigned (lists would be compared item by item on every call).
+        self._lr_sources = tuple(lrs)
         # MindSpore: ungrouped, decay skips normalisation parameters by name; grouped, every
         # parameter of a group with weight_decay > 0 (or a decay Cell) is decayed.
-        self._weight_decays = decays if self.is_group else [
-            wd if _default_decay_filter(p) else 0.0 for p, wd in zip(self.parameters, decays)]
-        self._grad_centralization = centralize
+        self._weight_decays = tuple(decays) if self.is_group else tuple(
+            wd if _default_decay_filter(p) else 0.0 for p, wd in zip(self.parameters, decays))
+        self._grad_centralization = tuple(centralize)
         self.weight_decay = default_wd
         self.dynamic_lr = any(s.fixed is None for s in lrs)
         self.dynamic_weight_decay = any(isinstance(wd, Cell) for wd in self._weight_decays)
