@@ -10,6 +10,7 @@
 #include "core/interrupt.h"
 #include "core/parallel.h"
 #include "core/random.h"
+#include "core/thread_slice.h"
 #include "kernels/cpu/derived_cache.h"
 #include "runtime/eager.h"
 
@@ -176,6 +177,14 @@ void InitModule(nb::module_& m) {
     return d;
   });
   m.def("set_contention_override", &SetContentionOverride);
+  m.def("thread_slice_stats", [] {
+    ThreadSliceStats s = GetThreadSliceStats();
+    nb::dict d;
+    d["slice_us"] = ShortSliceMicros();
+    d["applied"] = s.applied;
+    d["refused"] = s.refused;
+    return d;
+  });
   m.def("set_seed", &SetGlobalSeed);
   m.def("empty_cache", &EmptyCache);
   m.def("allocator_stats", [] {

@@ -6,6 +6,7 @@
 #include <oneapi/tbb/parallel_for.h>
 #include <oneapi/tbb/partitioner.h>
 #include <oneapi/tbb/task_arena.h>
+#include <oneapi/tbb/task_scheduler_observer.h>
 
 #include <algorithm>
 #include <atomic>
@@ -14,10 +15,37 @@
 
 #include "core/contention.h"
 #include "core/error.h"
+#include "core/thread_slice.h"
 
 namespace kiln {
 
 namespace {
+
+// Gives each oneTBB worker the short scheduler slice (thread_slice.h) as it joins an arena.
+class SliceObserver : public tbb::task_scheduler_observer {
+ public:
+  SliceObserver() { observe(true); }  // the implicit arena of the thread that makes it
+  explicit SliceObserver(tbb::task_arena& arena) : tbb::task_scheduler_observer(arena) {
+    observe(true);
+  }
+  ~SliceObserver() override { observe(false); }
+  void on_scheduler_entry(bool) override { RequestShortSlice(); }
+};
+
+// An arena of a set thread count, observed as the implicit one is.
+struct Arena {
+  explicit Arena(int threads) : arena(threads) {}
+  tbb::task_arena arena;
+  SliceObserver observer{arena};
+};
+
+// The calling thread, and the workers of its implicit arena (the first caller's: in a Python
+// program, the main thread, whose arena every worker serves sooner or later), get the slice.
+void RequestSlices() {
+  RequestShortSlice();
+  static SliceObserver* implicit = ShortSliceMicros() > 0 ? new SliceObserver() : nullptr;
+  (void)implicit;  // never destroyed, as the pool: kernels may run during static teardown
+}
 
 // Fewer threads than the default run in an arena of that many slots; the default runs in
 // oneTBB's implicit arena, which costs nothing to enter. An arena, not a global_control limit,
@@ -25,7 +53,7 @@ namespace {
 struct Pool {
   std::atomic<int> threads{0};  // 0: the default (kernels read this on every call)
   std::mutex mutex;             // guards arena
-  std::shared_ptr<tbb::task_arena> arena;
+  std::shared_ptr<Arena> arena;
 };
 
 Pool& ThePool() {
@@ -51,7 +79,7 @@ void SetNumThreads(int n) {
   std::lock_guard<std::mutex> lock(pool.mutex);
   if (n == GetNumThreads()) return;
   // Work already running keeps its own reference to the old arena.
-  pool.arena = n == DefaultThreads() ? nullptr : std::make_shared<tbb::task_arena>(n);
+  pool.arena = n == DefaultThreads() ? nullptr : std::make_shared<Arena>(n);
   pool.threads.store(n, std::memory_order_relaxed);
 }
 
@@ -62,6 +90,7 @@ static tbb::task_arena& SerialArena() {
 }
 
 void RunInPool(const std::function<void()>& fn) {
+  RequestSlices();
   Pool& pool = ThePool();
   const int threads = pool.threads.load(std::memory_order_relaxed);
   if (threads == 1 || (GetNumThreads() > 1 && MachineContended())) {
@@ -69,17 +98,18 @@ void RunInPool(const std::function<void()>& fn) {
     return;
   }
   if (threads <= 0) return fn();
-  std::shared_ptr<tbb::task_arena> arena;
+  std::shared_ptr<Arena> arena;
   {
     std::lock_guard<std::mutex> lock(pool.mutex);
     arena = pool.arena;
   }
   if (arena == nullptr) return fn();
-  arena->execute(fn);  // runs fn directly when this thread is already in the arena
+  arena->arena.execute(fn);  // runs fn directly when this thread is already in the arena
 }
 
 void ParallelFor(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn) {
   if (n <= 0) return;
+  RequestSlices();
   grain = std::max<int64_t>(grain, 1);
   if (n < 2 * grain || GetNumThreads() <= 1 || MachineContended()) {
     fn(0, n);
