@@ -22,13 +22,13 @@ namespace kiln {
 namespace {
 
 // Gives each oneTBB worker the short scheduler slice (thread_slice.h) as it joins an arena.
-class SliceObserver : public tbb::task_scheduler_observer {
+class WorkerObserver : public tbb::task_scheduler_observer {
  public:
-  SliceObserver() { observe(true); }  // the implicit arena of the thread that makes it
-  explicit SliceObserver(tbb::task_arena& arena) : tbb::task_scheduler_observer(arena) {
+  WorkerObserver() { observe(true); }  // the implicit arena of the thread that makes it
+  explicit WorkerObserver(tbb::task_arena& arena) : tbb::task_scheduler_observer(arena) {
     observe(true);
   }
-  ~SliceObserver() override { observe(false); }
+  ~WorkerObserver() override { observe(false); }
   void on_scheduler_entry(bool) override { RequestShortSlice(); }
 };
 
@@ -36,14 +36,14 @@ class SliceObserver : public tbb::task_scheduler_observer {
 struct Arena {
   explicit Arena(int threads) : arena(threads) {}
   tbb::task_arena arena;
-  SliceObserver observer{arena};
+  WorkerObserver observer{arena};
 };
 
 // The calling thread, and the workers of its implicit arena (the first caller's: in a Python
 // program, the main thread, whose arena every worker serves sooner or later), get the slice.
-void RequestSlices() {
+void ObserveKernelThreads() {
   RequestShortSlice();
-  static SliceObserver* implicit = ShortSliceMicros() > 0 ? new SliceObserver() : nullptr;
+  static WorkerObserver* implicit = ShortSliceMicros() > 0 ? new WorkerObserver() : nullptr;
   (void)implicit;  // never destroyed, as the pool: kernels may run during static teardown
 }
 
@@ -90,7 +90,7 @@ static tbb::task_arena& SerialArena() {
 }
 
 void RunInPool(const std::function<void()>& fn) {
-  RequestSlices();
+  ObserveKernelThreads();
   Pool& pool = ThePool();
   const int threads = pool.threads.load(std::memory_order_relaxed);
   if (threads == 1 || (GetNumThreads() > 1 && MachineContended())) {
@@ -109,7 +109,7 @@ void RunInPool(const std::function<void()>& fn) {
 
 void ParallelFor(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn) {
   if (n <= 0) return;
-  RequestSlices();
+  ObserveKernelThreads();
   grain = std::max<int64_t>(grain, 1);
   if (n < 2 * grain || GetNumThreads() <= 1 || MachineContended()) {
     fn(0, n);
