@@ -316,11 +316,13 @@ def test_avg_pool2d_negative_divisor_override():
                  ms.float32, rtol=1e-5, atol=1e-6)
 
 
-@pytest.mark.parametrize("shape", [(2, 3, 28, 28), (1, 2, 7, 9), (1, 1, 34, 66)])
+@pytest.mark.parametrize("shape", [(2, 3, 28, 28), (1, 2, 7, 9), (1, 1, 34, 66),
+                                   (64, 16, 10, 10), (3, 40, 9, 8), (5, 7, 2, 2)])
 @pytest.mark.parametrize("np_dtype", [np.float32, np.float64, np.int32, np.float16])
 def test_max_pool2d_2x2_fast_path_matches_the_reference(shape, np_dtype):
     """The branch-free 2x2/stride-2 kernel: ties keep the first tap, NaN wins, -0.0 before
-    +0.0 stays -0.0, odd sizes drop the last row/column; values and indices both."""
+    +0.0 stays -0.0, odd sizes drop the last row/column; values and indices both. LeNet's
+    64x16x10x10 spans several blocks of planes; 9 rows take the per-row pass."""
     x = RNG.integers(-3, 4, size=shape).astype(np_dtype)  # many ties
     if np.issubdtype(np_dtype, np.floating):
         flat = x.reshape(-1)
