@@ -336,6 +336,31 @@ def test_max_pool2d_2x2_fast_path_matches_the_reference(shape, np_dtype):
     np.testing.assert_array_equal(np.signbit(got), np.signbit(want_y))
 
 
+@pytest.mark.parametrize("kernel,stride,padding,dilation,ceil_mode",
+                         [((3, 3), (2, 2), (1, 1), (1, 1), False),
+                          ((3, 2), (1, 2), (1, 0), (2, 1), True),
+                          ((2, 3), (3, 1), (0, 1), (1, 2), False),
+                          ((3, 3), (2, 2), (1, 1), (1, 1), True)])
+@pytest.mark.parametrize("np_dtype", [np.float32, np.float64, np.int32, np.float16])
+def test_max_pool2d_separable_path_keeps_the_tap_rule(kernel, stride, padding, dilation,
+                                                      ceil_mode, np_dtype):
+    """Any other window runs as a row pass then a column pass: ties still keep the first tap in
+    row-major order, the last NaN still wins, -0.0 before +0.0 stays -0.0, padded and
+    overhanging windows take only their taps inside the plane; values and indices both."""
+    x = RNG.integers(-3, 4, size=(3, 4, 11, 13)).astype(np_dtype)  # many ties
+    if np.issubdtype(np_dtype, np.floating):
+        flat = x.reshape(-1)
+        flat[RNG.choice(flat.size, size=flat.size // 20, replace=False)] = np.nan
+        flat[RNG.choice(flat.size, size=flat.size // 10, replace=False)] = -0.0
+    y, idx = ops.max_pool2d(ms.Tensor(x), kernel, stride, padding, dilation,
+                            return_indices=True, ceil_mode=ceil_mode)
+    want_y, want_idx = max_pool_ref(x, kernel, stride, padding, dilation, ceil_mode)
+    np.testing.assert_array_equal(idx.asnumpy(), want_idx)
+    got = y.asnumpy()
+    np.testing.assert_array_equal(got, want_y)
+    np.testing.assert_array_equal(np.signbit(got), np.signbit(want_y))
+
+
 @pytest.mark.parametrize("groups,stride,pads,dilation",
                          [(1, (1, 1), (0, 0, 0, 0), (1, 1)), (2, (2, 1), (1, 2, 0, 1), (2, 1)),
                           (4, (1, 2), (2, 2, 2, 2), (1, 2))])
