@@ -141,9 +141,16 @@ class SeparableMaxPool {
         W_(W),
         row_max_(new C[H * p.ow]),
         row_col_(new int64_t[H * p.ow]),
-        row_found_(new uint8_t[p.ow]),
-        out_max_(new C[p.ow]),
-        out_found_(new uint8_t[p.ow]) {}
+        first_tap_(new int64_t[p.ow]),
+        end_tap_(new int64_t[p.ow]),
+        out_max_(new C[p.ow]) {
+    // Each window's taps inside a row, the same for every row: j in [first, end).
+    for (int64_t ow = 0; ow < p.ow; ++ow) {
+      const int64_t start = ow * p.sw - p.pw;
+      first_tap_[ow] = start >= 0 ? 0 : (-start + p.dw - 1) / p.dw;
+      end_tap_[ow] = W - 1 - start < 0 ? 0 : std::min(p.kw, (W - 1 - start) / p.dw + 1);
+    }
+  }
 
   void Plane(const T* x, T* y, int64_t* yi) {
     for (int64_t h = 0; h < H_; ++h) Row(x + h * W_, &row_max_[h * p_.ow], &row_col_[h * p_.ow]);
@@ -151,53 +158,49 @@ class SeparableMaxPool {
   }
 
  private:
-  // The outputs [lo, hi) whose tap at offset `off` (from the window's start at o * stride)
-  // lies inside [0, n).
-  static void Inside(int64_t off, int64_t stride, int64_t n, int64_t outputs, int64_t* lo,
-                     int64_t* hi) {
-    *lo = off >= 0 ? 0 : (-off + stride - 1) / stride;
-    *hi = n - 1 - off < 0 ? 0 : std::min(outputs, (n - 1 - off) / stride + 1);
-  }
+  bool HasTaps(int64_t ow) const { return first_tap_[ow] < end_tap_[ow]; }
 
-  void Row(const T* __restrict xr, C* __restrict best, int64_t* __restrict col) {
-    uint8_t* __restrict found = row_found_.get();
-    std::fill(found, found + p_.ow, uint8_t{0});
-    for (int64_t j = 0; j < p_.kw; ++j) {
-      const int64_t off = j * p_.dw - p_.pw, sw = p_.sw;
-      int64_t lo, hi;
-      Inside(off, sw, W_, p_.ow, &lo, &hi);
-      for (int64_t ow = lo; ow < hi; ++ow) {
-        const int64_t w = ow * sw + off;
+  // Each window's fold along one row, in registers; a window with no tap in the row is skipped
+  // (Column never reads it).
+  void Row(const T* __restrict xr, C* __restrict best_out, int64_t* __restrict col_out) {
+    for (int64_t ow = 0; ow < p_.ow; ++ow) {
+      if (!HasTaps(ow)) continue;  // only where padding covers a whole window: predictable
+      int64_t w = ow * p_.sw - p_.pw + first_tap_[ow] * p_.dw, col = w;
+      C best = static_cast<C>(xr[w]);
+      for (int64_t j = first_tap_[ow] + 1; j < end_tap_[ow]; ++j) {
+        w += p_.dw;
         const C v = static_cast<C>(xr[w]);
-        const bool take = (found[ow] == 0) | (v > best[ow]) | (v != v);
-        best[ow] = Select(take, v, best[ow]);
-        col[ow] = Select<int64_t>(take, w, col[ow]);
-        found[ow] = 1;
+        const bool take = (v > best) | (v != v);  // `|`: no branch; v != v: NaN wins
+        best = Select(take, v, best);
+        col = Select<int64_t>(take, w, col);
       }
+      best_out[ow] = best;
+      col_out[ow] = col;
     }
   }
 
+  // The fold of the rows' results down each window's rows inside the plane.
   void Column(int64_t oh, T* __restrict y, int64_t* __restrict yi) {
+    const int64_t start = oh * p_.sh - p_.ph;
+    const int64_t first = start >= 0 ? 0 : (-start + p_.dh - 1) / p_.dh;
+    const int64_t end = H_ - 1 - start < 0 ? 0 : std::min(p_.kh, (H_ - 1 - start) / p_.dh + 1);
     C* __restrict best = out_max_.get();
-    uint8_t* __restrict found = out_found_.get();
-    const uint8_t* __restrict has_column = row_found_.get();  // the same for every row
-    std::fill(found, found + p_.ow, uint8_t{0});
-    std::fill(yi, yi + p_.ow, int64_t{0});
-    for (int64_t i = 0; i < p_.kh; ++i) {
-      const int64_t h = oh * p_.sh - p_.ph + i * p_.dh;
-      if (h < 0 || h >= H_) continue;  // the same for the whole output row: predictable
+    for (int64_t i = first; i < end; ++i) {
+      const int64_t h = start + i * p_.dh;
       const C* __restrict row = &row_max_[h * p_.ow];
       const int64_t* __restrict col = &row_col_[h * p_.ow];
       for (int64_t ow = 0; ow < p_.ow; ++ow) {
         const C v = row[ow];
-        const bool take = (has_column[ow] != 0) & ((found[ow] == 0) | (v > best[ow]) | (v != v));
+        const bool take = (i == first) | (v > best[ow]) | (v != v);
         best[ow] = Select(take, v, best[ow]);
         yi[ow] = Select<int64_t>(take, h * W_ + col[ow], yi[ow]);
-        found[ow] = static_cast<uint8_t>(found[ow] | static_cast<uint8_t>(take));
       }
     }
-    for (int64_t ow = 0; ow < p_.ow; ++ow)  // a window with no tap inside: 0, as PyTorch
-      y[ow] = Convert<T>(Select(found[ow] != 0, best[ow], C(0)));
+    for (int64_t ow = 0; ow < p_.ow; ++ow) {  // a window with no tap inside: 0, as PyTorch
+      const bool taps = first < end && HasTaps(ow);
+      y[ow] = Convert<T>(Select(taps, best[ow], C(0)));
+      if (!taps) yi[ow] = 0;
+    }
   }
 
   // Arrays, not vectors: vector<bool> has no data() (bool tensors never get here, but compile).
@@ -205,9 +208,8 @@ class SeparableMaxPool {
   int64_t H_, W_;
   std::unique_ptr<C[]> row_max_;
   std::unique_ptr<int64_t[]> row_col_;
-  std::unique_ptr<uint8_t[]> row_found_;
+  std::unique_ptr<int64_t[]> first_tap_, end_tap_;
   std::unique_ptr<C[]> out_max_;
-  std::unique_ptr<uint8_t[]> out_found_;
 };
 
 template <typename T>

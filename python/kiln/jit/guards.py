@@ -267,9 +267,6 @@ class Guards:
         for guard in list(self._reading(obj)):
             guard.identity, guard.value = True, Same(obj)
 
-    def has_per_call_checks(self):
-        return bool(self._always)
-
     def identity_checks(self):
         """The per-call checks as (getter, object) pairs when each one only asks whether a
         global or closure variable still holds the same object (a Cell, a function, a tensor):
