@@ -153,6 +153,16 @@ def _fast_hits_of(fn, *args, calls=3):
     return _C.fast_call_hits() - before, outs
 
 
+def _jit_and_repeat(apply, size):
+    """ms.jit(apply) called once on ones(size) (compiling, arming the fast path), then three
+    times more: (the jitted function, the input, fast-path hits of those three calls)."""
+    jitted = ms.jit(apply)
+    x = Tensor(np.ones(size, np.float32))
+    jitted(x)
+    hits, _ = _fast_hits_of(jitted, x)
+    return jitted, x, hits
+
+
 def test_a_training_step_closing_over_grad_fn_and_the_optimizer_takes_the_fast_path():
     # The MindSpore idiom: a step function closing over grad_fn and the optimizer (Cells and
     # functions, checked by identity on each call) runs through the fast path, and trains the
@@ -221,10 +231,7 @@ def test_rebinding_a_global_leaves_the_fast_path():
     def apply(x):
         return _GLOBAL_SCALE_CELL(x)
 
-    jitted = ms.jit(apply)
-    x = Tensor(np.ones(2, np.float32))
-    jitted(x)
-    hits, _ = _fast_hits_of(jitted, x)
+    jitted, x, hits = _jit_and_repeat(apply, 2)
     assert hits == 3
     _GLOBAL_SCALE_CELL = _Scale(-1.0)
     np.testing.assert_array_equal(jitted(x).asnumpy(), [-1.0, -1.0])
@@ -242,10 +249,7 @@ def test_changing_a_sequential_cells_children_recompiles_its_callers():
     def apply(x):
         return seq(x)
 
-    jitted = ms.jit(apply)
-    x = Tensor(np.ones(2, np.float32))
-    jitted(x)
-    hits, _ = _fast_hits_of(jitted, x)
+    jitted, x, hits = _jit_and_repeat(apply, 2)
     assert hits == 3  # the children registry is checked by epoch, not item by item
     seq.append(_Scale(3.0))
     np.testing.assert_array_equal(jitted(x).asnumpy(), [6.0, 6.0])
@@ -263,10 +267,7 @@ def test_a_list_a_step_reads_is_still_compared_on_every_call():
     def apply(x):
         return x * factors[0]
 
-    jitted = ms.jit(apply)
-    x = Tensor(np.ones(2, np.float32))
-    jitted(x)
-    hits, _ = _fast_hits_of(jitted, x)
+    jitted, x, hits = _jit_and_repeat(apply, 2)
     assert hits == 0  # contents, not identity: only the full check can compare them
     factors[0] = 4.0
     np.testing.assert_array_equal(jitted(x).asnumpy(), [4.0, 4.0])
