@@ -10,7 +10,7 @@
 
 #include <algorithm>
 #include <atomic>
-#include <memory>
+#include <map>
 #include <mutex>
 
 #include "core/contention.h"
@@ -32,7 +32,10 @@ class WorkerObserver : public tbb::task_scheduler_observer {
   void on_scheduler_entry(bool) override { RequestShortSlice(); }
 };
 
-// An arena of a set thread count, observed as the implicit one is.
+// An arena of a set thread count, observed as the implicit one is. Arenas live as long as the
+// process (one per count ever set): oneTBB's workers keep a reference to the last observer they
+// notified, and an observer that stops observing while one does is left to a cleanup that never
+// runs, so it leaked.
 struct Arena {
   explicit Arena(int threads) : arena(threads) {}
   tbb::task_arena arena;
@@ -52,8 +55,9 @@ void ObserveKernelThreads() {
 // because oneDNN sizes its work split from the arena it runs in.
 struct Pool {
   std::atomic<int> threads{0};  // 0: the default (kernels read this on every call)
-  std::mutex mutex;             // guards arena
-  std::shared_ptr<Arena> arena;
+  std::atomic<Arena*> arena{nullptr};  // the set count's arena; nullptr: the implicit one
+  std::mutex mutex;                    // guards arenas, and orders the writes above
+  std::map<int, Arena*> arenas;        // never destroyed, as the pool
 };
 
 Pool& ThePool() {
@@ -78,8 +82,13 @@ void SetNumThreads(int n) {
   Pool& pool = ThePool();
   std::lock_guard<std::mutex> lock(pool.mutex);
   if (n == GetNumThreads()) return;
-  // Work already running keeps its own reference to the old arena.
-  pool.arena = n == DefaultThreads() ? nullptr : std::make_shared<Arena>(n);
+  Arena* arena = nullptr;
+  if (n != DefaultThreads()) {
+    Arena*& slot = pool.arenas[n];
+    if (slot == nullptr) slot = new Arena(n);
+    arena = slot;
+  }
+  pool.arena.store(arena, std::memory_order_release);
   pool.threads.store(n, std::memory_order_relaxed);
 }
 
@@ -98,11 +107,7 @@ void RunInPool(const std::function<void()>& fn) {
     return;
   }
   if (threads <= 0) return fn();
-  std::shared_ptr<Arena> arena;
-  {
-    std::lock_guard<std::mutex> lock(pool.mutex);
-    arena = pool.arena;
-  }
+  Arena* arena = pool.arena.load(std::memory_order_acquire);
   if (arena == nullptr) return fn();
   arena->arena.execute(fn);  // runs fn directly when this thread is already in the arena
 }
