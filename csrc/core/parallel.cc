@@ -54,7 +54,7 @@ void ObserveKernelThreads() {
 // oneTBB's implicit arena, which costs nothing to enter. An arena, not a global_control limit,
 // because oneDNN sizes its work split from the arena it runs in.
 struct Pool {
-  std::atomic<int> threads{0};  // 0: the default (kernels read this on every call)
+  std::atomic<int> threads{0};         // 0: the default (kernels read this on every call)
   std::atomic<Arena*> arena{nullptr};  // the set count's arena; nullptr: the implicit one
   std::mutex mutex;                    // guards arenas, and orders the writes above
   std::map<int, Arena*> arenas;        // never destroyed, as the pool
