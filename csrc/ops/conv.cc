@@ -1,16 +1,19 @@
 // conv.cc - Conv2d on oneDNN (cached primitives), with its gradient ops; pooling is in pool.cc.
 //
-// NCHW. Conv2d runs float32 through oneDNN with plain layouts (nchw / oihw), so no
-// reorder runs per call; bfloat16 runs natively (bf16 operands, f32 accumulation, layouts oneDNN
-// picks) where the CPU has bf16 instructions (AVX512-BF16 / AMX); float64 runs kiln's own
-// double-precision loops (conv_f64.h: oneDNN has no f64 convolution, and rounding through
-// float32 would silently lose the precision asked for); float16 converts to float32 around it. Its
-// gradients are two ops of their own on oneDNN's backward-data / backward-weights primitives
-// (cached the same way; backward-weights runs in oneDNN's blocked layouts, see below).
+// NCHW. Conv2d runs float32 through oneDNN with plain layouts (nchw / oihw), so no reorder runs
+// per call; where the channels are so few that oneDNN's im2col + GEMM has a GEMM of 6 or 16
+// columns (LeNet's), kiln's direct loops run instead (conv_direct.h), measured faster. bfloat16
+// runs natively (bf16 operands, f32 accumulation, layouts oneDNN picks) where the CPU has bf16
+// instructions (AVX512-BF16 / AMX); float64 runs kiln's own double-precision loops (conv_f64.h:
+// oneDNN has no f64 convolution, and rounding through float32 would silently lose the precision
+// asked for); float16 converts to float32 around it. Its gradients are two ops of their own on
+// oneDNN's backward-data / backward-weights primitives (cached the same way; backward-weights
+// runs in oneDNN's blocked layouts, see below).
 #include <algorithm>
 #include <initializer_list>
 
 #include "core/error.h"
+#include "kernels/cpu/conv_direct.h"
 #include "kernels/cpu/conv_f64.h"
 #include "kernels/cpu/copy.h"
 #include "kernels/cpu/onednn.h"
@@ -352,7 +355,7 @@ bool AllFloat64(const KernelContext& ctx) {
   return ctx.outputs[0].dtype() == DType::Float64;
 }
 
-cpu::ConvShape F64Shape(const ConvGeometry& g) {
+cpu::ConvShape LoopShape(const ConvGeometry& g) {
   return cpu::ConvShape{g.n,
                         g.c,
                         g.h,
@@ -383,7 +386,7 @@ void Conv2dKernel(KernelContext& ctx) {
     return;
   }
   if (AllFloat64(ctx)) {
-    cpu::ConvF64(F64Shape(g), ctx.inputs[0].Contiguous(), ctx.inputs[1].Contiguous(),
+    cpu::ConvF64(LoopShape(g), ctx.inputs[0].Contiguous(), ctx.inputs[1].Contiguous(),
                  Contiguous(ctx.inputs[2]), out);
     return;
   }
@@ -394,6 +397,14 @@ void Conv2dKernel(KernelContext& ctx) {
     return;
   }
   Tensor x = Float32Contiguous(ctx.inputs[0]), w = Float32Contiguous(ctx.inputs[1]);
+  const cpu::ConvShape shape = LoopShape(g);
+  if (cpu::DirectConvApplies(shape)) {
+    IntoFloat32(out, [&](const Tensor& out32) {
+      cpu::DirectConvF32(shape, x.data<float>(), w.data<float>(),
+                         bias.defined() ? bias.data<float>() : nullptr, out32.data<float>());
+    });
+    return;
+  }
   IntoFloat32(out, [&](const Tensor& out32) { OnednnConv(g, x, w, bias, out32, dt); });
 }
 
@@ -455,7 +466,7 @@ void Conv2dBackwardInputKernel(KernelContext& ctx) {
   const Tensor& dx = ctx.outputs[0];
   if (dx.numel() == 0) return;  // otherwise dy and the weight are non-empty too
   if (AllFloat64(ctx)) {
-    cpu::ConvF64BackwardData(F64Shape(g), ctx.inputs[0].Contiguous(), ctx.inputs[1].Contiguous(),
+    cpu::ConvF64BackwardData(LoopShape(g), ctx.inputs[0].Contiguous(), ctx.inputs[1].Contiguous(),
                              dx);
     return;
   }
@@ -477,8 +488,8 @@ void Conv2dBackwardWeightKernel(KernelContext& ctx) {
     return;
   }
   if (AllFloat64(ctx)) {
-    cpu::ConvF64BackwardWeights(F64Shape(g), ctx.inputs[0].Contiguous(), ctx.inputs[1].Contiguous(),
-                                dw);
+    cpu::ConvF64BackwardWeights(LoopShape(g), ctx.inputs[0].Contiguous(),
+                                ctx.inputs[1].Contiguous(), dw);
     return;
   }
   const auto dt = ConvType({ctx.inputs[0].dtype(), ctx.inputs[1].dtype(), dw.dtype()});

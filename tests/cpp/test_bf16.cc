@@ -104,7 +104,7 @@ TEST(BFloat16, Conv2dGradientsMatchFloat32) {
 }
 
 TEST(BFloat16, Conv2dPrimitivesAreCachedPerElementType) {
-  const ConvCase c = ConvCases()[0];
+  const ConvCase c = ConvCases()[2];  // strided: float32 runs it on oneDNN too (not conv_direct)
   Tensor x = RandomBf16Exact(c.x, 9), w = RandomBf16Exact(c.w, 10);
   CallOp1(OpKind::Conv2d, {x, w}, c.attrs);
   CallOp1(OpKind::Conv2d, Bf16({x, w}), c.attrs);

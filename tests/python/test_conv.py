@@ -380,3 +380,46 @@ def test_conv2d_float64_keeps_double_precision_in_both_modes(groups, stride, pad
                 ms.jit(conv)(ms.Tensor(x), ms.Tensor(w), ms.Tensor(b))):
         assert out.dtype == ms.float64
         np.testing.assert_allclose(out.asnumpy(), want, rtol=1e-13, atol=0)
+
+
+# Few channels at unit stride run kiln's direct loops (kernels/cpu/conv_direct.cc); the rest run
+# oneDNN. Both sides of the choice, and the direct loops' edges: channel blocks of 8 with a
+# short last block, flat position blocks of 32 that straddle rows, padding, dilation.
+DIRECT_CONV_CASES = [
+    # (N, C, H, W), (O, C, kh, kw), pads(t, b, l, r), dilation, bias
+    ((64, 1, 32, 32), (6, 1, 5, 5), (0, 0, 0, 0), (1, 1), True),     # LeNet's first
+    ((64, 6, 14, 14), (16, 6, 5, 5), (0, 0, 0, 0), (1, 1), True),    # LeNet's second
+    ((3, 2, 9, 37), (13, 2, 3, 3), (1, 2, 0, 3), (1, 1), False),     # 8 + 5 channels, pads
+    ((2, 3, 7, 8), (32, 3, 2, 3), (2, 0, 1, 1), (2, 2), True),       # 4 full blocks, dilation
+    ((1, 16, 6, 5), (7, 16, 5, 5), (0, 0, 0, 0), (1, 1), True),      # 400 taps, kernel = rows
+    ((5, 4, 1, 40), (3, 4, 1, 4), (0, 0, 2, 2), (1, 1), False),      # one row
+    ((2, 3, 8, 8), (40, 3, 3, 3), (1, 1, 1, 1), (1, 1), True),       # too many: oneDNN
+    ((2, 17, 8, 8), (8, 17, 5, 5), (0, 0, 0, 0), (1, 1), True),      # 425 taps: oneDNN
+]
+
+
+@pytest.mark.parametrize("xs,ws,pads,dilation,has_bias", DIRECT_CONV_CASES)
+@pytest.mark.parametrize("graph", [False, True], ids=["pynative", "graph"])
+def test_conv2d_few_channels_match_the_reference(xs, ws, pads, dilation, has_bias, graph):
+    x, w = RNG.standard_normal(xs).astype(np.float32), RNG.standard_normal(ws).astype(np.float32)
+    b = RNG.standard_normal(ws[0]).astype(np.float32) if has_bias else None
+
+    def conv(x, w, b):
+        return ops.conv2d(x, w, b, pad_mode="pad", padding=pads, dilation=dilation)
+
+    fn = ms.jit(conv) if graph else conv
+    out = fn(ms.Tensor(x), ms.Tensor(w), None if b is None else ms.Tensor(b))
+    want = conv2d_ref(x, w, b, (1, 1), pads, dilation)
+    assert out.shape == want.shape
+    assert_close(out, want.astype(np.float32), ms.float32, rtol=1e-4, atol=1e-4)
+
+
+def test_conv2d_few_channels_propagate_nan_and_inf_to_their_windows_only():
+    x = np.zeros((1, 1, 6, 40), np.float32)
+    x[0, 0, 2, 35], x[0, 0, 4, 3] = np.nan, np.inf
+    w = np.ones((3, 1, 2, 2), np.float32)
+    out = ops.conv2d(ms.Tensor(x), ms.Tensor(w)).asnumpy()
+    want = conv2d_ref(x, w)  # NaN in the four windows over the NaN, inf in those over the inf
+    np.testing.assert_array_equal(np.isnan(out), np.isnan(want))
+    np.testing.assert_array_equal(np.isinf(out), np.isinf(want))
+    assert np.all(out[np.isfinite(want)] == 0)

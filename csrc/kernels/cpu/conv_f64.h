@@ -1,18 +1,10 @@
 // conv_f64.h - float64 2-D convolution and its two gradients (oneDNN has no f64 convolution).
 #pragma once
 
-#include <array>
-
 #include "core/tensor.h"
+#include "kernels/cpu/conv_shape.h"
 
 namespace kiln::cpu {
-
-// NCHW input (n, c, h, w), OIHW weight (o, c / groups, kh, kw), output (n, o, oh, ow).
-struct ConvShape {
-  int64_t n, c, h, w, o, kh, kw, oh, ow, groups;
-  std::array<int64_t, 2> stride, dilation;
-  std::array<int64_t, 4> pad;  // top, bottom, left, right
-};
 
 // Direct loops in double precision: float64 is asked for when precision matters (gradient
 // checks, numerics), so these trade speed for exact float64 sums instead of rounding through

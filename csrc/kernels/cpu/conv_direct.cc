@@ -1,0 +1,173 @@
+// conv_direct.cc - float32 convolution for few channels, by direct loops over flat image rows.
+//
+// Each image is copied once into a zero-padded scratch of row width Wp. An output at flat
+// position q = oh * Wp + ow then reads its tap (c, i, j) at q + c * plane + i * dh * Wp + j * dw:
+// one offset per tap for every position, so a run of consecutive positions is one vector load
+// per tap, whatever the row boundaries. The positions past a row's last output (ow >= OW) are
+// computed and dropped; that waste is (Wp - OW) / Wp. A block of 32 positions by up to 8 output
+// channels (6 without AVX-512) accumulates in registers; the weights are repacked tap-major so each
+// tap reads its block's weights from one cache line.
+#include "kernels/cpu/conv_direct.h"
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "core/parallel.h"
+
+namespace kiln::cpu {
+namespace {
+
+// One native vector register: generic vectors wider than the target's registers are split
+// poorly (GCC lowered a 64-byte vector to four 16-byte ones on AVX2). The block of
+// kVecs x kMaxChannelBlock accumulators, the kVecs inputs and a broadcast weight fit the
+// register file: 19 of AVX-512's 32 registers, 15 of AVX2's 16.
+#if defined(__AVX512F__)
+constexpr int kVecBytes = 64;
+constexpr int64_t kMaxChannelBlock = 8;
+#elif defined(__AVX__)
+constexpr int kVecBytes = 32;
+constexpr int64_t kMaxChannelBlock = 6;
+#else
+constexpr int kVecBytes = 16;
+constexpr int64_t kMaxChannelBlock = 6;
+#endif
+using Vec = float __attribute__((vector_size(kVecBytes)));
+constexpr int64_t kLanes = kVecBytes / sizeof(float);
+constexpr int kVecs = 2;                                 // vectors of positions per block
+constexpr int64_t kPositions = kLanes * kVecs;           // positions per block
+constexpr int64_t kMaxScratchFloats = int64_t{1} << 20;  // per image: 4 MiB, L2-sized work
+
+inline Vec Load(const float* p) {
+  Vec v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
+inline void Store(float* p, Vec v) { std::memcpy(p, &v, sizeof v); }
+
+struct Plan {
+  int64_t hp, wp, plane;      // padded image rows, row width, plane size
+  int64_t positions;          // oh * wp, rounded up to whole blocks
+  int64_t scratch;            // floats of one padded image, with room for the last block's reads
+  std::vector<int64_t> taps;  // flat offset of each (c, i, j), in weight order
+};
+
+Plan MakePlan(const ConvShape& s) {
+  Plan p;
+  p.hp = s.h + s.pad[0] + s.pad[1];
+  p.wp = s.w + s.pad[2] + s.pad[3];
+  p.plane = p.hp * p.wp;
+  p.positions = (s.oh * p.wp + kPositions - 1) / kPositions * kPositions;
+  p.scratch = s.c * p.plane + p.positions;  // the largest tap offset is below c * plane
+  p.taps.reserve(static_cast<size_t>(s.c * s.kh * s.kw));
+  for (int64_t c = 0; c < s.c; ++c)
+    for (int64_t i = 0; i < s.kh; ++i)
+      for (int64_t j = 0; j < s.kw; ++j)
+        p.taps.push_back(c * p.plane + i * s.dilation[0] * p.wp + j * s.dilation[1]);
+  return p;
+}
+
+// The weights of each block of output channels as [tap][channel in block], blocks of
+// kMaxChannelBlock (the last may be short, and is packed at its own width).
+std::vector<float> PackWeights(const ConvShape& s, const float* w) {
+  const int64_t taps = s.c * s.kh * s.kw;
+  std::vector<float> packed(static_cast<size_t>(s.o * taps));
+  for (int64_t o0 = 0; o0 < s.o; o0 += kMaxChannelBlock) {
+    const int64_t width = std::min(kMaxChannelBlock, s.o - o0);
+    float* block = packed.data() + o0 * taps;
+    for (int64_t t = 0; t < taps; ++t)
+      for (int64_t b = 0; b < width; ++b) block[t * width + b] = w[(o0 + b) * taps + t];
+  }
+  return packed;
+}
+
+// One block of positions for `Width` output channels: out[b][0, kPositions) = taps + bias.
+template <int Width>
+void PositionBlock(const float* image, const std::vector<int64_t>& taps, const float* weights,
+                   const float* bias, float* out, int64_t out_stride) {
+  Vec acc[Width][kVecs] = {};
+  const int64_t* offset = taps.data();
+  const int64_t count = static_cast<int64_t>(taps.size());
+  for (int64_t t = 0; t < count; ++t, weights += Width) {
+    const float* src = image + offset[t];
+    Vec in[kVecs];
+    for (int v = 0; v < kVecs; ++v) in[v] = Load(src + v * kLanes);
+#pragma GCC unroll 8
+    for (int b = 0; b < Width; ++b) {
+      const float wb = weights[b];
+      for (int v = 0; v < kVecs; ++v) acc[b][v] += wb * in[v];
+    }
+  }
+  // The bias is added last, as a separate add after the convolution would: a graph that splits
+  // or fuses the bias gives the same bits.
+  for (int b = 0; b < Width; ++b)
+    for (int v = 0; v < kVecs; ++v)
+      Store(out + b * out_stride + v * kLanes, bias ? acc[b][v] + bias[b] : acc[b][v]);
+}
+
+using BlockFn = void (*)(const float*, const std::vector<int64_t>&, const float*, const float*,
+                         float*, int64_t);
+
+BlockFn BlockFor(int64_t width) {
+  static constexpr BlockFn kFns[8] = {PositionBlock<1>, PositionBlock<2>, PositionBlock<3>,
+                                      PositionBlock<4>, PositionBlock<5>, PositionBlock<6>,
+                                      PositionBlock<7>, PositionBlock<8>};
+  static_assert(kMaxChannelBlock <= 8);
+  return kFns[width - 1];
+}
+
+// Copies image x (c, h, w) into the zeroed scratch at its padding offsets.
+void PadImage(const ConvShape& s, const Plan& p, const float* x, float* image) {
+  std::fill(image, image + p.scratch, 0.0f);
+  for (int64_t c = 0; c < s.c; ++c)
+    for (int64_t y = 0; y < s.h; ++y)
+      std::memcpy(image + c * p.plane + (y + s.pad[0]) * p.wp + s.pad[2], x + (c * s.h + y) * s.w,
+                  static_cast<size_t>(s.w) * sizeof(float));
+}
+
+void ConvImage(const ConvShape& s, const Plan& p, const float* x, const float* packed,
+               const float* bias, float* image, float* flat, float* out) {
+  PadImage(s, p, x, image);
+  const int64_t taps = s.c * s.kh * s.kw;
+  for (int64_t o0 = 0; o0 < s.o; o0 += kMaxChannelBlock) {
+    const int64_t width = std::min(kMaxChannelBlock, s.o - o0);
+    const BlockFn block = BlockFor(width);
+    for (int64_t q = 0; q < p.positions; q += kPositions)
+      block(image + q, p.taps, packed + o0 * taps, bias ? bias + o0 : nullptr,
+            flat + o0 * p.positions + q, p.positions);
+  }
+  for (int64_t o = 0; o < s.o; ++o)  // keep each row's first ow positions
+    for (int64_t y = 0; y < s.oh; ++y)
+      std::memcpy(out + (o * s.oh + y) * s.ow, flat + o * p.positions + y * p.wp,
+                  static_cast<size_t>(s.ow) * sizeof(float));
+}
+
+}  // namespace
+
+bool DirectConvApplies(const ConvShape& s) {
+  if (s.groups != 1 || s.stride[0] != 1 || s.stride[1] != 1) return false;
+  if (s.o > 32 || s.c * s.kh * s.kw > 400) return false;
+  constexpr int64_t kMaxSide = int64_t{1} << 20;  // bounds the products below (pads are free)
+  if (s.h + s.pad[0] + s.pad[1] > kMaxSide || s.w + s.pad[2] + s.pad[3] > kMaxSide) return false;
+  const int64_t plane = (s.h + s.pad[0] + s.pad[1]) * (s.w + s.pad[2] + s.pad[3]);
+  return plane <= kMaxScratchFloats / std::max<int64_t>(s.c + s.o + 1, 1);
+}
+
+void DirectConvF32(const ConvShape& s, const float* x, const float* w, const float* bias,
+                   float* out) {
+  const Plan plan = MakePlan(s);
+  const std::vector<float> packed = PackWeights(s, w);
+  const int64_t in_image = s.c * s.h * s.w, out_image = s.o * s.oh * s.ow;
+  const int64_t work = std::max<int64_t>(out_image * s.c * s.kh * s.kw, 1);
+  const int64_t grain = std::max<int64_t>(1, 100000 / work);  // ~100k FMAs per task at least
+  ParallelFor(s.n, grain, [&](int64_t begin, int64_t end) {
+    std::vector<float> image(static_cast<size_t>(plan.scratch));
+    std::vector<float> flat(static_cast<size_t>(s.o * plan.positions));
+    for (int64_t n = begin; n < end; ++n)
+      ConvImage(s, plan, x + n * in_image, packed.data(), bias, image.data(), flat.data(),
+                out + n * out_image);
+  });
+}
+
+}  // namespace kiln::cpu
