@@ -476,7 +476,11 @@ void Conv2dBackwardInputKernel(KernelContext& ctx) {
     return;
   }
   Tensor dy = Float32Contiguous(ctx.inputs[0]), w = Float32Contiguous(ctx.inputs[1]);
-  IntoFloat32(dx, [&](const Tensor& dx32) { OnednnConvBackwardData(g, dy, w, dx32, dt); });
+  IntoFloat32(dx, [&](const Tensor& dx32) {
+    if (!cpu::DirectConvBackwardDataF32(LoopShape(g), dy.data<float>(), w.data<float>(),
+                                        dx32.data<float>()))
+      OnednnConvBackwardData(g, dy, w, dx32, dt);
+  });
 }
 
 void Conv2dBackwardWeightKernel(KernelContext& ctx) {

@@ -118,11 +118,13 @@ TEST(Conv, BackwardOpsOnOnesAndCacheHit) {
   Tensor dw = CallOp1(OpKind::Conv2dBackwardWeight, {dy, x}, dw_attrs);
   EXPECT_EQ(dw.shape(), (Shape{2, 1, 2, 2}));
   EXPECT_EQ(Values(dw), std::vector<float>(8, 4.f));  // each tap sees 4 outputs
+  // The input gradient ran kiln's direct loops (unit stride, few channels); the weight gradient
+  // made a oneDNN primitive, which the second call reuses.
   cpu::OnednnCacheStats mid = cpu::GetOnednnCacheStats();
-  EXPECT_EQ(mid.misses, before.misses + 2);
+  EXPECT_EQ(mid.misses, before.misses + 1);
   CallOp1(OpKind::Conv2dBackwardInput, {dy, w}, dx_attrs);
   CallOp1(OpKind::Conv2dBackwardWeight, {dy, x}, dw_attrs);
-  EXPECT_EQ(cpu::GetOnednnCacheStats().hits, mid.hits + 2);
+  EXPECT_EQ(cpu::GetOnednnCacheStats().hits, mid.hits + 1);
   EXPECT_EQ(cpu::GetOnednnCacheStats().misses, mid.misses);
 }
 

@@ -431,3 +431,34 @@ def test_conv2d_float64_gradients_match_central_differences_closely():
         assert dx.dtype == ms.float64 and dw.dtype == ms.float64
         np.testing.assert_allclose(dx.asnumpy(), want_dx, rtol=1e-8, atol=1e-8)
         np.testing.assert_allclose(dw.asnumpy(), want_dw, rtol=1e-8, atol=1e-8)
+
+
+# At unit stride the input gradient runs kiln's direct loops as the convolution of dy with the
+# flipped, transposed weights (conv_direct.h) where the channels are few; padding beyond the
+# kernel's reach, too many channels or taps, and strides run oneDNN.
+DIRECT_GRAD_CASES = [
+    # (N, C, H, W), (O, C, kh, kw), pads(t, b, l, r), dilation
+    ((8, 6, 14, 14), (16, 6, 5, 5), (0, 0, 0, 0), (1, 1)),   # LeNet's second convolution
+    ((2, 1, 28, 28), (6, 1, 5, 5), (2, 2, 2, 2), (1, 1)),    # LeNet's first (pad same)
+    ((2, 3, 9, 11), (13, 3, 3, 2), (1, 2, 0, 1), (2, 1)),    # asymmetric, dilated, 8 + 5
+    ((1, 2, 6, 6), (3, 2, 3, 3), (3, 0, 0, 3), (1, 1)),      # a pad past the reach: oneDNN
+    ((2, 40, 5, 5), (4, 40, 3, 3), (1, 1, 1, 1), (1, 1)),    # 40 input channels: oneDNN
+]
+
+
+@pytest.mark.parametrize("xs,ws,pads,dilation", DIRECT_GRAD_CASES)
+@pytest.mark.parametrize("graph", [False, True], ids=["pynative", "graph"])
+def test_conv2d_grad_few_channels_matches_reference(xs, ws, pads, dilation, graph):
+    x, w = rand(*xs), rand(*ws)
+    y = conv2d_ref(x, w, None, (1, 1), pads, dilation)
+    dy = rand(*y.shape)
+
+    def loss(xx, ww):
+        out = ops.conv2d(xx, ww, pad_mode="pad", padding=pads, dilation=dilation)
+        return ops.mul(out, Tensor(dy))
+
+    grad_fn = ms.grad(loss, (0, 1))
+    dx, dw = (ms.jit(grad_fn) if graph else grad_fn)(Tensor(x), Tensor(w))
+    want_dx, want_dw, _ = conv2d_grads_ref(x, w, dy, (1, 1), pads, dilation)
+    assert_close(dx, want_dx.astype(np.float32), ms.float32, **F32_TOL)
+    assert_close(dw, want_dw.astype(np.float32), ms.float32, **F32_TOL)

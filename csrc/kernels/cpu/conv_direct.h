@@ -15,4 +15,10 @@ bool DirectConvApplies(const ConvShape& s);
 void DirectConvF32(const ConvShape& s, const float* x, const float* w, const float* bias,
                    float* out);
 
+// dx (n, c, h, w) = the input gradient of convolution s from dy (n, o, oh, ow) and w (o, c, kh,
+// kw), all contiguous float32: at unit stride it is itself a convolution, of dy with the weights
+// transposed and flipped, padded so that every tap that reached dx is counted. Returns false,
+// running nothing, where that convolution is not one DirectConvApplies takes.
+bool DirectConvBackwardDataF32(const ConvShape& s, const float* dy, const float* w, float* dx);
+
 }  // namespace kiln::cpu
