@@ -8,7 +8,8 @@
 // oneDNN has no f64 convolution, and rounding through float32 would silently lose the precision
 // asked for); float16 converts to float32 around it. Its gradients are two ops of their own on
 // oneDNN's backward-data / backward-weights primitives (cached the same way; backward-weights
-// runs in oneDNN's blocked layouts, see below).
+// runs in oneDNN's blocked layouts, see below); at unit stride with few channels the input
+// gradient is itself a small convolution and runs kiln's direct loops too.
 #include <algorithm>
 #include <initializer_list>
 

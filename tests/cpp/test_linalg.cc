@@ -75,31 +75,31 @@ TEST(Linalg, PrimitiveCacheHitsOnSecondCall) {
   EXPECT_EQ(after.hits, mid.hits + 1);
 }
 
-TEST(Conv, FewChannelsRunTheDirectLoops) {
-  // Two output channels at unit stride: kiln's direct loops (conv_direct.h), not oneDNN.
-  Tensor x = FromValues({1, 1, 3, 3}, std::vector<float>(9, 1.f));
+// conv2d of an all-ones (1, 1, side, side) input with two all-ones 2x2 filters, biases 0.5 and
+// -1, at `stride`: every output is 4 plus its bias.
+void OnesConv(int64_t side, int64_t stride) {
+  Tensor x = FromValues({1, 1, side, side}, std::vector<float>(side * side, 1.f));
   Tensor w = FromValues({2, 1, 2, 2}, std::vector<float>(8, 1.f));
   Tensor bias = FromValues({2}, {0.5f, -1.f});
-  Attrs attrs{Shape{1, 1}, Shape{0, 0, 0, 0}, Shape{1, 1}, int64_t{1}};
-  cpu::OnednnCacheStats before = cpu::GetOnednnCacheStats();
+  Attrs attrs{Shape{stride, stride}, Shape{0, 0, 0, 0}, Shape{1, 1}, int64_t{1}};
   Tensor y = CallOp1(OpKind::Conv2d, {x, w, bias}, attrs);
   EXPECT_EQ(y.shape(), (Shape{1, 2, 2, 2}));
   EXPECT_EQ(Values(y), (std::vector<float>{4.5, 4.5, 4.5, 4.5, 3, 3, 3, 3}));
+}
+
+TEST(Conv, FewChannelsRunTheDirectLoops) {
+  // Two output channels at unit stride: kiln's direct loops (conv_direct.h), not oneDNN.
+  cpu::OnednnCacheStats before = cpu::GetOnednnCacheStats();
+  OnesConv(3, 1);
   cpu::OnednnCacheStats after = cpu::GetOnednnCacheStats();
   EXPECT_EQ(after.hits + after.misses, before.hits + before.misses);
 }
 
 TEST(Conv, Conv2dOnesAndCacheHit) {
   // Stride 2 runs on oneDNN: the second call reuses the cached primitive.
-  Tensor x = FromValues({1, 1, 4, 4}, std::vector<float>(16, 1.f));
-  Tensor w = FromValues({2, 1, 2, 2}, std::vector<float>(8, 1.f));
-  Tensor bias = FromValues({2}, {0.5f, -1.f});
-  Attrs attrs{Shape{2, 2}, Shape{0, 0, 0, 0}, Shape{1, 1}, int64_t{1}};
+  OnesConv(4, 2);
   cpu::OnednnCacheStats before = cpu::GetOnednnCacheStats();
-  Tensor y = CallOp1(OpKind::Conv2d, {x, w, bias}, attrs);
-  EXPECT_EQ(y.shape(), (Shape{1, 2, 2, 2}));
-  EXPECT_EQ(Values(y), (std::vector<float>{4.5, 4.5, 4.5, 4.5, 3, 3, 3, 3}));
-  CallOp1(OpKind::Conv2d, {x, w, bias}, attrs);
+  OnesConv(4, 2);
   EXPECT_EQ(cpu::GetOnednnCacheStats().hits, before.hits + 1);
 }
 

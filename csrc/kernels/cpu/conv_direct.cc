@@ -4,9 +4,9 @@
 // position q = oh * Wp + ow then reads its tap (c, i, j) at q + c * plane + i * dh * Wp + j * dw:
 // one offset per tap for every position, so a run of consecutive positions is one vector load
 // per tap, whatever the row boundaries. The positions past a row's last output (ow >= OW) are
-// computed and dropped; that waste is (Wp - OW) / Wp. A block of 32 positions by up to 8 output
-// channels (6 without AVX-512) accumulates in registers; the weights are repacked tap-major so each
-// tap reads its block's weights from one cache line.
+// computed and dropped; that waste is (Wp - OW) / Wp. A block of two vectors of positions by up
+// to 8 output channels (6 without AVX-512) accumulates in registers; the weights are repacked
+// tap-major so each tap reads its block's weights from one cache line.
 #include "kernels/cpu/conv_direct.h"
 
 #include <algorithm>
