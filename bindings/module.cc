@@ -12,6 +12,7 @@
 #include "core/random.h"
 #include "core/thread_slice.h"
 #include "kernels/cpu/derived_cache.h"
+#include "kernels/cpu/onednn.h"
 #include "runtime/eager.h"
 
 namespace kiln::bind {
@@ -217,6 +218,8 @@ void InitModule(nb::module_& m) {
     return queue ? queue->pops() : -1;
   });
   m.def("feed_queue_destroy", [](int64_t id) { DestroyFeedQueue(id); });
+  m.def("onednn_blocks_matmul_weights", &cpu::OnednnBlocksMatMulWeights, nb::arg("m"), nb::arg("k"),
+        nb::arg("n"));
   m.def("packed_weight_stats", [] {
     cpu::DerivedCacheStats s = cpu::GetDerivedCacheStats();
     nb::dict d;

@@ -241,6 +241,10 @@ bool OnednnFusedMatMul(const Tensor& a, const Tensor& b, const Tensor& bias, Act
   });
   if (entry->reference && !(a.is_contiguous() && b.is_contiguous()))
     return OnednnFusedMatMul(a.Contiguous(), b.Contiguous(), bias, act, r, c, packed_weights);
+  // A plain layout picked (no AVX-512): a copy would be no faster than b as given (see
+  // OnednnBlocksMatMulWeights), so the strided primitive runs instead.
+  if (packed_weights && entry->weights.get_inner_nblks() == 0)
+    return OnednnFusedMatMul(a, b, bias, act, r, c, /*packed_weights=*/false);
   auto& engine = cpu::OnednnEngine();
   memory weights(StridedDesc(b, type), engine, b.raw_data());
   if (packed_weights) {

@@ -89,6 +89,18 @@ bool IsReferenceImpl(const dnnl::primitive_desc_base& pd) {
   return std::string(pd.impl_info_str()).rfind("ref", 0) == 0;
 }
 
+bool OnednnBlocksMatMulWeights(int64_t m, int64_t k, int64_t n) {
+  if (m <= 0 || k <= 0 || n <= 0) return false;
+  using dnnl::memory;
+  const auto f32 = memory::data_type::f32;
+  const memory::desc src({m, k}, f32, memory::format_tag::ab);
+  const memory::desc weights({k, n}, f32, memory::format_tag::any);
+  const memory::desc bias({1, n}, f32, memory::format_tag::ab);
+  const memory::desc dst({m, n}, f32, memory::format_tag::ab);
+  const dnnl::matmul::primitive_desc pd(OnednnEngine(), src, weights, bias, dst);
+  return pd.weights_desc().get_inner_nblks() > 0;
+}
+
 namespace {
 
 struct KeyHash {

@@ -61,4 +61,10 @@ std::shared_ptr<Entry> CachedPrimitive(const PrimitiveKey& key, Create&& create)
 // run fast, so the caller should make the operands contiguous instead.
 bool IsReferenceImpl(const dnnl::primitive_desc_base& pd);
 
+// True when, free to choose (format_tag::any), oneDNN's float32 matmul with bias for (m, k) x
+// (k, n) reads its weights in a blocked layout. Without AVX-512 it picks a plain one, which is
+// no faster than the weights as given, so a packed copy would only cost memory (and, measured
+// on AVX2, a plain row-major copy reads slower than a dense layer's transposed view).
+bool OnednnBlocksMatMulWeights(int64_t m, int64_t k, int64_t n);
+
 }  // namespace kiln::cpu
