@@ -35,6 +35,9 @@ struct MatMulEntry {
   // Set when the primitive computes c^T = b^T a^T into scratch that this reorder transposes
   // into c (OnednnMatMul).
   std::shared_ptr<dnnl::reorder> transpose_out;
+  // float32 on oneDNN's jit gemm (CPUs without AVX-512) with a transposed a, which it reads at
+  // about half speed: OnednnMatMul copies a into row-major first.
+  bool copy_transposed_a = false;
 };
 
 void AppendLayout(cpu::PrimitiveKey& key, const Tensor& t);

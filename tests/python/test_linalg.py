@@ -220,3 +220,16 @@ def test_dense_gradient():
     # A sequence input: the weight gradient is one product over all rows.
     check_grad(ops.dense, RNG.uniform(-2, 2, (2, 4, 3)), RNG.uniform(-2, 2, (5, 3)),
                RNG.uniform(-2, 2, 5))
+
+
+@pytest.mark.parametrize("shape_a,shape_b", [((40, 64), (40, 24)), ((2, 48, 32), (2, 48, 17)),
+                                             ((300, 20), (300, 33))])
+def test_matmul_with_a_transposed_left_operand(shape_a, shape_b):
+    # A weight gradient's shape, dy^T @ x: on oneDNN's jit gemm the left operand is copied
+    # row-major first (OnednnMatMul); the result must not depend on it.
+    a = RNG.standard_normal(shape_a).astype(np.float32)
+    b = RNG.standard_normal(shape_b).astype(np.float32)
+    ka = ops.swapaxes(ms.Tensor(a), -1, -2)
+    assert not ka.is_contiguous()
+    out = ops.matmul(ka, ms.Tensor(b)).asnumpy()
+    np.testing.assert_allclose(out, np.matmul(np.swapaxes(a, -1, -2), b), rtol=1e-4, atol=1e-4)

@@ -233,3 +233,44 @@ def test_registry_flags():
                  "split", "depend", "reshape"):
         assert ms._C.op_schema(ops._core.KIND[name])["is_view"], name
     assert ms._C.op_schema(ops._core.KIND["assign"])["mutates"] == [0]
+
+
+# Transposed copies: the tiled path (4-byte elements, both sides >= 16) and the plain loop
+# (other dtypes, small sides), with odd sizes, a strided and a broadcast batch.
+@pytest.mark.parametrize("dtype,np_dtype", [(ms.float32, np.float32), (ms.int32, np.int32),
+                                            (ms.float64, np.float64), (ms.float16, np.float16)],
+                         ids=str)
+@pytest.mark.parametrize("shape", [(17, 33), (40, 16), (3, 5), (3, 19, 45)])
+def test_contiguous_copy_of_a_transposed_view(shape, dtype, np_dtype):
+    arr = random_array(shape, np_dtype, RNG)
+    x = to_kiln(arr, dtype)
+    nd = len(shape)
+    strides = [int(np.prod(shape[d + 1:])) for d in range(nd)]  # in elements
+    strides[-1], strides[-2] = strides[-2], strides[-1]
+    dims = list(shape[:-2]) + [shape[-1], shape[-2]]
+    view = x._as_strided(dims, strides, 0)
+    assert not view.is_contiguous()
+    out = view.contiguous()
+    assert out.is_contiguous()
+    np.testing.assert_array_equal(out.asnumpy(), np.swapaxes(arr, nd - 1, nd - 2))
+
+
+def test_transposed_copy_of_strided_and_broadcast_batches():
+    arr = random_array((4, 20, 24), np.float32, RNG)
+    x = to_kiln(arr, ms.float32)
+    every_other = x._as_strided([2, 24, 20], [2 * 480, 1, 24], 0)  # arr[::2] transposed
+    np.testing.assert_array_equal(every_other.contiguous().asnumpy(),
+                                  np.swapaxes(arr[::2], 1, 2))
+    repeated = x._as_strided([3, 24, 20], [0, 1, 24], 480)  # arr[1] transposed, three times
+    np.testing.assert_array_equal(repeated.contiguous().asnumpy(),
+                                  np.broadcast_to(arr[1].T, (3, 24, 20)))
+
+
+def test_transposed_copy_keeps_every_bit():
+    # Negative zero, infinities and NaNs with payloads move as bits, not as values.
+    bits = np.arange(32 * 32, dtype=np.uint32).reshape(32, 32) | np.uint32(0x7F800001)
+    bits[0, :4] = [0x80000000, 0x7F800000, 0xFF800000, 0x7FC00000]
+    arr = bits.view(np.float32)
+    x = to_kiln(arr, ms.float32)
+    out = x._as_strided([32, 32], [1, 32], 0).contiguous().asnumpy()
+    np.testing.assert_array_equal(out.view(np.uint32), bits.T)

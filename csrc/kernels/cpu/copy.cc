@@ -1,6 +1,8 @@
 // copy.cc - CopyInto and Fill, templated over source and destination dtypes.
 #include "kernels/cpu/copy.h"
 
+#include <algorithm>
+#include <cstdint>
 #include <cstring>
 
 #include "core/error.h"
@@ -47,9 +49,55 @@ void CopyTyped(const Tensor& src, const Tensor& dst) {
   });
 }
 
+// A transposed copy reads with a large stride: one cache line per element, so the plain loop
+// ran at ~1.6 GB/s (1024x1024 float32: 2.5 ms). Tiles keep both sides' lines in cache.
+constexpr int64_t kTile = 16;
+
+template <typename T>
+void TransposeTile(const T* src, int64_t src_col_stride, T* dst, int64_t cols, int64_t rows,
+                   int64_t r0, int64_t c0) {
+  const int64_t r1 = std::min(rows, r0 + kTile), c1 = std::min(cols, c0 + kTile);
+  for (int64_t r = r0; r < r1; ++r)
+    for (int64_t c = c0; c < c1; ++c) dst[r * cols + c] = src[r + c * src_col_stride];
+}
+
+// dst (contiguous) = src where src, over dst's shape, steps by one element along the
+// second-to-last dim and by at least `rows` along the last (a transposed matrix, per batch
+// index), same dtype; false when the copy is not of that form.
+template <typename T>
+bool TryTransposedCopy(const Tensor& src, const Tensor& dst) {
+  const int64_t nd = dst.ndim();
+  if (nd < 2 || !dst.is_contiguous() || src.shape() != dst.shape()) return false;
+  const int64_t rows = dst.dim(nd - 2), cols = dst.dim(nd - 1);
+  const int64_t col_stride = src.strides()[nd - 1];
+  if (rows < kTile || cols < kTile || src.strides()[nd - 2] != 1 || col_stride < rows) return false;
+  const int64_t batch = dst.numel() / (rows * cols);
+  const int64_t row_tiles = (rows + kTile - 1) / kTile, col_tiles = (cols + kTile - 1) / kTile;
+  const T* in = src.data<T>();
+  T* out = dst.data<T>();
+  ParallelFor(batch * row_tiles, std::max<int64_t>(1, 4096 / (kTile * cols) + 1),
+              [&](int64_t begin, int64_t end) {
+                for (int64_t task = begin; task < end; ++task) {
+                  const int64_t b = task / row_tiles, r0 = (task % row_tiles) * kTile;
+                  int64_t offset = 0, rest = b;  // src's batch offset from b's index
+                  for (int64_t d = nd - 3; d >= 0; --d) {
+                    offset += (rest % dst.dim(d)) * src.strides()[d];
+                    rest /= dst.dim(d);
+                  }
+                  for (int64_t ct = 0; ct < col_tiles; ++ct)
+                    TransposeTile(in + offset, col_stride, out + b * rows * cols, cols, rows, r0,
+                                  ct * kTile);
+                }
+              });
+  return true;
+}
+
 }  // namespace
 
 void CopyInto(const Tensor& src, const Tensor& dst) {
+  if (src.dtype() == dst.dtype() && ItemSize(dst.dtype()) == 4 &&
+      TryTransposedCopy<uint32_t>(src, dst))
+    return;  // 4-byte elements moved as bits: a same-dtype copy never looks at values
   DispatchDType(dst.dtype(), [&](auto dst_tag) {
     DispatchDType(src.dtype(),
                   [&](auto src_tag) { CopyTyped<decltype(dst_tag), decltype(src_tag)>(src, dst); });
