@@ -38,6 +38,9 @@ struct MatMulEntry {
   // float32 on oneDNN's jit gemm (CPUs without AVX-512) with a transposed a, which it reads at
   // about half speed: OnednnMatMul copies a into row-major first.
   bool copy_transposed_a = false;
+  // float32 on the jit gemm of a CPU without AVX-512, a row-major b and at least
+  // kMisalignMinRows rows: a 32-byte-aligned b is copied 16 bytes off that boundary first.
+  bool misalign_b = false;
 };
 
 void AppendLayout(cpu::PrimitiveKey& key, const Tensor& t);

@@ -233,3 +233,15 @@ def test_matmul_with_a_transposed_left_operand(shape_a, shape_b):
     assert not ka.is_contiguous()
     out = ops.matmul(ka, ms.Tensor(b)).asnumpy()
     np.testing.assert_allclose(out, np.matmul(np.swapaxes(a, -1, -2), b), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("shape_a,shape_b", [((300, 40), (40, 24)), ((2, 260, 16), (2, 16, 33)),
+                                             ((1, 256, 64), (64, 8))])
+def test_matmul_with_many_rows_and_an_aligned_right_operand(shape_a, shape_b):
+    # kiln's buffers are 64-byte aligned; on oneDNN's AVX2 jit gemm such a row-major right
+    # operand is copied off the boundary first (OnednnMatMul). Values must not change.
+    a = RNG.standard_normal(shape_a).astype(np.float32)
+    b = RNG.standard_normal(shape_b).astype(np.float32)
+    kb = ms.Tensor(b)._clone()  # kiln-allocated, so aligned
+    out = ops.matmul(ms.Tensor(a), kb).asnumpy()
+    np.testing.assert_allclose(out, np.matmul(a, b), rtol=1e-4, atol=1e-4)
