@@ -219,6 +219,7 @@ bool IsTransposedMatrix(const Tensor& t) {
 // and a's alignment make no difference). Copying b costs 8 bytes of traffic per element against
 // the product's 2m flops per element, so it pays from a few hundred rows of a.
 constexpr int64_t kMisalignMinRows = 256;
+constexpr int64_t kMisalignMaxElements = int64_t{1} << 24;  // the copy's memory: 64 MB at most
 
 bool OnednnBelowAvx512() {
   static const bool below = [] {
@@ -284,7 +285,7 @@ void OnednnMatMul(const Tensor& a, const Tensor& b, const Tensor& c) {
                        c.dim(c.ndim() - 2) >= kMisalignMinRows;
     return plain;
   });
-  if (entry->misalign_b && IsVectorAligned(b)) {
+  if (entry->misalign_b && IsVectorAligned(b) && b.numel() <= kMisalignMaxElements) {
     OnednnMatMul(a, MisalignedCopy(b), c);  // the copy is contiguous: same entry when b was
     return;
   }
