@@ -8,6 +8,10 @@
 //   reshape(x, s) with the result shaped like x          ->  x
 //   cast(cast(x, t1), t2)                                ->  cast(x, t2) when t1 holds x exactly
 //   cast(x, dtype(x))                                    ->  x
+//   matmul(transpose(x, swap of the last two axes), y)   ->  matmul(x, y), transpose_a flipped
+//   (and likewise for y and transpose_b): the kernel reads the same transposed view, and later
+//   passes (fuse_epilogue, pack_weights) see the operand itself, a weight written `x @ w.T`
+//   included.
 //
 // Each rewrite keeps the result's dtype, shape and weakness exactly (checked by re-running the
 // registry's inference), so users of the value and the verifier see no change. A replaced node
@@ -203,6 +207,10 @@ class Simplifier {
       case OpKind::Cast:
         Cast(self, node);
         break;
+      case OpKind::MatMul:
+        AbsorbTranspose(node, 0);
+        AbsorbTranspose(node, 1);
+        break;
       default:
         break;
     }
@@ -301,6 +309,25 @@ class Simplifier {
       KeepsType(node, saved);
     }
     Replace(self, node.inputs[0]);
+  }
+
+  // Operand `side` of a matmul is transpose(x) swapping the last two axes: read x with that
+  // side's transpose flag flipped (attributes 0 and 1 are transpose_a and transpose_b).
+  void AbsorbTranspose(ir::Node& node, int side) {
+    const ir::ValueRef operand = node.inputs[side];
+    const ir::Node* inner = Producer(operand);
+    if (inner == nullptr || !IsOp(*inner, OpKind::Transpose) || alias_.Written(operand) ||
+        alias_.Written(inner->inputs[0]))
+      return;
+    const std::vector<int64_t> perm = Normalized(AttrInts(inner->attrs, 0));
+    const int64_t n = static_cast<int64_t>(perm.size());
+    if (n < 2 || perm[n - 2] != n - 1 || perm[n - 1] != n - 2) return;
+    for (int64_t i = 0; i + 2 < n; ++i)
+      if (perm[i] != i) return;
+    ir::Node saved = node;
+    node.inputs[side] = inner->inputs[0];
+    node.attrs[side] = !AttrBool(node.attrs, side);
+    KeepsType(node, saved);
   }
 
   // v may share storage with a result: one of f's, or one a rewrite has redirected to it.
