@@ -66,6 +66,16 @@ def operands(batch, sq, sk, d, dv, tk, dtype=np.float32, mask_shape=None):
 # ---- values
 
 
+@pytest.mark.parametrize("d,dv", [(24, 20), (64, 64), (16, 33)])
+@pytest.mark.parametrize("sq,sk", [(13, 37), (130, 300)])
+def test_head_sizes_across_register_block_edges(d, dv, sq, sk):
+    # The tile products run in blocks of 6 rows x 16 (AVX2) or 64 (AVX-512) columns, with the
+    # rows and columns left over on other paths: sizes on both sides of each edge.
+    q, k, v, _ = operands((2,), sq, sk, d, dv, True)
+    got = fused(Tensor(q), Tensor(k), Tensor(v), tk=True, scale=0.2)
+    np.testing.assert_allclose(got.asnumpy(), reference(q, k, v, tk=True, scale=0.2), **F32_TOL)
+
+
 @pytest.mark.parametrize("sq,sk", [(1, 1), (3, 5), (127, 255), (128, 256), (129, 257),
                                    (130, 511), (7, 512), (5, 513), (70, 1100)])
 @pytest.mark.parametrize("tk", [False, True])
