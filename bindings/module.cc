@@ -13,6 +13,7 @@
 #include "core/thread_slice.h"
 #include "kernels/cpu/derived_cache.h"
 #include "kernels/cpu/onednn.h"
+#include "kernels/cpu/panel_gemm.h"
 #include "runtime/eager.h"
 
 namespace kiln::bind {
@@ -220,6 +221,7 @@ void InitModule(nb::module_& m) {
   m.def("feed_queue_destroy", [](int64_t id) { DestroyFeedQueue(id); });
   m.def("onednn_blocks_matmul_weights", &cpu::OnednnBlocksMatMulWeights, nb::arg("m"), nb::arg("k"),
         nb::arg("n"));
+  m.def("panel_gemm_available", &cpu::PanelGemmAvailable);
   m.def("packed_weight_stats", [] {
     cpu::DerivedCacheStats s = cpu::GetDerivedCacheStats();
     nb::dict d;

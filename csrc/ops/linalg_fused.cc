@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "kernels/cpu/derived_cache.h"
+#include "kernels/cpu/panel_gemm.h"
 #include "ops/linalg_internal.h"
 
 namespace kiln::linalg {
@@ -162,6 +163,7 @@ dnnl::algorithm EltwiseAlgorithm(Activation act) {
 
 constexpr int64_t kPackRowMajorTag = 1;  // derived-cache tags
 constexpr int64_t kPackOnednnTag = 2;
+constexpr int64_t kPackPanelsTag = 3;
 constexpr int64_t kRowMajorMinColumns = 64;
 
 // b as a row-major (K, N) copy: dnnl_sgemm streams B's rows fastest when few rows of A multiply
@@ -266,8 +268,30 @@ bool OnednnFusedMatMul(const Tensor& a, const Tensor& b, const Tensor& bias, Act
   return true;
 }
 
-// The float32 fused path; false when the operands need the unfused one (a 1-D right operand,
-// an empty contraction, a residual that broadcasts, more dims than oneDNN takes).
+// b packed into 16-column panels (panel_gemm.h); null while not cached.
+std::shared_ptr<Tensor> PackedPanels(const Tensor& b) {
+  return std::static_pointer_cast<Tensor>(cpu::DerivedLookup(b, {kPackPanelsTag}, [&] {
+    Tensor buffer = Tensor::Empty({cpu::PanelPackedSize(b.dim(0), b.dim(1))}, DType::Float32);
+    cpu::PackPanels(b, buffer.data<float>());
+    return std::make_shared<Tensor>(buffer);
+  }));
+}
+
+// The 2-D product by b's panels, bias and relu applied as each block is stored; false while the
+// panels are not cached.
+bool TryPanels(const Tensor& a, const Tensor& b, const Tensor& bias, Activation act,
+               const Tensor& r, const Tensor& c) {
+  std::shared_ptr<Tensor> panels = PackedPanels(b);
+  if (!panels) return false;
+  const bool relu = act == Activation::Relu;
+  cpu::PanelGemm(c.dim(0), c.dim(1), a.dim(1), a.data<float>(), a.strides()[0],
+                 panels->data<float>(), bias.defined() ? bias.data<float>() : nullptr, relu,
+                 c.data<float>(), c.dim(1));
+  if (r.defined() || (act != Activation::None && !relu))
+    ApplyEpilogue(c, Tensor(), relu ? Activation::None : act, r);
+  return true;
+}
+
 // The packed-weight paths for a 2-D product; false while the packed copy is not cached (the
 // strided paths run meanwhile) or b needs no packing.
 bool TryPackedFloat32(const Tensor& a, const Tensor& b, const Tensor& bias, Activation act,
@@ -281,9 +305,12 @@ bool TryPackedFloat32(const Tensor& a, const Tensor& b, const Tensor& bias, Acti
     ApplyEpilogue(c, bias, act, r);
     return true;
   }
+  if (cpu::PanelGemmAvailable()) return TryPanels(a, b, bias, act, r, c);
   return OnednnFusedMatMul(a, b, bias, act, r, c, /*packed_weights=*/true);
 }
 
+// The float32 fused path; false when the operands need the unfused one (a 1-D right operand,
+// an empty contraction, a residual that broadcasts, more dims than oneDNN takes).
 bool TryFusedFloat32(const Tensor& in_a, const Tensor& in_b, const Tensor& bias,
                      const Tensor& residual, bool ta, bool tb, Activation act, bool pack,
                      const Tensor& out) {

@@ -7,8 +7,9 @@ ops, set_data, an optimizer step, a loaded checkpoint), and that memory a NumPy 
 never packed.
 
 Which copies are made depends on the CPU: with few rows a weight is copied row-major on every
-machine, with more rows only where oneDNN picks a blocked layout (AVX-512), so the expected counts
-come from `expected_packs`, and the tests of stale copies use the few-rows path every machine has.
+machine, with more rows into oneDNN's blocked layout (AVX-512) or kiln's 16-column panels (AVX2),
+and not at all on CPUs with neither, so the expected counts come from `expected_packs`, and the
+tests of stale copies use the few-rows path every machine has as well as the many-rows one.
 """
 import pathlib
 import sys
@@ -49,7 +50,7 @@ def expected_packs(rows, k, n):
     """Packed copies a (rows, k) @ (k, n) product over a dense layer's weight makes."""
     if rows <= 16:  # sgemm reads a row-major copy, worth it from 64 columns
         return int(n >= 64)
-    return int(_C.onednn_blocks_matmul_weights(rows, k, n))
+    return int(_C.onednn_blocks_matmul_weights(rows, k, n) or _C.panel_gemm_available())
 
 
 def compiled_and_eager(net, x, calls=3):
@@ -87,6 +88,29 @@ def test_batched_input_folds_into_rows_and_is_packed():
         np.testing.assert_allclose(out, eager, **TOL)
 
 
+class DenseWithSkip(nn.Cell):
+    """act(x @ w.T + b) + x: the residual add is fused into the product's epilogue."""
+
+    def __init__(self, width, activation):
+        super().__init__()
+        self.dense = nn.Dense(width, width, activation=activation)
+
+    def construct(self, x):
+        return self.dense(x) + x
+
+
+@pytest.mark.parametrize("activation", [None, "relu", "gelu", "sigmoid"])
+@pytest.mark.parametrize("rows", [17, 40])
+def test_packed_products_apply_every_epilogue(activation, rows):
+    net = DenseWithSkip(24, activation)
+    x = Tensor(RNG.standard_normal((rows, 24)).astype(np.float32))
+    before = stats()
+    outs, eager = compiled_and_eager(net, x)
+    assert delta(before)["packs"] == expected_packs(rows, 24, 24)
+    for out in outs:
+        np.testing.assert_allclose(out, eager, **TOL)
+
+
 def run_twice_then_change(change, batch=1):
     """Runs a compiled dense until packed, applies `change`, and checks the next call sees it."""
     dense = nn.Dense(IN, OUT)
@@ -112,30 +136,33 @@ def test_set_data_between_calls_is_seen(batch):
     run_twice_then_change(lambda d: d.weight.set_data(Tensor(new)), batch)
 
 
-def test_in_place_op_on_a_view_of_the_weight_is_seen():
+@pytest.mark.parametrize("batch", [1, 64])
+def test_in_place_op_on_a_view_of_the_weight_is_seen(batch):
     def change(dense):
         row = dense.weight[3]  # a view: the write reaches the weight through another TensorImpl
         ops.assign(row, ops.ones_like(row))
-    dense = run_twice_then_change(change)
+    dense = run_twice_then_change(change, batch)
     np.testing.assert_array_equal(dense.weight.asnumpy()[3], 1.0)
 
 
-def test_optimizer_step_between_calls_is_seen():
+@pytest.mark.parametrize("batch", [1, 64])
+def test_optimizer_step_between_calls_is_seen(batch):
     def change(dense):
         opt = nn.Momentum(dense.trainable_params(), learning_rate=0.5, momentum=0.9)
         grads = tuple(ops.ones_like(p) for p in dense.trainable_params())
         opt(grads)
-    run_twice_then_change(change)
+    run_twice_then_change(change, batch)
 
 
-def test_loaded_checkpoint_between_calls_is_seen(tmp_path):
+@pytest.mark.parametrize("batch", [1, 64])
+def test_loaded_checkpoint_between_calls_is_seen(tmp_path, batch):
     other = nn.Dense(IN, OUT)
     path = str(tmp_path / "dense.ckpt")
     ms.save_checkpoint(other, path)
 
     def change(dense):
         ms.load_param_into_net(dense, ms.load_checkpoint(path))
-    dense = run_twice_then_change(change)
+    dense = run_twice_then_change(change, batch)
     np.testing.assert_array_equal(dense.weight.asnumpy(), other.weight.asnumpy())
 
 

@@ -1,0 +1,33 @@
+// panel_gemm.h - float32 products by a weight packed once into 16-column panels (AVX2 builds).
+//
+// Without AVX-512, oneDNN's matmul picks a plain layout for weights and its jit sgemm ran a
+// batch-64 dense layer at 83-88% of the FMA peak here; with the weight packed into K x 16
+// panels that the inner loop reads front to back, a 6 x 16 register block reaches 90-94%
+// (docs/benchmarks.md, "Packed panels"). Used for weights that stay the same between calls
+// (the pack_weights pass); the panels live in the weight's derived cache.
+#pragma once
+
+#include <cstdint>
+
+#include "core/tensor.h"
+
+namespace kiln::cpu {
+
+// Whether this build has the panel kernel (AVX2 + FMA without AVX-512, where oneDNN keeps
+// weights plain).
+bool PanelGemmAvailable();
+
+// Floats in b (K x N) packed into panels: ceil(N / 16) panels of K x 16.
+int64_t PanelPackedSize(int64_t k, int64_t n);
+
+// Packs the 2-D float32 view b (K x N, any strides) into `out` (PanelPackedSize floats): panel p
+// holds columns [16p, 16p + 16) row after row, columns past N zero.
+void PackPanels(const Tensor& b, float* out);
+
+// c = a @ b (+ bias) (relu'd when `relu`) for a (M x K, rows lda apart, columns contiguous), b
+// packed by PackPanels, bias null or N floats, c (M x N, rows ldc apart). Relu keeps NaN.
+// Runs on kiln's pool.
+void PanelGemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* panels,
+               const float* bias, bool relu, float* c, int64_t ldc);
+
+}  // namespace kiln::cpu

@@ -1,0 +1,88 @@
+// test_panel_gemm.cc - the 16-column-panel product against a double-precision loop, on every
+// machine (the kernel builds everywhere; only whether products take it depends on the CPU).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "kernels/cpu/panel_gemm.h"
+
+namespace kiln {
+namespace {
+
+struct Case {
+  int64_t m, k, n;
+  bool bias, relu;
+};
+
+// a (m x k, rows `lda` apart) @ b (k x n, b's columns `col_stride` apart), through the panels.
+std::vector<float> PanelProduct(const Case& s, const std::vector<float>& a, int64_t lda,
+                                const Tensor& b, const std::vector<float>& bias, int64_t ldc) {
+  std::vector<float> panels(cpu::PanelPackedSize(s.k, s.n), -1.f);
+  cpu::PackPanels(b, panels.data());
+  std::vector<float> c(s.m * ldc, 7.f);  // 7: columns past n must keep it
+  cpu::PanelGemm(s.m, s.n, s.k, a.data(), lda, panels.data(), s.bias ? bias.data() : nullptr,
+                 s.relu, c.data(), ldc);
+  return c;
+}
+
+void CheckCase(const Case& s, bool transposed_b) {
+  std::mt19937 rng(static_cast<unsigned>(s.m * 131 + s.k * 7 + s.n));
+  std::uniform_real_distribution<float> dist(-1.f, 1.f);
+  const int64_t lda = s.k + 3, ldc = s.n + 5;  // padded rows: strides are honoured
+  std::vector<float> a(s.m * lda), bias(s.n);
+  for (float& v : a) v = dist(rng);
+  for (float& v : bias) v = dist(rng);
+  // b as stored: row-major (k, n), or the transposed view of a row-major (n, k) dense weight.
+  Tensor stored = transposed_b ? Tensor::Empty({s.n, s.k}, DType::Float32)
+                               : Tensor::Empty({s.k, s.n}, DType::Float32);
+  for (int64_t i = 0; i < stored.numel(); ++i) stored.data<float>()[i] = dist(rng);
+  const Tensor b = transposed_b ? stored.AsStrided({s.k, s.n}, {1, s.k}, 0) : stored;
+  const std::vector<float> c = PanelProduct(s, a, lda, b, bias, ldc);
+  const float* pb = stored.data<float>();
+  for (int64_t i = 0; i < s.m; ++i) {
+    for (int64_t j = 0; j < s.n; ++j) {
+      double want = s.bias ? bias[j] : 0.0;
+      for (int64_t p = 0; p < s.k; ++p)
+        want += double(a[i * lda + p]) * (transposed_b ? pb[j * s.k + p] : pb[p * s.n + j]);
+      if (s.relu && want < 0) want = 0;
+      ASSERT_NEAR(c[i * ldc + j], want, 1e-4 * (1 + std::sqrt(double(s.k))))
+          << "m=" << s.m << " k=" << s.k << " n=" << s.n << " at " << i << "," << j;
+    }
+    for (int64_t j = s.n; j < ldc; ++j) ASSERT_EQ(c[i * ldc + j], 7.f) << "wrote past n";
+  }
+}
+
+TEST(PanelGemm, MatchesLoopsAcrossBlockEdges) {
+  // Rows: every remainder of the 6-row block; columns: within, at and past a 16-wide panel;
+  // depth: one step, and past the 1024-step depth block (accumulating into C).
+  for (int64_t m : {1, 2, 5, 6, 7, 12, 13, 64})
+    for (int64_t n : {1, 10, 16, 17, 40})
+      for (int64_t k : {1, 9, 1030}) {
+        CheckCase({m, k, n, false, false}, false);
+        CheckCase({m, k, n, true, true}, true);
+      }
+}
+
+TEST(PanelGemm, BiasWithoutReluAndReluWithoutBias) {
+  CheckCase({9, 33, 21, true, false}, false);
+  CheckCase({9, 33, 21, false, true}, true);
+}
+
+TEST(PanelGemm, ReluKeepsNaN) {
+  const Case s{2, 3, 17, false, true};
+  std::vector<float> a(6, 1.f);
+  a[4] = std::numeric_limits<float>::quiet_NaN();  // row 1
+  Tensor b = Tensor::Empty({3, 17}, DType::Float32);
+  for (int64_t i = 0; i < b.numel(); ++i) b.data<float>()[i] = -1.f;
+  const std::vector<float> c = PanelProduct(s, a, 3, b, {}, 17);
+  for (int64_t j = 0; j < 17; ++j) {
+    EXPECT_EQ(c[j], 0.f);                // -3 relu'd
+    EXPECT_TRUE(std::isnan(c[17 + j]));  // NaN passes relu
+  }
+}
+
+}  // namespace
+}  // namespace kiln
