@@ -284,7 +284,7 @@ bool TryPanels(const Tensor& a, const Tensor& b, const Tensor& bias, Activation 
   std::shared_ptr<Tensor> panels = PackedPanels(b);
   if (!panels) return false;
   const bool relu = act == Activation::Relu;
-  cpu::PanelGemm(c.dim(0), c.dim(1), a.dim(1), a.data<float>(), a.strides()[0],
+  cpu::PanelGemm(c.dim(0), c.dim(1), a.dim(1), a.data<float>(), a.strides()[0], 1,
                  panels->data<float>(), bias.defined() ? bias.data<float>() : nullptr, relu,
                  c.data<float>(), c.dim(1));
   if (r.defined() || (act != Activation::None && !relu))

@@ -17,22 +17,27 @@ struct Case {
   bool bias, relu;
 };
 
-// a (m x k, rows `lda` apart) @ b (k x n, b's columns `col_stride` apart), through the panels.
-std::vector<float> PanelProduct(const Case& s, const std::vector<float>& a, int64_t lda,
-                                const Tensor& b, const std::vector<float>& bias, int64_t ldc) {
+// a (m x k, element (i, p) at a[i * ars + p * acs]) @ b (a 2-D view), through the panels.
+std::vector<float> PanelProduct(const Case& s, const std::vector<float>& a, int64_t ars,
+                                int64_t acs, const Tensor& b, const std::vector<float>& bias,
+                                int64_t ldc) {
   std::vector<float> panels(cpu::PanelPackedSize(s.k, s.n), -1.f);
   cpu::PackPanels(b, panels.data());
   std::vector<float> c(s.m * ldc, 7.f);  // 7: columns past n must keep it
-  cpu::PanelGemm(s.m, s.n, s.k, a.data(), lda, panels.data(), s.bias ? bias.data() : nullptr,
+  cpu::PanelGemm(s.m, s.n, s.k, a.data(), ars, acs, panels.data(), s.bias ? bias.data() : nullptr,
                  s.relu, c.data(), ldc);
   return c;
 }
 
-void CheckCase(const Case& s, bool transposed_b) {
+// transposed: a stored column-major (a weight gradient's dy^T) and b the transposed view of a
+// row-major (n, k) dense weight; else both row-major.
+void CheckCase(const Case& s, bool transposed) {
+  const bool transposed_b = transposed;
   std::mt19937 rng(static_cast<unsigned>(s.m * 131 + s.k * 7 + s.n));
   std::uniform_real_distribution<float> dist(-1.f, 1.f);
-  const int64_t lda = s.k + 3, ldc = s.n + 5;  // padded rows: strides are honoured
-  std::vector<float> a(s.m * lda), bias(s.n);
+  // Padded rows and columns: strides are honoured.
+  const int64_t ars = transposed ? 1 : s.k + 3, acs = transposed ? s.m + 3 : 1, ldc = s.n + 5;
+  std::vector<float> a(transposed ? s.k * acs : s.m * ars), bias(s.n);
   for (float& v : a) v = dist(rng);
   for (float& v : bias) v = dist(rng);
   // b as stored: row-major (k, n), or the transposed view of a row-major (n, k) dense weight.
@@ -40,13 +45,13 @@ void CheckCase(const Case& s, bool transposed_b) {
                                : Tensor::Empty({s.k, s.n}, DType::Float32);
   for (int64_t i = 0; i < stored.numel(); ++i) stored.data<float>()[i] = dist(rng);
   const Tensor b = transposed_b ? stored.AsStrided({s.k, s.n}, {1, s.k}, 0) : stored;
-  const std::vector<float> c = PanelProduct(s, a, lda, b, bias, ldc);
+  const std::vector<float> c = PanelProduct(s, a, ars, acs, b, bias, ldc);
   const float* pb = stored.data<float>();
   for (int64_t i = 0; i < s.m; ++i) {
     for (int64_t j = 0; j < s.n; ++j) {
       double want = s.bias ? bias[j] : 0.0;
       for (int64_t p = 0; p < s.k; ++p)
-        want += double(a[i * lda + p]) * (transposed_b ? pb[j * s.k + p] : pb[p * s.n + j]);
+        want += double(a[i * ars + p * acs]) * (transposed_b ? pb[j * s.k + p] : pb[p * s.n + j]);
       if (s.relu && want < 0) want = 0;
       ASSERT_NEAR(c[i * ldc + j], want, 1e-4 * (1 + std::sqrt(double(s.k))))
           << "m=" << s.m << " k=" << s.k << " n=" << s.n << " at " << i << "," << j;
@@ -77,7 +82,7 @@ TEST(PanelGemm, ReluKeepsNaN) {
   a[4] = std::numeric_limits<float>::quiet_NaN();  // row 1
   Tensor b = Tensor::Empty({3, 17}, DType::Float32);
   for (int64_t i = 0; i < b.numel(); ++i) b.data<float>()[i] = -1.f;
-  const std::vector<float> c = PanelProduct(s, a, 3, b, {}, 17);
+  const std::vector<float> c = PanelProduct(s, a, 3, 1, b, {}, 17);
   for (int64_t j = 0; j < 17; ++j) {
     EXPECT_EQ(c[j], 0.f);                // -3 relu'd
     EXPECT_TRUE(std::isnan(c[17 + j]));  // NaN passes relu

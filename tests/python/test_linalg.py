@@ -245,3 +245,22 @@ def test_matmul_with_many_rows_and_an_aligned_right_operand(shape_a, shape_b):
     kb = ms.Tensor(b)._clone()  # kiln-allocated, so aligned
     out = ops.matmul(ms.Tensor(a), kb).asnumpy()
     np.testing.assert_allclose(out, np.matmul(a, b), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("shape_a,shape_b", [((64, 40), (40, 24)), ((37, 20), (20, 520)),
+                                             ((255, 3), (3, 17)), ((3, 25, 16), (16, 600)),
+                                             ((100, 1), (1, 70))])
+@pytest.mark.parametrize("offset_a", [0, 1])
+def test_matmul_with_tens_of_rows_packs_the_right_operand_per_call(shape_a, shape_b, offset_a):
+    # 32-255 rows by a row-major right operand (a layer's input gradient): below AVX-512 the
+    # right operand is packed into 16-column panels for the call (TryPanelMatMul), row tails
+    # and column tails included; a left operand whose rows start anywhere is read as given.
+    # Values must match NumPy in both modes.
+    a = RNG.standard_normal(shape_a[:-1] + (shape_a[-1] + offset_a,)).astype(np.float32)
+    b = RNG.standard_normal(shape_b).astype(np.float32)
+    ka = ms.Tensor(a)[..., offset_a:]  # a view with a row stride past its width
+    kb = ms.Tensor(b)._clone()
+    want = np.matmul(a[..., offset_a:], b)
+    np.testing.assert_allclose(ops.matmul(ka, kb).asnumpy(), want, rtol=1e-4, atol=1e-4)
+    graph = ms.jit(lambda x, y: ops.matmul(x, y))(ms.Tensor(a[..., offset_a:].copy()), kb)
+    np.testing.assert_allclose(graph.asnumpy(), want, rtol=1e-4, atol=1e-4)

@@ -24,10 +24,10 @@ int64_t PanelPackedSize(int64_t k, int64_t n);
 // holds columns [16p, 16p + 16) row after row, columns past N zero.
 void PackPanels(const Tensor& b, float* out);
 
-// c = a @ b (+ bias) (relu'd when `relu`) for a (M x K, rows lda apart, columns contiguous), b
-// packed by PackPanels, bias null or N floats, c (M x N, rows ldc apart). Relu keeps NaN.
-// Runs on kiln's pool.
-void PanelGemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* panels,
-               const float* bias, bool relu, float* c, int64_t ldc);
+// c = a @ b (+ bias) (relu'd when `relu`) for a (M x K, element (i, p) at a[i * ars + p * acs]),
+// b packed by PackPanels, bias null or N floats, c (M x N, rows ldc apart); K >= 1. Relu keeps
+// NaN. Runs on kiln's pool.
+void PanelGemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t ars, int64_t acs,
+               const float* panels, const float* bias, bool relu, float* c, int64_t ldc);
 
 }  // namespace kiln::cpu
