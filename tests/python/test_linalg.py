@@ -2,6 +2,7 @@
 import numpy as np
 import pytest
 from helpers import ALL_DTYPES, NUMERIC_DTYPES, assert_close, non_contiguous, to_kiln
+from scipy import special as scipy_special
 
 import kiln as ms
 from kiln import ops
@@ -264,3 +265,39 @@ def test_matmul_with_tens_of_rows_packs_the_right_operand_per_call(shape_a, shap
     np.testing.assert_allclose(ops.matmul(ka, kb).asnumpy(), want, rtol=1e-4, atol=1e-4)
     graph = ms.jit(lambda x, y: ops.matmul(x, y))(ms.Tensor(a[..., offset_a:].copy()), kb)
     np.testing.assert_allclose(graph.asnumpy(), want, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("act", ["none", "relu", "gelu"])
+@pytest.mark.parametrize("rows", [256, 301])
+def test_dense_with_hundreds_of_rows_and_a_weight_given_each_call(act, rows):
+    # A training step's forward: the weight is new on every call, so it is not cached; below
+    # AVX-512 it is packed for the call (TryPanelsPerCall), the epilogue applied after.
+    fn = {"none": lambda y: y, "relu": ops.relu, "gelu": ops.gelu}[act]
+    f = ms.jit(lambda x, w, b: fn(ops.dense(x, w, b)) + x)
+    x = RNG.standard_normal((rows, 40)).astype(np.float32)
+    b = RNG.standard_normal(40).astype(np.float32)
+    for _ in range(2):
+        w = RNG.standard_normal((40, 40)).astype(np.float32)
+        z = x.astype(np.float64) @ w.T.astype(np.float64) + b
+        ref = {"none": z, "relu": np.maximum(z, 0),
+               "gelu": 0.5 * z * (1 + scipy_special.erf(z / np.sqrt(2)))}[act] + x
+        out = f(ms.Tensor(x), ms.Tensor(w), ms.Tensor(b)).asnumpy()
+        np.testing.assert_allclose(out, ref, rtol=1e-4, atol=1e-4)
+    assert "fused_matmul" in f.graph_text()
+
+
+@pytest.mark.parametrize("rows", [40, 300])
+def test_fused_product_with_a_transposed_left_operand(rows):
+    # A weight gradient plus a term, dy^T @ x + g (fused into one product with its epilogue):
+    # the left operand is column-major, which the panel paths must not read as row-major.
+    def f(dy, x, g):
+        return ops.matmul(ops.transpose(dy, (1, 0)), x) + g
+
+    dy = RNG.standard_normal((6, rows)).astype(np.float32)
+    x = RNG.standard_normal((6, 70)).astype(np.float32)
+    g = RNG.standard_normal(70).astype(np.float32)
+    jf = ms.jit(f)
+    for _ in range(3):  # the third call may read a cached packed copy of x
+        out = jf(ms.Tensor(dy), ms.Tensor(x)._clone(), ms.Tensor(g)).asnumpy()
+        np.testing.assert_allclose(out, dy.T @ x + g, rtol=1e-4, atol=1e-4)
+    assert "fused_matmul" in jf.graph_text()
