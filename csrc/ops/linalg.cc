@@ -327,16 +327,15 @@ void OnednnMatMul(const Tensor& a, const Tensor& b, const Tensor& c) {
   cpu::OnednnExecute(entry->prim, {{DNNL_ARG_SRC, ma}, {DNNL_ARG_WEIGHTS, mb}, {DNNL_ARG_DST, mc}});
 }
 
-// Below AVX-512, a float32 2-D product with a row-major a and b (a layer's input gradient
-// dy @ w) and at least 64 rows (32 where b is 512 or more wide): b packed into panels for this
-// call, then kiln's panel kernel. oneDNN's AVX2 sgemm reads such a b at 45-65% of the FMA peak
-// (kiln's buffers start on the 32-byte boundary it runs slowest from, and b's rows 2-4 KB apart
-// alias in L1); with the packing counted, the panels measured 0.51-0.78x its time at 64-255
-// rows and 512-1024 columns (1 and 2 threads), 0.92-1.0x at 10 or 256 columns. From 256 rows,
-// isolated products measured level with oneDNN on a misaligned copy of b (0.93-1.10x), but in
-// the encoder block's training step its two input gradients went 3.6 -> 2.9 and 3.1 -> 2.8 ms.
-// A column-major a (a weight gradient's dy^T) stays on oneDNN: read in place it measured 1.6x
-// slower. False when this does not apply.
+// Below AVX-512, a float32 2-D product with a row-major b and at least 64 rows (32 where b is
+// 512 or more wide): b packed into panels for this call, then kiln's panel kernel. oneDNN's
+// AVX2 sgemm reads such a b at 45-65% of the FMA peak (kiln's buffers start on the 32-byte
+// boundary it runs slowest from, and b's rows 2-4 KB apart alias in L1); with the packing
+// counted, the panels measured 0.51-0.78x its time at 64-255 rows and 512-1024 columns (1 and
+// 2 threads), 0.92-1.0x at 10 or 256 columns. From 256 rows, isolated products measured level
+// with oneDNN on a misaligned copy of b (0.93-1.10x), but in the encoder block's training step
+// its two input gradients (dy @ w) went 3.6 -> 2.9 and 3.1 -> 2.8 ms. False when this does not
+// apply.
 constexpr int64_t kPanelMinRows = 64;
 constexpr int64_t kPanelMinRowsWide = 32;  // for b of kPanelWideColumns or more
 constexpr int64_t kPanelWideColumns = 512;
@@ -345,7 +344,15 @@ bool TryPanelMatMul(const Tensor& a, const Tensor& b, const Tensor& c) {
   if (!cpu::PanelGemmAvailable() || c.ndim() != 2 || c.dtype() != DType::Float32) return false;
   const int64_t m = c.dim(0), n = c.dim(1), k = a.dim(1);
   const int64_t min_rows = n >= kPanelWideColumns ? kPanelMinRowsWide : kPanelMinRows;
-  if (m < min_rows || a.strides()[1] != 1 || b.strides()[1] != 1) return false;
+  if (m < min_rows || b.strides()[1] != 1) return false;
+  if (a.strides()[1] != 1) {
+    if (a.strides()[0] != 1) return false;
+    // A weight gradient's dy^T: read in place, the kernel's six broadcasts per step come from one
+    // cache line but each block's stores dominate at small depths (measured 1.2-1.7x slower);
+    // copied row-major first (the tiled transpose) it beat oneDNN on its own copy: the encoder
+    // step's fc weight gradients 4.2 -> 3.3 and 4.0 -> 3.7 ms, the seed step's 5% faster.
+    return TryPanelMatMul(a.Contiguous(), b, c);
+  }
   Tensor panels = Tensor::Empty({cpu::PanelPackedSize(k, n)}, DType::Float32);
   cpu::PackPanels(b, panels.data<float>());
   cpu::PanelGemm(m, n, k, a.data<float>(), a.strides()[0], 1, panels.data<float>(), nullptr, false,
