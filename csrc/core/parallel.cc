@@ -98,11 +98,14 @@ static tbb::task_arena& SerialArena() {
   return *arena;
 }
 
-void RunInPool(const std::function<void()>& fn) {
+namespace {
+
+// RunInPool; `serial_when_contended` false keeps the pool in the contended state too.
+void RunInPoolWhen(const std::function<void()>& fn, bool serial_when_contended) {
   ObserveKernelThreads();
   Pool& pool = ThePool();
   const int threads = pool.threads.load(std::memory_order_relaxed);
-  if (threads == 1 || (GetNumThreads() > 1 && MachineContended())) {
+  if (threads == 1 || (serial_when_contended && GetNumThreads() > 1 && MachineContended())) {
     SerialArena().execute(fn);  // runs fn directly when this thread is already in it
     return;
   }
@@ -112,6 +115,26 @@ void RunInPool(const std::function<void()>& fn) {
   arena->arena.execute(fn);  // runs fn directly when this thread is already in the arena
 }
 
+// fn over [0, n) in blocks of `grain` items on the pool (n >= 2 * grain).
+void SplitOnPool(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn,
+                 bool serial_when_contended) {
+  // Whole blocks of `grain` items (the last takes the remainder), so no call gets less; oneTBB's
+  // partitioner groups blocks into tasks and idle threads steal them.
+  const int64_t blocks = n / grain;
+  RunInPoolWhen(
+      [&] {
+        tbb::parallel_for(tbb::blocked_range<int64_t>(0, blocks),
+                          [&](const tbb::blocked_range<int64_t>& r) {
+                            fn(r.begin() * grain, r.end() == blocks ? n : r.end() * grain);
+                          });
+      },
+      serial_when_contended);
+}
+
+}  // namespace
+
+void RunInPool(const std::function<void()>& fn) { RunInPoolWhen(fn, true); }
+
 void ParallelFor(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn) {
   if (n <= 0) return;
   ObserveKernelThreads();
@@ -120,15 +143,20 @@ void ParallelFor(int64_t n, int64_t grain, const std::function<void(int64_t, int
     fn(0, n);
     return;
   }
-  // Whole blocks of `grain` items (the last takes the remainder), so no call gets less; oneTBB's
-  // partitioner groups blocks into tasks and idle threads steal them.
-  const int64_t blocks = n / grain;
-  RunInPool([&] {
-    tbb::parallel_for(tbb::blocked_range<int64_t>(0, blocks),
-                      [&](const tbb::blocked_range<int64_t>& r) {
-                        fn(r.begin() * grain, r.end() == blocks ? n : r.end() * grain);
-                      });
-  });
+  SplitOnPool(n, grain, fn, true);
+}
+
+void ParallelForFlops(int64_t n, int64_t grain, double flops,
+                      const std::function<void(int64_t, int64_t)>& fn) {
+  if (flops < kContendedSplitFlops) return ParallelFor(n, grain, fn);
+  if (n <= 0) return;
+  ObserveKernelThreads();
+  grain = std::max<int64_t>(grain, 1);
+  if (n < 2 * grain || GetNumThreads() <= 1) {
+    fn(0, n);
+    return;
+  }
+  SplitOnPool(n, grain, fn, false);
 }
 
 }  // namespace kiln

@@ -21,6 +21,17 @@ void SetNumThreads(int n);
 // large enough to pay for waking the pool.
 void ParallelFor(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn);
 
+// ParallelFor for a loop of `flops` floating-point operations in all (a large product). While
+// the machine is contended, ParallelFor runs on the calling thread alone; this one still splits
+// loops of kContendedSplitFlops (about a millisecond on one core) or more: a join's wait for a
+// descheduled worker then costs less than the second thread's share of a core brings. Measured
+// (2 cores, encoder block forward, median of 1.5 s): beside 2 busy processes 33-42 -> 32 ms,
+// beside 3 44-46 -> 36-40 ms; splitting from 3e7 instead made the seed training step (products
+// of 0.2-0.3 ms) 2.3x slower beside 2.
+constexpr double kContendedSplitFlops = 1e8;
+void ParallelForFlops(int64_t n, int64_t grain, double flops,
+                      const std::function<void(int64_t, int64_t)>& fn);
+
 // Runs fn inside kiln's pool: oneDNN primitives and anything else that parallelizes through
 // oneTBB itself go through here so that they honour SetNumThreads.
 void RunInPool(const std::function<void()>& fn);

@@ -135,6 +135,28 @@ TEST(Parallel, AContendedMachineRunsKernelsOnTheCaller) {
   EXPECT_EQ(GetNumThreads(), static_cast<int>(std::max(2u, std::thread::hardware_concurrency())));
 }
 
+// The threads that ran a contended ParallelForFlops over `flops`.
+std::set<std::thread::id> ThreadsOfContendedLoop(double flops) {
+  std::mutex mutex;
+  std::set<std::thread::id> threads;
+  for (int round = 0; round < 5; ++round)
+    ParallelForFlops(1 << 12, 1, flops, [&](int64_t, int64_t) {
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+      std::lock_guard<std::mutex> lock(mutex);
+      threads.insert(std::this_thread::get_id());
+    });
+  return threads;
+}
+
+TEST(Parallel, AContendedMachineStillSplitsLargeProducts) {
+  ThreadCountGuard guard;
+  SetNumThreads(static_cast<int>(std::max(2u, std::thread::hardware_concurrency())));
+  ContentionOverride contended(1);
+  // Below the limit: the caller alone, as ParallelFor; from it: the pool's workers too.
+  EXPECT_EQ(ThreadsOfContendedLoop(kContendedSplitFlops / 2).size(), 1u);
+  EXPECT_GE(ThreadsOfContendedLoop(kContendedSplitFlops).size(), 2u);
+}
+
 TEST(Parallel, AQuietMachineSplitsKernels) {
   ContentionOverride quiet(0);
   EXPECT_FALSE(MachineContended());
