@@ -1,10 +1,11 @@
-// panel_gemm.h - float32 products by a weight packed once into 16-column panels (AVX2 builds).
+// panel_gemm.h - float32 products by a right operand packed into 16-column panels (AVX2 builds).
 //
 // Without AVX-512, oneDNN's matmul picks a plain layout for weights and its jit sgemm ran a
-// batch-64 dense layer at 83-88% of the FMA peak here; with the weight packed into K x 16
-// panels that the inner loop reads front to back, a 6 x 16 register block reaches 90-94%
-// (docs/benchmarks.md, "Packed panels"). Used for weights that stay the same between calls
-// (the pack_weights pass); the panels live in the weight's derived cache.
+// batch-64 dense layer at 83-88% of the FMA peak here (45-65% on a row-major operand at a
+// 32-byte boundary); with the operand packed into K x 16 panels that the inner loop reads front
+// to back, a 6 x 16 register block reaches 98% in isolation (docs/benchmarks.md, "Packed
+// panels"). Weights that stay the same between calls keep their panels in the derived cache
+// (ops/linalg_fused.cc); other operands are packed for the call (ops/linalg.cc).
 #pragma once
 
 #include <cstdint>
