@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/parallel.h"
+#include "kernels/cpu/vec.h"
 
 namespace kiln::cpu {
 namespace {
@@ -32,19 +33,14 @@ constexpr int64_t kMaxChannelBlock = 6;
 constexpr int kVecBytes = 16;
 constexpr int64_t kMaxChannelBlock = 6;
 #endif
-using Vec = float __attribute__((vector_size(kVecBytes)));
+using Vec = FloatVec<kVecBytes>;
 constexpr int64_t kLanes = kVecBytes / sizeof(float);
 constexpr int kVecs = 2;                                 // vectors of positions per block
 constexpr int64_t kPositions = kLanes * kVecs;           // positions per block
 constexpr int64_t kMaxScratchFloats = int64_t{1} << 20;  // per image: 4 MiB, L2-sized work
 
-inline Vec Load(const float* p) {
-  Vec v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
-
-inline void Store(float* p, Vec v) { std::memcpy(p, &v, sizeof v); }
+inline Vec Load(const float* p) { return LoadVec<Vec>(p); }
+inline void Store(float* p, Vec v) { StoreVec(p, v); }
 
 struct Plan {
   int64_t hp, wp, plane;      // padded image rows, row width, plane size

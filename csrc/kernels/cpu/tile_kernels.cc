@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "kernels/cpu/normalization.h"
+#include "kernels/cpu/vec.h"
 
 #if defined(__AVX512F__)
 // GCC 12's AVX-512 intrinsics start from a self-initialized `_mm512_undefined_ps()` that its
@@ -146,16 +147,7 @@ __mmask16 TailMask(int64_t left) {
 // with -ffp-contract=fast). A block is 6 rows x 16 columns: 12 accumulators, 2 loads of B and
 // 6 broadcasts of A per 12 FMAs, 14 of the 16 ymm registers. Columns past the last full block
 // take the plain loop.
-using Vec8 = float __attribute__((vector_size(32)));
 constexpr int64_t kCols = 16;
-
-inline Vec8 Load8(const float* p) {
-  Vec8 v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
-
-inline void Store8(float* p, Vec8 v) { std::memcpy(p, &v, sizeof v); }
 
 inline void StoreRow(float* out, Vec8 lo, Vec8 hi, float alpha, bool accumulate) {
   lo *= alpha;
