@@ -89,5 +89,33 @@ TEST(PanelGemm, ReluKeepsNaN) {
   }
 }
 
+// The finishing callback sees every element of C exactly once, after the last depth block (the
+// full sum), with the block's own coordinates: here it negates each block and counts visits.
+TEST(PanelGemm, FinishRunsOnceOnEveryFinishedBlock) {
+  for (int64_t m : {5, 300})
+    for (int64_t n : {17, 64})
+      for (int64_t k : {3, 1030}) {
+        std::vector<float> a(m * k, 1.f), panels(cpu::PanelPackedSize(k, n));
+        Tensor b = Tensor::Empty({k, n}, DType::Float32);
+        for (int64_t i = 0; i < b.numel(); ++i) b.data<float>()[i] = 1.f;
+        cpu::PackPanels(b, panels.data());
+        std::vector<float> c(m * n, 0.f);
+        std::vector<int> visits(m * n, 0);
+        cpu::PanelGemm(m, n, k, a.data(), k, 1, panels.data(), nullptr, false, c.data(), n,
+                       [&](float* tile, int64_t row0, int64_t rows, int64_t col0, int64_t width) {
+                         ASSERT_EQ(tile, c.data() + row0 * n + col0);
+                         for (int64_t i = 0; i < rows; ++i)
+                           for (int64_t j = 0; j < width; ++j) {
+                             tile[i * n + j] = -tile[i * n + j];
+                             ++visits[(row0 + i) * n + col0 + j];
+                           }
+                       });
+        for (int64_t i = 0; i < m * n; ++i) {
+          ASSERT_EQ(visits[i], 1) << "m=" << m << " n=" << n << " k=" << k << " at " << i;
+          ASSERT_EQ(c[i], -static_cast<float>(k)) << "m=" << m << " n=" << n << " k=" << k;
+        }
+      }
+}
+
 }  // namespace
 }  // namespace kiln

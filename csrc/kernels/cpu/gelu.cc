@@ -40,6 +40,10 @@ void GeluErf(const float* x, float* y, int64_t n) {
   ParallelFor(n, kGrain, [&](int64_t b, int64_t e) { GeluRun(x + b, y + b, e - b); });
 }
 
+void GeluErfTile(float* c, int64_t rows, int64_t cols, int64_t ld) {
+  for (int64_t i = 0; i < rows; ++i) GeluRun(c + i * ld, c + i * ld, cols);
+}
+
 void GeluErf(const BFloat16* x, BFloat16* y, int64_t n) {
   ParallelFor(n, kGrain, [&](int64_t b, int64_t e) {
     float buf[kBf16Chunk];

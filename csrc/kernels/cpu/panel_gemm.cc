@@ -5,27 +5,17 @@
 #include <cstring>
 
 #include "core/parallel.h"
+#include "kernels/cpu/vec.h"
 
 namespace kiln::cpu {
 namespace {
 
-// 8-float vectors as GCC/Clang vector types: AVX2 registers where the build has them (the file
-// is built with -ffp-contract=fast, so `acc += x * b` is one FMA), SSE pairs elsewhere.
-using Vec8 = float __attribute__((vector_size(32)));
 constexpr int64_t kWidth = 16;
 // K is split into blocks this long: a panel block (64 KB) then stays in L2 while every row
 // block of A passes over it; measured 64x784x512 runs 3-6% slower when blocked at 256.
 constexpr int64_t kDepthBlock = 1024;
 // Rows of A per work item: A's block (rows x K floats) stays in L2 across the panels.
 constexpr int64_t kRowBytes = 256 * 1024;
-
-inline Vec8 Load8(const float* p) {
-  Vec8 v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
-
-inline void Store8(float* p, Vec8 v) { std::memcpy(p, &v, sizeof v); }
 
 // What a block does with its sums: add C (a later depth block), add the bias and relu (the
 // last depth block), store `width` (1..16) columns.
@@ -169,7 +159,8 @@ void PackPanels(const Tensor& b, float* out) {
 }
 
 void PanelGemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t ars, int64_t acs,
-               const float* panels, const float* bias, bool relu, float* c, int64_t ldc) {
+               const float* panels, const float* bias, bool relu, float* c, int64_t ldc,
+               const PanelTileFn& finish) {
   const int64_t panel_count = (n + kWidth - 1) / kWidth;
   const int64_t row_block = RowBlock(m, k, panel_count);
   const int64_t row_blocks = (m + row_block - 1) / row_block;
@@ -191,6 +182,7 @@ void PanelGemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t ars, int
         PanelRows(rows, depth, a + row0 * ars + d0 * acs, ars, acs,
                   panels + p * k * kWidth + d0 * kWidth, c + row0 * ldc + col0, ldc, e);
       }
+      if (finish) finish(c + row0 * ldc + col0, row0, rows, col0, width);
     }
   });
 }

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 
 #include "core/tensor.h"
 
@@ -25,10 +26,18 @@ int64_t PanelPackedSize(int64_t k, int64_t n);
 // holds columns [16p, 16p + 16) row after row, columns past N zero.
 void PackPanels(const Tensor& b, float* out);
 
+// The rest of an epilogue, run on each finished block of C after its bias and relu, by the
+// thread that computed it, while the block is still in cache: `tile` is C's element
+// (row0, col0), the block `rows` x `width` with rows ldc apart. It moves a GELU or a residual
+// add into the split product (on a busy machine a separate elementwise pass runs on one thread).
+using PanelTileFn =
+    std::function<void(float* tile, int64_t row0, int64_t rows, int64_t col0, int64_t width)>;
+
 // c = a @ b (+ bias) (relu'd when `relu`) for a (M x K, element (i, p) at a[i * ars + p * acs]),
 // b packed by PackPanels, bias null or N floats, c (M x N, rows ldc apart); K >= 1. Relu keeps
-// NaN. Runs on kiln's pool.
+// NaN. `finish`, when given, then runs on every block of C. Runs on kiln's pool.
 void PanelGemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t ars, int64_t acs,
-               const float* panels, const float* bias, bool relu, float* c, int64_t ldc);
+               const float* panels, const float* bias, bool relu, float* c, int64_t ldc,
+               const PanelTileFn& finish = nullptr);
 
 }  // namespace kiln::cpu
