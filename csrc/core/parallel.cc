@@ -13,6 +13,7 @@
 #include <map>
 #include <mutex>
 
+#include "core/contended_pool.h"
 #include "core/contention.h"
 #include "core/error.h"
 #include "core/thread_slice.h"
@@ -100,55 +101,40 @@ static tbb::task_arena& SerialArena() {
 
 namespace {
 
-// RunInPool; `serial_when_contended` false keeps the pool in the contended state too.
-void RunInPoolWhen(const std::function<void()>& fn, bool serial_when_contended) {
-  ObserveKernelThreads();
+// fn in the arena of the set thread count (oneTBB's implicit one for the default).
+void RunInArena(const std::function<void()>& fn) {
   Pool& pool = ThePool();
   const int threads = pool.threads.load(std::memory_order_relaxed);
-  if (threads == 1 || (serial_when_contended && GetNumThreads() > 1 && MachineContended())) {
-    SerialArena().execute(fn);  // runs fn directly when this thread is already in it
-    return;
-  }
-  if (threads <= 0) return fn();
-  Arena* arena = pool.arena.load(std::memory_order_acquire);
+  if (threads == 1) return SerialArena().execute(fn);  // runs fn directly when already in it
+  Arena* arena = threads <= 0 ? nullptr : pool.arena.load(std::memory_order_acquire);
   if (arena == nullptr) return fn();
   arena->arena.execute(fn);  // runs fn directly when this thread is already in the arena
 }
 
 // fn over [0, n) in blocks of `grain` items on the pool (n >= 2 * grain).
-void SplitOnPool(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn,
-                 bool serial_when_contended) {
+void SplitOnPool(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn) {
   // Whole blocks of `grain` items (the last takes the remainder), so no call gets less; oneTBB's
   // partitioner groups blocks into tasks and idle threads steal them.
   const int64_t blocks = n / grain;
-  RunInPoolWhen(
-      [&] {
-        tbb::parallel_for(tbb::blocked_range<int64_t>(0, blocks),
-                          [&](const tbb::blocked_range<int64_t>& r) {
-                            fn(r.begin() * grain, r.end() == blocks ? n : r.end() * grain);
-                          });
-      },
-      serial_when_contended);
+  RunInArena([&] {
+    tbb::parallel_for(tbb::blocked_range<int64_t>(0, blocks),
+                      [&](const tbb::blocked_range<int64_t>& r) {
+                        fn(r.begin() * grain, r.end() == blocks ? n : r.end() * grain);
+                      });
+  });
 }
 
 }  // namespace
 
-void RunInPool(const std::function<void()>& fn) { RunInPoolWhen(fn, true); }
-
-void ParallelFor(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn) {
-  if (n <= 0) return;
+void RunInPool(const std::function<void()>& fn) {
   ObserveKernelThreads();
-  grain = std::max<int64_t>(grain, 1);
-  if (n < 2 * grain || GetNumThreads() <= 1 || MachineContended()) {
-    fn(0, n);
-    return;
-  }
-  SplitOnPool(n, grain, fn, true);
+  // A busy machine: oneDNN plans a single-threaded split in the one-slot arena and runs it on
+  // this thread (its primitives parallelize through oneTBB only, not the contended pool).
+  if (GetNumThreads() > 1 && MachineContended()) return SerialArena().execute(fn);
+  RunInArena(fn);
 }
 
-void ParallelForFlops(int64_t n, int64_t grain, double flops,
-                      const std::function<void(int64_t, int64_t)>& fn) {
-  if (flops < kContendedSplitFlops) return ParallelFor(n, grain, fn);
+void ParallelFor(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn) {
   if (n <= 0) return;
   ObserveKernelThreads();
   grain = std::max<int64_t>(grain, 1);
@@ -156,7 +142,8 @@ void ParallelForFlops(int64_t n, int64_t grain, double flops,
     fn(0, n);
     return;
   }
-  SplitOnPool(n, grain, fn, false);
+  if (MachineContended()) return RunOnContendedPool(n, grain, GetNumThreads(), fn);
+  SplitOnPool(n, grain, fn);
 }
 
 }  // namespace kiln

@@ -1,4 +1,5 @@
-// test_parallel.cc - ParallelFor on the oneTBB pool: coverage, nesting, and the thread count.
+// test_parallel.cc - ParallelFor on the oneTBB pool and on the contended pool: coverage, nesting,
+// errors and the thread count.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -8,6 +9,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/contended_pool.h"
 #include "core/contention.h"
 #include "core/error.h"
 #include "core/parallel.h"
@@ -118,43 +120,75 @@ TEST(Parallel, ManyCallersShareThePool) {
   EXPECT_EQ(sum.load(), 8 * 50 * 10000);
 }
 
-TEST(Parallel, AContendedMachineRunsKernelsOnTheCaller) {
-  ThreadCountGuard guard;
-  SetNumThreads(std::max(2u, std::thread::hardware_concurrency()));
-  ContentionOverride contended(1);
-  EXPECT_TRUE(MachineContended());
-  EXPECT_TRUE(GetContentionStats().contended);
-  const auto caller = std::this_thread::get_id();
-  std::atomic<int> elsewhere{0}, calls{0};
-  ParallelFor(1 << 16, 1, [&](int64_t begin, int64_t end) {
-    calls++;
-    if (std::this_thread::get_id() != caller) elsewhere++;
-  });
-  EXPECT_EQ(elsewhere.load(), 0);
-  EXPECT_EQ(calls.load(), 1);  // one serial call over the whole range
-  EXPECT_EQ(GetNumThreads(), static_cast<int>(std::max(2u, std::thread::hardware_concurrency())));
-}
-
-// The threads that ran a contended ParallelForFlops over `flops`.
-std::set<std::thread::id> ThreadsOfContendedLoop(double flops) {
+// The threads that ran a contended loop of blocks that each take a while (so a woken helper
+// finds some left), over five rounds.
+std::set<std::thread::id> ThreadsOfContendedLoop() {
   std::mutex mutex;
   std::set<std::thread::id> threads;
   for (int round = 0; round < 5; ++round)
-    ParallelForFlops(1 << 12, 1, flops, [&](int64_t, int64_t) {
-      std::this_thread::sleep_for(std::chrono::microseconds(50));
+    ParallelFor(64, 1, [&](int64_t, int64_t) {
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
       std::lock_guard<std::mutex> lock(mutex);
       threads.insert(std::this_thread::get_id());
     });
   return threads;
 }
 
-TEST(Parallel, AContendedMachineStillSplitsLargeProducts) {
+TEST(Parallel, AContendedMachineSplitsLoopsOnItsOwnHelpers) {
   ThreadCountGuard guard;
   SetNumThreads(static_cast<int>(std::max(2u, std::thread::hardware_concurrency())));
   ContentionOverride contended(1);
-  // Below the limit: the caller alone, as ParallelFor; from it: the pool's workers too.
-  EXPECT_EQ(ThreadsOfContendedLoop(kContendedSplitFlops / 2).size(), 1u);
-  EXPECT_GE(ThreadsOfContendedLoop(kContendedSplitFlops).size(), 2u);
+  EXPECT_TRUE(MachineContended());
+  EXPECT_TRUE(GetContentionStats().contended);
+  const ContendedPoolStats before = GetContendedPoolStats();
+  EXPECT_GE(ThreadsOfContendedLoop().size(), 2u);
+  const ContendedPoolStats after = GetContendedPoolStats();
+  EXPECT_EQ(after.loops - before.loops, 5);
+  EXPECT_GT(after.helper_blocks, before.helper_blocks);
+  // Every index exactly once, in chunks of at least the grain, as on the quiet path.
+  for (int64_t grain : {1, 7, 1000}) {
+    const std::vector<int> counts = VisitCounts(100003, grain);
+    for (size_t i = 0; i < counts.size(); ++i) ASSERT_EQ(counts[i], 1) << "grain " << grain;
+    std::atomic<int64_t> smallest{1 << 30};
+    ParallelFor(100003, grain, [&](int64_t begin, int64_t end) {
+      int64_t now = smallest.load();
+      while (end - begin < now && !smallest.compare_exchange_weak(now, end - begin)) {
+      }
+    });
+    EXPECT_GE(smallest.load(), grain);
+  }
+  EXPECT_EQ(GetNumThreads(), static_cast<int>(std::max(2u, std::thread::hardware_concurrency())));
+}
+
+TEST(Parallel, AContendedLoopRethrowsABlocksErrorAfterEveryBlockIsDone) {
+  ThreadCountGuard guard;
+  SetNumThreads(static_cast<int>(std::max(2u, std::thread::hardware_concurrency())));
+  ContentionOverride contended(1);
+  const auto caller = std::this_thread::get_id();
+  std::atomic<int> done{0};
+  EXPECT_THROW(
+      ParallelFor(64, 1,
+                  [&](int64_t begin, int64_t) {
+                    // Helpers' blocks take longest: one still holds a block when the
+                    // caller runs out of blocks to claim.
+                    const bool helper = std::this_thread::get_id() != caller;
+                    std::this_thread::sleep_for(std::chrono::microseconds(helper ? 5000 : 100));
+                    done++;
+                    if (begin == 10) KILN_CHECK(false, Value, "block ", begin, " failed");
+                  }),
+      Error);
+  EXPECT_EQ(done.load(), 64);  // no block still running once the caller has the error
+}
+
+TEST(Parallel, NestedContendedLoopsFinish) {
+  ThreadCountGuard guard;
+  SetNumThreads(static_cast<int>(std::max(2u, std::thread::hardware_concurrency())));
+  ContentionOverride contended(1);
+  std::atomic<int64_t> sum{0};
+  ParallelFor(16, 1, [&](int64_t, int64_t) {
+    ParallelFor(1000, 10, [&](int64_t begin, int64_t end) { sum += end - begin; });
+  });
+  EXPECT_EQ(sum.load(), 16 * 1000);
 }
 
 TEST(Parallel, AQuietMachineSplitsKernels) {

@@ -167,8 +167,7 @@ void PanelGemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t ars, int
   // Items are (row block, panel), panels fastest: a thread's run of items shares A's block.
   const int64_t flops_per_item = 2 * std::min(m, row_block) * k * kWidth;
   const int64_t grain = std::max<int64_t>(1, (1 << 20) / std::max<int64_t>(1, flops_per_item));
-  const double flops = 2.0 * static_cast<double>(m) * static_cast<double>(n) * k;
-  ParallelForFlops(row_blocks * panel_count, grain, flops, [&](int64_t begin, int64_t end) {
+  ParallelFor(row_blocks * panel_count, grain, [&](int64_t begin, int64_t end) {
     for (int64_t item = begin; item < end; ++item) {
       const int64_t rb = item / panel_count, p = item % panel_count;
       const int64_t row0 = rb * row_block, rows = std::min(row_block, m - row0);
