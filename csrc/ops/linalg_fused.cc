@@ -279,9 +279,8 @@ std::shared_ptr<Tensor> PackedPanels(const Tensor& b) {
 }
 
 // c = act(a @ b + bias) + r, a 2-D product by b packed into `panels`: bias and relu applied as
-// each block is stored, then the exact GELU and the residual on each finished block (on a busy
-// machine the product still splits across threads where a separate elementwise pass would not;
-// measured in the encoder block below), other activations over all of c after.
+// each block is stored, then the exact GELU and the residual on each finished block while it is
+// in cache, other activations over all of c after.
 bool RunPanels(const Tensor& a, const Tensor& panels, const Tensor& bias, Activation act,
                const Tensor& r, const Tensor& c) {
   const bool relu = act == Activation::Relu, gelu = act == Activation::GeluErf;

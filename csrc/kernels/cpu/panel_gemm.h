@@ -28,8 +28,8 @@ void PackPanels(const Tensor& b, float* out);
 
 // The rest of an epilogue, run on each finished block of C after its bias and relu, by the
 // thread that computed it, while the block is still in cache: `tile` is C's element
-// (row0, col0), the block `rows` x `width` with rows ldc apart. It moves a GELU or a residual
-// add into the split product (on a busy machine a separate elementwise pass runs on one thread).
+// (row0, col0), the block `rows` x `width` with rows ldc apart. A GELU or a residual add there
+// saves a separate pass over C.
 using PanelTileFn =
     std::function<void(float* tile, int64_t row0, int64_t rows, int64_t col0, int64_t width)>;
 
