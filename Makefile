@@ -3,7 +3,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 
 .PHONY: build demo test test-cpp test-python bench lint fuzz-checkpoint-short fuzz-dataset-short \
-	tsan-dataset \
+	tsan-dataset tsan-contended-pool \
 	asan asan-build asan-cpp asan-python fuzz-ir-short fuzz-ir fuzz-model-short fuzz-ckpt-short fuzz-jpeg-short \
 	sanitized-cpp-and-fuzz-ir
 
@@ -21,7 +21,7 @@ demo: build
 test: build
 	$(MAKE) --no-print-directory test-cpp test-python lint fuzz-checkpoint-short fuzz-ckpt-short \
 	  fuzz-dataset-short fuzz-jpeg-short \
-	  tsan-dataset sanitized-cpp-and-fuzz-ir
+	  tsan-dataset tsan-contended-pool sanitized-cpp-and-fuzz-ir
 
 test-cpp:
 	$(VENV)/bin/ctest --test-dir build/wheel --output-on-failure -j2
@@ -84,6 +84,16 @@ tsan-dataset:
 	  csrc/core/allocator.cc csrc/core/dtype.cc tests/cpp/test_dataset.cc -lgtest -lgtest_main \
 	  -lpthread -o $(TSAN_DATASET)
 	TSAN_OPTIONS=halt_on_error=1 ./$(TSAN_DATASET)
+
+# The contended pool's helpers (core/contended_pool.cc) under ThreadSanitizer, built alone with
+# its direct tests (a few seconds); oneTBB is not built for TSan, so ParallelFor stays out.
+TSAN_POOL = build/tsan/test_contended_pool
+tsan-contended-pool:
+	mkdir -p build/tsan
+	g++ -std=c++17 -O1 -g -fsanitize=thread -Icsrc csrc/core/contended_pool.cc \
+	  csrc/core/thread_slice.cc tests/cpp/test_contended_pool.cc -lgtest -lgtest_main -lpthread \
+	  -o $(TSAN_POOL)
+	TSAN_OPTIONS=halt_on_error=1 ./$(TSAN_POOL)
 
 asan-python: asan-build
 	$(VENV)/bin/ninja -C $(ASAN_DIR) -j2 _C kiln_comm
