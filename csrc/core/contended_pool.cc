@@ -9,6 +9,7 @@
 #include <exception>
 #include <memory>
 #include <mutex>
+#include <system_error>
 #include <thread>
 
 #include "core/thread_slice.h"
@@ -36,8 +37,9 @@ struct Loop {
   int64_t Work() {
     int64_t ran = 0;
     for (int64_t b = next.fetch_add(1); b < blocks; b = next.fetch_add(1), ++ran) {
+      const int64_t begin = b * block, end = b + 1 == blocks ? n : begin + block;  // last: the rest
       try {
-        (*fn)(b* block, b + 1 == blocks ? n : (b + 1) * block);  // the last takes the rest
+        (*fn)(begin, end);
       } catch (...) {
         std::lock_guard<std::mutex> lock(mutex);
         if (!error) error = std::current_exception();
@@ -71,7 +73,13 @@ class Pool {
   void Offer(const std::shared_ptr<Loop>& loop, int helpers) {
     {
       std::lock_guard<std::mutex> lock(mutex_);
-      for (; started_ < helpers; ++started_) std::thread([this] { Serve(); }).detach();
+      for (; started_ < helpers; ++started_) {
+        try {
+          std::thread([this] { Serve(); }).detach();
+        } catch (const std::system_error&) {
+          break;  // no thread to be had (a process limit): the callers do the work
+        }
+      }
       loop_ = loop;
       ++generation_;
     }
