@@ -75,8 +75,7 @@ const AttributeProto* FindAttr(const google::protobuf::RepeatedPtrField<Attribut
 
 class Importer {
  public:
-  Importer(const mind_ir::ModelProto& model, const std::string& directory, SavedModel& out)
-      : model_(model), directory_(directory), out_(out) {
+  Importer(const mind_ir::ModelProto& model, SavedModel& out) : model_(model), out_(out) {
     for (const auto& p : model.primitives()) primitives_.emplace(p.name(), &p);
   }
 
@@ -357,7 +356,6 @@ class Importer {
   }
 
   const mind_ir::ModelProto& model_;
-  const std::string& directory_;
   SavedModel& out_;
   std::unordered_map<std::string, const mind_ir::PrimitiveProto*> primitives_;
   std::unordered_map<std::string, MsValue> values_;
@@ -366,8 +364,9 @@ class Importer {
 }  // namespace
 
 SavedModel ImportMindSporeModel(const mind_ir::ModelProto& model, const std::string& directory) {
+  (void)directory;  // where external weight files would be read; the importer refuses them yet
   SavedModel saved;
-  Importer(model, directory, saved).Run();
+  Importer(model, saved).Run();
   ir::Verify(saved.module);
   return saved;
 }

@@ -221,8 +221,9 @@ ir::NodeKind KindOf(const std::string& op_type) {
 // Rebuilds one function's parameters and nodes; values resolve by name within the function.
 class FuncReader {
  public:
-  FuncReader(const GraphProto& graph, ir::Func& func, const std::string& directory)
-      : graph_(graph), func_(func), directory_(directory) {}
+  // Constants inside functions are stored inline (never as external data), so a reader needs
+  // no directory; only the entry's weights do (ReadEntry).
+  FuncReader(const GraphProto& graph, ir::Func& func) : graph_(graph), func_(func) {}
 
   void AddParam(const std::string& name, const TensorMeta& meta) {
     Define(name, {-1, static_cast<int>(func_.params.size())});
@@ -303,7 +304,6 @@ class FuncReader {
 
   const GraphProto& graph_;
   ir::Func& func_;
-  const std::string& directory_;
   std::unordered_map<std::string, ir::ValueRef> values_;
 };
 
@@ -418,7 +418,7 @@ SavedModel ParseModel(const std::string& bytes, const std::string& directory) {
     funcs.push_back(&saved.module.AddFunc(g->name()));
   }
   for (size_t f = 0; f < graphs.size(); ++f) {
-    FuncReader reader(*graphs[f], *funcs[f], directory);
+    FuncReader reader(*graphs[f], *funcs[f]);
     if (f == 0) {
       ReadEntry(*graphs[0], saved.module, directory, saved.weights, reader);
     } else {

@@ -108,7 +108,7 @@ bool SameKey(const Literal& a, const Literal& b) {
 
 class SignatureVerifier {
  public:
-  explicit SignatureVerifier(const Module& m) : m_(m), entry_(m.entry()), sig_(*m.signature()) {}
+  explicit SignatureVerifier(const Module& m) : entry_(m.entry()), sig_(*m.signature()) {}
 
   void Run() {
     Require(sig_.inputs.size() == entry_.params.size(), "lists ", sig_.inputs.size(), " inputs, @",
@@ -181,7 +181,6 @@ class SignatureVerifier {
     }
   }
 
-  const Module& m_;
   const Func& entry_;
   const Signature& sig_;
   int64_t next_result_ = 0;

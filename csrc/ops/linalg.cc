@@ -278,7 +278,7 @@ void OnednnMatMul(const Tensor& a, const Tensor& b, const Tensor& c) {
         return MatMulEntry{dnnl::matmul(swapped), false, swapped.weights_desc(), transpose};
       }
     }
-    MatMulEntry plain{dnnl::matmul(pd), cpu::IsReferenceImpl(pd), pd.weights_desc()};
+    MatMulEntry plain{dnnl::matmul(pd), cpu::IsReferenceImpl(pd), pd.weights_desc(), nullptr};
     // Both copies below were measured on AVX2 only, where float32 products run on this gemm.
     const bool avx2_gemm = type == dnnl::memory::data_type::f32 && OnednnBelowAvx512() &&
                            std::string(pd.impl_info_str()).rfind("gemm:jit", 0) == 0;

@@ -240,7 +240,7 @@ bool OnednnFusedMatMul(const Tensor& a, const Tensor& b, const Tensor& bias, Act
     dnnl::matmul::primitive_desc pd =
         bias.defined() ? dnnl::matmul::primitive_desc(engine, src, weights, bias_md, dst, attr)
                        : dnnl::matmul::primitive_desc(engine, src, weights, dst, attr);
-    return MatMulEntry{dnnl::matmul(pd), cpu::IsReferenceImpl(pd), pd.weights_desc()};
+    return MatMulEntry{dnnl::matmul(pd), cpu::IsReferenceImpl(pd), pd.weights_desc(), nullptr};
   });
   if (entry->reference && !(a.is_contiguous() && b.is_contiguous()))
     return OnednnFusedMatMul(a.Contiguous(), b.Contiguous(), bias, act, r, c, packed_weights);
@@ -271,11 +271,8 @@ bool OnednnFusedMatMul(const Tensor& a, const Tensor& b, const Tensor& bias, Act
 
 // b packed into 16-column panels (panel_gemm.h); null while not cached.
 std::shared_ptr<Tensor> PackedPanels(const Tensor& b) {
-  return std::static_pointer_cast<Tensor>(cpu::DerivedLookup(b, {kPackPanelsTag}, [&] {
-    Tensor buffer = Tensor::Empty({cpu::PanelPackedSize(b.dim(0), b.dim(1))}, DType::Float32);
-    cpu::PackPanels(b, buffer.data<float>());
-    return std::make_shared<Tensor>(buffer);
-  }));
+  return std::static_pointer_cast<Tensor>(cpu::DerivedLookup(
+      b, {kPackPanelsTag}, [&] { return std::make_shared<Tensor>(cpu::PackedPanelsOf(b)); }));
 }
 
 // c = act(a @ b + bias) + r, a 2-D product by b packed into `panels`: bias and relu applied as
@@ -331,9 +328,7 @@ bool TryPanelsPerCall(const Tensor& a, const Tensor& b, const Tensor& bias, Acti
                       const Tensor& r, const Tensor& c) {
   if (!cpu::PanelGemmAvailable() || c.dim(0) < kPanelsPerCallMinRows || a.strides()[1] != 1)
     return false;
-  Tensor panels = Tensor::Empty({cpu::PanelPackedSize(b.dim(0), b.dim(1))}, DType::Float32);
-  cpu::PackPanels(b, panels.data<float>());
-  return RunPanels(a, panels, bias, act, r, c);
+  return RunPanels(a, cpu::PackedPanelsOf(b), bias, act, r, c);
 }
 
 // The packed-weight paths for a 2-D product; false while the packed copy is not cached (the

@@ -71,6 +71,34 @@ TEST(PanelGemm, MatchesLoopsAcrossBlockEdges) {
       }
 }
 
+// Panel p holds b's columns [16p, 16p + 16) row after row, zeros past N: checked element by
+// element for a row-major b and for the transposed view of a weight whose rows are padded (the
+// 8 x 8 register transposes, their depth tail, and a last panel narrower than 16).
+TEST(PanelGemm, PacksEveryLayoutIntoPanels) {
+  for (bool transposed : {false, true})
+    for (int64_t k : {1, 7, 8, 9, 17, 784})
+      for (int64_t n : {5, 16, 33}) {
+        const int64_t pad = 5;
+        Tensor stored = transposed ? Tensor::Empty({n, k + pad}, DType::Float32)
+                                   : Tensor::Empty({k, n + pad}, DType::Float32);
+        for (int64_t i = 0; i < stored.numel(); ++i) stored.data<float>()[i] = float(i + 1);
+        const Tensor b = transposed ? stored.AsStrided({k, n}, {1, k + pad}, 0)
+                                    : stored.AsStrided({k, n}, {n + pad, 1}, 0);
+        std::vector<float> panels(cpu::PanelPackedSize(k, n), -1.f);
+        cpu::PackPanels(b, panels.data());
+        const float* src = stored.data<float>();
+        for (int64_t col = 0; col < (n + 15) / 16 * 16; ++col)
+          for (int64_t row = 0; row < k; ++row) {
+            const float want = col >= n     ? 0.f
+                               : transposed ? src[col * (k + pad) + row]
+                                            : src[row * (n + pad) + col];
+            ASSERT_EQ(panels[(col / 16) * k * 16 + row * 16 + col % 16], want)
+                << (transposed ? "transposed" : "row-major") << " k=" << k << " n=" << n << " at "
+                << row << "," << col;
+          }
+      }
+}
+
 TEST(PanelGemm, BiasWithoutReluAndReluWithoutBias) {
   CheckCase({9, 33, 21, true, false}, false);
   CheckCase({9, 33, 21, false, true}, true);

@@ -130,6 +130,46 @@ bool PanelGemmAvailable() {
 
 int64_t PanelPackedSize(int64_t k, int64_t n) { return (n + kWidth - 1) / kWidth * kWidth * k; }
 
+namespace {
+
+// r[0..8) transposed in place: row i becomes what column i was (unpacks, then 128-bit halves).
+inline void Transpose8x8(Vec8 r[8]) {
+  Vec8 t[8], s[8];
+  for (int i = 0; i < 8; i += 2) {
+    t[i] = __builtin_shufflevector(r[i], r[i + 1], 0, 8, 1, 9, 4, 12, 5, 13);
+    t[i + 1] = __builtin_shufflevector(r[i], r[i + 1], 2, 10, 3, 11, 6, 14, 7, 15);
+  }
+  for (int i = 0; i < 8; i += 4)
+    for (int j = 0; j < 2; ++j) {
+      s[i + 2 * j] = __builtin_shufflevector(t[i + j], t[i + j + 2], 0, 1, 8, 9, 4, 5, 12, 13);
+      s[i + 2 * j + 1] =
+          __builtin_shufflevector(t[i + j], t[i + j + 2], 2, 3, 10, 11, 6, 7, 14, 15);
+    }
+  for (int i = 0; i < 4; ++i) {
+    r[i] = __builtin_shufflevector(s[i], s[i + 4], 0, 1, 2, 3, 8, 9, 10, 11);
+    r[i + 4] = __builtin_shufflevector(s[i], s[i + 4], 4, 5, 6, 7, 12, 13, 14, 15);
+  }
+}
+
+// One full panel of a b whose columns are contiguous (a dense layer's transposed weight:
+// column n of b at src + n * sn): 8 x 8 blocks transposed in registers. Element by element it
+// read one cache line per float and took 2.2-2.6x as long (one thread: a 512 x 784 weight
+// 127 -> 47-58 us, 512 x 512 85 -> 33-36 us).
+void PackContiguousColumns(const float* src, int64_t sn, int64_t k, float* to) {
+  int64_t row = 0;
+  for (; row + 8 <= k; row += 8)
+    for (int64_t half = 0; half < kWidth; half += 8) {
+      Vec8 r[8];
+      for (int64_t j = 0; j < 8; ++j) r[j] = Load8(src + (half + j) * sn + row);
+      Transpose8x8(r);
+      for (int64_t i = 0; i < 8; ++i) Store8(to + (row + i) * kWidth + half, r[i]);
+    }
+  for (; row < k; ++row)
+    for (int64_t j = 0; j < kWidth; ++j) to[row * kWidth + j] = src[j * sn + row];
+}
+
+}  // namespace
+
 void PackPanels(const Tensor& b, float* out) {
   const int64_t k = b.dim(0), n = b.dim(1);
   const int64_t sk = b.strides()[0], sn = b.strides()[1];
@@ -153,9 +193,20 @@ void PackPanels(const Tensor& b, float* out) {
     return;
   }
   ParallelFor(panels, 1, [&](int64_t begin, int64_t end) {
-    for (int64_t p = begin; p < end; ++p)
+    for (int64_t p = begin; p < end; ++p) {
+      if (sk == 1 && n - p * kWidth >= kWidth) {
+        PackContiguousColumns(src + p * kWidth * sn, sn, k, out + p * k * kWidth);
+        continue;
+      }
       for (int64_t row = 0; row < k; ++row) pack(p, row);
+    }
   });
+}
+
+Tensor PackedPanelsOf(const Tensor& b) {
+  Tensor panels = Tensor::Empty({PanelPackedSize(b.dim(0), b.dim(1))}, DType::Float32);
+  PackPanels(b, panels.data<float>());
+  return panels;
 }
 
 void PanelGemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t ars, int64_t acs,

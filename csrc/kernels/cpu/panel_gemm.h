@@ -26,6 +26,9 @@ int64_t PanelPackedSize(int64_t k, int64_t n);
 // holds columns [16p, 16p + 16) row after row, columns past N zero.
 void PackPanels(const Tensor& b, float* out);
 
+// b (2-D float32, any strides) packed by PackPanels into a new tensor of PanelPackedSize floats.
+Tensor PackedPanelsOf(const Tensor& b);
+
 // The rest of an epilogue, run on each finished block of C after its bias and relu, by the
 // thread that computed it, while the block is still in cache: `tile` is C's element
 // (row0, col0), the block `rows` x `width` with rows ldc apart. A GELU or a residual add there
