@@ -189,6 +189,31 @@ TEST(Views, ContiguousCopiesStridedTensors) {
   EXPECT_TRUE(ones.is_contiguous());  // size-1 dims never matter
 }
 
+// The tiled transposed copy (copy.cc): full 16 x 16 tiles go through register transposes, edge
+// tiles element by element; a padded column stride, a batch, and 4-byte integers (moved as bits)
+// must all land where a plain element loop puts them.
+TEST(Views, TransposedCopiesMatchTheElementLoop) {
+  for (int64_t rows : {16, 17, 40})
+    for (int64_t cols : {16, 33, 64})
+      for (DType dtype : {DType::Float32, DType::Int32}) {
+        const int64_t stride = rows + 3, batch = 2;
+        Tensor stored = Tensor::Empty({batch, cols, stride}, dtype);
+        auto* bits = static_cast<uint32_t*>(stored.raw_data());
+        for (int64_t i = 0; i < stored.numel(); ++i) bits[i] = uint32_t(i * 2654435761u);
+        // Element (b, r, c) at b * cols * stride + r + c * stride: rows step by one.
+        const Tensor src = stored.AsStrided({batch, rows, cols}, {cols * stride, 1, stride}, 0);
+        const Tensor dst = src.Contiguous();
+        ASSERT_TRUE(dst.is_contiguous());
+        const auto* got = static_cast<const uint32_t*>(dst.raw_data());
+        for (int64_t b = 0; b < batch; ++b)
+          for (int64_t r = 0; r < rows; ++r)
+            for (int64_t c = 0; c < cols; ++c)
+              ASSERT_EQ(got[(b * rows + r) * cols + c], bits[b * cols * stride + r + c * stride])
+                  << rows << "x" << cols << " " << DTypeName(dtype) << " at " << b << "," << r
+                  << "," << c;
+      }
+}
+
 TEST(Views, NormalizeAxis) {
   EXPECT_EQ(NormalizeAxis(-1, 3, "op"), 2);
   EXPECT_EQ(NormalizeAxis(0, 0, "op"), 0);  // 0-d tensors accept axis 0 and -1

@@ -132,25 +132,6 @@ int64_t PanelPackedSize(int64_t k, int64_t n) { return (n + kWidth - 1) / kWidth
 
 namespace {
 
-// r[0..8) transposed in place: row i becomes what column i was (unpacks, then 128-bit halves).
-inline void Transpose8x8(Vec8 r[8]) {
-  Vec8 t[8], s[8];
-  for (int i = 0; i < 8; i += 2) {
-    t[i] = __builtin_shufflevector(r[i], r[i + 1], 0, 8, 1, 9, 4, 12, 5, 13);
-    t[i + 1] = __builtin_shufflevector(r[i], r[i + 1], 2, 10, 3, 11, 6, 14, 7, 15);
-  }
-  for (int i = 0; i < 8; i += 4)
-    for (int j = 0; j < 2; ++j) {
-      s[i + 2 * j] = __builtin_shufflevector(t[i + j], t[i + j + 2], 0, 1, 8, 9, 4, 5, 12, 13);
-      s[i + 2 * j + 1] =
-          __builtin_shufflevector(t[i + j], t[i + j + 2], 2, 3, 10, 11, 6, 7, 14, 15);
-    }
-  for (int i = 0; i < 4; ++i) {
-    r[i] = __builtin_shufflevector(s[i], s[i + 4], 0, 1, 2, 3, 8, 9, 10, 11);
-    r[i + 4] = __builtin_shufflevector(s[i], s[i + 4], 4, 5, 6, 7, 12, 13, 14, 15);
-  }
-}
-
 // One full panel of a b whose columns are contiguous (a dense layer's transposed weight:
 // column n of b at src + n * sn): 8 x 8 blocks transposed in registers. Element by element it
 // read one cache line per float and took 2.2-2.6x as long (one thread: a 512 x 784 weight

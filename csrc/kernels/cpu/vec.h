@@ -1,9 +1,9 @@
-// vec.h - float vectors as GCC/Clang vector types, with unaligned loads and stores.
+// vec.h - float vectors as GCC/Clang vector types: unaligned loads and stores, an 8 x 8 transpose.
 //
-// The hand-blocked kernels (panel_gemm.cc, tile_kernels.cc, conv_direct.cc) write their inner
-// loops on these types: the compiler maps them to the widest registers the build targets (AVX2,
-// or SSE pairs) and, built with -ffp-contract=fast, turns `acc += x * b` into one FMA. Loads and
-// stores go through memcpy, which compiles to one unaligned vector move and is not undefined
+// The hand-blocked kernels (panel_gemm.cc, tile_kernels.cc, conv_direct.cc, copy.cc) write their
+// inner loops on these types: the compiler maps them to the widest registers the build targets
+// (AVX2, or SSE pairs) and, built with -ffp-contract=fast, turns `acc += x * b` into one FMA. Loads
+// and stores go through memcpy, which compiles to one unaligned vector move and is not undefined
 // behaviour on a float pointer.
 #pragma once
 
@@ -35,5 +35,25 @@ inline void StoreVec(float* p, V v) {
 
 inline Vec8 Load8(const float* p) { return LoadVec<Vec8>(p); }
 inline void Store8(float* p, Vec8 v) { StoreVec(p, v); }
+
+// r[0..8) transposed in place: row i becomes what column i was (unpacks, then 128-bit halves).
+// Shuffles move bits, so 4-byte integers loaded as floats transpose too (copy.cc).
+inline void Transpose8x8(Vec8 r[8]) {
+  Vec8 t[8], s[8];
+  for (int i = 0; i < 8; i += 2) {
+    t[i] = __builtin_shufflevector(r[i], r[i + 1], 0, 8, 1, 9, 4, 12, 5, 13);
+    t[i + 1] = __builtin_shufflevector(r[i], r[i + 1], 2, 10, 3, 11, 6, 14, 7, 15);
+  }
+  for (int i = 0; i < 8; i += 4)
+    for (int j = 0; j < 2; ++j) {
+      s[i + 2 * j] = __builtin_shufflevector(t[i + j], t[i + j + 2], 0, 1, 8, 9, 4, 5, 12, 13);
+      s[i + 2 * j + 1] =
+          __builtin_shufflevector(t[i + j], t[i + j + 2], 2, 3, 10, 11, 6, 7, 14, 15);
+    }
+  for (int i = 0; i < 4; ++i) {
+    r[i] = __builtin_shufflevector(s[i], s[i + 4], 0, 1, 2, 3, 8, 9, 10, 11);
+    r[i + 4] = __builtin_shufflevector(s[i], s[i + 4], 4, 5, 6, 7, 12, 13, 14, 15);
+  }
+}
 
 }  // namespace kiln::cpu
