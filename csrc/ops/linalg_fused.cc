@@ -6,6 +6,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "core/contention.h"
 #include "core/error.h"
 #include "kernels/cpu/derived_cache.h"
 #include "kernels/cpu/gelu.h"
@@ -320,14 +321,22 @@ bool TryPanels(const Tensor& a, const Tensor& b, const Tensor& bias, Activation 
 // A weight that changes between calls (a training step's forward, or an input) or is not
 // cached yet, below AVX-512, packed for this call only: from kPanelsPerCallMinRows rows the packing
 // (a transposed weight is read 16 rows at a time) costs less than it saves. Measured in the encoder
-// block's step (1024 rows, 2 threads): fc1 3.6 -> 3.0 ms, fc2 3.3 -> 2.9 ms; in the seed network's
-// (64 rows) the two large layers got 9% slower.
+// block's step (1024 rows, 2 threads): fc1 3.6 -> 3.0 ms, fc2 3.3 -> 2.9 ms. At 64 rows (the seed
+// network's step) the panels measured level with oneDNN on a quiet machine (1.6-1.7 ms a step on
+// 2 threads, either way), and LeNet's step 1-2% slower on one thread.
 constexpr int64_t kPanelsPerCallMinRows = 256;
+// On a contended machine oneDNN runs on the calling thread alone (core/parallel.h), while the
+// panel kernel splits over kiln's helpers, so the panels pay from fewer rows. Beside 3 busy
+// processes, the seed step's worst-of-5 median went 7.9 -> 7.4 ms (mean of 6 alternating runs,
+// 5 better and 1 level) and its CPU time per step 4.25 -> 4.09 ms.
+constexpr int64_t kPanelsPerCallMinRowsContended = 32;
 
 bool TryPanelsPerCall(const Tensor& a, const Tensor& b, const Tensor& bias, Activation act,
                       const Tensor& r, const Tensor& c) {
-  if (!cpu::PanelGemmAvailable() || c.dim(0) < kPanelsPerCallMinRows || a.strides()[1] != 1)
+  if (!cpu::PanelGemmAvailable() || a.strides()[1] != 1 ||
+      c.dim(0) < kPanelsPerCallMinRowsContended)
     return false;
+  if (c.dim(0) < kPanelsPerCallMinRows && !MachineContended()) return false;
   return RunPanels(a, cpu::PackedPanelsOf(b), bias, act, r, c);
 }
 

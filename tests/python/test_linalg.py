@@ -267,11 +267,7 @@ def test_matmul_with_tens_of_rows_packs_the_right_operand_per_call(shape_a, shap
     np.testing.assert_allclose(graph.asnumpy(), want, rtol=1e-4, atol=1e-4)
 
 
-@pytest.mark.parametrize("act", ["none", "relu", "gelu"])
-@pytest.mark.parametrize("rows", [256, 301])
-def test_dense_with_hundreds_of_rows_and_a_weight_given_each_call(act, rows):
-    # A training step's forward: the weight is new on every call, so it is not cached; below
-    # AVX-512 it is packed for the call (TryPanelsPerCall), the epilogue applied after.
+def check_dense_with_a_weight_given_each_call(act, rows):
     fn = {"none": lambda y: y, "relu": ops.relu, "gelu": ops.gelu}[act]
     f = ms.jit(lambda x, w, b: fn(ops.dense(x, w, b)) + x)
     x = RNG.standard_normal((rows, 40)).astype(np.float32)
@@ -284,6 +280,27 @@ def test_dense_with_hundreds_of_rows_and_a_weight_given_each_call(act, rows):
         out = f(ms.Tensor(x), ms.Tensor(w), ms.Tensor(b)).asnumpy()
         np.testing.assert_allclose(out, ref, rtol=1e-4, atol=1e-4)
     assert "fused_matmul" in f.graph_text()
+
+
+@pytest.mark.parametrize("act", ["none", "relu", "gelu"])
+@pytest.mark.parametrize("rows", [256, 301])
+def test_dense_with_hundreds_of_rows_and_a_weight_given_each_call(act, rows):
+    # A training step's forward: the weight is new on every call, so it is not cached; below
+    # AVX-512 it is packed for the call (TryPanelsPerCall), the epilogue applied after.
+    check_dense_with_a_weight_given_each_call(act, rows)
+
+
+@pytest.mark.parametrize("act", ["none", "relu", "gelu"])
+@pytest.mark.parametrize("rows", [32, 64, 255])
+def test_dense_with_tens_of_rows_and_a_weight_given_each_call_on_a_busy_machine(act, rows):
+    # Contended, the per-call panels start at 32 rows (oneDNN would run on one thread there);
+    # quiet, these products stay on oneDNN. Both must give the same values.
+    try:
+        for state in (1, 0):
+            ms._C.set_contention_override(state)
+            check_dense_with_a_weight_given_each_call(act, rows)
+    finally:
+        ms._C.set_contention_override(-1)
 
 
 @pytest.mark.parametrize("rows", [40, 300])
