@@ -139,12 +139,8 @@ namespace {
 void PackContiguousColumns(const float* src, int64_t sn, int64_t k, float* to) {
   int64_t row = 0;
   for (; row + 8 <= k; row += 8)
-    for (int64_t half = 0; half < kWidth; half += 8) {
-      Vec8 r[8];
-      for (int64_t j = 0; j < 8; ++j) r[j] = Load8(src + (half + j) * sn + row);
-      Transpose8x8(r);
-      for (int64_t i = 0; i < 8; ++i) Store8(to + (row + i) * kWidth + half, r[i]);
-    }
+    for (int64_t half = 0; half < kWidth; half += 8)
+      TransposeBlock8(src + half * sn + row, sn, to + row * kWidth + half, kWidth);
   for (; row < k; ++row)
     for (int64_t j = 0; j < kWidth; ++j) to[row * kWidth + j] = src[j * sn + row];
 }

@@ -7,6 +7,7 @@
 // behaviour on a float pointer.
 #pragma once
 
+#include <cstdint>
 #include <cstring>
 
 namespace kiln::cpu {
@@ -54,6 +55,18 @@ inline void Transpose8x8(Vec8 r[8]) {
     r[i] = __builtin_shufflevector(s[i], s[i + 4], 0, 1, 2, 3, 8, 9, 10, 11);
     r[i + 4] = __builtin_shufflevector(s[i], s[i + 4], 4, 5, 6, 7, 12, 13, 14, 15);
   }
+}
+
+// dst[i * ld + j] = src[i + j * stride] for i, j < 8, elements of 4 bytes (floats, or integers
+// moved as bits): eight loads along src's columns, one Transpose8x8, eight stores along dst's
+// rows. The transposed copies of copy.cc and the panel packing of panel_gemm.cc go through it.
+template <typename T>
+inline void TransposeBlock8(const T* src, int64_t stride, T* dst, int64_t ld) {
+  static_assert(sizeof(T) == sizeof(float), "eight elements fill one float vector");
+  Vec8 v[8];
+  for (int64_t j = 0; j < 8; ++j) v[j] = Load8(reinterpret_cast<const float*>(src + j * stride));
+  Transpose8x8(v);
+  for (int64_t i = 0; i < 8; ++i) Store8(reinterpret_cast<float*>(dst + i * ld), v[i]);
 }
 
 }  // namespace kiln::cpu
