@@ -5,10 +5,10 @@ from kiln.jit.api import (  # noqa: F401
     JitCacheLimitWarning,
     JitConfig,
     JitFunction,
-    get_jit_stats,
     jit,
 )
 from kiln.jit.cell_interface import CellBase  # noqa: F401
 from kiln.jit.guards import JitSideEffectWarning  # noqa: F401
 from kiln.jit.lax import LaxRuntimeWarning  # noqa: F401
 from kiln.jit.source import GraphSyntaxError  # noqa: F401
+from kiln.jit.stats import get_jit_stats  # noqa: F401

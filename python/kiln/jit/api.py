@@ -2,8 +2,6 @@
 
 import functools
 import os
-import sys
-import threading
 import time
 import types
 import weakref
@@ -16,6 +14,7 @@ from kiln.common.mutable import _is_dynamic_len, _MutableBool, _MutableFloat, _M
 from kiln.common.parameter import Parameter
 from kiln.common.tensor import Tensor
 from kiln.jit import lax, param_names
+from kiln.jit import stats as _stats
 from kiln.jit.cache import CompileCache
 from kiln.jit.cell_interface import CellBase
 from kiln.jit.convert import Converter
@@ -23,56 +22,6 @@ from kiln.jit.emitter import RAISE_ARG_SEPARATOR, RAISE_TENSOR_ARG, GraphEmitter
 from kiln.jit.graph_tensor import GraphTensor
 from kiln.jit.guards import freeze, is_user_object
 from kiln.jit.trees import lazy_as_tuples, output_signature
-
-_STATS = {"compiles": 0, "cache_hits": 0, "eager_fallbacks": 0, "compile_seconds": 0.0,
-          "recompile_reasons": [], "interpreter_nodes": []}
-_STATS_LOCK = threading.Lock()  # `+=` on a shared counter is not atomic across threads
-
-
-def get_jit_stats():
-    """Counters for this process: graphs compiled, cache hits, calls run in PyNative because
-    their function reached jit_cache_limit, seconds spent compiling, and why each recompilation
-    of an already-compiled function happened; `interpreter_nodes`: where compiled graphs run
-    Python code when they run (LAX run-time interpreter nodes), one dict per node with its
-    function, file, line and why."""
-    with _STATS_LOCK:
-        return {
-            "compiles": _STATS["compiles"],
-            "cache_hits": _STATS["cache_hits"] + _C.fast_call_hits(),
-            "eager_fallbacks": _STATS["eager_fallbacks"],
-            "compile_seconds": _STATS["compile_seconds"],
-            "recompile_reasons": list(_STATS["recompile_reasons"]),
-            "interpreter_nodes": [dict(n) for n in _STATS["interpreter_nodes"]],
-        }
-
-
-def _count(name, amount=1):
-    with _STATS_LOCK:
-        _STATS[name] += amount
-
-
-def _note_interpreted(fn_name, interpreted):
-    """Records a graph's run-time interpreter nodes and warns about them, once per compile."""
-    if not interpreted:
-        return
-    nodes = [{"function": f, "file": file, "line": line, "why": what}
-             for f, file, line, what in interpreted]
-    with _STATS_LOCK:
-        _STATS["interpreter_nodes"].extend(nodes)
-    import warnings  # noqa: PLC0415
-
-    lines = "".join(f"\n  {n['file']}:{n['line']} in {n['function']}: {n['why']}" for n in nodes)
-    warnings.warn(
-        f"jit: {fn_name} runs Python code each time its graph runs (LAX run-time interpreter "
-        f"nodes, slower than graph operations and not exportable):{lines}",
-        lax.LaxRuntimeWarning,
-        stacklevel=_user_stacklevel(),
-    )
-
-
-def _note_recompile(reason):
-    with _STATS_LOCK:
-        _STATS["recompile_reasons"].append(reason)
 
 
 class JitConfig:
@@ -327,9 +276,9 @@ def compile_function(fn, args, kwargs, self_obj=None, name="graph", level="O1",
         _save_graph(name, "optimized", executable.text(), get_context)
     finally:
         _state.end_compile(previous)
-    _count("compiles")
-    _count("compile_seconds", time.perf_counter() - start)
-    _note_interpreted(getattr(fn, "__qualname__", name), emitter.interpreted)
+    _stats.count("compiles")
+    _stats.count("compile_seconds", time.perf_counter() - start)
+    _stats.note_interpreted(getattr(fn, "__qualname__", name), emitter.interpreted)
     return _Compiled(executable, list(emitter.parameters), tuple(opaque), converter.guards, text,
                      emitter.raise_types, emitter.lax_sites, objects)
 
@@ -364,15 +313,6 @@ def run_compiled(compiled, args, kwargs):
             return lax.resolve(out, compiled.objects) if compiled.objects else out
     except _C.GraphRaise as e:
         raise _raised(e, compiled.raise_types) from None
-
-
-def _user_stacklevel():
-    """The warnings.warn stacklevel of the first caller outside kiln (the user's call)."""
-    kiln_dir = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    frame, level = sys._getframe(1), 1  # the frame calling warnings.warn is level 1
-    while frame is not None and frame.f_code.co_filename.startswith(kiln_dir):
-        frame, level = frame.f_back, level + 1
-    return level
 
 
 def _raised(error, raise_types):
@@ -474,7 +414,7 @@ class JitFunction:
         variants = self.cache.of(self, self_obj)
         compiled = variants.lookup(key)
         if compiled is not None:
-            _count("cache_hits")
+            _stats.count("cache_hits")
             return compiled
         return self._compile(variants, key, self_obj, args, kwargs)
 
@@ -491,7 +431,7 @@ class JitFunction:
                 self._warn_limit(reason)
                 return None
             if reason is not None:
-                _note_recompile(f"{self.fn.__qualname__}: {reason}")
+                _stats.note_recompile(f"{self.fn.__qualname__}: {reason}")
             compiled = compile_function(
                 self.fn, args, kwargs, self_obj, self.fn.__name__, self.config.level(),
                 self.config.jit_syntax_level,
@@ -500,7 +440,7 @@ class JitFunction:
             return compiled
 
     def _warn_limit(self, reason):
-        _count("eager_fallbacks")
+        _stats.count("eager_fallbacks")
         if self._warned_limit:
             return
         self._warned_limit = True
@@ -514,7 +454,7 @@ class JitFunction:
             f"constant keeps changing; pass it as a Tensor argument or wrap it in ms.mutable() "
             f"to make it a graph input. Calls that need a new variant now run in PyNative.",
             JitCacheLimitWarning,
-            stacklevel=_user_stacklevel(),
+            stacklevel=_stats.user_stacklevel(),
         )
 
     def _run_eagerly(self, self_obj, args, kwargs):
