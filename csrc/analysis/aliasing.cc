@@ -4,9 +4,11 @@
 namespace kiln::analysis {
 namespace {
 
-bool RunsFunctions(const ir::Node& node) {
+// A node that runs code the analysis does not see op by op: its functions (if/while/call), or
+// Python (an interpret node, which may return an input itself or write one in place).
+bool RunsOpaqueCode(const ir::Node& node) {
   return node.kind == ir::NodeKind::If || node.kind == ir::NodeKind::While ||
-         node.kind == ir::NodeKind::Call;
+         node.kind == ir::NodeKind::Call || node.kind == ir::NodeKind::Interpret;
 }
 
 std::vector<int> AllInputs(const ir::Node& node) {
@@ -18,7 +20,7 @@ std::vector<int> AllInputs(const ir::Node& node) {
 }  // namespace
 
 std::vector<int> MayAliasInputs(const ir::Node& node) {
-  if (RunsFunctions(node)) return AllInputs(node);
+  if (RunsOpaqueCode(node)) return AllInputs(node);
   if (node.kind == ir::NodeKind::Op && GetOpDef(node.op).is_view && !node.inputs.empty())
     return {0};
   return {};
@@ -26,7 +28,7 @@ std::vector<int> MayAliasInputs(const ir::Node& node) {
 
 std::vector<int> WrittenInputs(const ir::Node& node, const ModuleEffects& effects) {
   if (node.kind == ir::NodeKind::Op) return GetOpDef(node.op).mutated_inputs;
-  if (RunsFunctions(node) && effects.MayWrite(node)) return AllInputs(node);
+  if (RunsOpaqueCode(node) && effects.MayWrite(node)) return AllInputs(node);
   return {};
 }
 

@@ -2,11 +2,12 @@
 // function writes in place.
 //
 // Storage is shared through views (an op with is_view: its outputs may be input 0's bytes, as
-// reshape, transpose, assign and index_put return) and through regions (an if/while/call may
-// return one of its inputs, or a view of it, so its outputs join all its inputs). Values are
-// grouped into alias classes by those two rules. A class is written when some node may write one
-// of its values in place: an op's mutated_inputs, or every input of an if/while/call whose
-// functions write (ModuleEffects; which parameter they write is not tracked).
+// reshape, transpose, assign and index_put return) and through opaque nodes (an if/while/call
+// may return one of its inputs, or a view of it, and so may an interpret node's Python code: their
+// outputs join all their inputs). Values are grouped into alias classes by those two rules. A
+// class is written when some node may write one of its values in place: an op's mutated_inputs,
+// or every input of an if/while/call whose functions write (ModuleEffects; which parameter they
+// write is not tracked) and of an interpret node.
 #pragma once
 
 #include <vector>
@@ -17,10 +18,10 @@
 namespace kiln::analysis {
 
 // The inputs the outputs of `node` may share storage with: {0} for a view op, every input for
-// an if/while/call, none otherwise.
+// an if/while/call/interpret node, none otherwise.
 std::vector<int> MayAliasInputs(const ir::Node& node);
 // The inputs `node` may write in place: an op's mutated inputs; every input of an if/while/call
-// whose functions write; none otherwise.
+// whose functions write, and of an interpret node; none otherwise.
 std::vector<int> WrittenInputs(const ir::Node& node, const ModuleEffects& effects);
 // The node's outputs are new buffers its kernel fills (an op whose outputs the dispatcher
 // allocates from inference): not a constant (the same tensor on every call), not a view.

@@ -6,8 +6,10 @@
 // complete, casts explicit, output types inferred at compile time), then releases the values
 // that died, so their buffers return to the caching allocator for the next node (peak memory ~
 // the live set; no system allocation in steady state). An elementwise op whose input dies at it
-// writes its output into that input's buffer when nothing else shares it. `if` and `while` run
-// their region functions' plans.
+// writes its output into that input's buffer when nothing else shares it. A constant that
+// something writes in place (index_put into a folded zeros) or that the function returns is
+// copied on each run: constants are shared by every run and must stay as compiled. `if` and
+// `while` run their region functions' plans.
 #include "runtime/executor.h"
 
 #include <chrono>
@@ -33,6 +35,9 @@ struct NodePlan {
   // The input position whose buffer output 0 may take when it is not shared at run time (-1:
   // none). Only for elementwise ops, and only inputs an op of this function made, that die here.
   int reuse_input = -1;
+  // A constant that something writes in place or that leaves the function (where the caller, or
+  // the user, may write it): a fresh copy on each run, so no run sees another's writes.
+  bool copy_const = false;
   std::vector<int> release;                         // slots whose last use is this node
   const FuncPlan* callees[2] = {nullptr, nullptr};  // if: then/else; while: cond/body; call
   // A call of a fused elementwise body: run in one chunked pass (fused_elementwise.h).
@@ -67,7 +72,7 @@ bool AllStatic(const std::vector<TensorMeta>& metas) {
   return true;
 }
 
-std::unique_ptr<FuncPlan> PlanFunc(const ir::Func& f) {
+std::unique_ptr<FuncPlan> PlanFunc(const ir::Func& f, const analysis::ModuleEffects& effects) {
   auto plan = std::make_unique<FuncPlan>();
   plan->func = &f;
   std::vector<int> base(f.nodes.size());
@@ -103,6 +108,12 @@ std::unique_ptr<FuncPlan> PlanFunc(const ir::Func& f) {
     np.static_outputs = AllStatic(node.outputs);
     for (const auto& v : node.inputs) np.inputs.push_back(slot(v));
     if (node.kind == ir::NodeKind::Op) np.def = &GetOpDef(node.op);
+  }
+  const analysis::AliasClasses alias(f, effects);
+  for (size_t n = 0; n < f.nodes.size(); ++n) {
+    if (f.nodes[n].kind != ir::NodeKind::Const) continue;
+    const ir::ValueRef value{static_cast<int>(n), 0};
+    plan->nodes[n].copy_const = alias.Written(value) || alias.Returned(value);
   }
   for (int s = static_cast<int>(f.params.size()); s < slots; ++s) {
     // A value nobody uses dies right after it is made; one used later, after its last user.
@@ -231,7 +242,7 @@ class Interpreter {
           throw AtSource(e, node.loc);
         }
       case ir::NodeKind::Const:
-        return {node.value};
+        return {np.copy_const ? node.value.Clone() : node.value};
       case ir::NodeKind::Call:
         if (np.chunked) return {RunChunked(*np.chunked, Gather(np))};
         return Call(*np.callees[0], Gather(np));
@@ -276,7 +287,8 @@ class Interpreter {
 Program::Program(const ir::Module& module) : module_(module) {
   // Plans index operands and kernels by the schema: a malformed module must never reach them.
   ir::Verify(module);
-  for (const auto& f : module.funcs()) plans_[f->name] = PlanFunc(*f);
+  const analysis::ModuleEffects effects(module);
+  for (const auto& f : module.funcs()) plans_[f->name] = PlanFunc(*f, effects);
   for (auto& [name, plan] : plans_) {
     for (NodePlan& np : plan->nodes) {
       const ir::Node& node = *np.node;

@@ -256,6 +256,24 @@ TEST(Aliasing, NodeFacts) {
   EXPECT_FALSE(analysis::MakesFreshOutputs(nodes[5]));  // a call
 }
 
+// Python code may return its input or write it: an interpret node joins and writes its inputs.
+TEST(Aliasing, InterpretNodesMayReturnAndWriteTheirInputs) {
+  ir::Module m = Parsed(R"ir(func @main(%0: f32[3]) -> (f32[3]) {
+  %1 = const [0.0, 0.0, 0.0] : f32[3]
+  %2 = interpret "site1" "bump(t)" (%1) : f32[3]
+  %3 = add(%2, %0) : f32[3]
+  return %3
+}
+)ir");
+  const ModuleEffects effects(m);
+  const AliasClasses alias(m.entry(), effects, ParamAliasing::Distinct);
+  EXPECT_TRUE(alias.MayAlias(Out(1), Out(0)));
+  EXPECT_TRUE(alias.Written(Out(0)));
+  EXPECT_FALSE(alias.Written(Param(0)));
+  EXPECT_EQ(analysis::MayAliasInputs(m.entry().nodes[1]), std::vector<int>{0});
+  EXPECT_EQ(analysis::WrittenInputs(m.entry().nodes[1], effects), std::vector<int>{0});
+}
+
 // ---- chunking
 
 TEST(Chunking, OperandsFitAsFullScalarOrRow) {

@@ -1,5 +1,5 @@
 // test_executor.cc - the planned executor without Python: fused elementwise calls, in-place
-// reuse, and the derived cache behind packed weights.
+// reuse, constants that are written or returned, and the derived cache behind packed weights.
 #include <gtest/gtest.h>
 
 #include "core/error.h"
@@ -52,6 +52,38 @@ TEST(Executor, InPlaceReuseNeverWritesTheInputs) {
   Tensor out = program.Run({x, bias}).at(0);
   EXPECT_FALSE(out.same_storage(x));
   for (int64_t i = 0; i < x.numel(); ++i) ASSERT_EQ(x.data<float>()[i], x_copy.data<float>()[i]);
+}
+
+// zeros folded into a constant, then written in place (the gradient of a gather): each run
+// starts from the compiled zeros, and the constant the function returns is the caller's own.
+const char* kWrittenConstant = R"(func @main(%0: f32[3], %1: i32[]) -> (f32[4,3], f32[2]) {
+  %2 = const [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0] : f32[4,3]
+  %3 = index_put(%2, %0, %1) {axes=(0,), accumulate=True} : f32[4,3]
+  %4 = const [5.0, 6.0] : f32[2]
+  return %3, %4
+}
+)";
+
+TEST(Executor, ConstantsStayAsCompiledWhenWrittenOrReturned) {
+  const ir::Module module = ir::Parse(kWrittenConstant);
+  Program program(module);
+  const Tensor row = Iota({3}, 1.0f);
+  auto index = [](int32_t i) {
+    Tensor t = Tensor::Empty({}, DType::Int32);
+    *t.data<int32_t>() = i;
+    return t;
+  };
+  for (int call = 0; call < 3; ++call) {
+    std::vector<Tensor> out = program.Run({row, index(call)});
+    for (int64_t r = 0; r < 4; ++r)
+      for (int64_t c = 0; c < 3; ++c)
+        ASSERT_EQ(out[0].data<float>()[r * 3 + c], r == call ? static_cast<float>(c) : 0.0f)
+            << "call " << call << ", row " << r;
+    EXPECT_EQ(out[1].data<float>()[0], 5.0f) << "call " << call;
+    out[1].data<float>()[0] = -1.0f;  // the caller writes what it got back
+  }
+  EXPECT_EQ(module.entry().nodes[0].value.data<float>()[3], 0.0f);
+  EXPECT_EQ(module.entry().nodes[2].value.data<float>()[0], 5.0f);
 }
 
 // A verified module may still nest calls arbitrarily deep (a chain of functions, each calling
