@@ -140,8 +140,9 @@ class GRUCell(_RNNCellBase):
 
 def _step_of(x, index):
     """x[index] for a 0-d int tensor index, as a one-hot contraction over the time axis. (A
-    gather with a loop-carried index differentiates wrongly inside compiled while loops today:
-    its scatter-add gradient accumulates across iterations; see docs/compatibility.md.)"""
+    gather, with an index_put for the outputs, measured faster in PyNative but slower in a
+    compiled loop, whose gradient replays the iterations: an LSTM over 50 steps, PyNative
+    51 -> 30 ms, Graph 272 -> 1006 ms; gather alone 44 and 379 ms.)"""
     steps = x.shape[0]
     hit = ops.cast(ops.equal(ops.arange(0, steps, 1), index), x.dtype)
     return ops.sum(x * F.reshape(hit, (steps,) + (1,) * (len(x.shape) - 1)), 0)
