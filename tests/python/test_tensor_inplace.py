@@ -1,9 +1,11 @@
 """In-place Tensor methods: real writes (aliases see them), both modes, and autodiff."""
+import functools
+
 import numpy as np
 import pytest
 
 import kiln as ms
-from kiln import Parameter, Tensor, nn
+from kiln import Parameter, Tensor, nn, ops
 
 RNG = np.random.default_rng(1)
 A = RNG.standard_normal((3, 4)).astype(np.float32)
@@ -170,3 +172,57 @@ def test_graph_tensor_setitem_writes_back_each_time():
     x = Tensor(np.zeros(3, np.float32))
     f(x)
     np.testing.assert_array_equal(x.asnumpy(), [5, 7, 0])
+
+
+def _scaled_copy(x, k=2.0):
+    b = ops.zeros((3,), ms.float32)
+    b.add_(x[:3])
+    b.mul_(k)
+    return b
+
+
+_CALLABLES = [_scaled_copy]
+
+
+class _Scaler:
+    def __call__(self, x):
+        return _scaled_copy(x)
+
+
+_SCALER = _Scaler()
+_PARTIAL = functools.partial(_scaled_copy, k=2.0)
+
+
+def _through_a_default(x, fn=_scaled_copy):
+    return fn(x).sum()
+
+
+def _through_a_lambda(x):
+    bump = lambda y: y.add_(1.0)  # noqa: E731 - the pattern under test
+    z = x * 1
+    bump(z)
+    return z.sum()
+
+
+def test_in_place_methods_in_a_function_reached_through_a_default_or_a_lambda():
+    x = Tensor(np.array([1.5, -2.0, 3.0, 0.5], np.float32))
+    for fn in (_through_a_default, _through_a_lambda):
+        want = float(fn(x).asnumpy())
+        assert float(ms.jit(fn)(x).asnumpy()) == pytest.approx(want), fn.__name__
+    grad = ms.jit(ms.grad(_through_a_default))(x).asnumpy()
+    np.testing.assert_allclose(grad, [2.0, 2.0, 2.0, 0.0])
+
+
+@pytest.mark.parametrize("reach", ["partial", "list", "callable object"])
+def test_in_place_methods_in_code_run_as_plain_python_are_refused(reach):
+    def through(x):
+        if reach == "partial":
+            return _PARTIAL(x).sum()
+        if reach == "list":
+            return _CALLABLES[0](x).sum()
+        return _SCALER(x).sum()
+
+    x = Tensor(np.array([1.5, -2.0, 3.0, 0.5], np.float32))
+    assert float(through(x).asnumpy()) == pytest.approx(5.0)  # PyNative
+    with pytest.raises(TypeError, match=r"add_: .*runs as plain Python.*would be lost"):
+        ms.jit(through)(x)

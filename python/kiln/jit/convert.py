@@ -120,10 +120,12 @@ class Converter(StatementsMixin, BranchesMixin, LoopsMixin):
         passed = set(bound.arguments)
         bound.apply_defaults()
         for name, value in bound.arguments.items():
-            if name not in passed and isinstance(value, Tensor):
-                # A default tensor is one object shared by every call, as in Python: a graph
-                # input, so changes to it are seen and index assignment writes it back.
-                bound.arguments[name] = self.emitter.parameter(value)
+            if name not in passed:
+                # A default is one object shared by every call, as in Python, and enters compiled
+                # code as a global does: a tensor becomes a graph input (changes to it are seen,
+                # index assignment writes it back), a function or Cell is compiled from its
+                # source rather than run as plain Python on graph values.
+                bound.arguments[name] = self.wrap(value, f"{source.name}() default {name}", None)
         closure, cells = _closure_values(fn)
         if self.lax:
             self._note_written_attributes(source, bound.arguments)

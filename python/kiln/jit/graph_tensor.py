@@ -1,5 +1,7 @@
 """GraphTensor: a tensor-valued node of the graph being compiled, with kiln.Tensor's API."""
 
+import os
+import sys
 
 from kiln._graph_state import GraphValue
 from kiln.common import dtype as mstype
@@ -16,6 +18,25 @@ from kiln.jit import lax
 from kiln.jit.forbidden import method_of
 from kiln.ops import _indexing
 from kiln.ops._core import call
+
+_KILN_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_CONVERTER_FILE = os.path.join(_KILN_DIR, "jit", "convert.py")
+
+
+def _run_as_plain_python():
+    """True when the user code calling an in-place method is a function running as plain Python
+    on graph values (reached through a functools.partial, a callable object, a function kept in
+    a list), not through the converter, whose expressions are evaluated from convert.py: the
+    names that function binds cannot be rebound to the updated value. A lambda is let through:
+    its one expression hands the method's result on, and the converter rebinds its own names."""
+    frame = sys._getframe(2)  # past this helper and _write_inplace
+    while frame is not None and frame.f_code.co_filename.startswith(_KILN_DIR):
+        frame = frame.f_back  # the Tensor method and kiln's helpers
+    if frame is None or frame.f_code.co_name == "<lambda>":
+        return False
+    caller = frame.f_back
+    converted = caller is not None and caller.f_code.co_filename == _CONVERTER_FILE
+    return not (converted and frame.f_code.co_name == "<module>")
 
 
 class CompileTimeValueError(TypeError):
@@ -92,6 +113,14 @@ class GraphTensor(GraphValue):
         meaning (kiln.jit.mutation); returns the updated value, which names of x now hold."""
         from kiln import _graph_state  # noqa: PLC0415
 
+        if _run_as_plain_python():
+            raise TypeError(
+                f"{op}: compiled code reached this in-place method through a callable that runs "
+                "as plain Python while compiling (a functools.partial, a "
+                "callable object, a function taken from a list or dict), where the names bound "
+                "to the tensor cannot be updated, so the write would be lost. Call the function "
+                "by its name, or use the out-of-place form (x = x.add(y))"
+            )
         check_fits(self, value, op)
         return _graph_state.converter().write_inplace(self, value)
 
