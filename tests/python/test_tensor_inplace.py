@@ -213,11 +213,33 @@ def test_in_place_methods_in_a_function_reached_through_a_default_or_a_lambda():
     np.testing.assert_allclose(grad, [2.0, 2.0, 2.0, 0.0])
 
 
-@pytest.mark.parametrize("reach", ["partial", "list", "callable object"])
+def _through_a_partial(x):
+    return _PARTIAL(x).sum()
+
+
+def _branchy(x, scale):
+    if x.sum() > 0:  # a tensor condition: compiled code, not plain Python
+        return x * scale
+    return x - scale
+
+
+_BRANCHY = functools.partial(_branchy, scale=Tensor(np.float32(3.0)))
+
+
+def _through_a_partial_with_a_bound_tensor(x):
+    return _BRANCHY(x).sum()
+
+
+@pytest.mark.parametrize("fn", [_through_a_partial, _through_a_partial_with_a_bound_tensor])
+def test_a_partial_of_a_user_function_compiles_from_source(fn):
+    for row in ([1.5, -2.0, 3.0, 0.5], [-1.5, -2.0, 3.0, -0.5]):
+        x = Tensor(np.array(row, np.float32))
+        assert float(ms.jit(fn)(x).asnumpy()) == pytest.approx(float(fn(x).asnumpy()))
+
+
+@pytest.mark.parametrize("reach", ["list", "callable object"])
 def test_in_place_methods_in_code_run_as_plain_python_are_refused(reach):
     def through(x):
-        if reach == "partial":
-            return _PARTIAL(x).sum()
         if reach == "list":
             return _CALLABLES[0](x).sum()
         return _SCALER(x).sum()

@@ -9,6 +9,7 @@ is decided at compile time, and a `for` over a Python sequence is unrolled.
 """
 
 import ast
+import functools
 import inspect
 import types
 
@@ -97,6 +98,15 @@ class Converter(StatementsMixin, BranchesMixin, LoopsMixin):
             return Converted(self, value)
         if isinstance(value, types.MethodType) and not is_library(value.__func__):
             return Converted(self, value.__func__, value.__self__)
+        if (isinstance(value, functools.partial) and isinstance(value.func, types.FunctionType)
+                and not is_library(value.func)):
+            # functools.partial(user_fn, ...): user_fn compiled from source, the bound arguments
+            # entering as globals do (a bound tensor is a graph input)
+            bound = [self.wrap(a, f"{description} argument {i}", None)
+                     for i, a in enumerate(value.args)]
+            keywords = {k: self.wrap(v, f"{description} argument {k}", None)
+                        for k, v in value.keywords.items()}
+            return Converted(self, value.func, None, bound, keywords)
         return value
 
     def tensor_of_graph_value(self, value, dtype):

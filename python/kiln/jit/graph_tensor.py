@@ -25,8 +25,8 @@ _CONVERTER_FILE = os.path.join(_KILN_DIR, "jit", "convert.py")
 
 def _run_as_plain_python():
     """True when the user code calling an in-place method is a function running as plain Python
-    on graph values (reached through a functools.partial, a callable object, a function kept in
-    a list), not through the converter, whose expressions are evaluated from convert.py: the
+    on graph values (reached through a callable object or a function kept in a list), not
+    through the converter, whose expressions are evaluated from convert.py: the
     names that function binds cannot be rebound to the updated value. A lambda is let through:
     its one expression hands the method's result on, and the converter rebinds its own names."""
     frame = sys._getframe(2)  # past this helper and _write_inplace
@@ -116,8 +116,8 @@ class GraphTensor(GraphValue):
         if _run_as_plain_python():
             raise TypeError(
                 f"{op}: compiled code reached this in-place method through a callable that runs "
-                "as plain Python while compiling (a functools.partial, a "
-                "callable object, a function taken from a list or dict), where the names bound "
+                "as plain Python while compiling (a callable object, a function taken from a "
+                "list or dict, a functools.partial of either), where the names bound "
                 "to the tensor cannot be updated, so the write would be lost. Call the function "
                 "by its name, or use the out-of-place form (x = x.add(y))"
             )

@@ -121,15 +121,20 @@ class OutsideObject:
 
 
 class Converted:
-    """A user function (or method, with `self_obj`) that runs through the converter."""
+    """A user function (or method, with `self_obj`; or a functools.partial of one, with its
+    bound arguments) that runs through the converter."""
 
-    def __init__(self, converter, fn, self_obj=None):
+    def __init__(self, converter, fn, self_obj=None, bound=(), bound_kwargs=None):
         self.converter, self.fn, self.self_obj = converter, fn, self_obj
+        self.bound, self.bound_kwargs = tuple(bound), dict(bound_kwargs or {})
         self.__name__ = getattr(fn, "__name__", "function")
 
     def __call__(self, *args, **kwargs):
+        args = self.bound + args
         if self.self_obj is not None:
             args = (self.self_obj,) + args
+        if self.bound_kwargs:
+            kwargs = {**self.bound_kwargs, **kwargs}
         return self.converter.call_function(self.fn, args, kwargs)
 
 
