@@ -1,5 +1,15 @@
 """Errors that point at the user's code: the file/line banner, and re-raising at a line."""
 
+import os
+
+# kiln's package directory, with its separator: a file under it is kiln's, not the user's
+KILN_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+
+
+def is_kiln_frame(frame):
+    """The frame runs kiln's own code (a user file beside the package does not count)."""
+    return frame.f_code.co_filename.startswith(KILN_DIR)
+
 
 def where(source, lineno):
     return f'File "{source.filename}", line {lineno}\n    {source.line_text(lineno)}\n'

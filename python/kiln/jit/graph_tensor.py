@@ -15,12 +15,12 @@ from kiln.common.tensor import (
 from kiln.common.tensor_inplace import check_fits
 from kiln.common.tensor_methods import PROPERTIES
 from kiln.jit import lax
+from kiln.jit.errors import KILN_DIR, is_kiln_frame
 from kiln.jit.forbidden import method_of
 from kiln.ops import _indexing
 from kiln.ops._core import call
 
-_KILN_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-_CONVERTER_FILE = os.path.join(_KILN_DIR, "jit", "convert.py")
+_CONVERTER_FILE = KILN_DIR + os.path.join("jit", "convert.py")
 
 
 def _run_as_plain_python():
@@ -30,7 +30,7 @@ def _run_as_plain_python():
     names that function binds cannot be rebound to the updated value. A lambda is let through:
     its one expression hands the method's result on, and the converter rebinds its own names."""
     frame = sys._getframe(2)  # past this helper and _write_inplace
-    while frame is not None and frame.f_code.co_filename.startswith(_KILN_DIR):
+    while frame is not None and is_kiln_frame(frame):
         frame = frame.f_back  # the Tensor method and kiln's helpers
     if frame is None or frame.f_code.co_name == "<lambda>":
         return False

@@ -1,12 +1,12 @@
 """Graph mode's counters for this process (get_jit_stats) and the warnings that cite the user's
 own call site."""
 
-import os
 import sys
 import threading
 
 from kiln import _C
 from kiln.jit import lax
+from kiln.jit.errors import is_kiln_frame
 
 _STATS = {"compiles": 0, "cache_hits": 0, "eager_fallbacks": 0, "compile_seconds": 0.0,
           "recompile_reasons": [], "interpreter_nodes": []}
@@ -61,8 +61,7 @@ def note_recompile(reason):
 
 def user_stacklevel():
     """The warnings.warn stacklevel of the first caller outside kiln (the user's call)."""
-    kiln_dir = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     frame, level = sys._getframe(1), 1  # the frame calling warnings.warn is level 1
-    while frame is not None and frame.f_code.co_filename.startswith(kiln_dir):
+    while frame is not None and is_kiln_frame(frame):
         frame, level = frame.f_back, level + 1
     return level
