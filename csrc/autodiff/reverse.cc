@@ -6,12 +6,13 @@
 //    nodes of the same function, and add the results into the inputs' gradients.
 // 3. Read off the sources' gradients, emitting zeros where none arrived.
 // An `if` node's backward is another `if` over per-branch gradient functions (BranchGradient);
-// a `while` node's backward is a loop that recomputes each iteration's inputs (WhileGradient).
+// a `while` node's backward is a loop over its iterations in reverse (while_grad.cc).
 #include "autodiff/reverse.h"
 
 #include <map>
 #include <set>
 
+#include "autodiff/reverse_internal.h"
 #include "core/error.h"
 #include "ops/grad.h"
 
@@ -86,6 +87,8 @@ class GraphGradBuilder final : public GradBuilder {
   std::vector<int> inputs_, outputs_;
 };
 
+}  // namespace
+
 // The backward of one branch of an `if`: a function taking the branch's params and the gradients
 // of its results, which recomputes the branch (no forward values are kept) and returns the
 // gradients of its params. Recomputing trades time for memory and keeps regions self-contained.
@@ -109,125 +112,6 @@ std::string BranchGradient(ir::Module& module, const std::string& branch_name) {
   module.Find(name)->results = grads;
   return name;
 }
-
-// Small helpers for building the loop gradient's functions.
-ir::ValueRef ScalarI64(ir::Builder& b, int64_t value) {
-  Tensor t = Tensor::Empty({}, DType::Int64);
-  *t.data<int64_t>() = value;
-  return b.Const(t);
-}
-
-std::vector<ir::ValueRef> Params(ir::Builder& b, const std::vector<TensorMeta>& metas) {
-  std::vector<ir::ValueRef> out;
-  for (const auto& m : metas) out.push_back(b.Param(m));
-  return out;
-}
-
-std::vector<ir::ValueRef> Prefix(const std::vector<ir::ValueRef>& v, size_t n) {
-  return std::vector<ir::ValueRef>(v.begin(), v.begin() + n);
-}
-
-// The backward of `outs = while(c0) cond @C body @B`, by recomputation:
-//   n   = the number of iterations (the loop run again with a counter);
-//   g   = the gradients of outs;
-//   for k = n-1 .. 0:  c_k = B applied k times to c0;  g = vjp(B at c_k)(g)
-//   d c0 = g
-// It keeps no per-iteration values (memory O(1) in the trip count) at the price of O(n^2) body
-// evaluations; checkpointing every sqrt(n) iterations is the planned improvement.
-std::vector<ir::ValueRef> WhileGradient(ir::Module& module, ir::Builder& parent,
-                                        const ir::Node& node,
-                                        const std::vector<ir::ValueRef>& out_grads) {
-  const std::string cond = node.callees[0], body = node.callees[1];
-  std::vector<TensorMeta> carried = node.outputs;
-  const size_t n = carried.size();
-  const TensorMeta i64{DType::Int64, {}};
-  std::vector<TensorMeta> with_counter = carried;
-  with_counter.push_back(i64);
-  std::vector<TensorMeta> with_two = with_counter;
-  with_two.push_back(i64);
-
-  // 1. Count the iterations: while(c, i) cond @C(c) body (@B(c), i + 1).
-  std::string count_cond = module.FreshName(cond + "_count");
-  {
-    ir::Func& f = module.AddFunc(count_cond);
-    ir::Builder b(module, f);
-    auto p = Params(b, with_counter);
-    b.Return(b.Call(cond, Prefix(p, n)));
-  }
-  std::string count_body = module.FreshName(body + "_count");
-  {
-    ir::Func& f = module.AddFunc(count_body);
-    ir::Builder b(module, f);
-    auto p = Params(b, with_counter);
-    auto next = b.Call(body, Prefix(p, n));
-    next.push_back(b.Op1(OpKind::Add, {p[n], ScalarI64(b, 1)}));
-    b.Return(next);
-  }
-  std::vector<ir::ValueRef> count_init(node.inputs.begin(), node.inputs.end());
-  count_init.push_back(ScalarI64(parent, 0));
-  ir::ValueRef trips = parent.While(count_init, count_cond, count_body, node.loc)[n];
-
-  // 2. c_k from c0: while(c, i, k) cond i < k body (@B(c), i + 1, k).
-  std::string replay_cond = module.FreshName(body + "_replay_cond");
-  {
-    ir::Func& f = module.AddFunc(replay_cond);
-    ir::Builder b(module, f);
-    auto p = Params(b, with_two);
-    b.Return({b.Op1(OpKind::Less, {p[n], p[n + 1]})});
-  }
-  std::string replay_body = module.FreshName(body + "_replay");
-  {
-    ir::Func& f = module.AddFunc(replay_body);
-    ir::Builder b(module, f);
-    auto p = Params(b, with_two);
-    auto next = b.Call(body, Prefix(p, n));
-    next.push_back(b.Op1(OpKind::Add, {p[n], ScalarI64(b, 1)}));
-    next.push_back(p[n + 1]);
-    b.Return(next);
-  }
-  std::string body_grad = BranchGradient(module, body);
-
-  // 3. The backward loop over (k, g, c0): k >= 0.
-  std::vector<TensorMeta> bw_metas = {i64};
-  bw_metas.insert(bw_metas.end(), carried.begin(), carried.end());
-  bw_metas.insert(bw_metas.end(), carried.begin(), carried.end());
-  std::string bw_cond = module.FreshName(body + "_backward_cond");
-  {
-    ir::Func& f = module.AddFunc(bw_cond);
-    ir::Builder b(module, f);
-    auto p = Params(b, bw_metas);
-    b.Return({b.Op1(OpKind::GreaterEqual, {p[0], ScalarI64(b, 0)})});
-  }
-  std::string bw_body = module.FreshName(body + "_backward");
-  {
-    ir::Func& f = module.AddFunc(bw_body);
-    ir::Builder b(module, f);
-    auto p = Params(b, bw_metas);
-    std::vector<ir::ValueRef> g(p.begin() + 1, p.begin() + 1 + n), c0(p.begin() + 1 + n, p.end());
-    std::vector<ir::ValueRef> replay_init = c0;
-    replay_init.push_back(ScalarI64(b, 0));
-    replay_init.push_back(p[0]);
-    auto ck = Prefix(b.While(replay_init, replay_cond, replay_body, node.loc), n);
-    std::vector<ir::ValueRef> args = ck;
-    args.insert(args.end(), g.begin(), g.end());
-    auto g_prev = b.Call(body_grad, args);
-    std::vector<ir::ValueRef> next = {b.Op1(OpKind::Sub, {p[0], ScalarI64(b, 1)})};
-    next.insert(next.end(), g_prev.begin(), g_prev.end());
-    next.insert(next.end(), c0.begin(), c0.end());
-    b.Return(next);
-  }
-  std::vector<ir::ValueRef> bw_init = {parent.Op1(OpKind::Sub, {trips, ScalarI64(parent, 1)})};
-  for (size_t k = 0; k < n; ++k) {
-    const TensorMeta& m = carried[k];
-    bw_init.push_back(out_grads[k].is_none() ? parent.Op1(OpKind::Fill, {}, {m.shape, 0.0, m.dtype})
-                                             : out_grads[k]);
-  }
-  bw_init.insert(bw_init.end(), node.inputs.begin(), node.inputs.end());
-  auto result = parent.While(bw_init, bw_cond, bw_body, node.loc);
-  return std::vector<ir::ValueRef>(result.begin() + 1, result.begin() + 1 + n);
-}
-
-}  // namespace
 
 std::vector<ir::ValueRef> Gradient(ir::Module& module, ir::Func& func, int begin,
                                    const std::vector<ir::ValueRef>& targets,

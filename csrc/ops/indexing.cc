@@ -87,10 +87,27 @@ Shape Pick(const Shape& values, const std::vector<int64_t>& positions) {
 }
 
 // The flat lists a kernel walks: input offset per B position (indices resolved and checked),
-// result offset per B position, and the rest dimensions' offsets on both sides.
+// result offset per B position, and the rest dimensions' offsets on both sides. When the rest
+// dimensions are one contiguous run on both sides (x[i] of a row-major tensor: a whole row),
+// the rest lists are left empty and `rest_run` holds the run's length instead: the kernels then
+// copy rows, where the lists would cost as much as the copy to build.
 struct IndexOffsets {
   std::vector<int64_t> in_b, in_rest, res_b, res_rest;
+  bool one_run = false;
+  int64_t rest_run = 0;
+  int64_t rest_count() const { return one_run ? rest_run : static_cast<int64_t>(in_rest.size()); }
 };
+
+// True when walking `shape` with `strides` visits offsets 0, 1, 2, ... in order.
+bool OneRun(const Shape& shape, const Shape& strides) {
+  int64_t expected = 1;
+  for (int64_t d = static_cast<int64_t>(shape.size()) - 1; d >= 0; --d) {
+    if (shape[d] == 1) continue;
+    if (strides[d] != expected) return false;
+    expected *= shape[d];
+  }
+  return true;
+}
 
 // The first value of a uint64 index tensor past int64's range, if any: reading indices as int64
 // would wrap it to a negative index, one that counts from the end.
@@ -123,9 +140,17 @@ IndexOffsets ResolveIndex(const IndexLayout& p, const Tensor& input,
       o.in_b[b] += (i < 0 ? i + size : i) * stride;
     }
   }
-  o.in_rest = Offsets(Pick(input.shape(), p.rest), Pick(input.strides(), p.rest));
   o.res_b = Offsets(p.index_shape, Pick(result.strides(), p.b_pos));
-  o.res_rest = Offsets(Pick(result.shape(), p.rest_pos), Pick(result.strides(), p.rest_pos));
+  const Shape in_rest = Pick(input.shape(), p.rest), res_rest = Pick(result.shape(), p.rest_pos);
+  const Shape in_strides = Pick(input.strides(), p.rest);
+  const Shape res_strides = Pick(result.strides(), p.rest_pos);
+  if (in_rest == res_rest && OneRun(in_rest, in_strides) && OneRun(res_rest, res_strides)) {
+    o.one_run = true;
+    o.rest_run = NumElements(in_rest);
+    return o;
+  }
+  o.in_rest = Offsets(in_rest, in_strides);
+  o.res_rest = Offsets(res_rest, res_strides);
   return o;
 }
 
@@ -156,13 +181,17 @@ void GatherByPlan(const IndexLayout& p, const Tensor& in, const std::vector<Tens
     using T = decltype(tag);
     const T* src = static_cast<const T*>(in.raw_data());
     T* dst = out.data<T>();
-    int64_t nr = static_cast<int64_t>(o.res_rest.size());
+    const int64_t nr = o.rest_count();
     ParallelFor(static_cast<int64_t>(o.in_b.size()), std::max<int64_t>(1, kGrain / nr),
                 [&](int64_t begin, int64_t end) {
                   for (int64_t b = begin; b < end; ++b) {
                     const T* s = src + o.in_b[b];
                     T* d = dst + o.res_b[b];
-                    for (int64_t r = 0; r < nr; ++r) d[o.res_rest[r]] = s[o.in_rest[r]];
+                    if (o.one_run) {
+                      std::copy(s, s + nr, d);
+                    } else {
+                      for (int64_t r = 0; r < nr; ++r) d[o.res_rest[r]] = s[o.in_rest[r]];
+                    }
                   }
                 });
   });
@@ -229,9 +258,13 @@ void IndexPutKernel(KernelContext& ctx) {
     for (size_t b = 0; b < o.in_b.size(); ++b) {
       T* d = dst + o.in_b[b];
       const T* s = src + o.res_b[b];
-      for (size_t r = 0; r < o.in_rest.size(); ++r) {
-        T& target = d[o.in_rest[r]];
-        T v = s[o.res_rest[r]];
+      if (o.one_run && !accumulate) {  // a whole row
+        std::copy(s, s + o.rest_run, d);
+        continue;
+      }
+      for (int64_t r = 0; r < o.rest_count(); ++r) {
+        T& target = d[o.one_run ? r : o.in_rest[r]];
+        T v = s[o.one_run ? r : o.res_rest[r]];
         if (accumulate) {
           target = cpu::Convert<T>(static_cast<C>(static_cast<C>(target) + static_cast<C>(v)));
         } else {

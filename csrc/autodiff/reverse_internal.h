@@ -1,0 +1,22 @@
+// reverse_internal.h - the control-flow parts of reverse.cc's backward sweep, shared within
+// autodiff.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "autodiff/reverse.h"
+
+namespace kiln::autodiff {
+
+// The backward of one branch (or loop body): a new function of the branch's params and the
+// gradients of its results, which recomputes the branch and returns the params' gradients.
+std::string BranchGradient(ir::Module& module, const std::string& branch_name);
+
+// The gradients of a `while` node's inputs from those of its outputs (none: zeros), as nodes
+// appended through `parent` and functions added to `module` (while_grad.cc).
+std::vector<ir::ValueRef> WhileGradient(ir::Module& module, ir::Builder& parent,
+                                        const ir::Node& node,
+                                        const std::vector<ir::ValueRef>& out_grads);
+
+}  // namespace kiln::autodiff
