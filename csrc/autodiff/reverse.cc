@@ -175,7 +175,7 @@ std::vector<ir::ValueRef> Gradient(ir::Module& module, ir::Func& func, int begin
       continue;
     }
     if (node.kind == ir::NodeKind::While) {
-      auto in_grads = WhileGradient(module, b, node, out_grads);
+      auto in_grads = WhileGradient(module, b, n, out_grads);
       for (size_t k = 0; k < node.inputs.size(); ++k)
         if (Differentiable(func.meta(node.inputs[k]))) accumulate(node.inputs[k], in_grads[k]);
       continue;

@@ -13,10 +13,10 @@ namespace kiln::autodiff {
 // gradients of its results, which recomputes the branch and returns the params' gradients.
 std::string BranchGradient(ir::Module& module, const std::string& branch_name);
 
-// The gradients of a `while` node's inputs from those of its outputs (none: zeros), as nodes
-// appended through `parent` and functions added to `module` (while_grad.cc).
-std::vector<ir::ValueRef> WhileGradient(ir::Module& module, ir::Builder& parent,
-                                        const ir::Node& node,
+// The gradients of the inputs of the `while` node at `index` of parent's function from those of
+// its outputs (none: zeros), as nodes appended through `parent` and functions added to `module`
+// (while_grad.cc). The node itself becomes a call that also counts the loop's iterations.
+std::vector<ir::ValueRef> WhileGradient(ir::Module& module, ir::Builder& parent, int index,
                                         const std::vector<ir::ValueRef>& out_grads);
 
 }  // namespace kiln::autodiff

@@ -4,7 +4,7 @@
 // The trip count is known only when the loop runs, and the IR's shapes are static, so the
 // checkpoints live in a fixed number S of slots per carried value ([S, *shape] tensors written in
 // place). Two levels of them make the sweep linear for loops of up to S*S iterations:
-//   n      = the number of iterations (the loop run again with a counter);
+//   n      = the number of iterations (the forward loop, given a counter);
 //   stride = ceil(n / S); level 1 holds c_0, c_stride, c_2*stride, ... (the loop run once more);
 //   for each segment j, last to first:
 //     level 2 holds every s2-th state of the segment, s2 = ceil(segment length / S), recomputed
@@ -117,11 +117,12 @@ class WhileGradBuilder {
     }
   }
 
-  std::vector<ir::ValueRef> Build(ir::Builder& parent, const std::vector<ir::ValueRef>& out_grads) {
+  std::vector<ir::ValueRef> Build(ir::Builder& parent, int index,
+                                  const std::vector<ir::ValueRef>& out_grads) {
     BuildReplay();
     body_grad_ = BranchGradient(module_, node_.callees[1]);
     std::vector<ir::ValueRef> c0(node_.inputs.begin(), node_.inputs.end());
-    ir::ValueRef trips = Count(parent, c0);
+    ir::ValueRef trips = CountInForward(parent.func(), index);
     std::vector<ir::ValueRef> g;
     for (size_t k = 0; k < n_; ++k) {
       const TensorMeta& m = carried_[k];
@@ -155,9 +156,10 @@ class WhileGradBuilder {
     return name;
   }
 
-  // n: while(c, i) cond @C(c) body (@B(c), i + 1), from i = 0.
-  ir::ValueRef Count(ir::Builder& parent, const std::vector<ir::ValueRef>& c0) {
-    std::string cond, body;
+  // n, counted by the forward loop itself: its node becomes a call of a new function that runs
+  // while(c, i) cond @C(c) body (@B(c), i + 1) from i = 0 and returns i as one more output.
+  ir::ValueRef CountInForward(ir::Func& func, int index) {
+    std::string cond, body, counted;
     const auto metas = Concat(carried_, {kI64});
     {
       ir::Builder b(module_, AddFunc("_count_cond", cond));
@@ -171,7 +173,17 @@ class WhileGradBuilder {
       next.push_back(Op(b, OpKind::Add, {p[n_], I64(b, 1)}));
       b.Return(next);
     }
-    return parent.While(Concat(c0, {I64(parent, 0)}), cond, body, node_.loc)[n_];
+    {
+      ir::Builder b(module_, AddFunc("_counted", counted));
+      std::vector<ir::ValueRef> p;
+      for (const auto& v : node_.inputs) p.push_back(b.Param(func.meta(v)));
+      b.Return(b.While(Concat(p, {I64(b, 0)}), cond, body, node_.loc));
+    }
+    ir::Node& forward = func.nodes[index];
+    forward.kind = ir::NodeKind::Call;
+    forward.callees = {counted};
+    forward.outputs.push_back(kI64);
+    return {index, static_cast<int>(n_)};
   }
 
   // The loop that applies the body `steps` times: while(c, i, steps) cond i < steps.
@@ -340,10 +352,10 @@ class WhileGradBuilder {
 
 }  // namespace
 
-std::vector<ir::ValueRef> WhileGradient(ir::Module& module, ir::Builder& parent,
-                                        const ir::Node& node,
+std::vector<ir::ValueRef> WhileGradient(ir::Module& module, ir::Builder& parent, int index,
                                         const std::vector<ir::ValueRef>& out_grads) {
-  return WhileGradBuilder(module, node).Build(parent, out_grads);
+  const ir::Node node = parent.func().nodes[index];  // a copy: the node is rewritten
+  return WhileGradBuilder(module, node).Build(parent, index, out_grads);
 }
 
 }  // namespace kiln::autodiff
