@@ -156,22 +156,33 @@ std::vector<ir::ValueRef> Gradient(ir::Module& module, ir::Func& func, int begin
       any = true;
     }
     if (!any || node.kind == ir::NodeKind::Const) continue;  // constants depend on nothing
+    // The inputs of a region's gradient function: its args, then its results' gradients.
+    auto with_out_grads = [&](std::vector<ir::ValueRef> args) {
+      for (size_t k = 0; k < node.outputs.size(); ++k) {
+        const TensorMeta& m = node.outputs[k];
+        args.push_back(out_grads[k].is_none() ? b.Op1(OpKind::Fill, {}, {m.shape, 0.0, m.dtype})
+                                              : out_grads[k]);
+      }
+      return args;
+    };
     if (node.kind == ir::NodeKind::If) {
       // if c(args) then @t else @e  =>  if c(args, dys) then @t_grad else @e_grad -> d(args)
       std::vector<ir::ValueRef> args(node.inputs.begin() + 1, node.inputs.end());
-      std::vector<ir::ValueRef> bwd_inputs = args;
-      for (size_t k = 0; k < node.outputs.size(); ++k) {
-        const TensorMeta& m = node.outputs[k];
-        bwd_inputs.push_back(out_grads[k].is_none()
-                                 ? b.Op1(OpKind::Fill, {}, {m.shape, 0.0, m.dtype})
-                                 : out_grads[k]);
-      }
       std::string then_grad = BranchGradient(module, node.callees[0]);
       std::string else_grad = BranchGradient(module, node.callees[1]);
       std::vector<ir::ValueRef> in_grads =
-          b.If(node.inputs[0], bwd_inputs, then_grad, else_grad, node.loc);
+          b.If(node.inputs[0], with_out_grads(args), then_grad, else_grad, node.loc);
       for (size_t k = 0; k < args.size(); ++k)
         if (Differentiable(func.meta(args[k]))) accumulate(args[k], in_grads[k]);
+      continue;
+    }
+    if (node.kind == ir::NodeKind::Call) {
+      // call @f(args)  =>  call @f_grad(args, dys) -> d(args); a while loop's gradient calls the
+      // loop body, so this is what differentiates it a second time.
+      std::vector<ir::ValueRef> in_grads =
+          b.Call(BranchGradient(module, node.callees[0]), with_out_grads(node.inputs), node.loc);
+      for (size_t k = 0; k < node.inputs.size(); ++k)
+        if (Differentiable(func.meta(node.inputs[k]))) accumulate(node.inputs[k], in_grads[k]);
       continue;
     }
     if (node.kind == ir::NodeKind::While) {
@@ -189,8 +200,7 @@ std::vector<ir::ValueRef> Gradient(ir::Module& module, ir::Func& func, int begin
     KILN_CHECK(node.kind == ir::NodeKind::Op, NotImplemented,
                "grad in Graph mode: the gradient would have to flow through a ",
                ir::NodeKindName(node.kind), " node (line ", node.loc.line,
-               "); gradients through tensor-dependent while loops in compiled code are not "
-               "supported yet — compute this gradient in PyNative mode for now");
+               "), which has none — compute this gradient in PyNative mode");
     const OpDef& def = GetOpDef(node.op);
     KILN_CHECK(def.grad != nullptr, NotImplemented, "grad: op '", def.name,
                "' has no gradient rule");

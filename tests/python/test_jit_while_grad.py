@@ -4,7 +4,8 @@ The compiled backward keeps checkpoints of the carried values in a fixed number 
 fewer when the carried values are large) on two levels (csrc/autodiff/while_grad.cc). The trip
 counts below cross each boundary of that scheme: no iteration, fewer iterations than slots,
 exactly as many, one more (a last segment of one iteration), many segments, more than 64 * 64
-(segments recomputed in steps of two), and large carried values that leave fewer slots."""
+(segments recomputed in steps of two), and large carried values that leave fewer slots; then
+gradients of those gradients."""
 
 import numpy as np
 import pytest
@@ -97,3 +98,14 @@ def test_lstm_gradients_over_a_long_sequence_match_pynative():
     np.testing.assert_allclose(got_loss.asnumpy(), want_loss.asnumpy(), rtol=1e-5)
     for p, g, e in zip(weights, got, want):
         np.testing.assert_allclose(g.asnumpy(), e.asnumpy(), rtol=1e-4, atol=1e-6, err_msg=p.name)
+
+
+def _gradient_of_weight_gradient(x, w, n):
+    return ms.grad(recurrence, (0, 1))(x, w, n)[1].sum()
+
+
+@pytest.mark.parametrize("trips", [0, 1, 3, 70, 300])
+def test_second_order_gradient_through_a_loop(trips):
+    # The first backward is itself loops that call the body and its gradient: differentiating it
+    # again goes through those calls and through the checkpoints' in-place writes.
+    _check(_gradient_of_weight_gradient, (_t(3), _t(3), Tensor(np.array(trips))), (0, 1))
