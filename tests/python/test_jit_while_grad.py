@@ -30,10 +30,14 @@ def recurrence(x, w, n):
 
 
 def _check(fn, args, argnums, rtol=1e-4, atol=1e-5):
-    eager = ms.grad(fn, argnums)(*args)
+    def as_tuple(grads):
+        return grads if isinstance(grads, tuple) else (grads,)
+
+    eager = as_tuple(ms.grad(fn, argnums)(*args))
     compiled = ms.jit(lambda *a: ms.grad(fn, argnums)(*a))
     for call in range(2):  # the slots are written in place: a second call must start clean
-        graph = compiled(*args)
+        graph = as_tuple(compiled(*args))
+        assert len(graph) == len(eager)
         for e, g in zip(eager, graph):
             np.testing.assert_allclose(g.asnumpy(), e.asnumpy(), rtol=rtol, atol=atol,
                                        err_msg=f"call {call}")
@@ -109,3 +113,52 @@ def test_second_order_gradient_through_a_loop(trips):
     # The first backward is itself loops that call the body and its gradient: differentiating it
     # again goes through those calls and through the checkpoints' in-place writes.
     _check(_gradient_of_weight_gradient, (_t(3), _t(3), Tensor(np.array(trips))), (0, 1))
+
+
+def nested_loops(x, n):
+    i = 0
+    h = x
+    while i < n:
+        j = 0
+        while j < i + 1:  # the inner loop's trip count changes with the outer iteration
+            h = ops.sin(h) + x * 0.1
+            j = j + 1
+        i = i + 1
+    return h.sum()
+
+
+def loop_in_a_branch(x, n):
+    h = x
+    if x.sum() > 0:
+        i = 0
+        while i < n:
+            h = h * 0.9 + ops.cos(h)
+            i = i + 1
+    return h.sum()
+
+
+def carries_a_flag_and_an_empty_tensor(x, n):
+    i = 0
+    h = x
+    done = Tensor(False)
+    empty = ops.zeros((0, 3), ms.float32)
+    while i < n:
+        h = ops.where(done, h, ops.tanh(h * 1.5))
+        done = h.sum() > 100.0
+        empty = empty * 2
+        i = i + 1
+    return h.sum() + empty.sum()
+
+
+@pytest.mark.parametrize("fn", [nested_loops, loop_in_a_branch,
+                                carries_a_flag_and_an_empty_tensor])
+@pytest.mark.parametrize("trips", [0, 3, 12])
+def test_loops_in_loops_branches_and_carried_flags(fn, trips):
+    x = Tensor(np.array([0.3, -0.2, 0.5], np.float32))
+    _check(fn, (x, Tensor(np.array(trips))), 0)
+
+
+def test_float64_recurrence_over_many_segments():
+    x = Tensor(np.array([0.3, -0.2], np.float64))
+    w = Tensor(np.array([0.8, 1.1], np.float64))
+    _check(recurrence, (x, w, Tensor(np.array(240))), (0, 1), rtol=1e-10, atol=1e-12)
