@@ -33,6 +33,7 @@ OpRegistry BuildRegistry() {
   RegisterCollectiveOps(registry);
   RegisterDataOps(registry);
   RegisterCustomOps(registry);
+  RegisterRecurrentOps(registry);
   return registry;
 }
 

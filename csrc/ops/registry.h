@@ -135,6 +135,7 @@ void RegisterOptimOps(OpRegistry& registry);
 void RegisterCollectiveOps(OpRegistry& registry);
 void RegisterDataOps(OpRegistry& registry);
 void RegisterCustomOps(OpRegistry& registry);
+void RegisterRecurrentOps(OpRegistry& registry);
 
 // ---- Attribute access by schema position (ops check types at the edge, in the dispatcher) ----
 inline bool AttrIsNone(const Attrs& a, size_t i) {

@@ -83,13 +83,15 @@ def test_gradient_when_the_body_writes_a_carried_buffer_in_place():
 
 
 def test_lstm_gradients_over_a_long_sequence_match_pynative():
+    # With seq_length an LSTM runs its cell in a graph loop (without, one lstm_sequence op).
     ms.set_seed(0)
     lstm = nn.LSTM(8, 16, batch_first=True)
     x = _t(4, 80, 8)
+    lengths = Tensor(np.array([80, 80, 61, 7], np.int32))
     weights = lstm.trainable_params()
 
     def loss(inputs):
-        out, _ = lstm(inputs)
+        out, _ = lstm(inputs, seq_length=lengths)
         return (out * out).mean()
 
     grad_fn = ms.value_and_grad(loss, None, weights)

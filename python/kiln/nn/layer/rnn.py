@@ -15,6 +15,7 @@ from kiln.nn import _functional as F
 from kiln.nn._loops import while_loop
 from kiln.nn.cell import Cell
 from kiln.nn.layer.basic import Dropout, check_bool, check_int
+from kiln.ops._core import call
 
 __all__ = ["RNNCell", "LSTMCell", "GRUCell", "RNN", "LSTM", "GRU"]
 
@@ -157,9 +158,25 @@ def _masked_put(out, index, value):
     return ops.where(hit, ops.expand_dims(value, 0), out)
 
 
+def _lstm_sequence(x, state, weights):
+    """An LSTM over all of x (T, N, I) as one registry op (ops/recurrent.cc: the time loop and
+    its backward in C++). Returns (outputs (T, N, H), (h_T, c_T))."""
+    w_ih, w_hh, b_ih, b_hh = weights
+    if b_ih is None:
+        bias = ops.zeros((w_ih.shape[0],), x.dtype)
+    else:
+        bias = b_ih + b_hh
+    out, h, c, _, _ = call("lstm_sequence", (x, state[0], state[1], w_ih, w_hh, bias), ())
+    return out, (h, c)
+
+
 def recurrent(cell, x, state, weights, lengths, is_lstm):
     """Runs cell over x (T, N, I) from `state`; lengths (N, 1) (or None) freezes each sequence's
-    state after its length and zeroes its later outputs. Returns (outputs (T, N, H), state)."""
+    state after its length and zeroes its later outputs. Returns (outputs (T, N, H), state).
+    An LSTM over whole float32/float64 sequences runs as one op; other cells, float16 and
+    sequences with lengths run the cell in a loop over time."""
+    if is_lstm and lengths is None and x.dtype in (mstype.float32, mstype.float64):
+        return _lstm_sequence(x, state, weights)
     steps = x.shape[0]
     h_shape = tuple((state[0] if is_lstm else state).shape)
     states = tuple(state) if is_lstm else (state,)

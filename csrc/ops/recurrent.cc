@@ -1,0 +1,240 @@
+// recurrent.cc - a whole LSTM layer in one op (one direction over the sequence) and its BPTT.
+//
+// nn.LSTM's time loop as registry ops: a loop of small ops costs O(T) per step in kiln's
+// compiled loops (a step is selected and written by one-hot ops over the whole sequence) and an
+// executor node per op; here the input projection of every step is one product, each step one
+// (N, H) x (H, 4H) product and a pass over the gates, and the backward the mirror image.
+// Gates in MindSpore's (and PyTorch's) order: input, forget, cell, output.
+//
+//   lstm_sequence(x [T,N,I], h0 [N,H], c0 [N,H], w_ih [4H,I], w_hh [4H,H], bias [4H])
+//     -> y [T,N,H], h_T, c_T, gates [T,N,4H] (after their activations), cells [T,N,H]
+//   lstm_sequence_grad(x, h0, c0, w_ih, w_hh, y, gates, cells, dy, dh_T, dc_T)
+//     -> dx, dh0, dc0, dw_ih, dw_hh, dbias
+// gates and cells are what the backward reads; nothing differentiates through them.
+#include <cmath>
+
+#include "core/error.h"
+#include "kernels/cpu/copy.h"
+#include "ops/evaluate.h"
+#include "ops/grad.h"
+#include "ops/registry.h"
+
+namespace kiln {
+namespace {
+
+struct LstmDims {
+  int64_t steps, batch, features, hidden;
+};
+
+LstmDims CheckLstm(const std::vector<TensorMeta>& in, const char* op) {
+  const Shape &x = in[0].shape, &h0 = in[1].shape, &c0 = in[2].shape;
+  const Shape &w_ih = in[3].shape, &w_hh = in[4].shape, &bias = in[5].shape;
+  KILN_CHECK(x.size() == 3, Value, op, ": x must be (steps, batch, features), got shape ",
+             ShapeStr(x));
+  const LstmDims d{x[0], x[1], x[2], h0.size() == 2 ? h0[1] : -1};
+  KILN_CHECK(h0 == Shape({d.batch, d.hidden}) && c0 == h0, Value, op,
+             ": h0 and c0 must be (batch, hidden) with batch ", d.batch, ", got ", ShapeStr(h0),
+             " and ", ShapeStr(c0));
+  KILN_CHECK(w_ih == Shape({4 * d.hidden, d.features}) && w_hh == Shape({4 * d.hidden, d.hidden}) &&
+                 bias == Shape({4 * d.hidden}),
+             Value, op,
+             ": weights must be w_ih (4*hidden, features), w_hh (4*hidden, hidden) "
+             "and bias (4*hidden) for x ",
+             ShapeStr(x), " and h0 ", ShapeStr(h0), ", got ", ShapeStr(w_ih), ", ", ShapeStr(w_hh),
+             " and ", ShapeStr(bias));
+  for (const auto& m : in)
+    KILN_CHECK(m.dtype == in[0].dtype && (m.dtype == DType::Float32 || m.dtype == DType::Float64),
+               Type, op, ": every input must be float32 or float64, all alike; got ",
+               DTypeName(in[0].dtype), " and ", DTypeName(m.dtype));
+  return d;
+}
+
+std::vector<TensorMeta> InferLstm(const OpDef& def, const std::vector<TensorMeta>& in,
+                                  const Attrs&) {
+  const LstmDims d = CheckLstm(in, def.name);
+  const DType t = in[0].dtype;
+  return {{t, {d.steps, d.batch, d.hidden}},
+          {t, {d.batch, d.hidden}},
+          {t, {d.batch, d.hidden}},
+          {t, {d.steps, d.batch, 4 * d.hidden}},
+          {t, {d.steps, d.batch, d.hidden}}};
+}
+
+template <typename T>
+T Sigmoid(T v) {
+  return T(1) / (T(1) + std::exp(-v));
+}
+
+// A 2-D product through the matmul op (its kernels); zeros when a dimension is empty.
+Tensor Product(const Tensor& a, const Tensor& b, bool transpose_a, bool transpose_b) {
+  const int64_t m = a.shape()[transpose_a ? 1 : 0], k = a.shape()[transpose_a ? 0 : 1];
+  const int64_t n = b.shape()[transpose_b ? 0 : 1];
+  if (m == 0 || k == 0 || n == 0) {
+    Tensor zeros = Tensor::Empty({m, n}, a.dtype());
+    cpu::Fill(zeros, 0.0);
+    return zeros;
+  }
+  return EvaluateOp(OpKind::MatMul, {a, b}, {transpose_a, transpose_b})[0];
+}
+
+template <typename T>
+void LstmForward(KernelContext& ctx, const LstmDims& d) {
+  const Tensor& x = ctx.inputs[0];
+  const Tensor& w_hh = ctx.inputs[4];
+  const Tensor bias = ctx.inputs[5].Contiguous();
+  Tensor &y = ctx.outputs[0], &gates = ctx.outputs[3], &cells = ctx.outputs[4];
+  const int64_t n = d.batch, h = d.hidden, rows = d.steps * n;
+  // Every step's input projection at once: (T*N, I) x (I, 4H).
+  const Tensor projected =
+      Product(x.Contiguous().Reshape({rows, d.features}), ctx.inputs[3], false, true).Contiguous();
+  Tensor h_prev = ctx.inputs[1].Contiguous(), c_prev = ctx.inputs[2].Contiguous();
+  const T* b = bias.data<T>();
+  for (int64_t t = 0; t < d.steps; ++t) {
+    const Tensor recurrent = Product(h_prev, w_hh, false, true).Contiguous();
+    const T* xp = projected.data<T>() + t * n * 4 * h;
+    const T* hp = recurrent.data<T>();
+    const T* c_in = c_prev.data<T>();
+    T* g_out = gates.data<T>() + t * n * 4 * h;
+    T* c_out = cells.data<T>() + t * n * h;
+    T* h_out = y.data<T>() + t * n * h;
+    for (int64_t r = 0; r < n; ++r) {
+      for (int64_t j = 0; j < h; ++j) {
+        auto pre = [&](int64_t gate) {
+          const int64_t k = r * 4 * h + gate * h + j;
+          return xp[k] + hp[k] + b[gate * h + j];
+        };
+        const T i = Sigmoid(pre(0)), f = Sigmoid(pre(1)), g = std::tanh(pre(2)),
+                o = Sigmoid(pre(3));
+        const T c = f * c_in[r * h + j] + i * g;
+        T* gr = g_out + r * 4 * h + j;
+        gr[0] = i, gr[h] = f, gr[2 * h] = g, gr[3 * h] = o;
+        c_out[r * h + j] = c;
+        h_out[r * h + j] = o * std::tanh(c);
+      }
+    }
+    h_prev = y.Select(0, t);
+    c_prev = cells.Select(0, t);
+  }
+  cpu::CopyInto(h_prev, ctx.outputs[1]);
+  cpu::CopyInto(c_prev, ctx.outputs[2]);
+}
+
+void LstmKernel(KernelContext& ctx) {
+  std::vector<TensorMeta> metas;
+  for (const auto& t : ctx.inputs) metas.push_back({t.dtype(), t.shape()});
+  const LstmDims d = CheckLstm(metas, ctx.def.name);
+  if (ctx.inputs[0].dtype() == DType::Float64) return LstmForward<double>(ctx, d);
+  LstmForward<float>(ctx, d);
+}
+
+std::vector<TensorMeta> InferLstmGrad(const OpDef& def, const std::vector<TensorMeta>& in,
+                                      const Attrs&) {
+  std::vector<TensorMeta> forward(in.begin(), in.begin() + 5);
+  forward.push_back({in[0].dtype, {in[4].shape.empty() ? 0 : in[4].shape[0]}});
+  const LstmDims d = CheckLstm(forward, def.name);
+  const std::vector<TensorMeta> made = InferLstm(def, forward, {});
+  const Shape dh = {d.batch, d.hidden};
+  KILN_CHECK(in[5].shape == made[0].shape && in[6].shape == made[3].shape &&
+                 in[7].shape == made[4].shape && in[8].shape == made[0].shape &&
+                 in[9].shape == dh && in[10].shape == dh,
+             Value, def.name,
+             ": y, gates, cells, dy, dh_last and dc_last must have the forward's "
+             "shapes for x ",
+             ShapeStr(in[0].shape), " and hidden ", d.hidden);
+  for (size_t k = 5; k < in.size(); ++k)
+    KILN_CHECK(in[k].dtype == in[0].dtype, Type, def.name, ": input ", k, " is ",
+               DTypeName(in[k].dtype), ", not ", DTypeName(in[0].dtype));
+  return {in[0], in[1], in[2], in[3], in[4], forward[5]};
+}
+
+template <typename T>
+void LstmBackward(KernelContext& ctx) {
+  const auto& in = ctx.inputs;
+  const Tensor &x = in[0], &h0 = in[1], &c0 = in[2], &w_ih = in[3], &w_hh = in[4];
+  const Tensor y = in[5].Contiguous(), gates = in[6].Contiguous(), cells = in[7].Contiguous();
+  const Tensor dy = in[8].Contiguous();
+  const int64_t steps = x.shape()[0], n = x.shape()[1], features = x.shape()[2];
+  const int64_t h = h0.shape()[1], rows = steps * n;
+  Tensor d_gates = Tensor::Empty({steps, n, 4 * h}, x.dtype());
+  Tensor dh = in[9].Contiguous().Clone(), dc = in[10].Contiguous().Clone();
+  const Tensor c_first = c0.Contiguous();
+  for (int64_t t = steps - 1; t >= 0; --t) {
+    const T* g_in = gates.data<T>() + t * n * 4 * h;
+    const T* c_now = cells.data<T>() + t * n * h;
+    const T* c_before = t > 0 ? cells.data<T>() + (t - 1) * n * h : c_first.data<T>();
+    const T* dy_t = dy.data<T>() + t * n * h;
+    T* dg = d_gates.data<T>() + t * n * 4 * h;
+    T* dh_p = dh.data<T>();
+    T* dc_p = dc.data<T>();
+    for (int64_t r = 0; r < n; ++r) {
+      for (int64_t j = 0; j < h; ++j) {
+        const int64_t s = r * h + j;
+        const T* gr = g_in + r * 4 * h + j;
+        const T i = gr[0], f = gr[h], g = gr[2 * h], o = gr[3 * h];
+        const T tc = std::tanh(c_now[s]);
+        const T dh_s = dy_t[s] + dh_p[s];
+        const T dc_s = dc_p[s] + dh_s * o * (T(1) - tc * tc);
+        T* out = dg + r * 4 * h + j;
+        out[0] = dc_s * g * i * (T(1) - i);
+        out[h] = dc_s * c_before[s] * f * (T(1) - f);
+        out[2 * h] = dc_s * i * (T(1) - g * g);
+        out[3 * h] = dh_s * tc * o * (T(1) - o);
+        dc_p[s] = dc_s * f;
+      }
+    }
+    dh = Product(d_gates.Select(0, t), w_hh, false, false).Contiguous();
+  }
+  cpu::CopyInto(dh, ctx.outputs[1]);
+  cpu::CopyInto(dc, ctx.outputs[2]);
+  const Tensor flat = d_gates.Reshape({rows, 4 * h});
+  // The previous hidden state of every step: h0, then y[0 .. T-2].
+  Tensor h_before = Tensor::Empty({steps, n, h}, x.dtype());
+  if (steps > 0) {
+    cpu::CopyInto(h0, h_before.Select(0, 0));
+    if (steps > 1) cpu::CopyInto(y.Slice(0, 0, steps - 1, 1), h_before.Slice(0, 1, steps, 1));
+  }
+  T* db = ctx.outputs[5].data<T>();
+  for (int64_t k = 0; k < 4 * h; ++k) db[k] = T(0);
+  const T* dgp = flat.data<T>();
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t k = 0; k < 4 * h; ++k) db[k] += dgp[r * 4 * h + k];
+  cpu::CopyInto(Product(flat, w_ih, false, false).Reshape({steps, n, features}), ctx.outputs[0]);
+  cpu::CopyInto(Product(flat, x.Contiguous().Reshape({rows, features}), true, false),
+                ctx.outputs[3]);
+  cpu::CopyInto(Product(flat, h_before.Reshape({rows, h}), true, false), ctx.outputs[4]);
+}
+
+void LstmGradKernel(KernelContext& ctx) {
+  if (ctx.inputs[0].dtype() == DType::Float64) return LstmBackward<double>(ctx);
+  LstmBackward<float>(ctx);
+}
+
+std::vector<GradVar> LstmGrad(GradBuilder& g) {
+  std::vector<GradVar> args;
+  for (int i = 0; i < 5; ++i) args.push_back(g.input(i));
+  for (int i : {0, 3, 4}) args.push_back(g.output(i));  // y, gates, cells
+  for (int i : {0, 1, 2}) args.push_back(g.out_grad(i));
+  return g.Emit(OpKind::LstmSequenceGrad, args);
+}
+
+// BPTT itself is not differentiated: a gradient of an LSTM's gradient raises instead of
+// silently coming out zero.
+std::vector<GradVar> LstmGradGrad(GradBuilder& g) {
+  for (int i = 0; i < g.num_inputs(); ++i)
+    KILN_CHECK(!g.wants_input_grad(i), NotImplemented,
+               "lstm_sequence_grad: gradients of an LSTM's gradients are not supported");
+  return {};
+}
+
+}  // namespace
+
+void RegisterRecurrentOps(OpRegistry& r) {
+  r.Add(MakeOpDef(OpKind::LstmSequence, {"x", "h0", "c0", "w_ih", "w_hh", "bias"}, {}, InferLstm,
+                  LstmKernel, LstmGrad));
+  r.Add(MakeOpDef(
+      OpKind::LstmSequenceGrad,
+      {"x", "h0", "c0", "w_ih", "w_hh", "y", "gates", "cells", "dy", "dh_last", "dc_last"}, {},
+      InferLstmGrad, LstmGradKernel, LstmGradGrad));
+}
+
+}  // namespace kiln

@@ -1,0 +1,120 @@
+"""nn.LSTM over whole sequences runs as one registry op, lstm_sequence (ops/recurrent.cc), with
+its BPTT as lstm_sequence_grad. Checked against the cell-by-cell loop that sequences with
+lengths still take (values and gradients, PyNative and Graph mode, stacked, bidirectional,
+batch_first, without biases), against finite differences for the initial state, and at the op's
+edges: no steps, an empty batch, bad shapes and dtypes, and a second-order gradient."""
+import numpy as np
+import pytest
+from gradcheck import check_grad
+
+import kiln as ms
+from kiln import Tensor, nn, ops
+from kiln.ops._core import call
+
+RNG = np.random.default_rng(23)
+
+
+def _lstm_and_input(steps=6, batch=3, **kwargs):
+    ms.set_seed(1)
+    lstm = nn.LSTM(4, 5, **kwargs)
+    shape = (batch, steps, 4) if kwargs.get("batch_first") else (steps, batch, 4)
+    return lstm, Tensor(RNG.standard_normal(shape).astype(np.float32))
+
+
+def _loss_and_grads(lstm, x, lengths):
+    def loss(inputs):
+        out, (h, c) = lstm(inputs, seq_length=lengths)
+        return (out * out).mean() + (h * c).sum()
+
+    return ms.value_and_grad(loss, 0, lstm.trainable_params())
+
+
+@pytest.mark.parametrize("mode", [ms.PYNATIVE_MODE, ms.GRAPH_MODE])
+@pytest.mark.parametrize("kwargs", [{}, {"num_layers": 2, "bidirectional": True},
+                                    {"batch_first": True, "has_bias": False}])
+def test_whole_sequence_op_matches_the_cell_loop(mode, kwargs):
+    lstm, x = _lstm_and_input(**kwargs)
+    full = Tensor(np.full((3,), 6, np.int32))  # every sequence whole: the loop, same answer
+    fused = _loss_and_grads(lstm, x, None)
+    looped = _loss_and_grads(lstm, x, full)
+    ms.set_context(mode=mode)
+    try:
+        if mode == ms.GRAPH_MODE:
+            fused, looped = ms.jit(fused), ms.jit(looped)
+        (want_loss, (want_dx, want_dw)) = looped(x)
+        (got_loss, (got_dx, got_dw)) = fused(x)
+    finally:
+        ms.set_context(mode=ms.PYNATIVE_MODE)
+    np.testing.assert_allclose(got_loss.asnumpy(), want_loss.asnumpy(), rtol=1e-5)
+    np.testing.assert_allclose(got_dx.asnumpy(), want_dx.asnumpy(), rtol=1e-4, atol=1e-6)
+    for g, w in zip(got_dw, want_dw):
+        np.testing.assert_allclose(g.asnumpy(), w.asnumpy(), rtol=1e-4, atol=1e-6)
+
+
+def test_initial_state_gradients_by_finite_differences():
+    lstm = nn.LSTM(2, 3, dtype=ms.float64)
+    x = Tensor(RNG.standard_normal((5, 2, 2)))
+    c0 = Tensor(RNG.standard_normal((1, 2, 3)))
+    h0 = RNG.standard_normal((1, 2, 3))
+    check_grad(lambda h: lstm(x, (h, c0))[0], h0, rtol=1e-5, atol=1e-7)
+    check_grad(lambda c: lstm(x, (Tensor(h0), c))[1][1], c0.asnumpy(), rtol=1e-5, atol=1e-7)
+
+
+def _op_inputs(steps, batch, features=2, hidden=3, dtype=np.float32):
+    def t(*shape):
+        return Tensor(RNG.standard_normal(shape).astype(dtype))
+
+    return (t(steps, batch, features), t(batch, hidden), t(batch, hidden),
+            t(4 * hidden, features), t(4 * hidden, hidden), t(4 * hidden))
+
+
+@pytest.mark.parametrize("steps,batch", [(0, 2), (3, 0)])
+def test_no_steps_or_an_empty_batch(steps, batch):
+    inputs = _op_inputs(steps, batch)
+    y, h, c, _, _ = call("lstm_sequence", inputs, ())
+    assert y.shape == (steps, batch, 3)
+    if steps == 0:  # the state passes through unchanged
+        np.testing.assert_array_equal(h.asnumpy(), inputs[1].asnumpy())
+        np.testing.assert_array_equal(c.asnumpy(), inputs[2].asnumpy())
+
+    def loss(*args):
+        out, last_h, last_c, _, _ = call("lstm_sequence", args, ())
+        return out.sum() + last_h.sum() + last_c.sum()
+
+    grads = ms.grad(loss, (0, 1, 2, 3, 4, 5))(*inputs)
+    for g, a in zip(grads, inputs):
+        assert g.shape == a.shape
+    if steps == 0:
+        np.testing.assert_array_equal(grads[1].asnumpy(), np.ones((batch, 3), np.float32))
+        np.testing.assert_array_equal(grads[3].asnumpy(), np.zeros((12, 2), np.float32))
+
+
+def test_bad_shapes_and_dtypes_are_clear_errors():
+    x, h0, c0, w_ih, w_hh, bias = _op_inputs(4, 2)
+    with pytest.raises(ValueError, match=r"lstm_sequence: weights must be .* got \(12, 3\)"):
+        call("lstm_sequence", (x, h0, c0, w_hh, w_hh, bias), ())
+    with pytest.raises(ValueError, match=r"lstm_sequence: h0 and c0 must be \(batch, hidden\)"):
+        call("lstm_sequence", (x, h0, Tensor(np.zeros((3, 3), np.float32)), w_ih, w_hh, bias), ())
+    with pytest.raises(ValueError, match=r"lstm_sequence: x must be \(steps, batch, features\)"):
+        call("lstm_sequence", (h0, h0, c0, w_ih, w_hh, bias), ())
+    with pytest.raises(TypeError, match="lstm_sequence: every input must be float32 or float64"):
+        call("lstm_sequence", (x, h0, c0, w_ih, w_hh, ops.cast(bias, ms.float64)), ())
+
+
+def test_float16_runs_the_cell_loop():
+    lstm = nn.LSTM(4, 5, dtype=ms.float16)
+    x = Tensor(RNG.standard_normal((3, 2, 4)).astype(np.float16))
+    out, _ = lstm(x)
+    ref, _ = nn.LSTM(4, 5)(Tensor(x.asnumpy().astype(np.float32)))
+    assert out.dtype == ms.float16 and out.shape == ref.shape
+
+
+def test_second_order_gradients_raise():
+    lstm, x = _lstm_and_input()
+
+    def weight_grad_norm(inputs):
+        grads = ms.grad(lambda t: lstm(t)[0].sum(), None, lstm.trainable_params())(inputs)
+        return sum((g * g).sum() for g in grads)
+
+    with pytest.raises(NotImplementedError, match="gradients of an LSTM's gradients"):
+        ms.grad(weight_grad_norm)(x)
