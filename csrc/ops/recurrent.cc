@@ -12,6 +12,7 @@
 //     -> dx, dh0, dc0, dw_ih, dw_hh, dbias
 // gates and cells are what the backward reads; nothing differentiates through them.
 #include <cmath>
+#include <limits>
 
 #include "core/error.h"
 #include "kernels/cpu/copy.h"
@@ -32,6 +33,8 @@ LstmDims CheckLstm(const std::vector<TensorMeta>& in, const char* op) {
   KILN_CHECK(x.size() == 3, Value, op, ": x must be (steps, batch, features), got shape ",
              ShapeStr(x));
   const LstmDims d{x[0], x[1], x[2], h0.size() == 2 ? h0[1] : -1};
+  KILN_CHECK(d.hidden >= 0 && d.hidden <= std::numeric_limits<int64_t>::max() / 4, Value, op,
+             ": h0 must be (batch, hidden), got ", ShapeStr(h0));
   KILN_CHECK(h0 == Shape({d.batch, d.hidden}) && c0 == h0, Value, op,
              ": h0 and c0 must be (batch, hidden) with batch ", d.batch, ", got ", ShapeStr(h0),
              " and ", ShapeStr(c0));
