@@ -18,10 +18,55 @@
 #include "kernels/cpu/copy.h"
 #include "ops/evaluate.h"
 #include "ops/grad.h"
+#include "ops/recurrent_internal.h"
 #include "ops/registry.h"
 
 namespace kiln {
+namespace recurrent {
+
+Tensor Product(const Tensor& a, const Tensor& b, bool transpose_a, bool transpose_b) {
+  const int64_t m = a.shape()[transpose_a ? 1 : 0], k = a.shape()[transpose_a ? 0 : 1];
+  const int64_t n = b.shape()[transpose_b ? 0 : 1];
+  if (m == 0 || k == 0 || n == 0) {
+    Tensor zeros = Tensor::Empty({m, n}, a.dtype());
+    cpu::Fill(zeros, 0.0);
+    return zeros;
+  }
+  return EvaluateOp(OpKind::MatMul, {a, b}, {transpose_a, transpose_b})[0];
+}
+
+void CheckFloats(const std::vector<TensorMeta>& in, const char* op) {
+  for (const auto& m : in)
+    KILN_CHECK(m.dtype == in[0].dtype && (m.dtype == DType::Float32 || m.dtype == DType::Float64),
+               Type, op, ": every input must be float32 or float64, all alike; got ",
+               DTypeName(in[0].dtype), " and ", DTypeName(m.dtype));
+}
+
+void CheckHidden(int64_t hidden, int64_t gates, const Shape& h0, const char* op) {
+  KILN_CHECK(hidden >= 0 && hidden <= std::numeric_limits<int64_t>::max() / gates, Value, op,
+             ": h0 must be (batch, hidden), got ", ShapeStr(h0));
+}
+
+Tensor PreviousStates(const Tensor& h0, const Tensor& y) {
+  const int64_t steps = y.shape()[0];
+  Tensor before = Tensor::Empty(y.shape(), y.dtype());
+  if (steps > 0) {
+    cpu::CopyInto(h0, before.Select(0, 0));
+    if (steps > 1) cpu::CopyInto(y.Slice(0, 0, steps - 1, 1), before.Slice(0, 1, steps, 1));
+  }
+  return before;
+}
+
+void SumRows(const Tensor& rows, const Tensor& out) {
+  const Tensor sum = EvaluateOp(OpKind::ReduceSum, {rows}, {Shape{0}, false, std::monostate{}})[0];
+  cpu::CopyInto(sum, out);
+}
+
+}  // namespace recurrent
+
 namespace {
+
+using recurrent::Product;
 
 struct LstmDims {
   int64_t steps, batch, features, hidden;
@@ -33,8 +78,7 @@ LstmDims CheckLstm(const std::vector<TensorMeta>& in, const char* op) {
   KILN_CHECK(x.size() == 3, Value, op, ": x must be (steps, batch, features), got shape ",
              ShapeStr(x));
   const LstmDims d{x[0], x[1], x[2], h0.size() == 2 ? h0[1] : -1};
-  KILN_CHECK(d.hidden >= 0 && d.hidden <= std::numeric_limits<int64_t>::max() / 4, Value, op,
-             ": h0 must be (batch, hidden), got ", ShapeStr(h0));
+  recurrent::CheckHidden(d.hidden, 4, h0, op);
   KILN_CHECK(h0 == Shape({d.batch, d.hidden}) && c0 == h0, Value, op,
              ": h0 and c0 must be (batch, hidden) with batch ", d.batch, ", got ", ShapeStr(h0),
              " and ", ShapeStr(c0));
@@ -45,10 +89,7 @@ LstmDims CheckLstm(const std::vector<TensorMeta>& in, const char* op) {
              "and bias (4*hidden) for x ",
              ShapeStr(x), " and h0 ", ShapeStr(h0), ", got ", ShapeStr(w_ih), ", ", ShapeStr(w_hh),
              " and ", ShapeStr(bias));
-  for (const auto& m : in)
-    KILN_CHECK(m.dtype == in[0].dtype && (m.dtype == DType::Float32 || m.dtype == DType::Float64),
-               Type, op, ": every input must be float32 or float64, all alike; got ",
-               DTypeName(in[0].dtype), " and ", DTypeName(m.dtype));
+  recurrent::CheckFloats(in, op);
   return d;
 }
 
@@ -66,18 +107,6 @@ std::vector<TensorMeta> InferLstm(const OpDef& def, const std::vector<TensorMeta
 template <typename T>
 T Sigmoid(T v) {
   return T(1) / (T(1) + std::exp(-v));
-}
-
-// A 2-D product through the matmul op (its kernels); zeros when a dimension is empty.
-Tensor Product(const Tensor& a, const Tensor& b, bool transpose_a, bool transpose_b) {
-  const int64_t m = a.shape()[transpose_a ? 1 : 0], k = a.shape()[transpose_a ? 0 : 1];
-  const int64_t n = b.shape()[transpose_b ? 0 : 1];
-  if (m == 0 || k == 0 || n == 0) {
-    Tensor zeros = Tensor::Empty({m, n}, a.dtype());
-    cpu::Fill(zeros, 0.0);
-    return zeros;
-  }
-  return EvaluateOp(OpKind::MatMul, {a, b}, {transpose_a, transpose_b})[0];
 }
 
 template <typename T>
@@ -190,21 +219,12 @@ void LstmBackward(KernelContext& ctx) {
   cpu::CopyInto(dh, ctx.outputs[1]);
   cpu::CopyInto(dc, ctx.outputs[2]);
   const Tensor flat = d_gates.Reshape({rows, 4 * h});
-  // The previous hidden state of every step: h0, then y[0 .. T-2].
-  Tensor h_before = Tensor::Empty({steps, n, h}, x.dtype());
-  if (steps > 0) {
-    cpu::CopyInto(h0, h_before.Select(0, 0));
-    if (steps > 1) cpu::CopyInto(y.Slice(0, 0, steps - 1, 1), h_before.Slice(0, 1, steps, 1));
-  }
-  T* db = ctx.outputs[5].data<T>();
-  for (int64_t k = 0; k < 4 * h; ++k) db[k] = T(0);
-  const T* dgp = flat.data<T>();
-  for (int64_t r = 0; r < rows; ++r)
-    for (int64_t k = 0; k < 4 * h; ++k) db[k] += dgp[r * 4 * h + k];
+  recurrent::SumRows(flat, ctx.outputs[5]);
   cpu::CopyInto(Product(flat, w_ih, false, false).Reshape({steps, n, features}), ctx.outputs[0]);
   cpu::CopyInto(Product(flat, x.Contiguous().Reshape({rows, features}), true, false),
                 ctx.outputs[3]);
-  cpu::CopyInto(Product(flat, h_before.Reshape({rows, h}), true, false), ctx.outputs[4]);
+  cpu::CopyInto(Product(flat, recurrent::PreviousStates(h0, y).Reshape({rows, h}), true, false),
+                ctx.outputs[4]);
 }
 
 void LstmGradKernel(KernelContext& ctx) {
@@ -238,6 +258,7 @@ void RegisterRecurrentOps(OpRegistry& r) {
       OpKind::LstmSequenceGrad,
       {"x", "h0", "c0", "w_ih", "w_hh", "y", "gates", "cells", "dy", "dh_last", "dc_last"}, {},
       InferLstmGrad, LstmGradKernel, LstmGradGrad));
+  recurrent::RegisterGruAndRnnOps(r);
 }
 
 }  // namespace kiln

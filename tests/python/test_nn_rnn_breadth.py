@@ -179,19 +179,29 @@ def test_graph_mode_values_and_gradients_match_pynative():
         assert_close(g, w.asnumpy(), ms.float32, rtol=1e-4, atol=1e-6)
 
 
-def _gru_last(gru):
+def _gru_last(gru, lengths=None):
     def run(x):
-        return gru(x)[1]
+        return gru(x, seq_length=lengths)[1]
     return run
 
 
 def test_the_time_loop_is_one_graph_loop():
+    # With seq_length the cell runs in a graph loop: its ops appear once, not once per step.
     gru = nn.GRU(3, 4)
     sizes = []
     for steps in (3, 9):
-        fn = ms.jit(_gru_last(gru))
+        fn = ms.jit(_gru_last(gru, Tensor(np.array([steps, steps - 1], np.int32))))
         fn(Tensor(RNG.standard_normal((steps, 2, 3)).astype(np.float32)))
         text = fn.graph_text("frontend")
         assert "while" in text
         sizes.append(len(re.findall(r"\bsigmoid\b", text)))
-    assert sizes[0] == sizes[1] > 0   # the cell's ops appear once, not once per step
+    assert sizes[0] == sizes[1] > 0
+
+
+@pytest.mark.parametrize("layer,op", [(nn.GRU, "gru_sequence"), (nn.LSTM, "lstm_sequence"),
+                                      (nn.RNN, "rnn_sequence")])
+def test_whole_sequences_are_one_op(layer, op):
+    fn = ms.jit(_gru_last(layer(3, 4)))
+    fn(Tensor(RNG.standard_normal((5, 2, 3)).astype(np.float32)))
+    text = fn.graph_text("frontend")
+    assert f"= {op}(" in text and "while" not in text

@@ -158,25 +158,35 @@ def _masked_put(out, index, value):
     return ops.where(hit, ops.expand_dims(value, 0), out)
 
 
-def _lstm_sequence(x, state, weights):
-    """An LSTM over all of x (T, N, I) as one registry op (ops/recurrent.cc: the time loop and
-    its backward in C++). Returns (outputs (T, N, H), (h_T, c_T))."""
+def _bias_or_zeros(bias, rows, dtype):
+    return ops.zeros((rows,), dtype) if bias is None else bias
+
+
+def _whole_sequence(cell, x, state, weights):
+    """The layer over all of x (T, N, I) as one registry op (ops/recurrent.cc and
+    recurrent_gru.cc: the time loop and its backward in C++). Returns (outputs (T, N, H),
+    state)."""
     w_ih, w_hh, b_ih, b_hh = weights
-    if b_ih is None:
-        bias = ops.zeros((w_ih.shape[0],), x.dtype)
-    else:
-        bias = b_ih + b_hh
-    out, h, c, _, _ = call("lstm_sequence", (x, state[0], state[1], w_ih, w_hh, bias), ())
-    return out, (h, c)
+    rows = w_ih.shape[0]
+    if cell is gru_cell:  # r * (h W_hn + b_hn) keeps the two biases apart
+        out, h, _ = call("gru_sequence", (x, state, w_ih, w_hh, _bias_or_zeros(b_ih, rows, x.dtype),
+                                          _bias_or_zeros(b_hh, rows, x.dtype)), ())
+        return out, h
+    bias = ops.zeros((rows,), x.dtype) if b_ih is None else b_ih + b_hh
+    if cell is lstm_cell:
+        out, h, c, _, _ = call("lstm_sequence", (x, state[0], state[1], w_ih, w_hh, bias), ())
+        return out, (h, c)
+    out, h = call("rnn_sequence", (x, state, w_ih, w_hh, bias), (cell is rnn_relu_cell,))
+    return out, h
 
 
 def recurrent(cell, x, state, weights, lengths, is_lstm):
     """Runs cell over x (T, N, I) from `state`; lengths (N, 1) (or None) freezes each sequence's
     state after its length and zeroes its later outputs. Returns (outputs (T, N, H), state).
-    An LSTM over whole float32/float64 sequences runs as one op; other cells, float16 and
-    sequences with lengths run the cell in a loop over time."""
-    if is_lstm and lengths is None and x.dtype in (mstype.float32, mstype.float64):
-        return _lstm_sequence(x, state, weights)
+    Whole float32/float64 sequences run as one op; float16 and sequences with lengths run the
+    cell in a loop over time."""
+    if lengths is None and x.dtype in (mstype.float32, mstype.float64):
+        return _whole_sequence(cell, x, state, weights)
     steps = x.shape[0]
     h_shape = tuple((state[0] if is_lstm else state).shape)
     states = tuple(state) if is_lstm else (state,)

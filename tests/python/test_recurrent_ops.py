@@ -1,8 +1,9 @@
-"""nn.LSTM over whole sequences runs as one registry op, lstm_sequence (ops/recurrent.cc), with
-its BPTT as lstm_sequence_grad. Checked against the cell-by-cell loop that sequences with
-lengths still take (values and gradients, PyNative and Graph mode, stacked, bidirectional,
-batch_first, without biases), against finite differences for the initial state, and at the op's
-edges: no steps, an empty batch, bad shapes and dtypes, and a second-order gradient."""
+"""nn.LSTM, nn.GRU and nn.RNN over whole sequences run as one registry op each (lstm_sequence,
+gru_sequence, rnn_sequence: ops/recurrent.cc and recurrent_gru.cc), with their BPTT as the
+*_grad ops. Checked against the cell-by-cell loop that sequences with lengths still take (values
+and gradients, PyNative and Graph mode, stacked, bidirectional, batch_first, without biases),
+against finite differences for the initial state, and at the ops' edges: no steps, an empty
+batch, bad shapes and dtypes, and a second-order gradient."""
 import numpy as np
 import pytest
 from gradcheck import check_grad
@@ -14,29 +15,39 @@ from kiln.ops._core import call
 RNG = np.random.default_rng(23)
 
 
-def _lstm_and_input(steps=6, batch=3, **kwargs):
+LAYERS = {
+    "LSTM": lambda **kw: nn.LSTM(4, 5, **kw),
+    "GRU": lambda **kw: nn.GRU(4, 5, **kw),
+    "RNN": lambda **kw: nn.RNN(4, 5, **kw),
+    "RNN relu": lambda **kw: nn.RNN(4, 5, nonlinearity="relu", **kw),
+}
+
+
+def _layer_and_input(kind="LSTM", steps=6, batch=3, **kwargs):
     ms.set_seed(1)
-    lstm = nn.LSTM(4, 5, **kwargs)
+    layer = LAYERS[kind](**kwargs)
     shape = (batch, steps, 4) if kwargs.get("batch_first") else (steps, batch, 4)
-    return lstm, Tensor(RNG.standard_normal(shape).astype(np.float32))
+    return layer, Tensor(RNG.standard_normal(shape).astype(np.float32))
 
 
-def _loss_and_grads(lstm, x, lengths):
+def _loss_and_grads(layer, x, lengths):
     def loss(inputs):
-        out, (h, c) = lstm(inputs, seq_length=lengths)
-        return (out * out).mean() + (h * c).sum()
+        out, last = layer(inputs, seq_length=lengths)
+        last = last[0] * last[1] if isinstance(last, tuple) else last * last
+        return (out * out).mean() + last.sum()
 
-    return ms.value_and_grad(loss, 0, lstm.trainable_params())
+    return ms.value_and_grad(loss, 0, layer.trainable_params())
 
 
 @pytest.mark.parametrize("mode", [ms.PYNATIVE_MODE, ms.GRAPH_MODE])
+@pytest.mark.parametrize("kind", sorted(LAYERS))
 @pytest.mark.parametrize("kwargs", [{}, {"num_layers": 2, "bidirectional": True},
                                     {"batch_first": True, "has_bias": False}])
-def test_whole_sequence_op_matches_the_cell_loop(mode, kwargs):
-    lstm, x = _lstm_and_input(**kwargs)
+def test_whole_sequence_op_matches_the_cell_loop(mode, kind, kwargs):
+    layer, x = _layer_and_input(kind, **kwargs)
     full = Tensor(np.full((3,), 6, np.int32))  # every sequence whole: the loop, same answer
-    fused = _loss_and_grads(lstm, x, None)
-    looped = _loss_and_grads(lstm, x, full)
+    fused = _loss_and_grads(layer, x, None)
+    looped = _loss_and_grads(layer, x, full)
     ms.set_context(mode=mode)
     try:
         if mode == ms.GRAPH_MODE:
@@ -51,7 +62,14 @@ def test_whole_sequence_op_matches_the_cell_loop(mode, kwargs):
         np.testing.assert_allclose(g.asnumpy(), w.asnumpy(), rtol=1e-4, atol=1e-6)
 
 
-def test_initial_state_gradients_by_finite_differences():
+@pytest.mark.parametrize("layer", [nn.GRU, nn.RNN])
+def test_gru_and_rnn_initial_state_by_finite_differences(layer):
+    rnn = layer(2, 3, dtype=ms.float64)
+    x = Tensor(RNG.standard_normal((5, 2, 2)))
+    check_grad(lambda h: rnn(x, h)[0], RNG.standard_normal((1, 2, 3)), rtol=1e-5, atol=1e-7)
+
+
+def test_lstm_initial_state_gradients_by_finite_differences():
     lstm = nn.LSTM(2, 3, dtype=ms.float64)
     x = Tensor(RNG.standard_normal((5, 2, 2)))
     c0 = Tensor(RNG.standard_normal((1, 2, 3)))
@@ -70,7 +88,7 @@ def _op_inputs(steps, batch, features=2, hidden=3, dtype=np.float32):
 
 @pytest.mark.parametrize("steps,batch", [(0, 2), (3, 0)])
 def test_no_steps_or_an_empty_batch(steps, batch):
-    inputs = _op_inputs(steps, batch)
+    inputs = _op_inputs(steps, batch)  # an LSTM's
     y, h, c, _, _ = call("lstm_sequence", inputs, ())
     assert y.shape == (steps, batch, 3)
     if steps == 0:  # the state passes through unchanged
@@ -101,7 +119,7 @@ def test_bad_shapes_and_dtypes_are_clear_errors():
         call("lstm_sequence", (x, h0, c0, w_ih, w_hh, ops.cast(bias, ms.float64)), ())
 
 
-def test_float16_runs_the_cell_loop():
+def test_float16_lstm_runs_the_cell_loop():
     lstm = nn.LSTM(4, 5, dtype=ms.float16)
     x = Tensor(RNG.standard_normal((3, 2, 4)).astype(np.float16))
     out, _ = lstm(x)
@@ -109,12 +127,31 @@ def test_float16_runs_the_cell_loop():
     assert out.dtype == ms.float16 and out.shape == ref.shape
 
 
-def test_second_order_gradients_raise():
-    lstm, x = _lstm_and_input()
+@pytest.mark.parametrize("kind,words", [("LSTM", "gradients of an LSTM's gradients"),
+                                        ("GRU", "gradients of a recurrent layer's gradients"),
+                                        ("RNN", "gradients of a recurrent layer's gradients")])
+def test_second_order_gradients_raise(kind, words):
+    layer, x = _layer_and_input(kind)
 
     def weight_grad_norm(inputs):
-        grads = ms.grad(lambda t: lstm(t)[0].sum(), None, lstm.trainable_params())(inputs)
+        grads = ms.grad(lambda t: layer(t)[0].sum(), None, layer.trainable_params())(inputs)
         return sum((g * g).sum() for g in grads)
 
-    with pytest.raises(NotImplementedError, match="gradients of an LSTM's gradients"):
+    with pytest.raises(NotImplementedError, match=words):
         ms.grad(weight_grad_norm)(x)
+
+
+def test_gru_and_rnn_ops_with_no_steps_and_bad_shapes():
+    x, h0 = Tensor(np.zeros((0, 2, 3), np.float32)), Tensor(np.ones((2, 4), np.float32))
+    w3 = Tensor(np.zeros((12, 3), np.float32)), Tensor(np.zeros((12, 4), np.float32))
+    b3 = Tensor(np.zeros((12,), np.float32))
+    y, h, _ = call("gru_sequence", (x, h0, *w3, b3, b3), ())
+    assert y.shape == (0, 2, 4)
+    np.testing.assert_array_equal(h.asnumpy(), h0.asnumpy())
+    w1 = Tensor(np.zeros((4, 3), np.float32)), Tensor(np.zeros((4, 4), np.float32))
+    y, h = call("rnn_sequence", (x, h0, *w1, Tensor(np.zeros((4,), np.float32))), (True,))
+    np.testing.assert_array_equal(h.asnumpy(), h0.asnumpy())
+    with pytest.raises(ValueError, match=r"gru_sequence: weights must be w_ih \(3\*hidden"):
+        call("gru_sequence", (x, h0, *w1, b3, b3), ())
+    with pytest.raises(ValueError, match=r"rnn_sequence: h0 must be \(batch, hidden\)"):
+        call("rnn_sequence", (x, Tensor(np.ones((3, 4), np.float32)), *w1, b3), (False,))

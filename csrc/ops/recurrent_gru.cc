@@ -1,0 +1,302 @@
+// recurrent_gru.cc - whole GRU and plain (tanh or relu) RNN layers as single ops, with their
+// BPTT: the pattern of recurrent.cc's LSTM (every step's input projection as one product, each
+// step one (N, H) x (H, G*H) product and a pass over the gates).
+//
+//   gru_sequence(x [T,N,I], h0 [N,H], w_ih [3H,I], w_hh [3H,H], b_ih [3H], b_hh [3H])
+//     -> y [T,N,H], h_T, saved [T,N,4H] (r, z, n and the hidden part of n's input, h W_hn + b_hn)
+//   gru_sequence_grad(x, h0, w_ih, w_hh, y, saved, dy, dh_T) -> dx, dh0, dw_ih, dw_hh, db_ih, db_hh
+//   rnn_sequence(x, h0, w_ih [H,I], w_hh [H,H], bias [H]; relu) -> y, h_T
+//   rnn_sequence_grad(x, h0, w_ih, w_hh, y, dy, dh_T; relu) -> dx, dh0, dw_ih, dw_hh, dbias
+// Gates in MindSpore's (and PyTorch's) order: r, z, n; h' = n + z * (h - n).
+#include <cmath>
+
+#include "core/error.h"
+#include "kernels/cpu/copy.h"
+#include "ops/evaluate.h"
+#include "ops/grad.h"
+#include "ops/recurrent_internal.h"
+
+namespace kiln::recurrent {
+namespace {
+
+struct Dims {
+  int64_t steps, batch, features, hidden;
+};
+
+// x, h0, w_ih (G*H, I), w_hh (G*H, H), then `biases` tensors of (G*H).
+Dims CheckLayer(const std::vector<TensorMeta>& in, int64_t gates, int biases, const char* op) {
+  const Shape &x = in[0].shape, &h0 = in[1].shape, &w_ih = in[2].shape, &w_hh = in[3].shape;
+  KILN_CHECK(x.size() == 3, Value, op, ": x must be (steps, batch, features), got shape ",
+             ShapeStr(x));
+  const Dims d{x[0], x[1], x[2], h0.size() == 2 ? h0[1] : -1};
+  CheckHidden(d.hidden, gates, h0, op);
+  KILN_CHECK(h0 == Shape({d.batch, d.hidden}), Value, op,
+             ": h0 must be (batch, hidden) with batch ", d.batch, ", got ", ShapeStr(h0));
+  const int64_t g = gates * d.hidden;
+  bool fits = w_ih == Shape({g, d.features}) && w_hh == Shape({g, d.hidden});
+  for (int b = 0; b < biases; ++b) fits &= in[4 + b].shape == Shape({g});
+  KILN_CHECK(fits, Value, op, ": weights must be w_ih (", gates, "*hidden, features), w_hh (",
+             gates, "*hidden, hidden) and biases (", gates, "*hidden) for x ", ShapeStr(x),
+             " and h0 ", ShapeStr(h0), ", got ", ShapeStr(w_ih), " and ", ShapeStr(w_hh));
+  CheckFloats(in, op);
+  return d;
+}
+
+// The backward's extra inputs must have the forward's shapes.
+void CheckGradInputs(const std::vector<TensorMeta>& in, size_t first,
+                     const std::vector<Shape>& shapes, const char* op) {
+  for (size_t k = 0; k < shapes.size(); ++k) {
+    KILN_CHECK(in[first + k].shape == shapes[k], Value, op, ": input ", first + k,
+               " must have shape ", ShapeStr(shapes[k]), ", got ", ShapeStr(in[first + k].shape));
+    KILN_CHECK(in[first + k].dtype == in[0].dtype, Type, op, ": input ", first + k, " is ",
+               DTypeName(in[first + k].dtype), ", not ", DTypeName(in[0].dtype));
+  }
+}
+
+std::vector<TensorMeta> Metas(const std::vector<Tensor>& tensors) {
+  std::vector<TensorMeta> metas;
+  for (const auto& t : tensors) metas.push_back({t.dtype(), t.shape()});
+  return metas;
+}
+
+template <typename T>
+T Sigmoid(T v) {
+  return T(1) / (T(1) + std::exp(-v));
+}
+
+// Every step's input projection, (T*N, G*H).
+Tensor Projected(const Tensor& x, const Tensor& w_ih, int64_t rows) {
+  return Product(x.Contiguous().Reshape({rows, x.shape()[2]}), w_ih, false, true).Contiguous();
+}
+
+// ---- GRU
+
+std::vector<TensorMeta> InferGru(const OpDef& def, const std::vector<TensorMeta>& in,
+                                 const Attrs&) {
+  const Dims d = CheckLayer(in, 3, 2, def.name);
+  const DType t = in[0].dtype;
+  return {{t, {d.steps, d.batch, d.hidden}},
+          {t, {d.batch, d.hidden}},
+          {t, {d.steps, d.batch, 4 * d.hidden}}};
+}
+
+template <typename T>
+void GruForward(KernelContext& ctx, const Dims& d) {
+  const int64_t n = d.batch, h = d.hidden;
+  const Tensor projected = Projected(ctx.inputs[0], ctx.inputs[2], d.steps * n);
+  const Tensor b_ih = ctx.inputs[4].Contiguous(), b_hh = ctx.inputs[5].Contiguous();
+  Tensor &y = ctx.outputs[0], &saved = ctx.outputs[2];
+  Tensor h_prev = ctx.inputs[1].Contiguous();
+  for (int64_t t = 0; t < d.steps; ++t) {
+    const Tensor recurrent = Product(h_prev, ctx.inputs[3], false, true).Contiguous();
+    const T *xp = projected.data<T>() + t * n * 3 * h, *hp = recurrent.data<T>();
+    const T *bi = b_ih.data<T>(), *bh = b_hh.data<T>(), *h_in = h_prev.data<T>();
+    T* s_out = saved.data<T>() + t * n * 4 * h;
+    T* h_out = y.data<T>() + t * n * h;
+    for (int64_t r = 0; r < n; ++r) {
+      for (int64_t j = 0; j < h; ++j) {
+        const int64_t k = r * 3 * h + j;
+        const T reset = Sigmoid(xp[k] + bi[j] + hp[k] + bh[j]);
+        const T update = Sigmoid(xp[k + h] + bi[j + h] + hp[k + h] + bh[j + h]);
+        const T hidden_n = hp[k + 2 * h] + bh[j + 2 * h];
+        const T cand = std::tanh(xp[k + 2 * h] + bi[j + 2 * h] + reset * hidden_n);
+        T* s = s_out + r * 4 * h + j;
+        s[0] = reset, s[h] = update, s[2 * h] = cand, s[3 * h] = hidden_n;
+        h_out[r * h + j] = cand + update * (h_in[r * h + j] - cand);
+      }
+    }
+    h_prev = y.Select(0, t);
+  }
+  cpu::CopyInto(h_prev, ctx.outputs[1]);
+}
+
+void GruKernel(KernelContext& ctx) {
+  const Dims d = CheckLayer(Metas(ctx.inputs), 3, 2, ctx.def.name);
+  if (ctx.inputs[0].dtype() == DType::Float64) return GruForward<double>(ctx, d);
+  GruForward<float>(ctx, d);
+}
+
+std::vector<TensorMeta> InferGruGrad(const OpDef& def, const std::vector<TensorMeta>& in,
+                                     const Attrs&) {
+  std::vector<TensorMeta> forward(in.begin(), in.begin() + 4);
+  const int64_t g = in[2].shape.empty() ? 0 : in[2].shape[0];
+  forward.push_back({in[0].dtype, {g}});
+  forward.push_back({in[0].dtype, {g}});
+  const Dims d = CheckLayer(forward, 3, 2, def.name);
+  const Shape y = {d.steps, d.batch, d.hidden}, last = {d.batch, d.hidden};
+  CheckGradInputs(in, 4, {y, {d.steps, d.batch, 4 * d.hidden}, y, last}, def.name);
+  return {in[0], in[1], in[2], in[3], forward[4], forward[5]};
+}
+
+template <typename T>
+void GruBackward(KernelContext& ctx) {
+  const auto& in = ctx.inputs;
+  const Tensor &x = in[0], &h0 = in[1], &w_ih = in[2], &w_hh = in[3];
+  const Tensor y = in[4].Contiguous(), saved = in[5].Contiguous(), dy = in[6].Contiguous();
+  const int64_t steps = x.shape()[0], n = x.shape()[1], h = h0.shape()[1], rows = steps * n;
+  Tensor d_in = Tensor::Empty({steps, n, 3 * h}, x.dtype());   // d(x W_ih^T + b_ih)
+  Tensor d_hid = Tensor::Empty({steps, n, 3 * h}, x.dtype());  // d(h W_hh^T + b_hh)
+  Tensor dh = in[7].Contiguous().Clone();
+  const Tensor h_first = h0.Contiguous();
+  for (int64_t t = steps - 1; t >= 0; --t) {
+    const T* s_in = saved.data<T>() + t * n * 4 * h;
+    const T* h_before = t > 0 ? y.data<T>() + (t - 1) * n * h : h_first.data<T>();
+    const T* dy_t = dy.data<T>() + t * n * h;
+    T* di = d_in.data<T>() + t * n * 3 * h;
+    T* dhid = d_hid.data<T>() + t * n * 3 * h;
+    T* dh_p = dh.data<T>();
+    for (int64_t r = 0; r < n; ++r) {
+      for (int64_t j = 0; j < h; ++j) {
+        const int64_t s = r * h + j, k = r * 3 * h + j;
+        const T* sr = s_in + r * 4 * h + j;
+        const T reset = sr[0], update = sr[h], cand = sr[2 * h], hidden_n = sr[3 * h];
+        const T grad = dy_t[s] + dh_p[s];
+        const T d_cand = grad * (T(1) - update) * (T(1) - cand * cand);
+        const T d_update = grad * (h_before[s] - cand) * update * (T(1) - update);
+        const T d_reset = d_cand * hidden_n * reset * (T(1) - reset);
+        di[k] = d_reset, di[k + h] = d_update, di[k + 2 * h] = d_cand;
+        dhid[k] = d_reset, dhid[k + h] = d_update, dhid[k + 2 * h] = d_cand * reset;
+        dh_p[s] = grad * update;  // the direct path; the product below adds the gates' path
+      }
+    }
+    const Tensor through_gates = Product(d_hid.Select(0, t), w_hh, false, false);
+    dh = EvaluateOp(OpKind::Add, {dh, through_gates})[0];
+  }
+  cpu::CopyInto(dh, ctx.outputs[1]);
+  const Tensor flat_in = d_in.Reshape({rows, 3 * h}), flat_hid = d_hid.Reshape({rows, 3 * h});
+  cpu::CopyInto(Product(flat_in, w_ih, false, false).Reshape(x.shape()), ctx.outputs[0]);
+  cpu::CopyInto(Product(flat_in, x.Contiguous().Reshape({rows, x.shape()[2]}), true, false),
+                ctx.outputs[2]);
+  cpu::CopyInto(Product(flat_hid, PreviousStates(h0, y).Reshape({rows, h}), true, false),
+                ctx.outputs[3]);
+  SumRows(flat_in, ctx.outputs[4]);
+  SumRows(flat_hid, ctx.outputs[5]);
+}
+
+void GruGradKernel(KernelContext& ctx) {
+  if (ctx.inputs[0].dtype() == DType::Float64) return GruBackward<double>(ctx);
+  GruBackward<float>(ctx);
+}
+
+std::vector<GradVar> GruGrad(GradBuilder& g) {
+  std::vector<GradVar> args;
+  for (int i = 0; i < 4; ++i) args.push_back(g.input(i));
+  for (int i : {0, 2}) args.push_back(g.output(i));  // y, saved
+  for (int i : {0, 1}) args.push_back(g.out_grad(i));
+  return g.Emit(OpKind::GruSequenceGrad, args);
+}
+
+// ---- the plain RNN: h' = tanh or relu(x W_ih^T + h W_hh^T + bias)
+
+std::vector<TensorMeta> InferRnn(const OpDef& def, const std::vector<TensorMeta>& in,
+                                 const Attrs&) {
+  const Dims d = CheckLayer(in, 1, 1, def.name);
+  const DType t = in[0].dtype;
+  return {{t, {d.steps, d.batch, d.hidden}}, {t, {d.batch, d.hidden}}};
+}
+
+template <typename T>
+void RnnForward(KernelContext& ctx, const Dims& d) {
+  const bool relu = AttrBool(ctx.attrs, 0);
+  const int64_t n = d.batch, h = d.hidden;
+  const Tensor projected = Projected(ctx.inputs[0], ctx.inputs[2], d.steps * n);
+  const Tensor bias = ctx.inputs[4].Contiguous();
+  Tensor& y = ctx.outputs[0];
+  Tensor h_prev = ctx.inputs[1].Contiguous();
+  for (int64_t t = 0; t < d.steps; ++t) {
+    const Tensor recurrent = Product(h_prev, ctx.inputs[3], false, true).Contiguous();
+    const T *xp = projected.data<T>() + t * n * h, *hp = recurrent.data<T>(), *b = bias.data<T>();
+    T* h_out = y.data<T>() + t * n * h;
+    for (int64_t r = 0; r < n; ++r)
+      for (int64_t j = 0; j < h; ++j) {
+        const T pre = xp[r * h + j] + hp[r * h + j] + b[j];
+        h_out[r * h + j] = relu ? (pre > T(0) ? pre : T(0)) : std::tanh(pre);
+      }
+    h_prev = y.Select(0, t);
+  }
+  cpu::CopyInto(h_prev, ctx.outputs[1]);
+}
+
+void RnnKernel(KernelContext& ctx) {
+  const Dims d = CheckLayer(Metas(ctx.inputs), 1, 1, ctx.def.name);
+  if (ctx.inputs[0].dtype() == DType::Float64) return RnnForward<double>(ctx, d);
+  RnnForward<float>(ctx, d);
+}
+
+std::vector<TensorMeta> InferRnnGrad(const OpDef& def, const std::vector<TensorMeta>& in,
+                                     const Attrs&) {
+  std::vector<TensorMeta> forward(in.begin(), in.begin() + 4);
+  forward.push_back({in[0].dtype, {in[2].shape.empty() ? 0 : in[2].shape[0]}});
+  const Dims d = CheckLayer(forward, 1, 1, def.name);
+  const Shape y = {d.steps, d.batch, d.hidden};
+  CheckGradInputs(in, 4, {y, y, {d.batch, d.hidden}}, def.name);
+  return {in[0], in[1], in[2], in[3], forward[4]};
+}
+
+template <typename T>
+void RnnBackward(KernelContext& ctx) {
+  const bool relu = AttrBool(ctx.attrs, 0);
+  const auto& in = ctx.inputs;
+  const Tensor &x = in[0], &h0 = in[1], &w_ih = in[2], &w_hh = in[3];
+  const Tensor y = in[4].Contiguous(), dy = in[5].Contiguous();
+  const int64_t steps = x.shape()[0], n = x.shape()[1], h = h0.shape()[1], rows = steps * n;
+  Tensor d_pre = Tensor::Empty({steps, n, h}, x.dtype());
+  Tensor dh = in[6].Contiguous().Clone();
+  for (int64_t t = steps - 1; t >= 0; --t) {
+    const T *out = y.data<T>() + t * n * h, *dy_t = dy.data<T>() + t * n * h;
+    const T* dh_p = dh.data<T>();
+    T* dp = d_pre.data<T>() + t * n * h;
+    for (int64_t s = 0; s < n * h; ++s) {
+      const T grad = dy_t[s] + dh_p[s];
+      dp[s] = relu ? (out[s] > T(0) ? grad : T(0)) : grad * (T(1) - out[s] * out[s]);
+    }
+    dh = Product(d_pre.Select(0, t), w_hh, false, false).Contiguous();
+  }
+  cpu::CopyInto(dh, ctx.outputs[1]);
+  const Tensor flat = d_pre.Reshape({rows, h});
+  cpu::CopyInto(Product(flat, w_ih, false, false).Reshape(x.shape()), ctx.outputs[0]);
+  cpu::CopyInto(Product(flat, x.Contiguous().Reshape({rows, x.shape()[2]}), true, false),
+                ctx.outputs[2]);
+  cpu::CopyInto(Product(flat, PreviousStates(h0, y).Reshape({rows, h}), true, false),
+                ctx.outputs[3]);
+  SumRows(flat, ctx.outputs[4]);
+}
+
+void RnnGradKernel(KernelContext& ctx) {
+  if (ctx.inputs[0].dtype() == DType::Float64) return RnnBackward<double>(ctx);
+  RnnBackward<float>(ctx);
+}
+
+std::vector<GradVar> RnnGrad(GradBuilder& g) {
+  std::vector<GradVar> args;
+  for (int i = 0; i < 4; ++i) args.push_back(g.input(i));
+  args.push_back(g.output(0));
+  for (int i : {0, 1}) args.push_back(g.out_grad(i));
+  return g.Emit(OpKind::RnnSequenceGrad, args, g.attrs());
+}
+
+// BPTT is not differentiated again: a gradient of these gradients raises instead of silently
+// coming out zero.
+std::vector<GradVar> NoSecondOrder(GradBuilder& g) {
+  for (int i = 0; i < g.num_inputs(); ++i)
+    KILN_CHECK(!g.wants_input_grad(i), NotImplemented,
+               "gru_sequence_grad / rnn_sequence_grad: gradients of a recurrent layer's "
+               "gradients are not supported");
+  return {};
+}
+
+}  // namespace
+
+void RegisterGruAndRnnOps(OpRegistry& r) {
+  r.Add(MakeOpDef(OpKind::GruSequence, {"x", "h0", "w_ih", "w_hh", "b_ih", "b_hh"}, {}, InferGru,
+                  GruKernel, GruGrad));
+  r.Add(MakeOpDef(OpKind::GruSequenceGrad,
+                  {"x", "h0", "w_ih", "w_hh", "y", "saved", "dy", "dh_last"}, {}, InferGruGrad,
+                  GruGradKernel, NoSecondOrder));
+  r.Add(MakeOpDef(OpKind::RnnSequence, {"x", "h0", "w_ih", "w_hh", "bias"}, {{"relu", false}},
+                  InferRnn, RnnKernel, RnnGrad));
+  r.Add(MakeOpDef(OpKind::RnnSequenceGrad, {"x", "h0", "w_ih", "w_hh", "y", "dy", "dh_last"},
+                  {{"relu", false}}, InferRnnGrad, RnnGradKernel, NoSecondOrder));
+}
+
+}  // namespace kiln::recurrent
