@@ -9,7 +9,7 @@ import pytest
 from gradcheck import check_grad
 
 import kiln as ms
-from kiln import Tensor, _C, nn, ops
+from kiln import _C, Tensor, nn, ops
 from kiln.ops._core import call
 
 RNG = np.random.default_rng(23)
