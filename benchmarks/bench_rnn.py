@@ -140,8 +140,6 @@ def main():
 
     if pinned:
         print(pinned)
-    for line in protocol_header():
-        print(line)
     rows = []
     for kind in ("LSTM", "GRU"):
         for steps in STEPS:
@@ -150,6 +148,8 @@ def main():
             for name, seconds in times.items():
                 rows.append([f"{kind} loss + gradients, T={steps}", name,
                              f"{seconds * 1e3:.1f}", f"{graph / seconds:.2f}"])
+    for line in protocol_header():  # after the timing: the busy processes start with it
+        print(line)
     print(f"\n{args.threads} thread(s); ms per call; last column kiln Graph's time / the row's\n")
     print(table(["workload", "framework", "ms", "kiln Graph / this"], rows))
 
