@@ -8,9 +8,8 @@
 //   rnn_sequence(x, h0, w_ih [H,I], w_hh [H,H], bias [H]; relu) -> y, h_T
 //   rnn_sequence_grad(x, h0, w_ih, w_hh, y, dy, dh_T; relu) -> dx, dh0, dw_ih, dw_hh, dbias
 // Gates in MindSpore's (and PyTorch's) order: r, z, n; h' = n + z * (h - n).
-#include <cmath>
-
 #include "core/error.h"
+#include "kernels/cpu/activation_math.h"
 #include "kernels/cpu/copy.h"
 #include "ops/evaluate.h"
 #include "ops/grad.h"
@@ -59,11 +58,6 @@ std::vector<TensorMeta> Metas(const std::vector<Tensor>& tensors) {
   return metas;
 }
 
-template <typename T>
-T Sigmoid(T v) {
-  return T(1) / (T(1) + std::exp(-v));
-}
-
 // Every step's input projection, (T*N, G*H).
 Tensor Projected(const Tensor& x, const Tensor& w_ih, int64_t rows) {
   return Product(x.Contiguous().Reshape({rows, x.shape()[2]}), w_ih, false, true).Contiguous();
@@ -80,6 +74,23 @@ std::vector<TensorMeta> InferGru(const OpDef& def, const std::vector<TensorMeta>
           {t, {d.steps, d.batch, 4 * d.hidden}}};
 }
 
+// One step of one batch row, vectorized over the hidden units: xp and hp are the input and
+// recurrent products (3H wide, gate-major), bi and bh their biases; writes what the backward
+// reads (r, z, n and n's hidden part) and the new hidden state.
+template <typename T>
+void GruRowForward(int64_t h, const T* __restrict xp, const T* __restrict hp,
+                   const T* __restrict bi, const T* __restrict bh, const T* __restrict h_in,
+                   T* __restrict saved, T* __restrict h_out) {
+  for (int64_t j = 0; j < h; ++j) {
+    const T reset = cpu::Sigmoid(xp[j] + bi[j] + hp[j] + bh[j]);
+    const T update = cpu::Sigmoid(xp[h + j] + bi[h + j] + hp[h + j] + bh[h + j]);
+    const T hidden_n = hp[2 * h + j] + bh[2 * h + j];
+    const T cand = cpu::Tanh(xp[2 * h + j] + bi[2 * h + j] + reset * hidden_n);
+    saved[j] = reset, saved[h + j] = update, saved[2 * h + j] = cand, saved[3 * h + j] = hidden_n;
+    h_out[j] = cand + update * (h_in[j] - cand);
+  }
+}
+
 template <typename T>
 void GruForward(KernelContext& ctx, const Dims& d) {
   const int64_t n = d.batch, h = d.hidden;
@@ -93,18 +104,9 @@ void GruForward(KernelContext& ctx, const Dims& d) {
     const T *bi = b_ih.data<T>(), *bh = b_hh.data<T>(), *h_in = h_prev.data<T>();
     T* s_out = saved.data<T>() + t * n * 4 * h;
     T* h_out = y.data<T>() + t * n * h;
-    for (int64_t r = 0; r < n; ++r) {
-      for (int64_t j = 0; j < h; ++j) {
-        const int64_t k = r * 3 * h + j;
-        const T reset = Sigmoid(xp[k] + bi[j] + hp[k] + bh[j]);
-        const T update = Sigmoid(xp[k + h] + bi[j + h] + hp[k + h] + bh[j + h]);
-        const T hidden_n = hp[k + 2 * h] + bh[j + 2 * h];
-        const T cand = std::tanh(xp[k + 2 * h] + bi[j + 2 * h] + reset * hidden_n);
-        T* s = s_out + r * 4 * h + j;
-        s[0] = reset, s[h] = update, s[2 * h] = cand, s[3 * h] = hidden_n;
-        h_out[r * h + j] = cand + update * (h_in[r * h + j] - cand);
-      }
-    }
+    for (int64_t r = 0; r < n; ++r)
+      GruRowForward(h, xp + r * 3 * h, hp + r * 3 * h, bi, bh, h_in + r * h, s_out + r * 4 * h,
+                    h_out + r * h);
     h_prev = y.Select(0, t);
   }
   cpu::CopyInto(h_prev, ctx.outputs[1]);
@@ -128,6 +130,26 @@ std::vector<TensorMeta> InferGruGrad(const OpDef& def, const std::vector<TensorM
   return {in[0], in[1], in[2], in[3], forward[4], forward[5]};
 }
 
+// The mirror image for one batch row: from the saved gates, the previous state and the incoming
+// dy + dh, the gradients of the input products (di) and of the recurrent ones (dhid); dh keeps
+// the direct path z * grad, to which the caller adds the path through the gates.
+template <typename T>
+void GruRowBackward(int64_t h, const T* __restrict saved, const T* __restrict h_before,
+                    const T* __restrict dy, T* __restrict dh, T* __restrict di,
+                    T* __restrict dhid) {
+  for (int64_t j = 0; j < h; ++j) {
+    const T reset = saved[j], update = saved[h + j], cand = saved[2 * h + j];
+    const T hidden_n = saved[3 * h + j];
+    const T grad = dy[j] + dh[j];
+    const T d_cand = grad * (T(1) - update) * (T(1) - cand * cand);
+    const T d_update = grad * (h_before[j] - cand) * update * (T(1) - update);
+    const T d_reset = d_cand * hidden_n * reset * (T(1) - reset);
+    di[j] = d_reset, di[h + j] = d_update, di[2 * h + j] = d_cand;
+    dhid[j] = d_reset, dhid[h + j] = d_update, dhid[2 * h + j] = d_cand * reset;
+    dh[j] = grad * update;
+  }
+}
+
 template <typename T>
 void GruBackward(KernelContext& ctx) {
   const auto& in = ctx.inputs;
@@ -145,22 +167,12 @@ void GruBackward(KernelContext& ctx) {
     T* di = d_in.data<T>() + t * n * 3 * h;
     T* dhid = d_hid.data<T>() + t * n * 3 * h;
     T* dh_p = dh.data<T>();
-    for (int64_t r = 0; r < n; ++r) {
-      for (int64_t j = 0; j < h; ++j) {
-        const int64_t s = r * h + j, k = r * 3 * h + j;
-        const T* sr = s_in + r * 4 * h + j;
-        const T reset = sr[0], update = sr[h], cand = sr[2 * h], hidden_n = sr[3 * h];
-        const T grad = dy_t[s] + dh_p[s];
-        const T d_cand = grad * (T(1) - update) * (T(1) - cand * cand);
-        const T d_update = grad * (h_before[s] - cand) * update * (T(1) - update);
-        const T d_reset = d_cand * hidden_n * reset * (T(1) - reset);
-        di[k] = d_reset, di[k + h] = d_update, di[k + 2 * h] = d_cand;
-        dhid[k] = d_reset, dhid[k + h] = d_update, dhid[k + 2 * h] = d_cand * reset;
-        dh_p[s] = grad * update;  // the direct path; the product below adds the gates' path
-      }
-    }
-    const Tensor through_gates = Product(d_hid.Select(0, t), w_hh, false, false);
-    dh = EvaluateOp(OpKind::Add, {dh, through_gates})[0];
+    for (int64_t r = 0; r < n; ++r)
+      GruRowBackward(h, s_in + r * 4 * h, h_before + r * h, dy_t + r * h, dh_p + r * h,
+                     di + r * 3 * h, dhid + r * 3 * h);
+    const Tensor through_gates = Product(d_hid.Select(0, t), w_hh, false, false).Contiguous();
+    const T* tg = through_gates.data<T>();
+    for (int64_t s = 0; s < n * h; ++s) dh_p[s] += tg[s];
   }
   cpu::CopyInto(dh, ctx.outputs[1]);
   const Tensor flat_in = d_in.Reshape({rows, 3 * h}), flat_hid = d_hid.Reshape({rows, 3 * h});
@@ -195,6 +207,20 @@ std::vector<TensorMeta> InferRnn(const OpDef& def, const std::vector<TensorMeta>
   return {{t, {d.steps, d.batch, d.hidden}}, {t, {d.batch, d.hidden}}};
 }
 
+// One step of one batch row; the two activations in separate loops, each vectorized.
+template <typename T>
+void RnnRowForward(int64_t h, bool relu, const T* __restrict xp, const T* __restrict hp,
+                   const T* __restrict b, T* __restrict h_out) {
+  if (relu) {
+    for (int64_t j = 0; j < h; ++j) {
+      const T pre = xp[j] + hp[j] + b[j];
+      h_out[j] = pre > T(0) ? pre : T(0);
+    }
+    return;
+  }
+  for (int64_t j = 0; j < h; ++j) h_out[j] = cpu::Tanh(xp[j] + hp[j] + b[j]);
+}
+
 template <typename T>
 void RnnForward(KernelContext& ctx, const Dims& d) {
   const bool relu = AttrBool(ctx.attrs, 0);
@@ -208,10 +234,7 @@ void RnnForward(KernelContext& ctx, const Dims& d) {
     const T *xp = projected.data<T>() + t * n * h, *hp = recurrent.data<T>(), *b = bias.data<T>();
     T* h_out = y.data<T>() + t * n * h;
     for (int64_t r = 0; r < n; ++r)
-      for (int64_t j = 0; j < h; ++j) {
-        const T pre = xp[r * h + j] + hp[r * h + j] + b[j];
-        h_out[r * h + j] = relu ? (pre > T(0) ? pre : T(0)) : std::tanh(pre);
-      }
+      RnnRowForward(h, relu, xp + r * h, hp + r * h, b, h_out + r * h);
     h_prev = y.Select(0, t);
   }
   cpu::CopyInto(h_prev, ctx.outputs[1]);

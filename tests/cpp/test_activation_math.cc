@@ -1,0 +1,69 @@
+// test_activation_math.cc - the vectorizable float tanh and sigmoid against double libm.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+
+#include "kernels/cpu/activation_math.h"
+
+namespace kiln {
+namespace {
+
+// |got - want| in units of the float spacing at want.
+double UlpError(float got, double want) {
+  const float at = static_cast<float>(std::fabs(want));
+  const double spacing = std::nextafter(at, std::numeric_limits<float>::infinity()) - at;
+  return std::fabs(static_cast<double>(got) - want) / spacing;
+}
+
+TEST(ActivationMath, TanhWithinFourUlpAcrossTheRange) {
+  double worst = 0, worst_at = 0;
+  for (double v = -12.0; v <= 12.0; v += 1e-5) {
+    const float x = static_cast<float>(v);
+    const double error = UlpError(cpu::TanhF(x), std::tanh(static_cast<double>(x)));
+    if (error > worst) worst = error, worst_at = x;
+  }
+  EXPECT_LE(worst, 4.0) << "at x = " << worst_at;
+}
+
+TEST(ActivationMath, TanhNearZeroKeepsRelativeAccuracy) {
+  for (float x = 1e-30f; x < 0.7f; x *= 1.37f) {
+    EXPECT_LE(UlpError(cpu::TanhF(x), std::tanh(static_cast<double>(x))), 4.0) << x;
+    EXPECT_EQ(cpu::TanhF(-x), -cpu::TanhF(x)) << x;
+  }
+  EXPECT_EQ(cpu::TanhF(0.0f), 0.0f);
+  EXPECT_TRUE(std::signbit(cpu::TanhF(-0.0f)));
+}
+
+TEST(ActivationMath, TanhSaturatesAndKeepsNaN) {
+  const float inf = std::numeric_limits<float>::infinity();
+  EXPECT_EQ(cpu::TanhF(9.5f), 1.0f);
+  EXPECT_EQ(cpu::TanhF(-50.0f), -1.0f);
+  EXPECT_EQ(cpu::TanhF(inf), 1.0f);
+  EXPECT_EQ(cpu::TanhF(-inf), -1.0f);
+  EXPECT_TRUE(std::isnan(cpu::TanhF(std::numeric_limits<float>::quiet_NaN())));
+}
+
+TEST(ActivationMath, SigmoidWithinFourUlpAndSaturates) {
+  double worst = 0, worst_at = 0;
+  for (double v = -80.0; v <= 30.0; v += 1e-4) {
+    const float x = static_cast<float>(v);
+    const double want = 1.0 / (1.0 + std::exp(-static_cast<double>(x)));
+    const double error = UlpError(cpu::SigmoidF(x), want);
+    if (error > worst) worst = error, worst_at = x;
+  }
+  EXPECT_LE(worst, 4.0) << "at x = " << worst_at;
+  const float inf = std::numeric_limits<float>::infinity();
+  EXPECT_EQ(cpu::SigmoidF(inf), 1.0f);
+  EXPECT_EQ(cpu::SigmoidF(-inf), 0.0f);
+  EXPECT_EQ(cpu::SigmoidF(-200.0f), 0.0f);
+  EXPECT_TRUE(std::isnan(cpu::SigmoidF(std::numeric_limits<float>::quiet_NaN())));
+}
+
+TEST(ActivationMath, DoubleVersionsAreTheLibrarys) {
+  EXPECT_EQ(cpu::Tanh(0.3), std::tanh(0.3));
+  EXPECT_EQ(cpu::Sigmoid(-2.0), 1.0 / (1.0 + std::exp(2.0)));
+}
+
+}  // namespace
+}  // namespace kiln
