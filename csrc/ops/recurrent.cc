@@ -6,11 +6,14 @@
 // (N, H) x (H, 4H) product and a pass over the gates, and the backward the mirror image.
 // Gates in MindSpore's (and PyTorch's) order: input, forget, cell, output.
 //
-//   lstm_sequence(x [T,N,I], h0 [N,H], c0 [N,H], w_ih [4H,I], w_hh [4H,H], bias [4H])
+//   lstm_sequence(x [T,N,I], h0 [N,H], c0 [N,H], w_ih [4H,I], w_hh [4H,H], bias [4H],
+//                 lengths [N]?)
 //     -> y [T,N,H], h_T, c_T, gates [T,N,4H] (after their activations), cells [T,N,H]
-//   lstm_sequence_grad(x, h0, c0, w_ih, w_hh, y, gates, cells, dy, dh_T, dc_T)
+//   lstm_sequence_grad(x, h0, c0, w_ih, w_hh, y, gates, cells, dy, dh_T, dc_T, lengths?)
 //     -> dx, dh0, dc0, dw_ih, dw_hh, dbias
-// gates and cells are what the backward reads; nothing differentiates through them.
+// gates and cells are what the backward reads; nothing differentiates through them. With
+// lengths, a row past its length keeps its state (y repeats it, gates are zero there).
+#include <algorithm>
 #include <limits>
 
 #include "core/error.h"
@@ -35,16 +38,68 @@ Tensor Product(const Tensor& a, const Tensor& b, bool transpose_a, bool transpos
   return EvaluateOp(OpKind::MatMul, {a, b}, {transpose_a, transpose_b})[0];
 }
 
-void CheckFloats(const std::vector<TensorMeta>& in, const char* op) {
-  for (const auto& m : in)
-    KILN_CHECK(m.dtype == in[0].dtype && (m.dtype == DType::Float32 || m.dtype == DType::Float64),
-               Type, op, ": every input must be float32 or float64, all alike; got ",
-               DTypeName(in[0].dtype), " and ", DTypeName(m.dtype));
+Tensor Projected(const Tensor& x, const Tensor& w_ih) {
+  const int64_t rows = x.shape()[0] * x.shape()[1];
+  return Product(x.Contiguous().Reshape({rows, x.shape()[2]}), w_ih, false, true).Contiguous();
 }
 
-void CheckHidden(int64_t hidden, int64_t gates, const Shape& h0, const char* op) {
-  KILN_CHECK(hidden >= 0 && hidden <= std::numeric_limits<int64_t>::max() / gates, Value, op,
+Dims CheckLayer(const std::vector<TensorMeta>& in, int64_t gates, int biases, const char* op) {
+  const Shape &x = in[0].shape, &h0 = in[1].shape, &w_ih = in[2].shape, &w_hh = in[3].shape;
+  KILN_CHECK(x.size() == 3, Value, op, ": x must be (steps, batch, features), got shape ",
+             ShapeStr(x));
+  const Dims d{x[0], x[1], x[2], h0.size() == 2 ? h0[1] : -1};
+  KILN_CHECK(d.hidden >= 0 && d.hidden <= std::numeric_limits<int64_t>::max() / gates, Value, op,
              ": h0 must be (batch, hidden), got ", ShapeStr(h0));
+  KILN_CHECK(h0 == Shape({d.batch, d.hidden}), Value, op,
+             ": h0 must be (batch, hidden) with batch ", d.batch, ", got ", ShapeStr(h0));
+  const int64_t g = gates * d.hidden;
+  bool fits = w_ih == Shape({g, d.features}) && w_hh == Shape({g, d.hidden});
+  for (int b = 0; b < biases; ++b) fits &= in[4 + b].shape == Shape({g});
+  KILN_CHECK(fits, Value, op, ": weights must be w_ih (", gates, "*hidden, features), w_hh (",
+             gates, "*hidden, hidden) and biases (", gates, "*hidden) for x ", ShapeStr(x),
+             " and h0 ", ShapeStr(h0), ", got ", ShapeStr(w_ih), " and ", ShapeStr(w_hh));
+  for (int k = 0; k < 4 + biases; ++k) {
+    const DType t = in[k].dtype;
+    KILN_CHECK(t == in[0].dtype && (t == DType::Float32 || t == DType::Float64), Type, op,
+               ": every input must be float32 or float64, all alike; got ", DTypeName(in[0].dtype),
+               " and ", DTypeName(t));
+  }
+  return d;
+}
+
+void CheckGradInputs(const std::vector<TensorMeta>& in, size_t first,
+                     const std::vector<Shape>& shapes, const char* op) {
+  for (size_t k = 0; k < shapes.size(); ++k) {
+    KILN_CHECK(in[first + k].shape == shapes[k], Value, op, ": input ", first + k,
+               " must have shape ", ShapeStr(shapes[k]), ", got ", ShapeStr(in[first + k].shape));
+    KILN_CHECK(in[first + k].dtype == in[0].dtype, Type, op, ": input ", first + k, " is ",
+               DTypeName(in[first + k].dtype), ", not ", DTypeName(in[0].dtype));
+  }
+}
+
+void CheckLengths(const std::vector<TensorMeta>& in, size_t at, int64_t batch, const char* op) {
+  if (in.size() <= at || !in[at].present) return;
+  const TensorMeta& m = in[at];
+  KILN_CHECK(m.dtype == DType::Int32 || m.dtype == DType::Int64, Type, op,
+             ": lengths must be int32 or int64, got ", DTypeName(m.dtype));
+  KILN_CHECK(m.shape == Shape({batch}), Value, op, ": lengths must be (batch) = (", batch,
+             "), got ", ShapeStr(m.shape));
+}
+
+std::vector<TensorMeta> Metas(const std::vector<Tensor>& inputs, size_t count) {
+  std::vector<TensorMeta> metas;
+  for (size_t k = 0; k < count; ++k) metas.push_back({inputs[k].dtype(), inputs[k].shape()});
+  return metas;
+}
+
+std::vector<int64_t> RowSteps(const std::vector<Tensor>& inputs, size_t at, int64_t batch,
+                              int64_t steps) {
+  std::vector<int64_t> row_steps(batch, steps);
+  if (inputs.size() <= at || !inputs[at].defined()) return row_steps;
+  const Tensor lengths = inputs[at].To(DType::Int64).Contiguous();
+  const int64_t* given = lengths.data<int64_t>();
+  for (int64_t r = 0; r < batch; ++r) row_steps[r] = std::clamp<int64_t>(given[r], 0, steps);
+  return row_steps;
 }
 
 Tensor PreviousStates(const Tensor& h0, const Tensor& y) {
@@ -62,40 +117,35 @@ void SumRows(const Tensor& rows, const Tensor& out) {
   cpu::CopyInto(sum, out);
 }
 
+GradVar LengthsOf(GradBuilder& g, int at) {
+  if (g.num_inputs() <= at) return GradVar{};
+  const GradVar lengths = g.input(at);
+  return g.meta(lengths).present ? lengths : GradVar{};
+}
+
 }  // namespace recurrent
 
 namespace {
 
+using recurrent::Dims;
 using recurrent::Product;
 
-struct LstmDims {
-  int64_t steps, batch, features, hidden;
-};
+constexpr size_t kLengths = 6, kGradLengths = 11;  // where the optional lengths input sits
 
-LstmDims CheckLstm(const std::vector<TensorMeta>& in, const char* op) {
-  const Shape &x = in[0].shape, &h0 = in[1].shape, &c0 = in[2].shape;
-  const Shape &w_ih = in[3].shape, &w_hh = in[4].shape, &bias = in[5].shape;
-  KILN_CHECK(x.size() == 3, Value, op, ": x must be (steps, batch, features), got shape ",
-             ShapeStr(x));
-  const LstmDims d{x[0], x[1], x[2], h0.size() == 2 ? h0[1] : -1};
-  recurrent::CheckHidden(d.hidden, 4, h0, op);
-  KILN_CHECK(h0 == Shape({d.batch, d.hidden}) && c0 == h0, Value, op,
-             ": h0 and c0 must be (batch, hidden) with batch ", d.batch, ", got ", ShapeStr(h0),
-             " and ", ShapeStr(c0));
-  KILN_CHECK(w_ih == Shape({4 * d.hidden, d.features}) && w_hh == Shape({4 * d.hidden, d.hidden}) &&
-                 bias == Shape({4 * d.hidden}),
-             Value, op,
-             ": weights must be w_ih (4*hidden, features), w_hh (4*hidden, hidden) "
-             "and bias (4*hidden) for x ",
-             ShapeStr(x), " and h0 ", ShapeStr(h0), ", got ", ShapeStr(w_ih), ", ", ShapeStr(w_hh),
-             " and ", ShapeStr(bias));
-  recurrent::CheckFloats(in, op);
+// x, h0, c0, w_ih, w_hh, bias: CheckLayer's checks (its order has no c0), and c0 like h0.
+Dims CheckLstm(const std::vector<TensorMeta>& in, const char* op) {
+  const Dims d = recurrent::CheckLayer({in[0], in[1], in[3], in[4], in[5]}, 4, 1, op);
+  KILN_CHECK(in[2].shape == in[1].shape, Value, op, ": h0 and c0 must be (batch, hidden), got ",
+             ShapeStr(in[1].shape), " and ", ShapeStr(in[2].shape));
+  KILN_CHECK(in[2].dtype == in[0].dtype, Type, op, ": c0 is ", DTypeName(in[2].dtype), ", not ",
+             DTypeName(in[0].dtype));
   return d;
 }
 
 std::vector<TensorMeta> InferLstm(const OpDef& def, const std::vector<TensorMeta>& in,
                                   const Attrs&) {
-  const LstmDims d = CheckLstm(in, def.name);
+  const Dims d = CheckLstm(in, def.name);
+  recurrent::CheckLengths(in, kLengths, d.batch, def.name);
   const DType t = in[0].dtype;
   return {{t, {d.steps, d.batch, d.hidden}},
           {t, {d.batch, d.hidden}},
@@ -143,28 +193,32 @@ void LstmRowBackward(int64_t h, const T* __restrict gates, const T* __restrict c
 }
 
 template <typename T>
-void LstmForward(KernelContext& ctx, const LstmDims& d) {
-  const Tensor& x = ctx.inputs[0];
+void LstmForward(KernelContext& ctx, const Dims& d) {
   const Tensor& w_hh = ctx.inputs[4];
   const Tensor bias = ctx.inputs[5].Contiguous();
   Tensor &y = ctx.outputs[0], &gates = ctx.outputs[3], &cells = ctx.outputs[4];
-  const int64_t n = d.batch, h = d.hidden, rows = d.steps * n;
-  // Every step's input projection at once: (T*N, I) x (I, 4H).
-  const Tensor projected =
-      Product(x.Contiguous().Reshape({rows, d.features}), ctx.inputs[3], false, true).Contiguous();
+  const int64_t n = d.batch, h = d.hidden;
+  const std::vector<int64_t> row_steps = recurrent::RowSteps(ctx.inputs, kLengths, n, d.steps);
+  const Tensor projected = recurrent::Projected(ctx.inputs[0], ctx.inputs[3]);
   Tensor h_prev = ctx.inputs[1].Contiguous(), c_prev = ctx.inputs[2].Contiguous();
   const T* b = bias.data<T>();
   for (int64_t t = 0; t < d.steps; ++t) {
     const Tensor recurrent = Product(h_prev, w_hh, false, true).Contiguous();
     const T* xp = projected.data<T>() + t * n * 4 * h;
-    const T* hp = recurrent.data<T>();
-    const T* c_in = c_prev.data<T>();
+    const T *hp = recurrent.data<T>(), *h_in = h_prev.data<T>(), *c_in = c_prev.data<T>();
     T* g_out = gates.data<T>() + t * n * 4 * h;
     T* c_out = cells.data<T>() + t * n * h;
     T* h_out = y.data<T>() + t * n * h;
-    for (int64_t r = 0; r < n; ++r)
-      LstmRowForward(h, xp + r * 4 * h, hp + r * 4 * h, b, c_in + r * h, g_out + r * 4 * h,
-                     c_out + r * h, h_out + r * h);
+    for (int64_t r = 0; r < n; ++r) {
+      if (t < row_steps[r]) {
+        LstmRowForward(h, xp + r * 4 * h, hp + r * 4 * h, b, c_in + r * h, g_out + r * 4 * h,
+                       c_out + r * h, h_out + r * h);
+        continue;
+      }
+      std::fill(g_out + r * 4 * h, g_out + (r + 1) * 4 * h, T(0));  // past its length: frozen
+      std::copy(c_in + r * h, c_in + (r + 1) * h, c_out + r * h);
+      std::copy(h_in + r * h, h_in + (r + 1) * h, h_out + r * h);
+    }
     h_prev = y.Select(0, t);
     c_prev = cells.Select(0, t);
   }
@@ -173,9 +227,7 @@ void LstmForward(KernelContext& ctx, const LstmDims& d) {
 }
 
 void LstmKernel(KernelContext& ctx) {
-  std::vector<TensorMeta> metas;
-  for (const auto& t : ctx.inputs) metas.push_back({t.dtype(), t.shape()});
-  const LstmDims d = CheckLstm(metas, ctx.def.name);
+  const Dims d = CheckLstm(recurrent::Metas(ctx.inputs, kLengths), ctx.def.name);
   if (ctx.inputs[0].dtype() == DType::Float64) return LstmForward<double>(ctx, d);
   LstmForward<float>(ctx, d);
 }
@@ -184,19 +236,11 @@ std::vector<TensorMeta> InferLstmGrad(const OpDef& def, const std::vector<Tensor
                                       const Attrs&) {
   std::vector<TensorMeta> forward(in.begin(), in.begin() + 5);
   forward.push_back({in[0].dtype, {in[4].shape.empty() ? 0 : in[4].shape[0]}});
-  const LstmDims d = CheckLstm(forward, def.name);
-  const std::vector<TensorMeta> made = InferLstm(def, forward, {});
-  const Shape dh = {d.batch, d.hidden};
-  KILN_CHECK(in[5].shape == made[0].shape && in[6].shape == made[3].shape &&
-                 in[7].shape == made[4].shape && in[8].shape == made[0].shape &&
-                 in[9].shape == dh && in[10].shape == dh,
-             Value, def.name,
-             ": y, gates, cells, dy, dh_last and dc_last must have the forward's "
-             "shapes for x ",
-             ShapeStr(in[0].shape), " and hidden ", d.hidden);
-  for (size_t k = 5; k < in.size(); ++k)
-    KILN_CHECK(in[k].dtype == in[0].dtype, Type, def.name, ": input ", k, " is ",
-               DTypeName(in[k].dtype), ", not ", DTypeName(in[0].dtype));
+  const Dims d = CheckLstm(forward, def.name);
+  const Shape y = {d.steps, d.batch, d.hidden}, last = {d.batch, d.hidden};
+  recurrent::CheckGradInputs(in, 5, {y, {d.steps, d.batch, 4 * d.hidden}, y, y, last, last},
+                             def.name);
+  recurrent::CheckLengths(in, kGradLengths, d.batch, def.name);
   return {in[0], in[1], in[2], in[3], in[4], forward[5]};
 }
 
@@ -208,8 +252,10 @@ void LstmBackward(KernelContext& ctx) {
   const Tensor dy = in[8].Contiguous();
   const int64_t steps = x.shape()[0], n = x.shape()[1], features = x.shape()[2];
   const int64_t h = h0.shape()[1], rows = steps * n;
+  const std::vector<int64_t> row_steps = recurrent::RowSteps(in, kGradLengths, n, steps);
   Tensor d_gates = Tensor::Empty({steps, n, 4 * h}, x.dtype());
   Tensor dh = in[9].Contiguous().Clone(), dc = in[10].Contiguous().Clone();
+  Tensor carry = Tensor::Empty({n, h}, x.dtype());
   const Tensor c_first = c0.Contiguous();
   for (int64_t t = steps - 1; t >= 0; --t) {
     const T* g_in = gates.data<T>() + t * n * 4 * h;
@@ -219,10 +265,16 @@ void LstmBackward(KernelContext& ctx) {
     T* dg = d_gates.data<T>() + t * n * 4 * h;
     T* dh_p = dh.data<T>();
     T* dc_p = dc.data<T>();
-    for (int64_t r = 0; r < n; ++r)
-      LstmRowBackward(h, g_in + r * 4 * h, c_now + r * h, c_before + r * h, dy_t + r * h,
-                      dh_p + r * h, dc_p + r * h, dg + r * 4 * h);
+    for (int64_t r = 0; r < n; ++r) {
+      if (t < row_steps[r])
+        LstmRowBackward(h, g_in + r * 4 * h, c_now + r * h, c_before + r * h, dy_t + r * h,
+                        dh_p + r * h, dc_p + r * h, dg + r * 4 * h);
+      else  // frozen: no gate gradient; dc passes unchanged, dh below
+        std::fill(dg + r * 4 * h, dg + (r + 1) * 4 * h, T(0));
+    }
+    recurrent::SaveCarried(row_steps, t, h, dy_t, dh_p, carry.data<T>());
     dh = Product(d_gates.Select(0, t), w_hh, false, false).Contiguous();
+    recurrent::RestoreCarried(row_steps, t, h, carry.data<T>(), dh.data<T>());
   }
   cpu::CopyInto(dh, ctx.outputs[1]);
   cpu::CopyInto(dc, ctx.outputs[2]);
@@ -245,27 +297,22 @@ std::vector<GradVar> LstmGrad(GradBuilder& g) {
   for (int i = 0; i < 5; ++i) args.push_back(g.input(i));
   for (int i : {0, 3, 4}) args.push_back(g.output(i));  // y, gates, cells
   for (int i : {0, 1, 2}) args.push_back(g.out_grad(i));
-  return g.Emit(OpKind::LstmSequenceGrad, args);
-}
-
-// BPTT itself is not differentiated: a gradient of an LSTM's gradient raises instead of
-// silently coming out zero.
-std::vector<GradVar> LstmGradGrad(GradBuilder& g) {
-  for (int i = 0; i < g.num_inputs(); ++i)
-    KILN_CHECK(!g.wants_input_grad(i), NotImplemented,
-               "lstm_sequence_grad: gradients of an LSTM's gradients are not supported");
-  return {};
+  args.push_back(recurrent::LengthsOf(g, kLengths));
+  std::vector<GradVar> grads = g.Emit(OpKind::LstmSequenceGrad, args);
+  grads.resize(kLengths + 1);  // lengths: none
+  return grads;
 }
 
 }  // namespace
 
 void RegisterRecurrentOps(OpRegistry& r) {
-  r.Add(MakeOpDef(OpKind::LstmSequence, {"x", "h0", "c0", "w_ih", "w_hh", "bias"}, {}, InferLstm,
-                  LstmKernel, LstmGrad));
-  r.Add(MakeOpDef(
-      OpKind::LstmSequenceGrad,
-      {"x", "h0", "c0", "w_ih", "w_hh", "y", "gates", "cells", "dy", "dh_last", "dc_last"}, {},
-      InferLstmGrad, LstmGradKernel, LstmGradGrad));
+  r.Add(MakeOpDef(OpKind::LstmSequence, {"x", "h0", "c0", "w_ih", "w_hh", "bias", "lengths?"}, {},
+                  InferLstm, LstmKernel, LstmGrad));
+  r.Add(MakeOpDef(OpKind::LstmSequenceGrad,
+                  {"x", "h0", "c0", "w_ih", "w_hh", "y", "gates", "cells", "dy", "dh_last",
+                   "dc_last", "lengths?"},
+                  {}, InferLstmGrad, LstmGradKernel,
+                  recurrent::NoSecondOrder<recurrent::kLstmGrad>));
   recurrent::RegisterGruAndRnnOps(r);
 }
 

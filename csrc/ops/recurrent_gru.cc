@@ -2,12 +2,17 @@
 // BPTT: the pattern of recurrent.cc's LSTM (every step's input projection as one product, each
 // step one (N, H) x (H, G*H) product and a pass over the gates).
 //
-//   gru_sequence(x [T,N,I], h0 [N,H], w_ih [3H,I], w_hh [3H,H], b_ih [3H], b_hh [3H])
+//   gru_sequence(x [T,N,I], h0 [N,H], w_ih [3H,I], w_hh [3H,H], b_ih [3H], b_hh [3H], lengths?)
 //     -> y [T,N,H], h_T, saved [T,N,4H] (r, z, n and the hidden part of n's input, h W_hn + b_hn)
-//   gru_sequence_grad(x, h0, w_ih, w_hh, y, saved, dy, dh_T) -> dx, dh0, dw_ih, dw_hh, db_ih, db_hh
-//   rnn_sequence(x, h0, w_ih [H,I], w_hh [H,H], bias [H]; relu) -> y, h_T
-//   rnn_sequence_grad(x, h0, w_ih, w_hh, y, dy, dh_T; relu) -> dx, dh0, dw_ih, dw_hh, dbias
-// Gates in MindSpore's (and PyTorch's) order: r, z, n; h' = n + z * (h - n).
+//   gru_sequence_grad(x, h0, w_ih, w_hh, y, saved, dy, dh_T, lengths?)
+//     -> dx, dh0, dw_ih, dw_hh, db_ih, db_hh
+//   rnn_sequence(x, h0, w_ih [H,I], w_hh [H,H], bias [H], lengths?; relu) -> y, h_T
+//   rnn_sequence_grad(x, h0, w_ih, w_hh, y, dy, dh_T, lengths?; relu) -> dx, dh0, dw_ih, dw_hh,
+//   dbias
+// Gates in MindSpore's (and PyTorch's) order: r, z, n; h' = n + z * (h - n). lengths (N) as in
+// recurrent.cc: a row past its length keeps its state.
+#include <algorithm>
+
 #include "core/error.h"
 #include "kernels/cpu/activation_math.h"
 #include "kernels/cpu/copy.h"
@@ -18,56 +23,15 @@
 namespace kiln::recurrent {
 namespace {
 
-struct Dims {
-  int64_t steps, batch, features, hidden;
-};
-
-// x, h0, w_ih (G*H, I), w_hh (G*H, H), then `biases` tensors of (G*H).
-Dims CheckLayer(const std::vector<TensorMeta>& in, int64_t gates, int biases, const char* op) {
-  const Shape &x = in[0].shape, &h0 = in[1].shape, &w_ih = in[2].shape, &w_hh = in[3].shape;
-  KILN_CHECK(x.size() == 3, Value, op, ": x must be (steps, batch, features), got shape ",
-             ShapeStr(x));
-  const Dims d{x[0], x[1], x[2], h0.size() == 2 ? h0[1] : -1};
-  CheckHidden(d.hidden, gates, h0, op);
-  KILN_CHECK(h0 == Shape({d.batch, d.hidden}), Value, op,
-             ": h0 must be (batch, hidden) with batch ", d.batch, ", got ", ShapeStr(h0));
-  const int64_t g = gates * d.hidden;
-  bool fits = w_ih == Shape({g, d.features}) && w_hh == Shape({g, d.hidden});
-  for (int b = 0; b < biases; ++b) fits &= in[4 + b].shape == Shape({g});
-  KILN_CHECK(fits, Value, op, ": weights must be w_ih (", gates, "*hidden, features), w_hh (",
-             gates, "*hidden, hidden) and biases (", gates, "*hidden) for x ", ShapeStr(x),
-             " and h0 ", ShapeStr(h0), ", got ", ShapeStr(w_ih), " and ", ShapeStr(w_hh));
-  CheckFloats(in, op);
-  return d;
-}
-
-// The backward's extra inputs must have the forward's shapes.
-void CheckGradInputs(const std::vector<TensorMeta>& in, size_t first,
-                     const std::vector<Shape>& shapes, const char* op) {
-  for (size_t k = 0; k < shapes.size(); ++k) {
-    KILN_CHECK(in[first + k].shape == shapes[k], Value, op, ": input ", first + k,
-               " must have shape ", ShapeStr(shapes[k]), ", got ", ShapeStr(in[first + k].shape));
-    KILN_CHECK(in[first + k].dtype == in[0].dtype, Type, op, ": input ", first + k, " is ",
-               DTypeName(in[first + k].dtype), ", not ", DTypeName(in[0].dtype));
-  }
-}
-
-std::vector<TensorMeta> Metas(const std::vector<Tensor>& tensors) {
-  std::vector<TensorMeta> metas;
-  for (const auto& t : tensors) metas.push_back({t.dtype(), t.shape()});
-  return metas;
-}
-
-// Every step's input projection, (T*N, G*H).
-Tensor Projected(const Tensor& x, const Tensor& w_ih, int64_t rows) {
-  return Product(x.Contiguous().Reshape({rows, x.shape()[2]}), w_ih, false, true).Contiguous();
-}
+// Where the optional lengths input sits in each op's inputs.
+constexpr size_t kGruLengths = 6, kGruGradLengths = 8, kRnnLengths = 5, kRnnGradLengths = 7;
 
 // ---- GRU
 
 std::vector<TensorMeta> InferGru(const OpDef& def, const std::vector<TensorMeta>& in,
                                  const Attrs&) {
   const Dims d = CheckLayer(in, 3, 2, def.name);
+  CheckLengths(in, kGruLengths, d.batch, def.name);
   const DType t = in[0].dtype;
   return {{t, {d.steps, d.batch, d.hidden}},
           {t, {d.batch, d.hidden}},
@@ -94,9 +58,10 @@ void GruRowForward(int64_t h, const T* __restrict xp, const T* __restrict hp,
 template <typename T>
 void GruForward(KernelContext& ctx, const Dims& d) {
   const int64_t n = d.batch, h = d.hidden;
-  const Tensor projected = Projected(ctx.inputs[0], ctx.inputs[2], d.steps * n);
+  const Tensor projected = Projected(ctx.inputs[0], ctx.inputs[2]);
   const Tensor b_ih = ctx.inputs[4].Contiguous(), b_hh = ctx.inputs[5].Contiguous();
   Tensor &y = ctx.outputs[0], &saved = ctx.outputs[2];
+  const std::vector<int64_t> row_steps = RowSteps(ctx.inputs, kGruLengths, n, d.steps);
   Tensor h_prev = ctx.inputs[1].Contiguous();
   for (int64_t t = 0; t < d.steps; ++t) {
     const Tensor recurrent = Product(h_prev, ctx.inputs[3], false, true).Contiguous();
@@ -104,16 +69,22 @@ void GruForward(KernelContext& ctx, const Dims& d) {
     const T *bi = b_ih.data<T>(), *bh = b_hh.data<T>(), *h_in = h_prev.data<T>();
     T* s_out = saved.data<T>() + t * n * 4 * h;
     T* h_out = y.data<T>() + t * n * h;
-    for (int64_t r = 0; r < n; ++r)
-      GruRowForward(h, xp + r * 3 * h, hp + r * 3 * h, bi, bh, h_in + r * h, s_out + r * 4 * h,
-                    h_out + r * h);
+    for (int64_t r = 0; r < n; ++r) {
+      if (t < row_steps[r]) {
+        GruRowForward(h, xp + r * 3 * h, hp + r * 3 * h, bi, bh, h_in + r * h, s_out + r * 4 * h,
+                      h_out + r * h);
+        continue;
+      }
+      std::fill(s_out + r * 4 * h, s_out + (r + 1) * 4 * h, T(0));  // past its length: frozen
+      std::copy(h_in + r * h, h_in + (r + 1) * h, h_out + r * h);
+    }
     h_prev = y.Select(0, t);
   }
   cpu::CopyInto(h_prev, ctx.outputs[1]);
 }
 
 void GruKernel(KernelContext& ctx) {
-  const Dims d = CheckLayer(Metas(ctx.inputs), 3, 2, ctx.def.name);
+  const Dims d = CheckLayer(Metas(ctx.inputs, kGruLengths), 3, 2, ctx.def.name);
   if (ctx.inputs[0].dtype() == DType::Float64) return GruForward<double>(ctx, d);
   GruForward<float>(ctx, d);
 }
@@ -127,6 +98,7 @@ std::vector<TensorMeta> InferGruGrad(const OpDef& def, const std::vector<TensorM
   const Dims d = CheckLayer(forward, 3, 2, def.name);
   const Shape y = {d.steps, d.batch, d.hidden}, last = {d.batch, d.hidden};
   CheckGradInputs(in, 4, {y, {d.steps, d.batch, 4 * d.hidden}, y, last}, def.name);
+  CheckLengths(in, kGruGradLengths, d.batch, def.name);
   return {in[0], in[1], in[2], in[3], forward[4], forward[5]};
 }
 
@@ -160,6 +132,7 @@ void GruBackward(KernelContext& ctx) {
   Tensor d_hid = Tensor::Empty({steps, n, 3 * h}, x.dtype());  // d(h W_hh^T + b_hh)
   Tensor dh = in[7].Contiguous().Clone();
   const Tensor h_first = h0.Contiguous();
+  const std::vector<int64_t> row_steps = RowSteps(in, kGruGradLengths, n, steps);
   for (int64_t t = steps - 1; t >= 0; --t) {
     const T* s_in = saved.data<T>() + t * n * 4 * h;
     const T* h_before = t > 0 ? y.data<T>() + (t - 1) * n * h : h_first.data<T>();
@@ -167,9 +140,17 @@ void GruBackward(KernelContext& ctx) {
     T* di = d_in.data<T>() + t * n * 3 * h;
     T* dhid = d_hid.data<T>() + t * n * 3 * h;
     T* dh_p = dh.data<T>();
-    for (int64_t r = 0; r < n; ++r)
-      GruRowBackward(h, s_in + r * 4 * h, h_before + r * h, dy_t + r * h, dh_p + r * h,
-                     di + r * 3 * h, dhid + r * 3 * h);
+    for (int64_t r = 0; r < n; ++r) {
+      if (t < row_steps[r]) {
+        GruRowBackward(h, s_in + r * 4 * h, h_before + r * h, dy_t + r * h, dh_p + r * h,
+                       di + r * 3 * h, dhid + r * 3 * h);
+        continue;
+      }
+      // Frozen: no gate gradients (so the product below adds nothing to this row); dh carries.
+      std::fill(di + r * 3 * h, di + (r + 1) * 3 * h, T(0));
+      std::fill(dhid + r * 3 * h, dhid + (r + 1) * 3 * h, T(0));
+      for (int64_t j = 0; j < h; ++j) dh_p[r * h + j] += dy_t[r * h + j];
+    }
     const Tensor through_gates = Product(d_hid.Select(0, t), w_hh, false, false).Contiguous();
     const T* tg = through_gates.data<T>();
     for (int64_t s = 0; s < n * h; ++s) dh_p[s] += tg[s];
@@ -195,7 +176,10 @@ std::vector<GradVar> GruGrad(GradBuilder& g) {
   for (int i = 0; i < 4; ++i) args.push_back(g.input(i));
   for (int i : {0, 2}) args.push_back(g.output(i));  // y, saved
   for (int i : {0, 1}) args.push_back(g.out_grad(i));
-  return g.Emit(OpKind::GruSequenceGrad, args);
+  args.push_back(LengthsOf(g, kGruLengths));
+  std::vector<GradVar> grads = g.Emit(OpKind::GruSequenceGrad, args);
+  grads.resize(kGruLengths + 1);  // lengths: none
+  return grads;
 }
 
 // ---- the plain RNN: h' = tanh or relu(x W_ih^T + h W_hh^T + bias)
@@ -203,6 +187,7 @@ std::vector<GradVar> GruGrad(GradBuilder& g) {
 std::vector<TensorMeta> InferRnn(const OpDef& def, const std::vector<TensorMeta>& in,
                                  const Attrs&) {
   const Dims d = CheckLayer(in, 1, 1, def.name);
+  CheckLengths(in, kRnnLengths, d.batch, def.name);
   const DType t = in[0].dtype;
   return {{t, {d.steps, d.batch, d.hidden}}, {t, {d.batch, d.hidden}}};
 }
@@ -225,23 +210,29 @@ template <typename T>
 void RnnForward(KernelContext& ctx, const Dims& d) {
   const bool relu = AttrBool(ctx.attrs, 0);
   const int64_t n = d.batch, h = d.hidden;
-  const Tensor projected = Projected(ctx.inputs[0], ctx.inputs[2], d.steps * n);
+  const Tensor projected = Projected(ctx.inputs[0], ctx.inputs[2]);
   const Tensor bias = ctx.inputs[4].Contiguous();
   Tensor& y = ctx.outputs[0];
+  const std::vector<int64_t> row_steps = RowSteps(ctx.inputs, kRnnLengths, n, d.steps);
   Tensor h_prev = ctx.inputs[1].Contiguous();
   for (int64_t t = 0; t < d.steps; ++t) {
     const Tensor recurrent = Product(h_prev, ctx.inputs[3], false, true).Contiguous();
     const T *xp = projected.data<T>() + t * n * h, *hp = recurrent.data<T>(), *b = bias.data<T>();
     T* h_out = y.data<T>() + t * n * h;
-    for (int64_t r = 0; r < n; ++r)
-      RnnRowForward(h, relu, xp + r * h, hp + r * h, b, h_out + r * h);
+    const T* h_in = h_prev.data<T>();
+    for (int64_t r = 0; r < n; ++r) {
+      if (t < row_steps[r])
+        RnnRowForward(h, relu, xp + r * h, hp + r * h, b, h_out + r * h);
+      else  // past its length: frozen
+        std::copy(h_in + r * h, h_in + (r + 1) * h, h_out + r * h);
+    }
     h_prev = y.Select(0, t);
   }
   cpu::CopyInto(h_prev, ctx.outputs[1]);
 }
 
 void RnnKernel(KernelContext& ctx) {
-  const Dims d = CheckLayer(Metas(ctx.inputs), 1, 1, ctx.def.name);
+  const Dims d = CheckLayer(Metas(ctx.inputs, kRnnLengths), 1, 1, ctx.def.name);
   if (ctx.inputs[0].dtype() == DType::Float64) return RnnForward<double>(ctx, d);
   RnnForward<float>(ctx, d);
 }
@@ -253,6 +244,7 @@ std::vector<TensorMeta> InferRnnGrad(const OpDef& def, const std::vector<TensorM
   const Dims d = CheckLayer(forward, 1, 1, def.name);
   const Shape y = {d.steps, d.batch, d.hidden};
   CheckGradInputs(in, 4, {y, y, {d.batch, d.hidden}}, def.name);
+  CheckLengths(in, kRnnGradLengths, d.batch, def.name);
   return {in[0], in[1], in[2], in[3], forward[4]};
 }
 
@@ -265,6 +257,8 @@ void RnnBackward(KernelContext& ctx) {
   const int64_t steps = x.shape()[0], n = x.shape()[1], h = h0.shape()[1], rows = steps * n;
   Tensor d_pre = Tensor::Empty({steps, n, h}, x.dtype());
   Tensor dh = in[6].Contiguous().Clone();
+  Tensor carry = Tensor::Empty({n, h}, x.dtype());
+  const std::vector<int64_t> row_steps = RowSteps(in, kRnnGradLengths, n, steps);
   for (int64_t t = steps - 1; t >= 0; --t) {
     const T *out = y.data<T>() + t * n * h, *dy_t = dy.data<T>() + t * n * h;
     const T* dh_p = dh.data<T>();
@@ -273,7 +267,11 @@ void RnnBackward(KernelContext& ctx) {
       const T grad = dy_t[s] + dh_p[s];
       dp[s] = relu ? (out[s] > T(0) ? grad : T(0)) : grad * (T(1) - out[s] * out[s]);
     }
+    for (int64_t r = 0; r < n; ++r)  // frozen rows: no pre-activation gradient; dh carries
+      if (t >= row_steps[r]) std::fill(dp + r * h, dp + (r + 1) * h, T(0));
+    SaveCarried(row_steps, t, h, dy_t, dh_p, carry.data<T>());
     dh = Product(d_pre.Select(0, t), w_hh, false, false).Contiguous();
+    RestoreCarried(row_steps, t, h, carry.data<T>(), dh.data<T>());
   }
   cpu::CopyInto(dh, ctx.outputs[1]);
   const Tensor flat = d_pre.Reshape({rows, h});
@@ -295,31 +293,25 @@ std::vector<GradVar> RnnGrad(GradBuilder& g) {
   for (int i = 0; i < 4; ++i) args.push_back(g.input(i));
   args.push_back(g.output(0));
   for (int i : {0, 1}) args.push_back(g.out_grad(i));
-  return g.Emit(OpKind::RnnSequenceGrad, args, g.attrs());
-}
-
-// BPTT is not differentiated again: a gradient of these gradients raises instead of silently
-// coming out zero.
-std::vector<GradVar> NoSecondOrder(GradBuilder& g) {
-  for (int i = 0; i < g.num_inputs(); ++i)
-    KILN_CHECK(!g.wants_input_grad(i), NotImplemented,
-               "gru_sequence_grad / rnn_sequence_grad: gradients of a recurrent layer's "
-               "gradients are not supported");
-  return {};
+  args.push_back(LengthsOf(g, kRnnLengths));
+  std::vector<GradVar> grads = g.Emit(OpKind::RnnSequenceGrad, args, g.attrs());
+  grads.resize(kRnnLengths + 1);  // lengths: none
+  return grads;
 }
 
 }  // namespace
 
 void RegisterGruAndRnnOps(OpRegistry& r) {
-  r.Add(MakeOpDef(OpKind::GruSequence, {"x", "h0", "w_ih", "w_hh", "b_ih", "b_hh"}, {}, InferGru,
-                  GruKernel, GruGrad));
+  r.Add(MakeOpDef(OpKind::GruSequence, {"x", "h0", "w_ih", "w_hh", "b_ih", "b_hh", "lengths?"}, {},
+                  InferGru, GruKernel, GruGrad));
   r.Add(MakeOpDef(OpKind::GruSequenceGrad,
-                  {"x", "h0", "w_ih", "w_hh", "y", "saved", "dy", "dh_last"}, {}, InferGruGrad,
-                  GruGradKernel, NoSecondOrder));
-  r.Add(MakeOpDef(OpKind::RnnSequence, {"x", "h0", "w_ih", "w_hh", "bias"}, {{"relu", false}},
-                  InferRnn, RnnKernel, RnnGrad));
-  r.Add(MakeOpDef(OpKind::RnnSequenceGrad, {"x", "h0", "w_ih", "w_hh", "y", "dy", "dh_last"},
-                  {{"relu", false}}, InferRnnGrad, RnnGradKernel, NoSecondOrder));
+                  {"x", "h0", "w_ih", "w_hh", "y", "saved", "dy", "dh_last", "lengths?"}, {},
+                  InferGruGrad, GruGradKernel, NoSecondOrder<kGruGrad>));
+  r.Add(MakeOpDef(OpKind::RnnSequence, {"x", "h0", "w_ih", "w_hh", "bias", "lengths?"},
+                  {{"relu", false}}, InferRnn, RnnKernel, RnnGrad));
+  r.Add(MakeOpDef(OpKind::RnnSequenceGrad,
+                  {"x", "h0", "w_ih", "w_hh", "y", "dy", "dh_last", "lengths?"}, {{"relu", false}},
+                  InferRnnGrad, RnnGradKernel, NoSecondOrder<kRnnGrad>));
 }
 
 }  // namespace kiln::recurrent

@@ -1,23 +1,78 @@
-// recurrent_internal.h - what the recurrent family's files share: recurrent.cc (LSTM) and
-// recurrent_gru.cc (GRU and the plain tanh/relu RNN).
+// recurrent_internal.h - what the recurrent family's files share: recurrent.cc (the shared
+// checks and the LSTM) and recurrent_gru.cc (GRU and the plain tanh/relu RNN).
 #pragma once
 
 #include <vector>
 
+#include "core/error.h"
+#include "ops/grad.h"
 #include "ops/registry.h"
 
 namespace kiln::recurrent {
 
+struct Dims {
+  int64_t steps, batch, features, hidden;
+};
+
+// Checks x (T, N, I), h0 (N, H), w_ih (G*H, I), w_hh (G*H, H), then `biases` tensors of (G*H),
+// all float32 or all float64 (in[0 .. 4 + biases)); ValueError/TypeError name `op`.
+Dims CheckLayer(const std::vector<TensorMeta>& in, int64_t gates, int biases, const char* op);
+// The backward's extra inputs in[first ...] must have these shapes and x's dtype.
+void CheckGradInputs(const std::vector<TensorMeta>& in, size_t first,
+                     const std::vector<Shape>& shapes, const char* op);
+// Checks the optional lengths input in[at]: absent, or (batch) int32/int64.
+void CheckLengths(const std::vector<TensorMeta>& in, size_t at, int64_t batch, const char* op);
+// The metas of inputs[0 .. count).
+std::vector<TensorMeta> Metas(const std::vector<Tensor>& inputs, size_t count);
+
+// How many steps each batch row runs: its length (inputs[at], when given) clamped to
+// [0, steps], else every step. A row past its length keeps its state: the layer's output there
+// is the frozen state, which nn's layers replace by zeros.
+std::vector<int64_t> RowSteps(const std::vector<Tensor>& inputs, size_t at, int64_t batch,
+                              int64_t steps);
+
 // A 2-D product through the matmul op (its kernels); zeros when a dimension is empty.
 Tensor Product(const Tensor& a, const Tensor& b, bool transpose_a, bool transpose_b);
-// Raises TypeError naming `op` unless every input is float32 or float64, all alike.
-void CheckFloats(const std::vector<TensorMeta>& in, const char* op);
-// Raises ValueError unless `gates * hidden` fits in int64.
-void CheckHidden(int64_t hidden, int64_t gates, const Shape& h0, const char* op);
+// Every step's input projection x (T, N, I) x w_ih^T, as (T*N, G*H).
+Tensor Projected(const Tensor& x, const Tensor& w_ih);
 // Each step's previous hidden state, (T, N, H): h0, then y[0 .. T-2].
 Tensor PreviousStates(const Tensor& h0, const Tensor& y);
 // The sum of a (rows, k) tensor's rows, written into out (k).
 void SumRows(const Tensor& rows, const Tensor& out);
+
+// The rows past their length carry the incoming gradient dy + dh straight to the step before:
+// `carry` (N, H) gets it for those rows before the step's product, and RestoreCarried writes it
+// over the product's (zero) rows after.
+template <typename T>
+void SaveCarried(const std::vector<int64_t>& row_steps, int64_t t, int64_t h, const T* dy,
+                 const T* dh, T* carry) {
+  for (size_t r = 0; r < row_steps.size(); ++r)
+    if (t >= row_steps[r])
+      for (int64_t j = 0; j < h; ++j) carry[r * h + j] = dy[r * h + j] + dh[r * h + j];
+}
+template <typename T>
+void RestoreCarried(const std::vector<int64_t>& row_steps, int64_t t, int64_t h, const T* carry,
+                    T* dh) {
+  for (size_t r = 0; r < row_steps.size(); ++r)
+    if (t >= row_steps[r])
+      for (int64_t j = 0; j < h; ++j) dh[r * h + j] = carry[r * h + j];
+}
+
+// The optional lengths input (node input `at`) for a layer's gradient op; none when omitted.
+GradVar LengthsOf(GradBuilder& g, int at);
+
+inline constexpr char kLstmGrad[] = "lstm_sequence_grad", kGruGrad[] = "gru_sequence_grad",
+                      kRnnGrad[] = "rnn_sequence_grad";
+
+// BPTT is not differentiated again: a gradient of these gradients raises, naming the gradient
+// op, instead of silently coming out zero.
+template <const char* kOp>
+std::vector<GradVar> NoSecondOrder(GradBuilder& g) {
+  for (int i = 0; i < g.num_inputs(); ++i)
+    KILN_CHECK(!g.wants_input_grad(i), NotImplemented, kOp,
+               ": gradients of a recurrent layer's gradients are not supported");
+  return {};
+}
 
 void RegisterGruAndRnnOps(OpRegistry& r);
 

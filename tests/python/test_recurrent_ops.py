@@ -1,15 +1,17 @@
 """nn.LSTM, nn.GRU and nn.RNN over whole sequences run as one registry op each (lstm_sequence,
 gru_sequence, rnn_sequence: ops/recurrent.cc and recurrent_gru.cc), with their BPTT as the
-*_grad ops. Checked against the cell-by-cell loop that sequences with lengths still take (values
-and gradients, PyNative and Graph mode, stacked, bidirectional, batch_first, without biases),
-against finite differences for the initial state, and at the ops' edges: no steps, an empty
-batch, bad shapes and dtypes, and a second-order gradient."""
+*_grad ops, with sequence lengths (seq_length) as an optional input. Checked against the
+cell-by-cell loop that float16 layers take (values and gradients, PyNative and Graph mode,
+stacked, bidirectional, batch_first, without biases, whole and masked sequences), against finite
+differences, and at the ops' edges: no steps, an empty batch, bad shapes and dtypes, and a
+second-order gradient."""
 import numpy as np
 import pytest
 from gradcheck import check_grad
 
 import kiln as ms
 from kiln import _C, Tensor, nn, ops
+from kiln.nn.layer import rnn as rnn_module
 from kiln.ops._core import call
 
 RNG = np.random.default_rng(23)
@@ -39,27 +41,82 @@ def _loss_and_grads(layer, x, lengths):
     return ms.value_and_grad(loss, 0, layer.trainable_params())
 
 
+# Whole sequences, then lengths with a full row, a short one and an empty one, and lengths past
+# the end and below zero (the loop's `lengths > t` treats them as all steps and none).
+LENGTHS = [None, [6, 3, 0], [9, 1, -2]]
+
+
 @pytest.mark.parametrize("mode", [ms.PYNATIVE_MODE, ms.GRAPH_MODE])
 @pytest.mark.parametrize("kind", sorted(LAYERS))
 @pytest.mark.parametrize("kwargs", [{}, {"num_layers": 2, "bidirectional": True},
                                     {"batch_first": True, "has_bias": False}])
-def test_whole_sequence_op_matches_the_cell_loop(mode, kind, kwargs):
+@pytest.mark.parametrize("lengths", LENGTHS)
+def test_whole_sequence_op_matches_the_cell_loop(mode, kind, kwargs, lengths, monkeypatch):
     layer, x = _layer_and_input(kind, **kwargs)
-    full = Tensor(np.full((3,), 6, np.int32))  # every sequence whole: the loop, same answer
-    fused = _loss_and_grads(layer, x, None)
-    looped = _loss_and_grads(layer, x, full)
+    lengths = None if lengths is None else Tensor(np.array(lengths, np.int32))
+    fused = _loss_and_grads(layer, x, lengths)
     ms.set_context(mode=mode)
     try:
         if mode == ms.GRAPH_MODE:
-            fused, looped = ms.jit(fused), ms.jit(looped)
-        (want_loss, (want_dx, want_dw)) = looped(x)
+            fused = ms.jit(fused)
         (got_loss, (got_dx, got_dw)) = fused(x)
+        monkeypatch.setattr(rnn_module, "recurrent", rnn_module.cell_loop)
+        looped = _loss_and_grads(layer, x, lengths)
+        if mode == ms.GRAPH_MODE:
+            looped = ms.jit(looped)
+        (want_loss, (want_dx, want_dw)) = looped(x)
     finally:
         ms.set_context(mode=ms.PYNATIVE_MODE)
     np.testing.assert_allclose(got_loss.asnumpy(), want_loss.asnumpy(), rtol=1e-5)
     np.testing.assert_allclose(got_dx.asnumpy(), want_dx.asnumpy(), rtol=1e-4, atol=1e-6)
     for g, w in zip(got_dw, want_dw):
         np.testing.assert_allclose(g.asnumpy(), w.asnumpy(), rtol=1e-4, atol=1e-6)
+
+
+@pytest.mark.parametrize("kind", sorted(LAYERS))
+def test_masked_sequences_by_finite_differences(kind):
+    # float64, lengths 4, 2 and 0 of 5 steps: the inputs and the initial state, through the
+    # outputs and the final state.
+    ms.set_seed(2)
+    layer = LAYERS[kind](dtype=ms.float64)
+    lengths = Tensor(np.array([4, 2, 0], np.int32))
+    x = RNG.standard_normal((5, 3, 4))
+    h0 = RNG.standard_normal((1, 3, 5))
+
+    def run(inputs, hx):
+        out, last = layer(inputs, hx, seq_length=lengths)
+        last = last[0] * last[1] if isinstance(last, tuple) else last
+        return (out * out).sum() + (last * last).sum()
+
+    hx = (Tensor(h0), Tensor(h0 * 0.5)) if kind == "LSTM" else Tensor(h0)
+    check_grad(lambda t: run(t, hx), x, rtol=1e-5, atol=1e-7)
+    if kind == "LSTM":
+        check_grad(lambda c: run(Tensor(x), (Tensor(h0), c)), h0 * 0.5, rtol=1e-5, atol=1e-7)
+    else:
+        check_grad(lambda h: run(Tensor(x), h), h0, rtol=1e-5, atol=1e-7)
+
+
+def test_past_its_length_a_sequence_keeps_its_state_and_outputs_zeros():
+    layer, x = _layer_and_input("LSTM")
+    out, (h, c) = layer(x, seq_length=Tensor(np.array([6, 2, 0], np.int32)))
+    out = out.asnumpy()
+    assert np.all(out[2:, 1] == 0) and np.all(out[:, 2] == 0) and np.all(out[:2, 1] != 0)
+    np.testing.assert_array_equal(h.asnumpy()[0, 1], out[1, 1])
+    np.testing.assert_array_equal(h.asnumpy()[0, 2], np.zeros(5, np.float32))
+    short, (h2, c2) = layer(Tensor(x.asnumpy()[:2]))  # the same sequence cut at its length
+    np.testing.assert_allclose(h2.asnumpy()[0, 1], h.asnumpy()[0, 1], rtol=1e-6)
+    np.testing.assert_allclose(c2.asnumpy()[0, 1], c.asnumpy()[0, 1], rtol=1e-6)
+
+
+def test_lengths_input_is_checked():
+    layer, x = _layer_and_input("GRU")
+    h = ops.zeros((3, 5), ms.float32)
+    w_ih, w_hh, b_ih, b_hh = (p for p in layer.trainable_params())
+    args = (x, h, w_ih, w_hh, b_ih, b_hh)
+    with pytest.raises(TypeError, match="gru_sequence: lengths must be int32 or int64"):
+        call("gru_sequence", args + (Tensor(np.ones(3, np.float32)),), ())
+    with pytest.raises(ValueError, match=r"gru_sequence: lengths must be \(batch\) = \(3\)"):
+        call("gru_sequence", args + (Tensor(np.ones(4, np.int64)),), ())
 
 
 @pytest.mark.parametrize("layer", [nn.GRU, nn.RNN])
@@ -127,9 +184,10 @@ def test_float16_lstm_runs_the_cell_loop():
     assert out.dtype == ms.float16 and out.shape == ref.shape
 
 
-@pytest.mark.parametrize("kind,words", [("LSTM", "gradients of an LSTM's gradients"),
-                                        ("GRU", "gradients of a recurrent layer's gradients"),
-                                        ("RNN", "gradients of a recurrent layer's gradients")])
+@pytest.mark.parametrize("kind,words", [
+    ("LSTM", "lstm_sequence_grad: gradients of a recurrent layer's gradients"),
+    ("GRU", "gru_sequence_grad: gradients of a recurrent layer's gradients"),
+    ("RNN", "rnn_sequence_grad: gradients of a recurrent layer's gradients")])
 def test_second_order_gradients_raise(kind, words):
     layer, x = _layer_and_input(kind)
 

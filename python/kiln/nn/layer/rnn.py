@@ -162,31 +162,44 @@ def _bias_or_zeros(bias, rows, dtype):
     return ops.zeros((rows,), dtype) if bias is None else bias
 
 
-def _whole_sequence(cell, x, state, weights):
+def _whole_sequence(cell, x, state, weights, lengths):
     """The layer over all of x (T, N, I) as one registry op (ops/recurrent.cc and
-    recurrent_gru.cc: the time loop and its backward in C++). Returns (outputs (T, N, H),
-    state)."""
+    recurrent_gru.cc: the time loop and its backward in C++). lengths (N,) or None: each
+    sequence's state stays frozen after its length. Returns (states (T, N, H), final state)."""
     w_ih, w_hh, b_ih, b_hh = weights
     rows = w_ih.shape[0]
     if cell is gru_cell:  # r * (h W_hn + b_hn) keeps the two biases apart
         out, h, _ = call("gru_sequence", (x, state, w_ih, w_hh, _bias_or_zeros(b_ih, rows, x.dtype),
-                                          _bias_or_zeros(b_hh, rows, x.dtype)), ())
+                                          _bias_or_zeros(b_hh, rows, x.dtype), lengths), ())
         return out, h
     bias = ops.zeros((rows,), x.dtype) if b_ih is None else b_ih + b_hh
     if cell is lstm_cell:
-        out, h, c, _, _ = call("lstm_sequence", (x, state[0], state[1], w_ih, w_hh, bias), ())
+        out, h, c, _, _ = call("lstm_sequence",
+                               (x, state[0], state[1], w_ih, w_hh, bias, lengths), ())
         return out, (h, c)
-    out, h = call("rnn_sequence", (x, state, w_ih, w_hh, bias), (cell is rnn_relu_cell,))
+    out, h = call("rnn_sequence", (x, state, w_ih, w_hh, bias, lengths), (cell is rnn_relu_cell,))
     return out, h
 
 
 def recurrent(cell, x, state, weights, lengths, is_lstm):
     """Runs cell over x (T, N, I) from `state`; lengths (N, 1) (or None) freezes each sequence's
     state after its length and zeroes its later outputs. Returns (outputs (T, N, H), state).
-    Whole float32/float64 sequences run as one op; float16 and sequences with lengths run the
-    cell in a loop over time."""
-    if lengths is None and x.dtype in (mstype.float32, mstype.float64):
-        return _whole_sequence(cell, x, state, weights)
+    float32/float64 layers run as one op; float16 ones run the cell in a loop over time."""
+    if x.dtype in (mstype.float32, mstype.float64):
+        flat = None if lengths is None else F.reshape(lengths, (-1,))
+        out, final = _whole_sequence(cell, x, state, weights, flat)
+        if lengths is not None:  # the op repeats a finished sequence's state; outputs are zeros
+            steps = x.shape[0]
+            live = F.reshape(ops.arange(0, steps, 1), (steps, 1, 1)) < \
+                F.reshape(lengths, (1, -1, 1))
+            out = ops.where(live, out, 0.0)
+        return out, final
+    return cell_loop(cell, x, state, weights, lengths, is_lstm)
+
+
+def cell_loop(cell, x, state, weights, lengths, is_lstm):
+    """recurrent() as a graph loop over time that runs the cell once per step (float16 layers;
+    the tests' reference for the ops)."""
     steps = x.shape[0]
     h_shape = tuple((state[0] if is_lstm else state).shape)
     states = tuple(state) if is_lstm else (state,)
