@@ -1,13 +1,14 @@
 """nn.LSTM, nn.GRU and nn.RNN over whole sequences run as one registry op each (lstm_sequence,
 gru_sequence, rnn_sequence: ops/recurrent.cc and recurrent_gru.cc), with their BPTT as the
-*_grad ops, with sequence lengths (seq_length) as an optional input. Checked against the
-cell-by-cell loop that float16 layers take (values and gradients, PyNative and Graph mode,
+*_grad ops, with sequence lengths (seq_length) as an optional input. Checked against a
+cell-by-cell loop (rnn_cell_loop.py; values and gradients, PyNative and Graph mode,
 stacked, bidirectional, batch_first, without biases, whole and masked sequences), against finite
 differences, and at the ops' edges: no steps, an empty batch, bad shapes and dtypes, and a
 second-order gradient."""
 import numpy as np
 import pytest
 from gradcheck import check_grad
+from rnn_cell_loop import cell_loop
 
 import kiln as ms
 from kiln import _C, Tensor, nn, ops
@@ -60,7 +61,7 @@ def test_whole_sequence_op_matches_the_cell_loop(mode, kind, kwargs, lengths, mo
         if mode == ms.GRAPH_MODE:
             fused = ms.jit(fused)
         (got_loss, (got_dx, got_dw)) = fused(x)
-        monkeypatch.setattr(rnn_module, "recurrent", rnn_module.cell_loop)
+        monkeypatch.setattr(rnn_module, "recurrent", cell_loop)
         looped = _loss_and_grads(layer, x, lengths)
         if mode == ms.GRAPH_MODE:
             looped = ms.jit(looped)
@@ -176,12 +177,33 @@ def test_bad_shapes_and_dtypes_are_clear_errors():
         call("lstm_sequence", (x, h0, c0, w_ih, w_hh, ops.cast(bias, ms.float64)), ())
 
 
-def test_float16_lstm_runs_the_cell_loop():
-    lstm = nn.LSTM(4, 5, dtype=ms.float16)
-    x = Tensor(RNG.standard_normal((3, 2, 4)).astype(np.float16))
-    out, _ = lstm(x)
-    ref, _ = nn.LSTM(4, 5)(Tensor(x.asnumpy().astype(np.float32)))
-    assert out.dtype == ms.float16 and out.shape == ref.shape
+@pytest.mark.parametrize("kind", sorted(LAYERS))
+@pytest.mark.parametrize("mode", [ms.PYNATIVE_MODE, ms.GRAPH_MODE])
+def test_float16_layers_compute_in_float32_and_round_once(kind, mode):
+    ms.set_seed(3)
+    half = LAYERS[kind](dtype=ms.float16)
+    ms.set_seed(3)
+    wide = LAYERS[kind]()
+    x = RNG.standard_normal((5, 3, 4)).astype(np.float16)
+    lengths = Tensor(np.array([5, 2, 4], np.int32))
+
+    def run(layer, inputs):
+        out, last = layer(inputs, seq_length=lengths)
+        return out, (last[0] if isinstance(last, tuple) else last)
+
+    ms.set_context(mode=mode)
+    try:
+        fn = ms.jit(run) if mode == ms.GRAPH_MODE else run
+        out, last = fn(half, Tensor(x))
+    finally:
+        ms.set_context(mode=ms.PYNATIVE_MODE)
+    want_out, want_last = run(wide, Tensor(x.astype(np.float32)))
+    assert out.dtype == ms.float16 and last.dtype == ms.float16
+    # float16 weights are the float32 ones rounded: agree to float16 precision
+    np.testing.assert_allclose(out.asnumpy(), want_out.asnumpy(), rtol=2e-2, atol=2e-3)
+    np.testing.assert_allclose(last.asnumpy(), want_last.asnumpy(), rtol=2e-2, atol=2e-3)
+    grads = ms.grad(lambda t: run(half, t)[0].astype(ms.float32).sum())(Tensor(x))
+    assert grads.dtype == ms.float16 and np.all(np.isfinite(grads.asnumpy()))
 
 
 @pytest.mark.parametrize("kind,words", [

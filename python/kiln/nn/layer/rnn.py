@@ -2,9 +2,9 @@
 backward direction; initial U(-1/sqrt(hidden), 1/sqrt(hidden))), gate orders and seq_length
 masking: RNNCell, LSTMCell, GRUCell and the stacked, optionally bidirectional RNN, LSTM, GRU.
 
-The time loop is a `while` on a step counter tensor: compiled code gets one graph loop (not one
-copy of the cell per step), and the step outputs are gathered into the (T, N, H) result by a
-masked add, which the graph loop's reverse mode differentiates."""
+A layer's time loop, one direction, is one registry op (lstm_sequence, gru_sequence,
+rnn_sequence: ops/recurrent*.cc, with their backward), in PyNative and Graph mode alike; the
+cells are what RNNCell, LSTMCell and GRUCell run."""
 import math
 
 from kiln import ops
@@ -12,7 +12,6 @@ from kiln.common import dtype as mstype
 from kiln.common.initializer import Uniform, initializer
 from kiln.common.parameter import Parameter
 from kiln.nn import _functional as F
-from kiln.nn._loops import while_loop
 from kiln.nn.cell import Cell
 from kiln.nn.layer.basic import Dropout, check_bool, check_int
 from kiln.ops._core import call
@@ -139,25 +138,6 @@ class GRUCell(_RNNCellBase):
 
 # ---- the time loop ----
 
-def _step_of(x, index):
-    """x[index] for a 0-d int tensor index, as a one-hot contraction over the time axis. (A
-    gather measured no faster: an LSTM(64, 64) over 50 and 200 steps, loss and gradients,
-    compiled, 48-51 and 369-446 ms against 50 and 436 ms; PyNative alike. Both are O(T) per
-    step in the backward: a gather's gradient starts from zeros of x's shape.)"""
-    steps = x.shape[0]
-    hit = ops.cast(ops.equal(ops.arange(0, steps, 1), index), x.dtype)
-    return ops.sum(x * F.reshape(hit, (steps,) + (1,) * (len(x.shape) - 1)), 0)
-
-
-def _masked_put(out, index, value):
-    """out with out[index] replaced by value (index a 0-d int tensor), as ops the graph loop
-    differentiates: a one-hot select over the time axis."""
-    steps = out.shape[0]
-    hit = ops.equal(ops.arange(0, steps, 1), index)
-    hit = F.reshape(hit, (steps,) + (1,) * (len(out.shape) - 1))
-    return ops.where(hit, ops.expand_dims(value, 0), out)
-
-
 def _bias_or_zeros(bias, rows, dtype):
     return ops.zeros((rows,), dtype) if bias is None else bias
 
@@ -181,47 +161,29 @@ def _whole_sequence(cell, x, state, weights, lengths):
     return out, h
 
 
-def recurrent(cell, x, state, weights, lengths, is_lstm):
-    """Runs cell over x (T, N, I) from `state`; lengths (N, 1) (or None) freezes each sequence's
-    state after its length and zeroes its later outputs. Returns (outputs (T, N, H), state).
-    float32/float64 layers run as one op; float16 ones run the cell in a loop over time."""
-    if x.dtype in (mstype.float32, mstype.float64):
-        flat = None if lengths is None else F.reshape(lengths, (-1,))
-        out, final = _whole_sequence(cell, x, state, weights, flat)
-        if lengths is not None:  # the op repeats a finished sequence's state; outputs are zeros
-            steps = x.shape[0]
-            live = F.reshape(ops.arange(0, steps, 1), (steps, 1, 1)) < \
-                F.reshape(lengths, (1, -1, 1))
-            out = ops.where(live, out, 0.0)
-        return out, final
-    return cell_loop(cell, x, state, weights, lengths, is_lstm)
+def _cast_state(state, dtype):
+    return tuple(ops.cast(s, dtype) for s in state) if isinstance(state, tuple) else \
+        ops.cast(state, dtype)
 
 
-def cell_loop(cell, x, state, weights, lengths, is_lstm):
-    """recurrent() as a graph loop over time that runs the cell once per step (float16 layers;
-    the tests' reference for the ops)."""
-    steps = x.shape[0]
-    h_shape = tuple((state[0] if is_lstm else state).shape)
-    states = tuple(state) if is_lstm else (state,)
-
-    def keep_going(t, outputs, *carried):
-        return t < steps
-
-    def step(t, outputs, *carried):
-        old = carried if is_lstm else carried[0]
-        new = cell(_step_of(x, t), old, *weights)
-        out = new[0] if is_lstm else new
-        if lengths is not None:
-            live = lengths > t
-            out = ops.where(live, out, 0.0)
-            new = tuple(ops.where(live, a, b) for a, b in zip(new, old)) if is_lstm else \
-                ops.where(live, new, old)
-        new = tuple(new) if is_lstm else (new,)
-        return (t + 1, _masked_put(outputs, t, out)) + new
-
-    start = (ops.zeros((), mstype.int32), ops.zeros((steps,) + h_shape, x.dtype)) + states
-    _, outputs, *final = while_loop(keep_going, step, start)
-    return outputs, (tuple(final) if is_lstm else final[0])
+def recurrent(cell, x, state, weights, lengths):
+    """Runs cell over x (T, N, I) from `state` (a tensor, or (h, c) for the LSTM) as one op;
+    lengths (N, 1) (or None) freezes each sequence's state after its length and zeroes its
+    later outputs. Returns (outputs (T, N, H), final state). float16 layers compute in float32
+    and round once at the end, as float16 products do."""
+    half = x.dtype == mstype.float16
+    if half:
+        x, state = ops.cast(x, mstype.float32), _cast_state(state, mstype.float32)
+        weights = tuple(None if w is None else ops.cast(w, mstype.float32) for w in weights)
+    flat = None if lengths is None else F.reshape(lengths, (-1,))
+    out, final = _whole_sequence(cell, x, state, weights, flat)
+    if lengths is not None:  # the op repeats a finished sequence's state; outputs are zeros
+        steps = x.shape[0]
+        live = F.reshape(ops.arange(0, steps, 1), (steps, 1, 1)) < F.reshape(lengths, (1, -1, 1))
+        out = ops.where(live, out, 0.0)
+    if half:
+        out, final = ops.cast(out, mstype.float16), _cast_state(final, mstype.float16)
+    return out, final
 
 
 def _reverse(x, lengths):
@@ -340,8 +302,7 @@ class _RNNBase(Cell):
                 i = k * dirs + d
                 start = (state[0][i], state[1][i]) if self.is_lstm else state[i]
                 seq = layer_in if d == 0 else _reverse(layer_in, lengths)
-                out, last = recurrent(cell, seq, start, self._weights(i, x.dtype), lengths,
-                                      self.is_lstm)
+                out, last = recurrent(cell, seq, start, self._weights(i, x.dtype), lengths)
                 outs.append(out if d == 0 else _reverse(out, lengths))
                 finals.append(last)
             layer_out = outs[0] if dirs == 1 else ops.concat(outs, 2)
