@@ -1,4 +1,5 @@
-"""RMSProp, Adagrad, Adadelta, AdaMax, Lamb, FTRL, ASGD and Rprop against NumPy references of
+"""RMSProp, Adagrad, ProximalAdagrad, Adadelta, AdaMax, Lamb, FTRL, ASGD and Rprop against NumPy
+references of
 MindSpore's documented update rules over several steps, in PyNative and compiled; parameter
 groups (lr, weight_decay, grad_centralization, order_params) and a Cell as weight_decay."""
 import numpy as np
@@ -31,6 +32,13 @@ def adagrad(p, g, s, t, lr=0.001, accum=0.1, update_slots=True):
     if update_slots:
         s["accum"] = s["accum"] + g * g
     return p - lr * g / np.sqrt(s["accum"])
+
+
+def proximal_adagrad(p, g, s, t, lr=0.001, accum=0.1, l1=0.0, l2=0.0):
+    s.setdefault("accum", np.full_like(p, accum))
+    s["accum"] = s["accum"] + g * g
+    prox = p - lr * g / np.sqrt(s["accum"])
+    return np.sign(prox) / (1 + lr * l2) * np.maximum(np.abs(prox) - lr * l1, 0.0)
 
 
 def adadelta(p, g, s, t, lr=1.0, rho=0.9, eps=1e-6):
@@ -106,6 +114,12 @@ CASES = {
                 lambda *a: adagrad(*a, lr=0.1)),
     "adagrad_frozen_slots": (lambda ps: nn.Adagrad(ps, 0.5, 0.1, update_slots=False),
                              lambda *a: adagrad(*a, lr=0.1, accum=0.5, update_slots=False)),
+    "proximal_adagrad": (lambda ps: nn.ProximalAdagrad(ps, learning_rate=0.1),
+                         lambda *a: proximal_adagrad(*a, lr=0.1)),
+    # l1 = 0.3 zeroes the entries whose proximal step ends within lr * l1 of zero
+    "proximal_adagrad_l1_l2": (lambda ps: nn.ProximalAdagrad(ps, 0.2, 0.5, l1=0.3, l2=0.2),
+                               lambda *a: proximal_adagrad(*a, lr=0.5, accum=0.2, l1=0.3,
+                                                           l2=0.2)),
     "adadelta": (lambda ps: nn.Adadelta(ps, rho=0.8), lambda *a: adadelta(*a, rho=0.8)),
     "adamax": (lambda ps: nn.AdaMax(ps, 0.05), lambda *a: adamax(*a, lr=0.05)),
     "lamb": (lambda ps: nn.Lamb(ps, 0.01), lamb),
@@ -165,6 +179,9 @@ def test_state_names_and_initial_values():
     assert [p.name for p in asgd_opt.eta] == ["eta_w", "eta_b"]
     assert nn.AdaMax(params).beta1_power.name == "beta1_power"
     assert [p.name for p in nn.FTRL(params).linear] == ["linear.w", "linear.b"]
+    prox = nn.ProximalAdagrad(params, accum=0.4)
+    assert [p.name for p in prox.accum] == ["accum.w", "accum.b"]
+    np.testing.assert_allclose(prox.accum[0].asnumpy(), np.full((3, 2), 0.4))
 
 
 def test_argument_errors_are_mindspore_types():
@@ -187,6 +204,10 @@ def test_argument_errors_are_mindspore_types():
         nn.Rprop(params, etas=(0.5, 1.0))
     with pytest.raises(TypeError, match="ASGD: t0 must be a float"):
         nn.ASGD(params, t0=10)
+    with pytest.raises(ValueError, match="ProximalAdagrad: l1"):
+        nn.ProximalAdagrad(params, l1=-0.1)
+    with pytest.raises(TypeError, match="ProximalAdagrad: use_locking must be a bool"):
+        nn.ProximalAdagrad(params, use_locking=1)
 
 
 # ---- parameter groups ----

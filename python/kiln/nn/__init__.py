@@ -155,6 +155,7 @@ from kiln.nn.loss import (  # noqa: F401
 from kiln.nn.optim import (  # noqa: F401
     ASGD,
     FTRL,
+    LARS,
     SGD,
     Adadelta,
     Adagrad,
@@ -165,6 +166,7 @@ from kiln.nn.optim import (  # noqa: F401
     Lamb,
     Momentum,
     Optimizer,
+    ProximalAdagrad,
     RMSProp,
     Rprop,
 )
@@ -200,7 +202,8 @@ __all__ = [
     "BCELoss", "BCEWithLogitsLoss", "NLLLoss", "SmoothL1Loss", "HuberLoss", "MAELoss",
     "RMSELoss", "KLDivLoss", "CosineEmbeddingLoss", "MarginRankingLoss", "SoftMarginLoss",
     "FocalLoss", "DiceLoss", "MultiClassDiceLoss",
-    "RMSProp", "Adagrad", "Adadelta", "AdaMax", "Lamb", "FTRL", "ASGD", "Rprop",
+    "RMSProp", "Adagrad", "ProximalAdagrad", "Adadelta", "AdaMax", "Lamb", "FTRL", "ASGD",
+    "Rprop", "LARS",
     "natural_exp_decay_lr", "inverse_decay_lr", "polynomial_decay_lr",
     "MultiheadAttention", "TransformerEncoderLayer", "TransformerDecoderLayer",
     "TransformerEncoder", "TransformerDecoder", "Transformer",

@@ -1,5 +1,5 @@
-"""RMSProp, Adagrad, Adadelta and AdaMax with MindSpore's update rules (its Apply* primitives),
-state names, initial values and defaults."""
+"""RMSProp, Adagrad, ProximalAdagrad, Adadelta and AdaMax with MindSpore's update rules (its
+Apply* primitives), state names, initial values and defaults."""
 import numpy as np
 
 from kiln import ops
@@ -7,7 +7,7 @@ from kiln.common.parameter import Parameter, _copy_into
 from kiln.common.tensor import Tensor
 from kiln.nn.optim.optimizer import Optimizer, _graph_value
 
-__all__ = ["RMSProp", "Adagrad", "Adadelta", "AdaMax"]
+__all__ = ["RMSProp", "Adagrad", "ProximalAdagrad", "Adadelta", "AdaMax"]
 
 
 def _float(value, who, name, low=None, high=None, low_open=False, high_open=False):
@@ -84,6 +84,33 @@ class Adagrad(Optimizer):
         if self.update_slots:
             _copy_into(accum, accum + grad * grad)
         _copy_into(param, param - grad * lr / ops.sqrt(accum))
+
+
+class ProximalAdagrad(Optimizer):
+    """Proximal Adagrad, forward-backward splitting (MindSpore's ApplyProximalAdagrad):
+
+        accum += g^2                          (accum starts at `accum`, default 0.1)
+        prox = param - lr * g / sqrt(accum)
+        param = sign(prox) / (1 + lr * l2) * max(|prox| - lr * l1, 0)
+    """
+
+    def __init__(self, params, accum=0.1, learning_rate=0.001, l1=0.0, l2=0.0, use_locking=False,
+                 loss_scale=1.0, weight_decay=0.0):
+        super().__init__(learning_rate, params, weight_decay, loss_scale)
+        who = "ProximalAdagrad"
+        self.initial_accum = _float(accum, who, "accum", low=0.0)
+        self.l1 = _float(l1, who, "l1", low=0.0)
+        self.l2 = _float(l2, who, "l2", low=0.0)
+        self.use_locking = _bool(use_locking, who, "use_locking")
+        self.accum = self._state("accum", self.initial_accum)
+
+    def _update(self, i, param, grad, lr, weight_decay, state):
+        accum = _graph_value(self.accum[i])
+        grown = accum + grad * grad
+        _copy_into(accum, grown)
+        prox = param - grad * lr / ops.sqrt(grown)
+        kept = ops.maximum(ops.abs(prox) - lr * self.l1, 0.0)
+        _copy_into(param, ops.sign(prox) * kept / (1.0 + lr * self.l2))
 
 
 class Adadelta(Optimizer):
