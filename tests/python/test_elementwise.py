@@ -258,6 +258,31 @@ def test_where_broadcasts(kdt, ndt):
     assert_close(got, np.where(cond, kiln_values(x, kdt), kiln_values(y, kdt)), kdt)
 
 
+# Every mix of full and broadcast operands along the inner run (the kernel's vectorized paths
+# and its strided loop), a non-contiguous branch, and a mask that is not bool.
+WHERE_SHAPES = [((2, 3, 5), (2, 3, 5), (2, 3, 5)), ((2, 3, 1), (2, 3, 5), (2, 3, 5)),
+                ((2, 3, 5), (1, 1, 1), (2, 3, 5)), ((2, 3, 5), (2, 3, 5), ()),
+                ((2, 3, 5), (2, 1, 1), (1,)), ((2, 1, 1), (3, 5), (1,)),
+                ((2, 1, 1), (1,), (2, 3, 5)), ((1,), (1,), (1,))]
+
+
+@pytest.mark.parametrize("cshape,xshape,yshape", WHERE_SHAPES)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32, np.int8])
+def test_where_every_broadcast_mix(cshape, xshape, yshape, dtype):
+    cond = RNG.random(cshape) > 0.5
+    x = (RNG.standard_normal(xshape) * 10).astype(dtype)
+    y = (RNG.standard_normal(yshape) * 10).astype(dtype)
+    got = ops.where(ms.Tensor(cond), ms.Tensor(x), ms.Tensor(y))
+    np.testing.assert_array_equal(got.asnumpy(), np.where(cond, x, y))
+    wide = (RNG.standard_normal((5, 3, 2)) * 10).astype(dtype)  # transposed: strided
+    if xshape == (2, 3, 5):
+        got = ops.where(ms.Tensor(cond), ms.Tensor(wide).transpose(2, 1, 0), ms.Tensor(y))
+        np.testing.assert_array_equal(got.asnumpy(), np.where(cond, wide.transpose(2, 1, 0), y))
+    ints = RNG.integers(-2, 3, size=cshape).astype(np.int32)  # nonzero is true
+    got = ops.where(ms.Tensor(ints), ms.Tensor(x), ms.Tensor(y))
+    np.testing.assert_array_equal(got.asnumpy(), np.where(ints != 0, x, y))
+
+
 def test_operators_on_bools():
     a = ms.Tensor(np.array([True, True, False]))
     b = ms.Tensor(np.array([True, False, False]))
