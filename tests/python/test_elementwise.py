@@ -283,6 +283,29 @@ def test_where_every_broadcast_mix(cshape, xshape, yshape, dtype):
     np.testing.assert_array_equal(got.asnumpy(), np.where(ints != 0, x, y))
 
 
+@pytest.mark.parametrize("shape_b", [(1000,), (1,), ()])
+def test_logical_ops_and_bool_casts_over_long_runs(shape_b):
+    # The contiguous loops read and write bools as bytes (kernels/cpu/convert.h).
+    a = RNG.random(1000) > 0.5
+    b = RNG.random(shape_b) > 0.5
+    ka, kb = ms.Tensor(a), ms.Tensor(b)
+    for fn, ref in ((ops.logical_and, np.logical_and), (ops.logical_or, np.logical_or),
+                    (ops.logical_xor, np.logical_xor), (ops.equal, np.equal)):
+        got = fn(ka, kb)
+        assert got.dtype == ms.bool_
+        np.testing.assert_array_equal(got.asnumpy(), ref(a, b))
+    np.testing.assert_array_equal(ops.logical_not(ka).asnumpy(), ~a)
+    for dtype, np_dtype in ((ms.float32, np.float32), (ms.float16, np.float16),
+                            (ms.int32, np.int32), (ms.uint8, np.uint8)):
+        np.testing.assert_array_equal(ops.cast(ka, dtype).asnumpy(), a.astype(np_dtype))
+    x = RNG.standard_normal(1000).astype(np.float32)
+    x[::7] = 0.0
+    np.testing.assert_array_equal(ops.cast(ms.Tensor(x), ms.bool_).asnumpy(), x != 0)
+    np.testing.assert_array_equal((ms.Tensor(x) > 0.1).asnumpy(), x > 0.1)
+    strided = ms.Tensor(np.stack([a, ~a], 1))[:, 1]  # every other byte
+    np.testing.assert_array_equal(ops.logical_and(strided, ka).asnumpy(), ~a & a)
+
+
 def test_operators_on_bools():
     a = ms.Tensor(np.array([True, True, False]))
     b = ms.Tensor(np.array([True, False, False]))

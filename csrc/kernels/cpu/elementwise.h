@@ -75,13 +75,13 @@ template <typename In, typename R, typename Fn>
 void UnaryKernel(const Tensor& in, const Tensor& out, Fn fn) {
   ForEachElement<2>(out, {in}, [&](std::array<char*, 2> p, std::array<int64_t, 2> s, int64_t n) {
     if (s[0] == sizeof(R) && s[1] == sizeof(In)) {
-      auto* o = reinterpret_cast<R*>(p[0]);
-      auto* a = reinterpret_cast<const In*>(p[1]);
+      auto* o = reinterpret_cast<lane_t<R>*>(p[0]);
+      auto* a = reinterpret_cast<const lane_t<In>*>(p[1]);
       if constexpr (std::is_same_v<In, BFloat16> && std::is_same_v<R, BFloat16>) {
         Bf16UnaryRun(a, o, n, fn);
         return;
       }
-      for (int64_t i = 0; i < n; ++i) o[i] = Convert<R>(fn(static_cast<compute_t<In>>(a[i])));
+      for (int64_t i = 0; i < n; ++i) o[i] = LaneOf<R>(fn(LaneValue<In>(a[i])));
       return;
     }
     for (int64_t i = 0; i < n; ++i) Store<R>(p[0] + i * s[0], fn(Load<In>(p[1] + i * s[1])));
@@ -92,9 +92,9 @@ void UnaryKernel(const Tensor& in, const Tensor& out, Fn fn) {
 template <typename In, typename R, typename Fn>
 void BinaryKernel(const Tensor& a, const Tensor& b, const Tensor& out, Fn fn) {
   ForEachElement<3>(out, {a, b}, [&](std::array<char*, 3> p, std::array<int64_t, 3> s, int64_t n) {
-    auto* o = reinterpret_cast<R*>(p[0]);
-    auto* x = reinterpret_cast<const In*>(p[1]);
-    auto* y = reinterpret_cast<const In*>(p[2]);
+    auto* o = reinterpret_cast<lane_t<R>*>(p[0]);
+    auto* x = reinterpret_cast<const lane_t<In>*>(p[1]);
+    auto* y = reinterpret_cast<const lane_t<In>*>(p[2]);
     using C = compute_t<In>;
     if constexpr (std::is_same_v<In, BFloat16> && std::is_same_v<R, BFloat16>) {
       if (s[0] == sizeof(R) && s[1] == sizeof(In) && (s[2] == sizeof(In) || s[2] == 0)) {
@@ -105,17 +105,17 @@ void BinaryKernel(const Tensor& a, const Tensor& b, const Tensor& out, Fn fn) {
     if (s[0] == sizeof(R)) {
       if (s[1] == sizeof(In) && s[2] == sizeof(In)) {
         for (int64_t i = 0; i < n; ++i)
-          o[i] = Convert<R>(fn(static_cast<C>(x[i]), static_cast<C>(y[i])));
+          o[i] = LaneOf<R>(fn(LaneValue<In>(x[i]), LaneValue<In>(y[i])));
         return;
       }
       if (s[1] == sizeof(In) && s[2] == 0) {
-        const C yv = static_cast<C>(*y);
-        for (int64_t i = 0; i < n; ++i) o[i] = Convert<R>(fn(static_cast<C>(x[i]), yv));
+        const C yv = LaneValue<In>(*y);
+        for (int64_t i = 0; i < n; ++i) o[i] = LaneOf<R>(fn(LaneValue<In>(x[i]), yv));
         return;
       }
       if (s[1] == 0 && s[2] == sizeof(In)) {
-        const C xv = static_cast<C>(*x);
-        for (int64_t i = 0; i < n; ++i) o[i] = Convert<R>(fn(xv, static_cast<C>(y[i])));
+        const C xv = LaneValue<In>(*x);
+        for (int64_t i = 0; i < n; ++i) o[i] = LaneOf<R>(fn(xv, LaneValue<In>(y[i])));
         return;
       }
     }
@@ -128,13 +128,11 @@ void BinaryKernel(const Tensor& a, const Tensor& b, const Tensor& out, Fn fn) {
 // one value repeated along the run: an indexed loop the compiler vectorizes (the byte-strided
 // loop below ran where() 18x slower than a multiply over the same elements).
 template <bool kA, bool kB, bool kC, typename A, typename B, typename C, typename R, typename Fn>
-void TernaryRun(const A* a, const B* b, const C* c, R* out, int64_t n, Fn fn) {
-  using CA = compute_t<A>;
-  using CB = compute_t<B>;
-  using CC = compute_t<C>;
+void TernaryRun(const lane_t<A>* a, const lane_t<B>* b, const lane_t<C>* c, lane_t<R>* out,
+                int64_t n, Fn fn) {
   for (int64_t i = 0; i < n; ++i)
-    out[i] = Convert<R>(fn(static_cast<CA>(a[kA ? i : 0]), static_cast<CB>(b[kB ? i : 0]),
-                           static_cast<CC>(c[kC ? i : 0])));
+    out[i] = LaneOf<R>(
+        fn(LaneValue<A>(a[kA ? i : 0]), LaneValue<B>(b[kB ? i : 0]), LaneValue<C>(c[kC ? i : 0])));
 }
 
 // out = fn(a, b, c) with broadcasting; element types A, B, C may differ (where's bool mask).
@@ -142,19 +140,19 @@ template <typename A, typename B, typename C, typename R, typename Fn>
 void TernaryKernel(const Tensor& a, const Tensor& b, const Tensor& c, const Tensor& out, Fn fn) {
   ForEachElement<4>(
       out, {a, b, c}, [&](std::array<char*, 4> p, std::array<int64_t, 4> s, int64_t n) {
-        const auto* x = reinterpret_cast<const A*>(p[1]);
-        const auto* y = reinterpret_cast<const B*>(p[2]);
-        const auto* z = reinterpret_cast<const C*>(p[3]);
-        auto* o = reinterpret_cast<R*>(p[0]);
+        const auto* x = reinterpret_cast<const lane_t<A>*>(p[1]);
+        const auto* y = reinterpret_cast<const lane_t<B>*>(p[2]);
+        const auto* z = reinterpret_cast<const lane_t<C>*>(p[3]);
+        auto* o = reinterpret_cast<lane_t<R>*>(p[0]);
         const bool ax = s[1] == sizeof(A), by = s[2] == sizeof(B), cz = s[3] == sizeof(C);
         if (s[0] == sizeof(R) && (ax || s[1] == 0) && (by || s[2] == 0) && (cz || s[3] == 0)) {
-          if (ax && by && cz) return TernaryRun<true, true, true>(x, y, z, o, n, fn);
-          if (ax && by) return TernaryRun<true, true, false>(x, y, z, o, n, fn);
-          if (ax && cz) return TernaryRun<true, false, true>(x, y, z, o, n, fn);
-          if (by && cz) return TernaryRun<false, true, true>(x, y, z, o, n, fn);
-          if (ax) return TernaryRun<true, false, false>(x, y, z, o, n, fn);
-          if (by) return TernaryRun<false, true, false>(x, y, z, o, n, fn);
-          if (cz) return TernaryRun<false, false, true>(x, y, z, o, n, fn);
+          if (ax && by && cz) return TernaryRun<true, true, true, A, B, C, R>(x, y, z, o, n, fn);
+          if (ax && by) return TernaryRun<true, true, false, A, B, C, R>(x, y, z, o, n, fn);
+          if (ax && cz) return TernaryRun<true, false, true, A, B, C, R>(x, y, z, o, n, fn);
+          if (by && cz) return TernaryRun<false, true, true, A, B, C, R>(x, y, z, o, n, fn);
+          if (ax) return TernaryRun<true, false, false, A, B, C, R>(x, y, z, o, n, fn);
+          if (by) return TernaryRun<false, true, false, A, B, C, R>(x, y, z, o, n, fn);
+          if (cz) return TernaryRun<false, false, true, A, B, C, R>(x, y, z, o, n, fn);
         }
         for (int64_t i = 0; i < n; ++i)
           Store<R>(p[0] + i * s[0], fn(Load<A>(p[1] + i * s[1]), Load<B>(p[2] + i * s[2]),
