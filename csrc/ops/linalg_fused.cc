@@ -8,6 +8,7 @@
 
 #include "core/contention.h"
 #include "core/error.h"
+#include "kernels/cpu/activation_math.h"
 #include "kernels/cpu/derived_cache.h"
 #include "kernels/cpu/gelu.h"
 #include "kernels/cpu/panel_gemm.h"
@@ -114,13 +115,13 @@ float ApplyActivation(Activation act, float x) {
     case Activation::Relu:
       return x < 0.f ? 0.f : x;  // NaN passes through, as the Relu op
     case Activation::GeluTanh:
-      return 0.5f * x * (1.f + std::tanh(0.7978845608028654f * (x + 0.044715f * x * x * x)));
+      return 0.5f * x * (1.f + cpu::TanhF(0.7978845608028654f * (x + 0.044715f * x * x * x)));
     case Activation::GeluErf:
       return 0.5f * x * (1.f + std::erf(x * 0.7071067811865476f));
     case Activation::Sigmoid:
       return 1.f / (1.f + std::exp(-x));
     case Activation::Tanh:
-      return std::tanh(x);
+      return cpu::TanhF(x);
   }
   return x;
 }
