@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "core/parallel.h"
+#include "kernels/cpu/activation_math.h"
 #include "kernels/cpu/elementwise.h"
 #include "ops/grad.h"
 #include "ops/registry.h"
@@ -86,12 +87,21 @@ KILN_MATH_FN(AcoshFn, std::acosh(a))
 KILN_MATH_FN(AtanhFn, std::atanh(a))
 KILN_MATH_FN(ErfFn, std::erf(a))
 KILN_MATH_FN(ErfcFn, std::erfc(a))
-KILN_MATH_FN(Expm1Fn, std::expm1(a))
 KILN_MATH_FN(Log1pFn, std::log1p(a))
 KILN_MATH_FN(LgammaFn, std::lgamma(a))
 KILN_MATH_FN(DigammaFn, DigammaD(static_cast<double>(a)))
 KILN_MATH_FN(ErfinvFn, ErfinvD(static_cast<double>(a)))
 #undef KILN_MATH_FN
+// expm1 in float through cpu::ExpM1F (activation_math.h): it vectorizes; libm's does not.
+struct Expm1Fn {
+  template <typename C>
+  C operator()(C a) const {
+    if constexpr (std::is_same_v<C, float>)
+      return cpu::ExpM1F(a);
+    else
+      return static_cast<C>(std::expm1(a));
+  }
+};
 
 // ceil and trunc leave integer tensors as they are.
 struct CeilFn {

@@ -1,4 +1,4 @@
-// test_activation_math.cc - the vectorizable float tanh and sigmoid against double libm.
+// test_activation_math.cc - the vectorizable float tanh, sigmoid and expm1 against double libm.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -58,6 +58,27 @@ TEST(ActivationMath, SigmoidWithinFourUlpAndSaturates) {
   EXPECT_EQ(cpu::SigmoidF(-inf), 0.0f);
   EXPECT_EQ(cpu::SigmoidF(-200.0f), 0.0f);
   EXPECT_TRUE(std::isnan(cpu::SigmoidF(std::numeric_limits<float>::quiet_NaN())));
+}
+
+TEST(ActivationMath, Expm1WithinSixUlpKeepsTinyValuesAndSaturates) {
+  double worst = 0, worst_at = 0;
+  for (double v = -20.0; v <= 20.0; v += 1e-5) {
+    const float x = static_cast<float>(v);
+    const double error = UlpError(cpu::ExpM1F(x), std::expm1(static_cast<double>(x)));
+    if (error > worst) worst = error, worst_at = x;
+  }
+  EXPECT_LE(worst, 6.0) << "at x = " << worst_at;
+  for (float x = 1e-30f; x < 1.0f; x *= 1.37f) {  // relative accuracy near zero, both signs
+    EXPECT_LE(UlpError(cpu::ExpM1F(x), std::expm1(static_cast<double>(x))), 6.0) << x;
+    EXPECT_LE(UlpError(cpu::ExpM1F(-x), std::expm1(-static_cast<double>(x))), 6.0) << -x;
+  }
+  const float inf = std::numeric_limits<float>::infinity();
+  EXPECT_EQ(cpu::ExpM1F(0.0f), 0.0f);
+  EXPECT_TRUE(std::signbit(cpu::ExpM1F(-0.0f)));
+  EXPECT_EQ(cpu::ExpM1F(-100.0f), -1.0f);
+  EXPECT_EQ(cpu::ExpM1F(-inf), -1.0f);
+  EXPECT_EQ(cpu::ExpM1F(100.0f), inf);
+  EXPECT_TRUE(std::isnan(cpu::ExpM1F(std::numeric_limits<float>::quiet_NaN())));
 }
 
 TEST(ActivationMath, DoubleVersionsAreTheLibrarys) {

@@ -45,19 +45,8 @@ def log1p(input):  # noqa: A002
 
 
 def expm1(input):  # noqa: A002
-    """exp(x) - 1, accurate for small x: (u - 1) * x / log(u) with u = exp(x) (Kahan's form)
-    for |x| <= 1; beyond that exp(x) - 1 has no cancellation."""
-    x = _float_input("expm1", input)
-    # The small-x branch is computed on x clamped to [-1, 1] so that neither branch's value
-    # nor gradient overflows (or divides by log 0) where where() discards it.
-    xs = call("clamp", (x,), (-1.0, 1.0))
-    u = call("exp", (xs,))
-    tiny = call("equal", (u, 1.0))
-    denom = call("where", (tiny, 1.0, call("log", (u,))))
-    corrected = call("div", (call("mul", (call("sub", (u, 1.0)), xs)), denom))
-    small = call("where", (tiny, xs, corrected))
-    large = call("sub", (call("exp", (x,)), 1.0))
-    return call("where", (call("greater", (call("abs", (x,)), 1.0)), large, small))
+    """exp(x) - 1, accurate for small x (the expm1 op: a series near 0, exp(x) - 1 beyond)."""
+    return call("expm1", (_float_input("expm1", input),))
 
 
 def leaky_relu(input, alpha=0.2):  # noqa: A002
