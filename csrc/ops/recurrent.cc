@@ -97,6 +97,8 @@ std::vector<int64_t> RowSteps(const std::vector<Tensor>& inputs, size_t at, int6
   std::vector<int64_t> row_steps(batch, steps);
   if (inputs.size() <= at || !inputs[at].defined()) return row_steps;
   const Tensor lengths = inputs[at].To(DType::Int64).Contiguous();
+  KILN_CHECK(lengths.numel() == batch, Value, "recurrent layer: lengths has ", lengths.numel(),
+             " values for a batch of ", batch);
   const int64_t* given = lengths.data<int64_t>();
   for (int64_t r = 0; r < batch; ++r) row_steps[r] = std::clamp<int64_t>(given[r], 0, steps);
   return row_steps;
@@ -255,7 +257,6 @@ void LstmBackward(KernelContext& ctx) {
   const std::vector<int64_t> row_steps = recurrent::RowSteps(in, kGradLengths, n, steps);
   Tensor d_gates = Tensor::Empty({steps, n, 4 * h}, x.dtype());
   Tensor dh = in[9].Contiguous().Clone(), dc = in[10].Contiguous().Clone();
-  Tensor carry = Tensor::Empty({n, h}, x.dtype());
   const Tensor c_first = c0.Contiguous();
   for (int64_t t = steps - 1; t >= 0; --t) {
     const T* g_in = gates.data<T>() + t * n * 4 * h;
@@ -266,15 +267,15 @@ void LstmBackward(KernelContext& ctx) {
     T* dh_p = dh.data<T>();
     T* dc_p = dc.data<T>();
     for (int64_t r = 0; r < n; ++r) {
-      if (t < row_steps[r])
+      if (t < row_steps[r]) {
         LstmRowBackward(h, g_in + r * 4 * h, c_now + r * h, c_before + r * h, dy_t + r * h,
                         dh_p + r * h, dc_p + r * h, dg + r * 4 * h);
-      else  // frozen: no gate gradient; dc passes unchanged, dh below
-        std::fill(dg + r * 4 * h, dg + (r + 1) * 4 * h, T(0));
+        std::fill(dh_p + r * h, dh_p + (r + 1) * h, T(0));  // h reaches the past via the gates
+      } else {
+        recurrent::Frozen(h, dy_t + r * h, dh_p + r * h, dg + r * 4 * h, 4 * h);
+      }
     }
-    recurrent::SaveCarried(row_steps, t, h, dy_t, dh_p, carry.data<T>());
-    dh = Product(d_gates.Select(0, t), w_hh, false, false).Contiguous();
-    recurrent::RestoreCarried(row_steps, t, h, carry.data<T>(), dh.data<T>());
+    recurrent::AddProduct<T>(d_gates.Select(0, t), w_hh, dh);
   }
   cpu::CopyInto(dh, ctx.outputs[1]);
   cpu::CopyInto(dc, ctx.outputs[2]);

@@ -146,14 +146,10 @@ void GruBackward(KernelContext& ctx) {
                        di + r * 3 * h, dhid + r * 3 * h);
         continue;
       }
-      // Frozen: no gate gradients (so the product below adds nothing to this row); dh carries.
       std::fill(di + r * 3 * h, di + (r + 1) * 3 * h, T(0));
-      std::fill(dhid + r * 3 * h, dhid + (r + 1) * 3 * h, T(0));
-      for (int64_t j = 0; j < h; ++j) dh_p[r * h + j] += dy_t[r * h + j];
+      Frozen(h, dy_t + r * h, dh_p + r * h, dhid + r * 3 * h, 3 * h);
     }
-    const Tensor through_gates = Product(d_hid.Select(0, t), w_hh, false, false).Contiguous();
-    const T* tg = through_gates.data<T>();
-    for (int64_t s = 0; s < n * h; ++s) dh_p[s] += tg[s];
+    AddProduct<T>(d_hid.Select(0, t), w_hh, dh);
   }
   cpu::CopyInto(dh, ctx.outputs[1]);
   const Tensor flat_in = d_in.Reshape({rows, 3 * h}), flat_hid = d_hid.Reshape({rows, 3 * h});
@@ -257,21 +253,22 @@ void RnnBackward(KernelContext& ctx) {
   const int64_t steps = x.shape()[0], n = x.shape()[1], h = h0.shape()[1], rows = steps * n;
   Tensor d_pre = Tensor::Empty({steps, n, h}, x.dtype());
   Tensor dh = in[6].Contiguous().Clone();
-  Tensor carry = Tensor::Empty({n, h}, x.dtype());
   const std::vector<int64_t> row_steps = RowSteps(in, kRnnGradLengths, n, steps);
   for (int64_t t = steps - 1; t >= 0; --t) {
     const T *out = y.data<T>() + t * n * h, *dy_t = dy.data<T>() + t * n * h;
-    const T* dh_p = dh.data<T>();
+    T* dh_p = dh.data<T>();
     T* dp = d_pre.data<T>() + t * n * h;
     for (int64_t s = 0; s < n * h; ++s) {
       const T grad = dy_t[s] + dh_p[s];
       dp[s] = relu ? (out[s] > T(0) ? grad : T(0)) : grad * (T(1) - out[s] * out[s]);
     }
-    for (int64_t r = 0; r < n; ++r)  // frozen rows: no pre-activation gradient; dh carries
-      if (t >= row_steps[r]) std::fill(dp + r * h, dp + (r + 1) * h, T(0));
-    SaveCarried(row_steps, t, h, dy_t, dh_p, carry.data<T>());
-    dh = Product(d_pre.Select(0, t), w_hh, false, false).Contiguous();
-    RestoreCarried(row_steps, t, h, carry.data<T>(), dh.data<T>());
+    for (int64_t r = 0; r < n; ++r) {
+      if (t < row_steps[r])
+        std::fill(dh_p + r * h, dh_p + (r + 1) * h, T(0));  // h reaches the past via the gates
+      else
+        Frozen(h, dy_t + r * h, dh_p + r * h, dp + r * h, h);
+    }
+    AddProduct<T>(d_pre.Select(0, t), w_hh, dh);
   }
   cpu::CopyInto(dh, ctx.outputs[1]);
   const Tensor flat = d_pre.Reshape({rows, h});

@@ -2,6 +2,7 @@
 // checks and the LSTM) and recurrent_gru.cc (GRU and the plain tanh/relu RNN).
 #pragma once
 
+#include <algorithm>
 #include <vector>
 
 #include "core/error.h"
@@ -40,22 +41,21 @@ Tensor PreviousStates(const Tensor& h0, const Tensor& y);
 // The sum of a (rows, k) tensor's rows, written into out (k).
 void SumRows(const Tensor& rows, const Tensor& out);
 
-// The rows past their length carry the incoming gradient dy + dh straight to the step before:
-// `carry` (N, H) gets it for those rows before the step's product, and RestoreCarried writes it
-// over the product's (zero) rows after.
+// The backward's dh after a step: each row holds its direct path to the step before (GRU's
+// z * grad; none for the LSTM and the RNN), a row past its length the whole incoming dy + dh
+// (Frozen, which also zeroes its gate gradients), and AddProduct adds the path through the
+// gates, d_gates (N, G*H) x w_hh (G*H, H).
 template <typename T>
-void SaveCarried(const std::vector<int64_t>& row_steps, int64_t t, int64_t h, const T* dy,
-                 const T* dh, T* carry) {
-  for (size_t r = 0; r < row_steps.size(); ++r)
-    if (t >= row_steps[r])
-      for (int64_t j = 0; j < h; ++j) carry[r * h + j] = dy[r * h + j] + dh[r * h + j];
+void Frozen(int64_t h, const T* dy, T* dh, T* d_gates, int64_t width) {
+  for (int64_t j = 0; j < h; ++j) dh[j] += dy[j];
+  std::fill(d_gates, d_gates + width, T(0));
 }
 template <typename T>
-void RestoreCarried(const std::vector<int64_t>& row_steps, int64_t t, int64_t h, const T* carry,
-                    T* dh) {
-  for (size_t r = 0; r < row_steps.size(); ++r)
-    if (t >= row_steps[r])
-      for (int64_t j = 0; j < h; ++j) dh[r * h + j] = carry[r * h + j];
+void AddProduct(const Tensor& d_gates, const Tensor& w_hh, const Tensor& dh) {
+  const Tensor through_gates = Product(d_gates, w_hh, false, false).Contiguous();
+  const T* add = through_gates.data<T>();
+  T* out = dh.data<T>();
+  for (int64_t s = 0; s < dh.numel(); ++s) out[s] += add[s];
 }
 
 // The optional lengths input (node input `at`) for a layer's gradient op; none when omitted.

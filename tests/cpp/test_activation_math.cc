@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <limits>
+#include <utility>
 
 #include "kernels/cpu/activation_math.h"
 
@@ -16,14 +17,23 @@ double UlpError(float got, double want) {
   return std::fabs(static_cast<double>(got) - want) / spacing;
 }
 
-TEST(ActivationMath, TanhWithinFourUlpAcrossTheRange) {
-  double worst = 0, worst_at = 0;
-  for (double v = -12.0; v <= 12.0; v += 1e-5) {
+// The largest UlpError of f against the double reference over [lo, hi] in steps of `step`,
+// with the x where it occurs.
+template <typename F, typename Ref>
+std::pair<double, float> WorstUlp(F f, Ref ref, double lo, double hi, double step) {
+  std::pair<double, float> worst{0.0, 0.0f};
+  for (double v = lo; v <= hi; v += step) {
     const float x = static_cast<float>(v);
-    const double error = UlpError(cpu::TanhF(x), std::tanh(static_cast<double>(x)));
-    if (error > worst) worst = error, worst_at = x;
+    const double error = UlpError(f(x), ref(static_cast<double>(x)));
+    if (error > worst.first) worst = {error, x};
   }
-  EXPECT_LE(worst, 4.0) << "at x = " << worst_at;
+  return worst;
+}
+
+TEST(ActivationMath, TanhWithinFourUlpAcrossTheRange) {
+  const auto [worst, at] =
+      WorstUlp(cpu::TanhF, [](double x) { return std::tanh(x); }, -12.0, 12.0, 1e-5);
+  EXPECT_LE(worst, 4.0) << "at x = " << at;
 }
 
 TEST(ActivationMath, TanhNearZeroKeepsRelativeAccuracy) {
@@ -45,14 +55,9 @@ TEST(ActivationMath, TanhSaturatesAndKeepsNaN) {
 }
 
 TEST(ActivationMath, SigmoidWithinFourUlpAndSaturates) {
-  double worst = 0, worst_at = 0;
-  for (double v = -80.0; v <= 30.0; v += 1e-4) {
-    const float x = static_cast<float>(v);
-    const double want = 1.0 / (1.0 + std::exp(-static_cast<double>(x)));
-    const double error = UlpError(cpu::SigmoidF(x), want);
-    if (error > worst) worst = error, worst_at = x;
-  }
-  EXPECT_LE(worst, 4.0) << "at x = " << worst_at;
+  const auto [worst, at] = WorstUlp(
+      cpu::SigmoidF, [](double x) { return 1.0 / (1.0 + std::exp(-x)); }, -80.0, 30.0, 1e-4);
+  EXPECT_LE(worst, 4.0) << "at x = " << at;
   const float inf = std::numeric_limits<float>::infinity();
   EXPECT_EQ(cpu::SigmoidF(inf), 1.0f);
   EXPECT_EQ(cpu::SigmoidF(-inf), 0.0f);
@@ -61,13 +66,9 @@ TEST(ActivationMath, SigmoidWithinFourUlpAndSaturates) {
 }
 
 TEST(ActivationMath, Expm1WithinSixUlpKeepsTinyValuesAndSaturates) {
-  double worst = 0, worst_at = 0;
-  for (double v = -20.0; v <= 20.0; v += 1e-5) {
-    const float x = static_cast<float>(v);
-    const double error = UlpError(cpu::ExpM1F(x), std::expm1(static_cast<double>(x)));
-    if (error > worst) worst = error, worst_at = x;
-  }
-  EXPECT_LE(worst, 6.0) << "at x = " << worst_at;
+  const auto [worst, at] =
+      WorstUlp(cpu::ExpM1F, [](double x) { return std::expm1(x); }, -20.0, 20.0, 1e-5);
+  EXPECT_LE(worst, 6.0) << "at x = " << at;
   for (float x = 1e-30f; x < 1.0f; x *= 1.37f) {  // relative accuracy near zero, both signs
     EXPECT_LE(UlpError(cpu::ExpM1F(x), std::expm1(static_cast<double>(x))), 6.0) << x;
     EXPECT_LE(UlpError(cpu::ExpM1F(-x), std::expm1(-static_cast<double>(x))), 6.0) << -x;

@@ -62,5 +62,7 @@ inline float Sigmoid(float x) { return SigmoidF(x); }
 inline double Sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
 inline float Tanh(float x) { return TanhF(x); }
 inline double Tanh(double x) { return std::tanh(x); }
+inline float Expm1(float x) { return ExpM1F(x); }
+inline double Expm1(double x) { return std::expm1(x); }
 
 }  // namespace kiln::cpu
