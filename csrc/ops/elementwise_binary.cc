@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "kernels/cpu/elementwise.h"
+#include "kernels/cpu/vector_libm.h"
 #include "ops/grad.h"
 #include "ops/registry.h"
 
@@ -92,7 +93,7 @@ struct PowFn {
   template <typename C>
   C operator()(C a, C b) const {
     if constexpr (kIsFloat<C>) {
-      return std::pow(a, b);
+      return cpu::VecPow(a, b);  // vector_libm.h: the loop vectorizes
     } else {
       if constexpr (std::is_signed_v<C>) {
         if (b < 0) return a == 1 ? 1 : (a == -1 ? (b % 2 ? -1 : 1) : 0);

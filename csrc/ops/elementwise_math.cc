@@ -10,6 +10,7 @@
 #include "core/parallel.h"
 #include "kernels/cpu/activation_math.h"
 #include "kernels/cpu/elementwise.h"
+#include "kernels/cpu/vector_libm.h"
 #include "ops/grad.h"
 #include "ops/registry.h"
 #include "ops/special_internal.h"
@@ -76,18 +77,18 @@ double ErfinvD(double y) {
       return static_cast<C>(expr); \
     }                              \
   };
-KILN_MATH_FN(TanFn, std::tan(a))
-KILN_MATH_FN(AsinFn, std::asin(a))
-KILN_MATH_FN(AcosFn, std::acos(a))
-KILN_MATH_FN(AtanFn, std::atan(a))
-KILN_MATH_FN(SinhFn, std::sinh(a))
-KILN_MATH_FN(CoshFn, std::cosh(a))
-KILN_MATH_FN(AsinhFn, std::asinh(a))
-KILN_MATH_FN(AcoshFn, std::acosh(a))
-KILN_MATH_FN(AtanhFn, std::atanh(a))
-KILN_MATH_FN(ErfFn, std::erf(a))
-KILN_MATH_FN(ErfcFn, std::erfc(a))
-KILN_MATH_FN(Log1pFn, std::log1p(a))
+KILN_MATH_FN(TanFn, cpu::VecTan(a))
+KILN_MATH_FN(AsinFn, cpu::VecAsin(a))
+KILN_MATH_FN(AcosFn, cpu::VecAcos(a))
+KILN_MATH_FN(AtanFn, cpu::VecAtan(a))
+KILN_MATH_FN(SinhFn, cpu::VecSinh(a))
+KILN_MATH_FN(CoshFn, cpu::VecCosh(a))
+KILN_MATH_FN(AsinhFn, cpu::VecAsinh(a))
+KILN_MATH_FN(AcoshFn, cpu::VecAcosh(a))
+KILN_MATH_FN(AtanhFn, cpu::VecAtanh(a))
+KILN_MATH_FN(ErfFn, cpu::VecErf(a))
+KILN_MATH_FN(ErfcFn, cpu::VecErfc(a))
+KILN_MATH_FN(Log1pFn, cpu::VecLog1p(a))
 KILN_MATH_FN(LgammaFn, std::lgamma(a))
 KILN_MATH_FN(DigammaFn, DigammaD(static_cast<double>(a)))
 KILN_MATH_FN(ErfinvFn, ErfinvD(static_cast<double>(a)))

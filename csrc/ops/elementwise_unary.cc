@@ -9,6 +9,7 @@
 #include "kernels/cpu/elementwise.h"
 #include "kernels/cpu/gelu.h"
 #include "kernels/cpu/normalization.h"
+#include "kernels/cpu/vector_libm.h"
 #include "ops/grad.h"
 #include "ops/registry.h"
 
@@ -37,13 +38,14 @@ struct AbsFn {
   }
 };
 // exp in float (float32 and the 16-bit floats) uses cpu::ExpF: branch-free, so the loop
-// vectorizes (about 10x std::exp), within 2 ulp; results below FLT_MIN flush to zero.
+// vectorizes (about 10x std::exp), within 2 ulp; results below FLT_MIN flush to zero. double's
+// goes through glibc's vector exp (vector_libm.h).
 template <typename C>
 C FastExp(C a) {
   if constexpr (std::is_same_v<C, float>)
     return cpu::ExpF(a);
   else
-    return std::exp(a);
+    return cpu::VecExp(a);
 }
 struct ExpFn {
   template <typename C>
@@ -54,7 +56,7 @@ struct ExpFn {
 struct LogFn {
   template <typename C>
   C operator()(C a) const {
-    return std::log(a);
+    return cpu::VecLog(a);  // vector_libm.h: the loop vectorizes
   }
 };
 struct SqrtFn {
@@ -72,13 +74,13 @@ struct RsqrtFn {
 struct SinFn {
   template <typename C>
   C operator()(C a) const {
-    return std::sin(a);
+    return cpu::VecSin(a);  // vector_libm.h: the loop vectorizes
   }
 };
 struct CosFn {
   template <typename C>
   C operator()(C a) const {
-    return std::cos(a);
+    return cpu::VecCos(a);  // vector_libm.h: the loop vectorizes
   }
 };
 // tanh through cpu::Tanh (activation_math.h): float's vectorizes and stays within 4 ulp;

@@ -11,6 +11,7 @@
 #include <cmath>
 
 #include "kernels/cpu/normalization.h"
+#include "kernels/cpu/vector_libm.h"
 
 namespace kiln::cpu {
 
@@ -57,12 +58,12 @@ inline float ExpM1F(float x) {
   return std::fabs(x) < kExpm1Small ? small : large;
 }
 
-// The compute type's version: the fast one for float, the library's for double.
+// The compute type's version: the fast one for float, glibc's vector one for double.
 inline float Sigmoid(float x) { return SigmoidF(x); }
 inline double Sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
 inline float Tanh(float x) { return TanhF(x); }
-inline double Tanh(double x) { return std::tanh(x); }
+inline double Tanh(double x) { return VecTanh(x); }
 inline float Expm1(float x) { return ExpM1F(x); }
-inline double Expm1(double x) { return std::expm1(x); }
+inline double Expm1(double x) { return VecExpm1(x); }
 
 }  // namespace kiln::cpu

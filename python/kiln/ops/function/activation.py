@@ -33,15 +33,8 @@ def _real(op, name, value):
 
 
 def log1p(input):  # noqa: A002
-    """log(1 + x), accurate for small x: log(w) * x / (w - 1) with w = 1 + x rounded (Goldberg's
-    correction), x itself where w rounds to 1."""
-    x = _float_input("log1p", input)
-    w = call("add", (x, 1.0))
-    tiny = call("equal", (w, 1.0))
-    # The denominator of the masked branch is made 1 so that its gradient stays finite.
-    denom = call("where", (tiny, 1.0, call("sub", (w, 1.0))))
-    corrected = call("div", (call("mul", (call("log", (w,)), x)), denom))
-    return call("where", (tiny, x, corrected))
+    """log(1 + x), accurate for small x (the log1p op: glibc's vector log1p for floats)."""
+    return call("log1p", (_float_input("log1p", input),))
 
 
 def expm1(input):  # noqa: A002
