@@ -12,6 +12,7 @@
 #include "kernels/cpu/derived_cache.h"
 #include "kernels/cpu/gelu.h"
 #include "kernels/cpu/panel_gemm.h"
+#include "kernels/cpu/vector_libm.h"
 #include "ops/linalg_internal.h"
 
 namespace kiln::linalg {
@@ -108,22 +109,40 @@ void UnfusedActivation(Activation act, const Tensor& out) {
   }
 }
 
-float ApplyActivation(Activation act, float x) {
+template <Activation kAct>
+float Activate(float x) {
+  if constexpr (kAct == Activation::Relu) return x < 0.f ? 0.f : x;  // NaN passes, as Relu's
+  if constexpr (kAct == Activation::GeluTanh)
+    return 0.5f * x * (1.f + cpu::TanhF(0.7978845608028654f * (x + 0.044715f * x * x * x)));
+  if constexpr (kAct == Activation::GeluErf)
+    return 0.5f * x * (1.f + cpu::VecErf(x * 0.7071067811865476f));
+  if constexpr (kAct == Activation::Sigmoid) return cpu::SigmoidF(x);  // as the sigmoid op
+  if constexpr (kAct == Activation::Tanh) return cpu::TanhF(x);
+  return x;
+}
+
+// One loop per activation, so that each vectorizes (a switch per element kept erf and exp scalar
+// library calls).
+template <Activation kAct>
+void ActivateRow(float* row, int64_t n) {
+  for (int64_t j = 0; j < n; ++j) row[j] = Activate<kAct>(row[j]);
+}
+
+void ApplyActivation(Activation act, float* row, int64_t n) {
   switch (act) {
     case Activation::None:
-      return x;
+      return;
     case Activation::Relu:
-      return x < 0.f ? 0.f : x;  // NaN passes through, as the Relu op
+      return ActivateRow<Activation::Relu>(row, n);
     case Activation::GeluTanh:
-      return 0.5f * x * (1.f + cpu::TanhF(0.7978845608028654f * (x + 0.044715f * x * x * x)));
+      return ActivateRow<Activation::GeluTanh>(row, n);
     case Activation::GeluErf:
-      return 0.5f * x * (1.f + std::erf(x * 0.7071067811865476f));
+      return ActivateRow<Activation::GeluErf>(row, n);
     case Activation::Sigmoid:
-      return 1.f / (1.f + std::exp(-x));
+      return ActivateRow<Activation::Sigmoid>(row, n);
     case Activation::Tanh:
-      return cpu::TanhF(x);
+      return ActivateRow<Activation::Tanh>(row, n);
   }
-  return x;
 }
 
 // c = act(c + bias) + r over contiguous float32 rows of length n; bias and r may be undefined.
@@ -136,8 +155,7 @@ void ApplyEpilogue(const Tensor& c, const Tensor& bias, Activation act, const Te
     float* row = pc + i * n;
     if (pb)
       for (int64_t j = 0; j < n; ++j) row[j] += pb[j];
-    if (act != Activation::None)
-      for (int64_t j = 0; j < n; ++j) row[j] = ApplyActivation(act, row[j]);
+    ApplyActivation(act, row, n);
     if (pr)
       for (int64_t j = 0; j < n; ++j) row[j] += pr[i * n + j];
   }
