@@ -125,6 +125,17 @@ GradVar LengthsOf(GradBuilder& g, int at) {
   return g.meta(lengths).present ? lengths : GradVar{};
 }
 
+std::vector<GradVar> LayerGrad(GradBuilder& g, OpKind grad_op, const LayerGradInputs& from) {
+  std::vector<GradVar> args;
+  for (int i = 0; i < from.inputs; ++i) args.push_back(g.input(i));
+  for (int i : from.saved_outputs) args.push_back(g.output(i));
+  for (int i = 0; i < from.out_grads; ++i) args.push_back(g.out_grad(i));
+  args.push_back(LengthsOf(g, from.lengths_at));
+  std::vector<GradVar> grads = g.Emit(grad_op, args, g.attrs());
+  grads.resize(from.lengths_at + 1);  // the lengths get none
+  return grads;
+}
+
 }  // namespace recurrent
 
 namespace {
@@ -294,14 +305,8 @@ void LstmGradKernel(KernelContext& ctx) {
 }
 
 std::vector<GradVar> LstmGrad(GradBuilder& g) {
-  std::vector<GradVar> args;
-  for (int i = 0; i < 5; ++i) args.push_back(g.input(i));
-  for (int i : {0, 3, 4}) args.push_back(g.output(i));  // y, gates, cells
-  for (int i : {0, 1, 2}) args.push_back(g.out_grad(i));
-  args.push_back(recurrent::LengthsOf(g, kLengths));
-  std::vector<GradVar> grads = g.Emit(OpKind::LstmSequenceGrad, args);
-  grads.resize(kLengths + 1);  // lengths: none
-  return grads;
+  // x, h0, c0, w_ih, w_hh; y, gates, cells; dy, dh_last, dc_last.
+  return recurrent::LayerGrad(g, OpKind::LstmSequenceGrad, {5, {0, 3, 4}, 3, kLengths});
 }
 
 }  // namespace

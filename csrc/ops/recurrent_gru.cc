@@ -168,14 +168,8 @@ void GruGradKernel(KernelContext& ctx) {
 }
 
 std::vector<GradVar> GruGrad(GradBuilder& g) {
-  std::vector<GradVar> args;
-  for (int i = 0; i < 4; ++i) args.push_back(g.input(i));
-  for (int i : {0, 2}) args.push_back(g.output(i));  // y, saved
-  for (int i : {0, 1}) args.push_back(g.out_grad(i));
-  args.push_back(LengthsOf(g, kGruLengths));
-  std::vector<GradVar> grads = g.Emit(OpKind::GruSequenceGrad, args);
-  grads.resize(kGruLengths + 1);  // lengths: none
-  return grads;
+  // x, h0, w_ih, w_hh; y, saved; dy, dh_last.
+  return LayerGrad(g, OpKind::GruSequenceGrad, {4, {0, 2}, 2, kGruLengths});
 }
 
 // ---- the plain RNN: h' = tanh or relu(x W_ih^T + h W_hh^T + bias)
@@ -286,14 +280,8 @@ void RnnGradKernel(KernelContext& ctx) {
 }
 
 std::vector<GradVar> RnnGrad(GradBuilder& g) {
-  std::vector<GradVar> args;
-  for (int i = 0; i < 4; ++i) args.push_back(g.input(i));
-  args.push_back(g.output(0));
-  for (int i : {0, 1}) args.push_back(g.out_grad(i));
-  args.push_back(LengthsOf(g, kRnnLengths));
-  std::vector<GradVar> grads = g.Emit(OpKind::RnnSequenceGrad, args, g.attrs());
-  grads.resize(kRnnLengths + 1);  // lengths: none
-  return grads;
+  // x, h0, w_ih, w_hh; y; dy, dh_last.
+  return LayerGrad(g, OpKind::RnnSequenceGrad, {4, {0}, 2, kRnnLengths});
 }
 
 }  // namespace

@@ -61,6 +61,18 @@ void AddProduct(const Tensor& d_gates, const Tensor& w_hh, const Tensor& dh) {
 // The optional lengths input (node input `at`) for a layer's gradient op; none when omitted.
 GradVar LengthsOf(GradBuilder& g, int at);
 
+// What a layer's gradient op takes: the layer's first `inputs` inputs, the saved outputs listed,
+// the first `out_grads` incoming gradients, then the lengths (the layer's input `lengths_at`).
+struct LayerGradInputs {
+  int inputs;
+  std::vector<int> saved_outputs;
+  int out_grads;
+  int lengths_at;
+};
+// A layer's gradient rule: one node of its gradient op (the layer's attributes passed on), whose
+// outputs are the gradients of the layer's inputs before the lengths.
+std::vector<GradVar> LayerGrad(GradBuilder& g, OpKind grad_op, const LayerGradInputs& from);
+
 inline constexpr char kLstmGrad[] = "lstm_sequence_grad", kGruGrad[] = "gru_sequence_grad",
                       kRnnGrad[] = "rnn_sequence_grad";
 
