@@ -1,6 +1,7 @@
 // elementwise_binary.cc - arithmetic, comparison, logical and bitwise ops on two broadcast tensors.
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <type_traits>
 
 #include "core/error.h"
@@ -190,6 +191,77 @@ void BinaryOpKernel(KernelContext& ctx) {
   });
 }
 
+// ---- pow by one exponent with an exact cheaper form, as NumPy's power takes for arrays: x * x
+// for 2, 1 / x for -1 and sqrt(x) for 0.5 are each one correctly rounded operation, as pow's
+// result is, so they agree with it. x ** 2 over 2^20 floats took 6.8 ms through pow, 28x a
+// multiply.
+struct SquareFn {
+  template <typename C>
+  C operator()(C a) const {
+    return a * a;
+  }
+};
+struct ReciprocalFn {
+  template <typename C>
+  C operator()(C a) const {
+    return C(1) / a;
+  }
+};
+// sqrt but for pow's two differences: pow(-0, 0.5) is +0 (-0 + 0 is +0), pow(-inf, 0.5) is +inf.
+struct SqrtPowFn {
+  template <typename C>
+  C operator()(C a) const {
+    const C inf = std::numeric_limits<C>::infinity();
+    return a == -inf ? inf : std::sqrt(a) + C(0);
+  }
+};
+struct IdentityFn {
+  template <typename C>
+  C operator()(C a) const {
+    return a;
+  }
+};
+struct OneFn {  // pow(x, 0) is 1 for every x, NaN included
+  template <typename C>
+  C operator()(C) const {
+    return C(1);
+  }
+};
+
+// True when it wrote a ** b: a floating a, b one value with a cheaper form, out a's shape.
+template <typename T>
+bool PowByScalar(const Tensor& a, const Tensor& b, const Tensor& out) {
+  using C = compute_t<T>;
+  if constexpr (!std::is_floating_point_v<C>) {
+    return false;
+  } else {
+    if (b.numel() != 1 || a.shape() != out.shape()) return false;
+    const C e = static_cast<C>(*b.Contiguous().data<T>());
+    if (e == C(2)) {
+      cpu::UnaryKernel<T, T>(a, out, SquareFn{});
+    } else if (e == C(-1)) {
+      cpu::UnaryKernel<T, T>(a, out, ReciprocalFn{});
+    } else if (e == C(0.5)) {
+      cpu::UnaryKernel<T, T>(a, out, SqrtPowFn{});
+    } else if (e == C(1)) {
+      cpu::UnaryKernel<T, T>(a, out, IdentityFn{});
+    } else if (e == C(0)) {
+      cpu::UnaryKernel<T, T>(a, out, OneFn{});
+    } else {
+      return false;
+    }
+    return true;
+  }
+}
+
+void PowKernel(KernelContext& ctx) {
+  const Tensor &a = ctx.inputs[0], &b = ctx.inputs[1], &out = ctx.outputs[0];
+  DispatchDType(a.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    if (!PowByScalar<T>(a, b, out)) cpu::BinaryKernel<T, T>(a, b, out, PowFn{});
+  });
+}
+
 // ---- Bitwise functors: integer (and bool) operands only, which inference guarantees; the float
 // instantiations the dtype dispatch makes are never run.
 template <typename Op>
@@ -357,7 +429,7 @@ void RegisterElementwiseOps(OpRegistry& r) {
   r.Add(Binary(OpKind::FloorDiv, InferArithNoBool, BinaryOpKernel<FloorDivFn, false>,
                NotDifferentiable));
   r.Add(Binary(OpKind::Mod, InferArithNoBool, BinaryOpKernel<ModFn, false>, ModGrad));
-  r.Add(Binary(OpKind::Pow, InferArithNoBool, BinaryOpKernel<PowFn, false>, PowGrad));
+  r.Add(Binary(OpKind::Pow, InferArithNoBool, PowKernel, PowGrad));
   r.Add(Binary(OpKind::Maximum, InferBinarySameType, BinaryOpKernel<MaximumFn, false>,
                ExtremumGrad<OpKind::Greater>));
   r.Add(Binary(OpKind::Minimum, InferBinarySameType, BinaryOpKernel<MinimumFn, false>,

@@ -119,6 +119,45 @@ def test_pow_floats(kdt, ndt):
     assert_close(ops.pow(to_kiln(a, kdt), to_kiln(b, kdt)), want, kdt)
 
 
+POW_SPECIALS = np.array([-np.inf, -2.5, -1.0, -0.0, 0.0, 1e-30, 0.3, 1.0, 7.0, 3e19, np.inf,
+                         np.nan], np.float64)
+
+
+@pytest.mark.parametrize("kdt,ndt", FLOAT_DTYPES)
+@pytest.mark.parametrize("exponent", [2, 2.0, -1, 0.5, 1, 0, 3, -0.5])
+def test_pow_by_one_exponent_agrees_with_pow(kdt, ndt, exponent):
+    # 2, -1, 0.5, 1 and 0 take a cheaper exact form; the others pow itself. C's pow, as kiln's
+    # is, gives +0 and +inf for -0 and -inf at 0.5 (NumPy's sqrt shortcut gives -0 and NaN).
+    with np.errstate(all="ignore"):  # 3e19 overflows float16
+        x = np.concatenate([POW_SPECIALS, random_array((40,), np.float64, RNG, -3, 3)]).astype(ndt)
+        x = kiln_values(x, kdt).astype(np.float64)
+        want = np.power(x, exponent).astype(ndt).astype(np.float64)  # rounded as kiln rounds
+    if exponent == 0.5:
+        want[np.isneginf(x)] = np.inf
+        want[x == 0] = 0.0
+    for step in (1, 2):  # contiguous, and a strided view
+        result = to_kiln(x, kdt)[::step] ** exponent
+        assert_close(result, want[::step], kdt)
+        got, zero = result.asnumpy().astype(np.float64), want[::step] == 0
+        np.testing.assert_array_equal(np.signbit(got[zero]), np.signbit(want[::step][zero]))
+
+
+def test_pow_by_one_exponent_in_graph_mode_with_gradient():
+    x = ms.Tensor(np.array([[-1.5, 0.25, 2.0], [3.0, -0.5, 1.0]], np.float32))
+
+    def f(v):
+        return (v ** 2 + v ** -1 + v ** 1).sum()
+
+    grad = ms.value_and_grad(f)
+    loss, dx = grad(x)
+    loss_graph, dx_graph = ms.jit(grad)(x)
+    v = x.asnumpy().astype(np.float64)
+    np.testing.assert_allclose(loss.asnumpy(), (v ** 2 + 1 / v + v).sum(), rtol=1e-6)
+    np.testing.assert_allclose(dx.asnumpy(), 2 * v - 1 / v ** 2 + 1, rtol=1e-6)
+    np.testing.assert_allclose(loss_graph.asnumpy(), loss.asnumpy(), rtol=1e-6)
+    np.testing.assert_allclose(dx_graph.asnumpy(), dx.asnumpy(), rtol=1e-6)
+
+
 @pytest.mark.parametrize("kdt,ndt", [(ms.int32, np.int32), (ms.int64, np.int64),
                                      (ms.uint8, np.uint8), (ms.uint16, np.uint16),
                                      (ms.uint32, np.uint32), (ms.uint64, np.uint64)])
