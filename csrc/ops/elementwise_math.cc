@@ -2,6 +2,7 @@
 // and the scans along one axis (cumsum, argsort) that cannot be composed from other ops.
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
 #include <type_traits>
 #include <vector>
@@ -195,6 +196,76 @@ std::vector<GradVar> DigammaGrad(GradBuilder& g) {  // polygamma(1, x) (ops/spec
   return {Mul(g, Dy(g), g.Emit1(OpKind::Polygamma, {one, X(g)}))};
 }
 
+// ---- softplus(x) = log(1 + exp(beta x)) / beta, and x itself where beta x > threshold (no
+// threshold: None), as max(z, 0) + log1p(exp(-|z|)) with z = beta x, which cannot overflow. One
+// op where the composition of ten took 4.4 ms over 2^20 floats in PyNative.
+struct SoftplusParams {
+  double beta, limit;  // limit: the threshold, or +inf for none
+};
+
+template <typename C>
+C Softplus(C a, C beta, C inv_beta, C limit) {
+  const C z = a * beta;
+  const C smooth = ((z > C(0) ? z : C(0)) + cpu::VecLog1p(cpu::Exp(-std::fabs(z)))) * inv_beta;
+  return z > limit ? a : smooth;
+}
+
+// A contiguous float32 run in chunks of three loops: GCC vectorizes a loop with a vector-library
+// call only when nothing in it needs if-conversion (the selects of ExpF and of the threshold), so
+// the exponential, the log1p and the selects each get their own loop.
+void SoftplusRun(const float* in, float* out, int64_t n, const SoftplusParams& p) {
+  constexpr int64_t kChunk = 256;
+  const float beta = static_cast<float>(p.beta), inv_beta = 1.0f / beta;
+  const float limit = static_cast<float>(p.limit);
+  float tail[kChunk];
+  for (int64_t i0 = 0; i0 < n; i0 += kChunk) {
+    const int64_t m = std::min(kChunk, n - i0);
+    const float* a = in + i0;
+    for (int64_t i = 0; i < m; ++i) tail[i] = cpu::ExpF(-std::fabs(a[i] * beta));
+    for (int64_t i = 0; i < m; ++i) tail[i] = cpu::VecLog1p(tail[i]);
+    for (int64_t i = 0; i < m; ++i) {
+      const float z = a[i] * beta;
+      const float smooth = ((z > 0.0f ? z : 0.0f) + tail[i]) * inv_beta;
+      out[i0 + i] = z > limit ? a[i] : smooth;
+    }
+  }
+}
+
+void SoftplusKernel(KernelContext& ctx) {
+  const Tensor &in = ctx.inputs[0], &out = ctx.outputs[0];
+  SoftplusParams p{AttrFloat(ctx.attrs, 0), std::numeric_limits<double>::infinity()};
+  KILN_CHECK(p.beta != 0, Value, ctx.def.name, ": beta must not be 0");
+  if (!AttrIsNone(ctx.attrs, 1)) p.limit = AttrFloat(ctx.attrs, 1);
+  if (in.dtype() == DType::Float32 && in.is_contiguous() && out.is_contiguous() &&
+      in.shape() == out.shape())
+    return ParallelFor(in.numel(), 1 << 14, [&](int64_t begin, int64_t end) {
+      SoftplusRun(in.data<float>() + begin, out.data<float>() + begin, end - begin, p);
+    });
+  DispatchDType(in.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    using C = compute_t<T>;
+    if constexpr (!std::is_floating_point_v<C>) {
+      Throw(ErrorKind::Type, ctx.def.name, ": expected a floating-point tensor, got ",
+            DTypeName(in.dtype()));
+    } else {
+      const C beta = static_cast<C>(p.beta), inv_beta = C(1) / beta;
+      const C limit = static_cast<C>(p.limit);
+      cpu::UnaryKernel<T, T>(in, out, [=](C a) { return Softplus(a, beta, inv_beta, limit); });
+    }
+  });
+}
+
+// d/dx = sigmoid(beta x), and 1 where beta x passed the threshold.
+std::vector<GradVar> SoftplusGrad(GradBuilder& g) {
+  const GradVar z = Mul(g, X(g), g.Scalar(AttrFloat(g.attrs(), 0)));
+  GradVar slope = g.Emit1(OpKind::Sigmoid, {z});
+  if (!AttrIsNone(g.attrs(), 1)) {
+    const GradVar passed = g.Emit1(OpKind::Greater, {z, g.Scalar(AttrFloat(g.attrs(), 1))});
+    slope = g.Emit1(OpKind::Where, {passed, One(g), slope});
+  }
+  return {Mul(g, Dy(g), slope)};
+}
+
 OpDef MathOp(OpKind kind, InferFn infer, KernelFn kernel, GradRuleFn grad, bool float_only) {
   OpDef def;
   def.kind = kind;
@@ -348,6 +419,9 @@ void RegisterMathOps(OpRegistry& r) {
       {OpKind::Digamma, MathKernel<DigammaFn, true>, DigammaGrad},
   };
   for (const Entry& e : float_ops) r.Add(MathOp(e.kind, InferSameMath, e.kernel, e.grad, true));
+  OpDef softplus = MathOp(OpKind::Softplus, InferSameMath, SoftplusKernel, SoftplusGrad, true);
+  softplus.attrs = {{"beta", 1.0}, {"threshold", std::monostate{}}};  // the API passes 20
+  r.Add(std::move(softplus));
   r.Add(MathOp(OpKind::Ceil, InferNoBoolMath, MathKernel<CeilFn, false>, NotDifferentiable, false));
   r.Add(
       MathOp(OpKind::Trunc, InferNoBoolMath, MathKernel<TruncFn, false>, NotDifferentiable, false));

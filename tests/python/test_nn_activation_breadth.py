@@ -35,6 +35,9 @@ REFERENCES = {
     "mish": (ops.mish, lambda x: x * np.tanh(np.logaddexp(0.0, x))),
     "softplus": (ops.softplus, np_softplus),
     "softplus_beta": (lambda x: ops.softplus(x, 2, 3), lambda x: np_softplus(x, 2.0, 3.0)),
+    "softplus_negative_beta": (lambda x: ops.softplus(x, -1.5, 2),
+                               lambda x: np_softplus(x, -1.5, 2.0)),
+    "softplus_strided": (lambda x: ops.softplus(x[::2]), lambda x: np_softplus(x[::2])),
     "softsign": (ops.softsign, lambda x: x / (1 + np.abs(x))),
     "logsigmoid": (ops.logsigmoid, lambda x: -np.logaddexp(0.0, -x)),
     "log1p": (ops.log1p, np.log1p),
@@ -76,6 +79,18 @@ def test_small_arguments_keep_their_digits():
                  rtol=1e-6, atol=0)
     assert_close(ops.log1p(ms.Tensor(x[1:] * -1)), np.log1p(-x[1:].astype(np.float64)),
                  ms.float32, rtol=1e-6, atol=0)
+
+
+@pytest.mark.parametrize("beta,threshold", [(1, 20), (0.5, 4), (-2, 3)])
+def test_softplus_over_many_chunks_and_threads(beta, threshold):
+    # float32 runs go through the op's chunked loops (256 values) split over threads.
+    x = RNG.uniform(-60, 60, 100_003).astype(np.float32)
+    x[::97] = 0.0
+    want = np_softplus(x.astype(np.float64), beta, threshold)
+    assert_close(ops.softplus(ms.Tensor(x), beta, threshold), want, ms.float32, rtol=2e-6,
+                 atol=1e-30)
+    assert_close(ops.mish(ms.Tensor(x)), x * np.tanh(np.logaddexp(0.0, x.astype(np.float64))),
+                 ms.float32, rtol=2e-6, atol=1e-30)
 
 
 @pytest.mark.parametrize("name", sorted(set(REFERENCES) - {"relu6", "hardtanh"}))

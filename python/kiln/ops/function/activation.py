@@ -107,20 +107,18 @@ def hardtanh(input, min_val=-1.0, max_val=1.0):  # noqa: A002
 
 
 def _softplus_raw(z):
-    """log(1 + exp(z)) without overflow: max(z, 0) + log1p(exp(-|z|))."""
-    tail = call("exp", (call("neg", (call("abs", (z,)),)),))
-    return call("add", (call("relu", (z,)), log1p(tail)))
+    """log(1 + exp(z)) without overflow and without a threshold (the softplus op)."""
+    return call("softplus", (z,), (1.0, None))
 
 
 def softplus(input, beta=1, threshold=20):  # noqa: A002
-    """log(1 + exp(beta * x)) / beta, and x itself where beta * x > threshold."""
+    """log(1 + exp(beta * x)) / beta, and x itself where beta * x > threshold (the softplus op,
+    computed as max(z, 0) + log1p(exp(-|z|)) with z = beta * x, so it cannot overflow)."""
     x = _float_input("softplus", input)
     beta, threshold = _real("softplus", "beta", beta), _real("softplus", "threshold", threshold)
     if beta == 0:
         raise ValueError("softplus: beta must not be 0")
-    z = call("mul", (x, beta))
-    smooth = call("div", (_softplus_raw(z), beta))
-    return call("where", (call("greater", (z, threshold)), x, smooth))
+    return call("softplus", (x,), (beta, threshold))
 
 
 def mish(x):
