@@ -117,8 +117,8 @@ inline void GeluParts(float x, float* one_plus_erf, float* gauss) {
   *one_plus_erf = cpu::OnePlusErfF(z, *gauss);
 }
 inline void GeluParts(double x, double* one_plus_erf, double* gauss) {
-  *one_plus_erf = 1.0 + std::erf(x * M_SQRT1_2);
-  *gauss = std::exp(-0.5 * x * x);
+  *one_plus_erf = 1.0 + cpu::VecErf(x * M_SQRT1_2);
+  *gauss = cpu::VecExp(-0.5 * x * x);
 }
 
 struct GeluErfFn {

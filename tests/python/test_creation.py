@@ -100,6 +100,23 @@ def test_normal(dtype, np_dtype):
     assert abs(y.astype(np.float64).std() - 0.5) < 0.05
 
 
+def test_normal_across_chunks_is_one_stream_with_the_right_moments():
+    # The kernel transforms 512 values at a time: every length, odd ones and ones that end inside
+    # a chunk included, is a prefix of the same stream, and pairs are (cos, sin) of one radius.
+    ms._C.set_seed(21)
+    long = ops.randn(200_001, dtype=ms.float64).asnumpy()
+    for n in (1, 2, 511, 512, 513, 1025, 4097):
+        ms._C.set_seed(21)
+        np.testing.assert_array_equal(ops.randn(n, dtype=ms.float64).asnumpy(), long[:n])
+    assert abs(long.mean()) < 0.01 and abs(long.std() - 1) < 0.01
+    pairs = long[:-1].reshape(-1, 2)
+    radius_sq = (pairs ** 2).sum(1)  # chi-squared with 2 degrees of freedom: exponential, mean 2
+    assert abs(radius_sq.mean() - 2) < 0.03 and abs(np.median(radius_sq) - 2 * np.log(2)) < 0.03
+    assert abs(np.corrcoef(pairs[:, 0], pairs[:, 1])[0, 1]) < 0.01
+    fourth = (long ** 4).mean()  # 3 for a normal distribution
+    assert abs(fourth - 3) < 0.1
+
+
 @pytest.mark.parametrize("size", [(), (0,), (1,), (3, 2)])
 def test_random_shapes(size):
     assert ops.rand(*size).shape == size

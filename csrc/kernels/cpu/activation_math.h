@@ -60,7 +60,7 @@ inline float ExpM1F(float x) {
 
 // The compute type's version: the fast one for float, glibc's vector one for double.
 inline float Sigmoid(float x) { return SigmoidF(x); }
-inline double Sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
+inline double Sigmoid(double x) { return 1.0 / (1.0 + VecExp(-x)); }
 inline float Tanh(float x) { return TanhF(x); }
 inline double Tanh(double x) { return VecTanh(x); }
 inline float Expm1(float x) { return ExpM1F(x); }

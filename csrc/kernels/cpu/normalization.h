@@ -12,6 +12,8 @@
 #include <cstring>
 #include <limits>
 
+#include "kernels/cpu/vector_libm.h"
+
 namespace kiln::cpu {
 
 inline float ExpF(float x) {
@@ -101,8 +103,8 @@ inline float OnePlusErfF(float z, float exp_neg_z2) {
   return z != z ? z : far;  // NaN stays NaN
 }
 
-// exp in the compute type: the fast path for float, the library's for double.
+// exp in the compute type: the fast path for float, glibc's vector exp for double.
 inline float Exp(float x) { return ExpF(x); }
-inline double Exp(double x) { return std::exp(x); }
+inline double Exp(double x) { return VecExp(x); }
 
 }  // namespace kiln::cpu
