@@ -172,7 +172,17 @@ std::vector<Shape> ShapesFrom(const std::vector<Tensor>& tensors, size_t first) 
   return shapes;
 }
 
-// out[res] = in[index] over the plan, in parallel over B positions (writes never collide).
+// True when the result's innermost dimension of more than one element holds B: then walking B
+// innermost reads and writes along rows (flip or a gather along the last axis; B outermost
+// jumped a row per element, 9 ms for a 1024 x 1024 flip).
+bool IndexedInnermost(const IndexLayout& p) {
+  for (int64_t d = static_cast<int64_t>(p.out_shape.size()) - 1; d >= 0; --d)
+    if (p.out_shape[d] > 1) return std::find(p.b_pos.begin(), p.b_pos.end(), d) != p.b_pos.end();
+  return false;
+}
+
+// out[res] = in[index] over the plan, in parallel over B positions, or over the rest positions
+// when B is innermost (writes never collide).
 void GatherByPlan(const IndexLayout& p, const Tensor& in, const std::vector<Tensor>& indices,
                   const Tensor& out, const char* op) {
   IndexOffsets o = ResolveIndex(p, in, indices, out, op);
@@ -182,18 +192,28 @@ void GatherByPlan(const IndexLayout& p, const Tensor& in, const std::vector<Tens
     const T* src = static_cast<const T*>(in.raw_data());
     T* dst = out.data<T>();
     const int64_t nr = o.rest_count();
-    ParallelFor(static_cast<int64_t>(o.in_b.size()), std::max<int64_t>(1, kGrain / nr),
-                [&](int64_t begin, int64_t end) {
-                  for (int64_t b = begin; b < end; ++b) {
-                    const T* s = src + o.in_b[b];
-                    T* d = dst + o.res_b[b];
-                    if (o.one_run) {
-                      std::copy(s, s + nr, d);
-                    } else {
-                      for (int64_t r = 0; r < nr; ++r) d[o.res_rest[r]] = s[o.in_rest[r]];
-                    }
-                  }
-                });
+    const auto nb = static_cast<int64_t>(o.in_b.size());
+    if (!o.one_run && IndexedInnermost(p)) {
+      ParallelFor(nr, std::max<int64_t>(1, kGrain / nb), [&](int64_t begin, int64_t end) {
+        for (int64_t r = begin; r < end; ++r) {
+          const T* s = src + o.in_rest[r];
+          T* d = dst + o.res_rest[r];
+          for (int64_t b = 0; b < nb; ++b) d[o.res_b[b]] = s[o.in_b[b]];
+        }
+      });
+      return;
+    }
+    ParallelFor(nb, std::max<int64_t>(1, kGrain / nr), [&](int64_t begin, int64_t end) {
+      for (int64_t b = begin; b < end; ++b) {
+        const T* s = src + o.in_b[b];
+        T* d = dst + o.res_b[b];
+        if (o.one_run) {
+          std::copy(s, s + nr, d);
+        } else {
+          for (int64_t r = 0; r < nr; ++r) d[o.res_rest[r]] = s[o.in_rest[r]];
+        }
+      }
+    });
   });
 }
 

@@ -124,10 +124,10 @@ POW_SPECIALS = np.array([-np.inf, -2.5, -1.0, -0.0, 0.0, 1e-30, 0.3, 1.0, 7.0, 3
 
 
 @pytest.mark.parametrize("kdt,ndt", FLOAT_DTYPES)
-@pytest.mark.parametrize("exponent", [2, 2.0, -1, 0.5, 1, 0, 3, -0.5])
+@pytest.mark.parametrize("exponent", [2, 2.0, -1, 0.5, 1, 0, 3, 4, -2, -0.5, 2.5, -3])
 def test_pow_by_one_exponent_agrees_with_pow(kdt, ndt, exponent):
-    # 2, -1, 0.5, 1 and 0 take a cheaper exact form; the others pow itself. C's pow, as kiln's
-    # is, gives +0 and +inf for -0 and -inf at 0.5 (NumPy's sqrt shortcut gives -0 and NaN).
+    # 2, -1, 0.5, 1, 0, 3, 4, -2 and -0.5 take cheaper forms; 2.5 and -3 pow itself. C's pow, as
+    # kiln's is, gives +0 and +inf for -0 and -inf at 0.5 (NumPy's sqrt shortcut gives -0 and NaN).
     with np.errstate(all="ignore"):  # 3e19 overflows float16
         x = np.concatenate([POW_SPECIALS, random_array((40,), np.float64, RNG, -3, 3)]).astype(ndt)
         x = kiln_values(x, kdt).astype(np.float64)

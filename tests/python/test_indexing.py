@@ -352,3 +352,14 @@ def test_registry_flags():
     kind = ops._core.KIND
     assert schema(kind["index_put"])["mutates"] == [0]
     assert schema(kind["advanced_index"])["inputs"] == ["input", "indices*"]
+
+
+@pytest.mark.parametrize("strided", [False, True])
+def test_gather_along_the_last_axis_of_a_large_tensor(strided):
+    # The indexed axis innermost: the kernel walks each row's indices (in parallel over rows).
+    a = random_array((300, 2, 257), np.float32, RNG)
+    x = non_contiguous(a, ms.float32) if strided else ms.Tensor(a)
+    idx = np.array([5, -1, 0, 5, 256, 3] * 40)
+    assert_close(x[..., ms.Tensor(idx)], a[..., idx])
+    assert_close(ops.flip(x, (2,)), np.flip(a, 2))
+    assert_close(ops.flip(x, (0, 2)), np.flip(a, (0, 2)))
