@@ -275,6 +275,42 @@ def test_cast_between_every_pair(kdt, ndt, target):
         np.testing.assert_array_equal(got.asnumpy(), src.astype(ms.dtype.dtype_to_nptype(target)))
 
 
+def _truncate_and_wrap(x, np_target):
+    """kiln's float -> integer rule: truncate toward zero into int64, wrap to the target's width;
+    NaN, infinities and values beyond int64 give 0."""
+    x = x.astype(np.float64)
+    ok = np.isfinite(x) & (x >= -2.0 ** 63) & (x < 2.0 ** 63)
+    return np.where(ok, np.trunc(np.where(ok, x, 0)), 0).astype(np.int64).astype(np_target)
+
+
+@pytest.mark.parametrize("src", [np.float32, np.float64, np.float16])
+@pytest.mark.parametrize("target", [ms.int8, ms.int16, ms.int32, ms.uint8, ms.uint16, ms.uint32])
+@pytest.mark.parametrize("outside", [False, True])
+def test_float_to_integer_casts_over_long_runs(src, target, outside):
+    # A run with every value in [-2^31, 2^31) converts through int32 in one vector pass; one
+    # value outside (or NaN) sends the run through the general rule.
+    x = (RNG.standard_normal(3001) * 1000).astype(src)
+    x[::7] = -x[::7] - 0.5
+    if outside:
+        x[1500] = {np.float16: np.inf, np.float32: 3e9, np.float64: -5e12}[src]
+        x[2999] = np.nan
+    got = ops.cast(ms.Tensor(x), target).asnumpy()
+    np.testing.assert_array_equal(got, _truncate_and_wrap(x, ms.dtype.dtype_to_nptype(target)))
+
+
+def test_float32_to_float16_casts_over_long_runs():
+    # F16C's conversion where the CPU has it: rounding, overflow, subnormals, signs, NaN.
+    specials = np.array([65504, 65519.99, 65520, -70000, 1e-5, 6e-8, 2e-8, 3e-8, -0.0, np.inf,
+                         -np.inf, np.nan, 1 + 2 ** -11, 1 + 3 * 2 ** -11], np.float32)
+    x = np.concatenate([specials, (RNG.standard_normal(1003) * 300).astype(np.float32)])
+    got = ops.cast(ms.Tensor(x), ms.float16).asnumpy()
+    with np.errstate(over="ignore"):
+        want = x.astype(np.float16)
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+    np.testing.assert_array_equal(ops.cast(ms.Tensor(x)[::3], ms.float16).asnumpy(), want[::3])
+
+
 def test_clamp_scalars_and_tensors():
     x = np.linspace(-3, 3, 13, dtype=np.float32)
     assert_close(ops.clamp(ms.Tensor(x), -1, 2), np.clip(x, -1, 2), ms.float32)

@@ -6,6 +6,10 @@
 #include <cstring>
 #include <type_traits>
 
+#ifdef __F16C__
+#include <immintrin.h>
+#endif
+
 #include "core/error.h"
 #include "kernels/cpu/convert.h"
 #include "kernels/cpu/loop.h"
@@ -29,6 +33,48 @@ Shape BroadcastStrides(const Tensor& t, const Shape& shape) {
 
 namespace {
 
+// A contiguous run from a float type to an integer type of at most 4 bytes. FloatToInt's range
+// checks keep its loop scalar (cast float32 -> int32 of 2^20 values: 0.9 ms); where every value
+// lies in [-2^31, 2^31) (NaN does not), truncating to int32 gives what truncating to int64 does,
+// as one vector instruction, so a first pass checks that. True when it wrote the run.
+template <typename Dst, typename Src>
+bool FloatToNarrowIntRun(const lane_t<Src>* in, lane_t<Dst>* out, int64_t n) {
+  using F = compute_t<Src>;
+  if constexpr (std::is_integral_v<Dst> && sizeof(Dst) <= 4 && !std::is_same_v<Dst, bool> &&
+                std::is_floating_point_v<F>) {
+    int in_range = 1;
+    for (int64_t i = 0; i < n; ++i) {
+      const F v = static_cast<F>(in[i]);
+      in_range &= static_cast<int>(v >= F(-2147483648.0)) & static_cast<int>(v < F(2147483648.0));
+    }
+    if (!in_range) return false;
+    for (int64_t i = 0; i < n; ++i)
+      out[i] = static_cast<Dst>(static_cast<int32_t>(static_cast<F>(in[i])));
+    return true;
+  } else {
+    return false;
+  }
+}
+
+// float32 -> float16 runs through the F16C conversion instruction where the CPU has it: the same
+// round-to-nearest-even, overflow to inf and quiet NaN as Half(float), 8 values per instruction
+// (the vectorized bit arithmetic took 0.6 ms for 2^20 values).
+template <typename Dst, typename Src>
+bool HalfRun(const lane_t<Src>* in, lane_t<Dst>* out, int64_t n) {
+#ifdef __F16C__
+  if constexpr (std::is_same_v<Src, float> && std::is_same_v<Dst, Half>) {
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+      const __m128i h = _mm256_cvtps_ph(_mm256_loadu_ps(in + i), _MM_FROUND_TO_NEAREST_INT);
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i), h);
+    }
+    for (; i < n; ++i) out[i] = Half(in[i]);
+    return true;
+  }
+#endif
+  return false;
+}
+
 template <typename Dst, typename Src>
 void CopyTyped(const Tensor& src, const Tensor& dst) {
   ForEachElement<2>(dst, {src}, [](std::array<char*, 2> p, std::array<int64_t, 2> s, int64_t n) {
@@ -45,7 +91,7 @@ void CopyTyped(const Tensor& src, const Tensor& dst) {
         // From bool through the byte clamped to 1, not a bool value, which keeps GCC's loop
         // scalar (cast bool -> float32 of 2^20 elements: 0.9 ms).
         for (int64_t i = 0; i < n; ++i) out[i] = LaneOf<Dst>(std::min<uint8_t>(in[i], 1));
-      } else {
+      } else if (!FloatToNarrowIntRun<Dst, Src>(in, out, n) && !HalfRun<Dst, Src>(in, out, n)) {
         for (int64_t i = 0; i < n; ++i) out[i] = LaneOf<Dst>(in[i]);
       }
       return;
