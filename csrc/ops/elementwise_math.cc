@@ -12,6 +12,7 @@
 #include "kernels/cpu/activation_math.h"
 #include "kernels/cpu/elementwise.h"
 #include "kernels/cpu/vector_libm.h"
+#include "ops/axis_runs.h"
 #include "ops/grad.h"
 #include "ops/registry.h"
 #include "ops/special_internal.h"
@@ -279,28 +280,6 @@ OpDef MathOp(OpKind kind, InferFn infer, KernelFn kernel, GradRuleFn grad, bool 
 }
 
 // ---- Scans along one axis: [outer, n, inner] views of a contiguous copy.
-struct AxisRuns {
-  int64_t outer = 1, n = 1, inner = 1;
-};
-
-AxisRuns RunsOf(const Shape& shape, int64_t axis) {
-  AxisRuns r;
-  for (int64_t i = 0; i < static_cast<int64_t>(shape.size()); ++i) {
-    if (i < axis) r.outer *= shape[i];
-    if (i == axis) r.n = shape[i];
-    if (i > axis) r.inner *= shape[i];
-  }
-  return r;
-}
-
-int64_t ScanAxis(const OpDef& def, const Shape& shape, int64_t axis) {
-  const int64_t ndim = std::max<int64_t>(1, static_cast<int64_t>(shape.size()));
-  KILN_CHECK(axis >= -ndim && axis < ndim, Value, def.name, ": axis ", axis,
-             " is out of range for a tensor of rank ", shape.size(), " (expected [", -ndim, ", ",
-             ndim, "))");
-  return axis < 0 ? axis + ndim : axis;
-}
-
 std::vector<TensorMeta> InferScan(const OpDef& def, const std::vector<TensorMeta>& in,
                                   const Attrs& attrs) {
   ScanAxis(def, in[0].shape, AttrInt(attrs, 0));
@@ -337,48 +316,6 @@ std::vector<GradVar> CumsumGrad(GradBuilder& g) {
   Attrs attrs = g.attrs();
   attrs[1] = !AttrBool(attrs, 1);
   return {g.Emit1(OpKind::Cumsum, {Dy(g)}, attrs)};
-}
-
-// argsort(input; axis, descending): int64 indices of a stable sort; NaN sorts last
-// ascending (first descending), as NumPy's and MindSpore's sort do.
-std::vector<TensorMeta> InferArgsort(const OpDef& def, const std::vector<TensorMeta>& in,
-                                     const Attrs& attrs) {
-  ScanAxis(def, in[0].shape, AttrInt(attrs, 0));
-  return {TensorMeta{DType::Int64, in[0].shape}};
-}
-
-template <typename C>
-bool SortsBefore(C a, C b, bool descending) {
-  if constexpr (std::is_floating_point_v<C>) {
-    if (a != a) return descending && b == b;  // NaN: the largest value
-    if (b != b) return !descending;
-  }
-  return descending ? b < a : a < b;
-}
-
-void ArgsortKernel(KernelContext& ctx) {
-  const Tensor in = ctx.inputs[0].Contiguous();
-  if (in.numel() == 0) return;
-  const AxisRuns r = RunsOf(in.shape(), ScanAxis(ctx.def, in.shape(), AttrInt(ctx.attrs, 0)));
-  const bool descending = AttrBool(ctx.attrs, 1);
-  DispatchDType(in.dtype(), [&](auto tag) {
-    using T = decltype(tag);
-    using C = compute_t<T>;
-    const T* x = in.data<T>();
-    int64_t* out = ctx.outputs[0].data<int64_t>();
-    ParallelFor(r.outer * r.inner, 16, [&](int64_t begin, int64_t end) {
-      std::vector<int64_t> order(r.n);
-      for (int64_t row = begin; row < end; ++row) {
-        const int64_t base = (row / r.inner) * r.n * r.inner + row % r.inner;
-        std::iota(order.begin(), order.end(), int64_t{0});
-        std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
-          return SortsBefore(static_cast<C>(x[base + a * r.inner]),
-                             static_cast<C>(x[base + b * r.inner]), descending);
-        });
-        for (int64_t k = 0; k < r.n; ++k) out[base + k * r.inner] = order[k];
-      }
-    });
-  });
 }
 
 OpDef ScanOp(OpKind kind, InferFn infer, KernelFn kernel, GradRuleFn grad, const char* flag) {
@@ -426,7 +363,6 @@ void RegisterMathOps(OpRegistry& r) {
   r.Add(
       MathOp(OpKind::Trunc, InferNoBoolMath, MathKernel<TruncFn, false>, NotDifferentiable, false));
   r.Add(ScanOp(OpKind::Cumsum, InferScan, CumsumKernel, CumsumGrad, "reverse"));
-  r.Add(ScanOp(OpKind::Argsort, InferArgsort, ArgsortKernel, NotDifferentiable, "descending"));
 }
 
 }  // namespace kiln

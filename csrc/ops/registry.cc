@@ -20,6 +20,7 @@ OpRegistry BuildRegistry() {
   RegisterElementwiseOps(registry);
   RegisterUnaryOps(registry);
   RegisterMathOps(registry);
+  RegisterSortingOps(registry);
   RegisterReduceOps(registry);
   RegisterNormalizationOps(registry);
   RegisterShapeOps(registry);

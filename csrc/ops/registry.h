@@ -122,6 +122,7 @@ class OpRegistry {
 void RegisterElementwiseOps(OpRegistry& registry);
 void RegisterUnaryOps(OpRegistry& registry);
 void RegisterMathOps(OpRegistry& registry);
+void RegisterSortingOps(OpRegistry& registry);
 void RegisterReduceOps(OpRegistry& registry);
 void RegisterNormalizationOps(OpRegistry& registry);
 void RegisterShapeOps(OpRegistry& registry);

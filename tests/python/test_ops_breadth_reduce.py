@@ -177,3 +177,25 @@ def test_bad_input_is_a_clear_error():
         ops.masked_fill(x, Tensor(I), 1.0)
     with pytest.raises(ValueError, match="trace: input must be 2-D"):
         ops.trace(Tensor(np.zeros(3, F32)))
+
+
+@pytest.mark.parametrize("largest", [True, False])
+@pytest.mark.parametrize("axis", [0, 1, 2])
+def test_topk_on_a_large_tensor_with_ties_and_nan(largest, axis):
+    # arg_topk sorts only the first k of each run: every k, ties (lower index first) and NaN
+    # (the largest value) as a full stable sort orders them.
+    rng = np.random.default_rng(5)
+    a = rng.integers(-20, 20, (7, 300, 5)).astype(F32)  # many ties
+    a[3, 17, :] = np.nan
+    a[:, 40, 2] = np.nan
+    key = np.where(np.isnan(a), np.inf, a)
+    order = np.argsort(-key if largest else key, axis=axis, kind="stable")
+    n = a.shape[axis]
+    for k in (0, 1, 3, n):
+        values, indices = ops.topk(Tensor(a), k, axis, largest)
+        want = np.take(order, np.arange(k), axis=axis)
+        np.testing.assert_array_equal(indices.asnumpy(), want)
+        np.testing.assert_array_equal(values.asnumpy(), np.take_along_axis(a, want, axis))
+    both_modes(lambda x: ops.topk(x, 4, axis, largest), Tensor(a))
+    order_all = ops.argsort(Tensor(a), axis, descending=largest).asnumpy()
+    np.testing.assert_array_equal(order_all, order)

@@ -248,9 +248,7 @@ def topk(input, k, dim=None, largest=True, sorted=True):  # noqa: A002
     if not 0 <= k <= n:
         raise ValueError(f"topk: k must be in [0, {n}] for dim {a} of shape {tuple(x.shape)}, "
                          f"got {k}")
-    idx = call("argsort", (x,), (a, bool(largest)))
-    from kiln.ops.function.array import narrow  # noqa: PLC0415
-    idx = narrow(idx, a, 0, k)
+    idx = call("arg_topk", (x,), (a, k, bool(largest)))
     return _take_along(x, idx, a), call("cast", (idx,), (dtype_attr(mstype.int32),))
 
 
