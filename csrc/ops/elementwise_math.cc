@@ -118,6 +118,15 @@ struct TruncFn {
     return a;
   }
 };
+// Half to even (NumPy's and MindSpore's rule): nearbyint in the default rounding mode, which
+// kiln never changes; it raises no inexact flag, and GCC turns it into one vroundps.
+struct RoundFn {
+  template <typename C>
+  C operator()(C a) const {
+    if constexpr (std::is_floating_point_v<C>) return std::nearbyint(a);
+    return a;
+  }
+};
 
 template <typename Fn, bool kFloatOnly>
 void MathKernel(KernelContext& ctx) {
@@ -362,6 +371,8 @@ void RegisterMathOps(OpRegistry& r) {
   r.Add(MathOp(OpKind::Ceil, InferNoBoolMath, MathKernel<CeilFn, false>, NotDifferentiable, false));
   r.Add(
       MathOp(OpKind::Trunc, InferNoBoolMath, MathKernel<TruncFn, false>, NotDifferentiable, false));
+  r.Add(
+      MathOp(OpKind::Round, InferNoBoolMath, MathKernel<RoundFn, false>, NotDifferentiable, false));
   r.Add(ScanOp(OpKind::Cumsum, InferScan, CumsumKernel, CumsumGrad, "reverse"));
 }
 

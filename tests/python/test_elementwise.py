@@ -216,6 +216,7 @@ UNARY = {
     "square": (ops.square, np.square, NUMERIC_DTYPES),
     "sign": (ops.sign, np.sign, NUMERIC_DTYPES),
     "floor": (ops.floor, np.floor, NUMERIC_DTYPES),
+    "round": (ops.round, np.round, NUMERIC_DTYPES),
     "logical_not": (ops.logical_not, np.logical_not, ALL_DTYPES),
 }
 # Inputs these ops need transformed to stay in their domain (the reference applies the same).
@@ -251,6 +252,41 @@ def test_unary_matches_numpy(name, kdt, ndt, shape):
     else:
         want = np.asarray(want).astype(got.asnumpy().dtype)
     assert_close(got, want, out_dtype)
+
+
+@pytest.mark.parametrize("kdt,ndt", FLOAT_DTYPES)
+def test_round_halves_to_even_with_signs_and_specials(kdt, ndt):
+    ties = np.array([-3.5, -2.5, -1.5, -0.5, 0.5, 1.5, 2.5, 3.5, 4.5, -0.4, 0.4, -0.0, 0.0,
+                     2.0 ** 23 + 1, -(2.0 ** 23) - 1, 1e30, np.inf, -np.inf, np.nan])
+    xv = kiln_values(ties.astype(ndt), kdt).astype(np.float64)
+    want = np.round(xv)
+
+    def rounded(v):
+        return ops.round(v)
+
+    x = to_kiln(ties.astype(ndt), kdt)
+    for got in (rounded(x), ms.jit(rounded)(x)):
+        got = got.asnumpy().astype(np.float64)
+        np.testing.assert_array_equal(got, want)
+        np.testing.assert_array_equal(np.signbit(got), np.signbit(want))  # -0.4 rounds to -0
+
+
+def test_round_over_long_strided_runs_decimals_and_gradient():
+    x = RNG.uniform(-1000, 1000, 100_003).astype(np.float32)
+    x[::7] = np.floor(x[::7]) + 0.5  # ties
+    np.testing.assert_array_equal(ops.round(ms.Tensor(x)[::3]).asnumpy(), np.round(x[::3]))
+    y = np.array([1.234, -5.678, 0.125], np.float64)
+    got = ops.round(ms.Tensor(y), decimals=2).asnumpy()
+    np.testing.assert_allclose(got, np.round(y * 100) / 100, rtol=1e-15)
+
+    def f(v):
+        return (ops.round(v) * v).sum()
+
+    v = ms.Tensor(np.array([0.4, 1.5, -2.6], np.float32))
+    for grad in (ms.grad(f), ms.jit(ms.grad(f))):  # round's own gradient is zero
+        np.testing.assert_array_equal(grad(v).asnumpy(), np.round(v.asnumpy()))
+    with pytest.raises(TypeError, match="round"):
+        ops.round(ms.Tensor(np.array([True])), decimals=1.5)
 
 
 def test_gelu_tanh_approximation():

@@ -163,7 +163,7 @@ def floor(input):  # noqa: A002
 
 def round(input, *, decimals=0):  # noqa: A001,A002 - MindSpore's names
     """Rounds half to even (NumPy's and MindSpore's rule); integer and bool tensors come back
-    unchanged. Made of registry ops, so PyNative and compiled graphs round alike."""
+    unchanged. One registry op, so PyNative and compiled graphs round alike."""
     if not is_tensor(input):
         raise TypeError(f"round: input must be a Tensor, got {type(input).__name__}")
     if not isinstance(decimals, int) or isinstance(decimals, bool):
@@ -172,14 +172,8 @@ def round(input, *, decimals=0):  # noqa: A001,A002 - MindSpore's names
         return call("mul", (input, 1))  # a new tensor, as for floats
     if decimals:
         scale = 10.0 ** decimals
-        return call("div", (round(call("mul", (input, scale))), scale))
-    low = call("floor", (input,))
-    above = call("sub", (input, low))  # in [0, 1), exact
-    half = call("mul", (low, 0.5))
-    low_is_odd = call("not_equal", (call("floor", (half,)), half))
-    up = call("logical_or", (call("greater", (above, 0.5)),
-                             call("logical_and", (call("equal", (above, 0.5)), low_is_odd))))
-    return call("where", (up, call("add", (low, 1)), low))
+        return call("div", (call("round", (call("mul", (input, scale)),)), scale))
+    return call("round", (input,))
 
 
 def maximum(input, other):  # noqa: A002
