@@ -395,6 +395,10 @@ DIRECT_CONV_CASES = [
     ((5, 4, 1, 40), (3, 4, 1, 4), (0, 0, 2, 2), (1, 1), False),      # one row
     ((2, 3, 8, 8), (40, 3, 3, 3), (1, 1, 1, 1), (1, 1), True),       # too many: oneDNN
     ((2, 17, 8, 8), (8, 17, 5, 5), (0, 0, 0, 0), (1, 1), True),      # 425 taps: oneDNN
+    # Large images run in bands of output rows (with the rows their taps reach below them).
+    ((1, 1, 300, 400), (3, 1, 9, 9), (2, 3, 4, 1), (2, 1), True),     # 5 bands, the last short
+    ((2, 3, 150, 700), (8, 3, 3, 3), (1, 1, 1, 1), (1, 1), False),    # 10 bands per image
+    ((1, 2, 5, 20000), (4, 2, 3, 3), (0, 0, 1, 1), (1, 1), True),     # one row per band
 ]
 
 
@@ -412,6 +416,24 @@ def test_conv2d_few_channels_match_the_reference(xs, ws, pads, dilation, has_bia
     want = conv2d_ref(x, w, b, (1, 1), pads, dilation)
     assert out.shape == want.shape
     assert_close(out, want.astype(np.float32), ms.float32, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("graph", [False, True], ids=["pynative", "graph"])
+def test_conv2d_input_gradient_over_bands_matches_float64(graph):
+    # At unit stride the float32 input gradient is a direct convolution too, banded for large
+    # images; the float64 one runs kiln's double-precision loops.
+    x = RNG.standard_normal((2, 2, 200, 300))
+    w = RNG.standard_normal((5, 2, 5, 3))
+    g = RNG.standard_normal((2, 5, 198, 300))
+
+    def loss(x, w, g):
+        return (ops.conv2d(x, w, pad_mode="pad", padding=(1, 1, 1, 1)) * g).sum()
+
+    grad = ms.grad(loss)
+    fn = ms.jit(grad) if graph else grad
+    got = fn(*(ms.Tensor(a.astype(np.float32)) for a in (x, w, g)))
+    want = grad(ms.Tensor(x), ms.Tensor(w), ms.Tensor(g)).asnumpy()
+    assert_close(got, want.astype(np.float32), ms.float32, rtol=1e-4, atol=1e-4)
 
 
 def test_conv2d_few_channels_propagate_nan_and_inf_to_their_windows_only():
