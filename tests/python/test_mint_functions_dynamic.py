@@ -270,3 +270,28 @@ def _unique_all(x):
 
 def test_unique_compiles_like_eager():
     assert_same_in_both_modes(_unique_all, Tensor(DUP))
+
+
+def test_unique_of_many_values_with_nans_in_both_modes():
+    # Sorting, not comparing every pair: 200,000 values with 1,000 distinct. NaNs are distinct
+    # from each other (PyTorch's rule): each is a value of its own, counted once.
+    x = RNG.integers(0, 1000, 200_000).astype(np.float32)
+    x[[5, 70_000, 199_999]] = np.nan
+    finite = np.unique(x[~np.isnan(x)], return_inverse=True, return_counts=True)
+    want_values = np.concatenate([finite[0], [np.nan] * 3])
+    want_inverse = np.empty(x.shape, np.int64)
+    want_inverse[~np.isnan(x)] = finite[1].ravel()
+    want_inverse[[5, 70_000, 199_999]] = len(finite[0]) + np.arange(3)
+    want_counts = np.concatenate([finite[2], [1, 1, 1]])
+    for got in (_unique_all(Tensor(x)), ms.jit(_unique_all)(Tensor(x))):
+        np.testing.assert_array_equal(got[0].asnumpy(), want_values)
+        np.testing.assert_array_equal(got[1].asnumpy(), want_inverse)
+        np.testing.assert_array_equal(got[2].asnumpy(), want_counts)
+
+
+def test_ops_unique_of_many_values_keeps_first_appearance_order():
+    x = RNG.integers(-500, 500, 100_000).astype(np.int32)
+    values, idx = ms.ops.unique(Tensor(x))
+    first = np.sort(np.unique(x, return_index=True)[1])
+    np.testing.assert_array_equal(values.asnumpy(), x[first])
+    np.testing.assert_array_equal(values.asnumpy()[idx.asnumpy()], x)

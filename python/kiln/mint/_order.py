@@ -57,13 +57,22 @@ def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=No
     if dim is not None:
         return _unique_dim(input, dim, return_inverse, return_counts)
     flat = ops.reshape(input, (-1,))
-    values = ops.sort(ops.unique(flat)[0])[0]  # ops.unique keeps first-appearance order
-    out = [values]
-    if return_inverse:
-        out.append(ops.searchsorted(values, input))
+    ordered, order = ops.sort(flat)  # stable: equal elements keep their input order
+    if ordered.shape[0]:
+        edge = ops.ones((1,), mstype.bool_)
+        changed = ops.not_equal(ordered[1:], ordered[:-1])  # NaN != NaN: runs of one
+        firsts = ops.concat((edge, changed))
+        starts = ops.reshape(ops.nonzero(firsts), (-1,))
+        ends = ops.add(ops.reshape(ops.nonzero(ops.concat((changed, edge))), (-1,)), 1)
+    else:
+        firsts = ops.zeros((0,), mstype.bool_)
+        starts = ends = ops.zeros((0,), mstype.int64)
+    out = [ops.gather(ordered, starts, 0)]
+    if return_inverse:  # each sorted element's run, put back at the element's input position
+        run = ops.sub(ops.cumsum(ops.cast(firsts, mstype.int64), 0), 1)
+        out.append(ops.reshape(ops.gather(run, ops.argsort(order), 0), tuple(input.shape)))
     if return_counts:
-        hits = ops.equal(ops.expand_dims(values, 1), ops.expand_dims(flat, 0))
-        out.append(ops.sum(ops.cast(hits, mstype.int64), 1))
+        out.append(ops.sub(ends, starts))
     return out[0] if len(out) == 1 else tuple(out)
 
 
@@ -101,14 +110,9 @@ def _unique_rows(ranked):
 
 
 def _stable_argsort(key):
-    """Ascending order of key; equal keys keep their positions (ties broken by index)."""
-    n = key.shape[0]
-    position = ops.arange(n, dtype=mstype.int64)
-    less = ops.logical_or(ops.less(key[None, :], key[:, None]),
-                          ops.logical_and(ops.equal(key[None, :], key[:, None]),
-                                          ops.less(position[None, :], position[:, None])))
-    rank = ops.sum(ops.cast(less, mstype.int64), 1)  # how many elements come before each
-    return ops.tensor_scatter_elements(ops.zeros_like(position), rank, position, 0)
+    """Ascending order of key; equal keys keep their positions (the argsort op breaks ties by
+    index)."""
+    return ops.argsort(key, 0, False)
 
 
 def bincount(input, weights=None, minlength=0):  # noqa: A002

@@ -19,20 +19,27 @@ def _tensor(op, x, name="input"):
     return x
 
 
-def _runs(flat):
-    """For a sorted 1-D tensor: the positions where a new value starts (int64, (k,))."""
+def _run_starts(flat):
+    """For a sorted 1-D tensor of n > 0 values: True where a new value starts (bool, (n,))."""
     n = flat.shape[0]
-    if n == 0:
-        return tensor_of(np.zeros(0, np.int64))
     first = tensor_of(np.ones(1, bool))
     new = call("not_equal", (narrow(flat, 0, 1, n - 1), narrow(flat, 0, 0, n - 1)))
-    return reshape(call("nonzero", (concat([first, new], 0),)), (-1,))
+    return concat([first, new], 0)
 
 
-def _group_ids(new_starts, n):
-    """Each position's run number (int64) from the run start positions."""
-    starts = call("one_hot", (new_starts,), (n, -1, 1, 0, dtype_attr(mstype.int64), ""))
-    marks = call("reduce_sum", (starts,), ((0,), False, None))
+def _runs(flat):
+    """For a sorted 1-D tensor: the positions where a new value starts (int64, (k,))."""
+    if flat.shape[0] == 0:
+        return tensor_of(np.zeros(0, np.int64))
+    return reshape(call("nonzero", (_run_starts(flat),)), (-1,))
+
+
+def _group_ids(flat):
+    """For a sorted 1-D tensor: each position's run number (int64), a running count of the
+    run starts."""
+    if flat.shape[0] == 0:
+        return tensor_of(np.zeros(0, np.int64))
+    marks = call("cast", (_run_starts(flat),), (dtype_attr(mstype.int64),))
     return call("sub", (call("cumsum", (marks,), (0, False)), 1))
 
 
@@ -40,14 +47,13 @@ def unique(input):  # noqa: A002
     """(the distinct values in order of first appearance, each element's index into them);
     both of input's dtype family (int32 indices), as MindSpore returns them."""
     x = reshape(_tensor("unique", input), (-1,))
-    n = x.shape[0]
     order = call("argsort", (x,), (0, False))  # stable: a run's first entry is its first seen
     ordered = call("gather", (x, order), (0, 0))
     starts = _runs(ordered)
     first_seen = call("gather", (order, starts), (0, 0))
     rank = call("argsort", (first_seen,), (0, False))  # runs in order of first appearance
     values = call("gather", (call("gather", (ordered, starts), (0, 0)), rank), (0, 0))
-    group_of_sorted = _group_ids(starts, n)
+    group_of_sorted = _group_ids(ordered)
     group = call("gather", (group_of_sorted, call("argsort", (order,), (0, False))), (0, 0))
     position = call("argsort", (rank,), (0, False))
     idx = call("gather", (position, group), (0, 0))
@@ -61,14 +67,13 @@ def unique_consecutive(input, return_inverse=False, return_counts=False, dim=Non
     if dim is not None:
         raise ValueError("unique_consecutive: dim is not supported by kiln yet (use None)")
     x = reshape(_tensor("unique_consecutive", input), (-1,))
-    n = x.shape[0]
     starts = _runs(x)
     out = [call("gather", (x, starts), (0, 0))]
     if return_inverse:
-        out.append(reshape(_group_ids(starts, n), tuple(input.shape)))
+        out.append(reshape(_group_ids(x), tuple(input.shape)))
     if return_counts:
         ends = concat([narrow(starts, 0, 1, starts.shape[0] - 1),
-                       tensor_of(np.asarray([n], np.int64))], 0)
+                       tensor_of(np.asarray([x.shape[0]], np.int64))], 0)
         out.append(call("sub", (ends, starts)))
     return out[0] if len(out) == 1 else tuple(out)
 
