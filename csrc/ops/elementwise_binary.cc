@@ -1,5 +1,6 @@
 // elementwise_binary.cc - arithmetic, comparison, logical and bitwise ops on two broadcast tensors.
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <limits>
 #include <type_traits>
@@ -43,17 +44,61 @@ struct DivFn {
   }
 };
 
+// r is not zero and its sign is not b's. For float, one product in double (it cannot underflow
+// from floats).
+template <typename C>
+bool OppositeSigns(C r, C b) {
+  if constexpr (std::is_same_v<C, float>) {
+    return static_cast<double>(r) * b < 0;
+  } else {
+    return r != 0 && (r < 0) != (b < 0);
+  }
+}
+
+// c ? x : y through a bit mask: GCC compiled the ternary on these data-dependent conditions to
+// a branch that mispredicted half the time on mixed signs (remainder 2.8x slower).
+template <typename C>
+C Select(bool c, C x, C y) {
+  using Bits = std::conditional_t<sizeof(C) == 4, uint32_t, uint64_t>;
+  Bits xb, yb;
+  std::memcpy(&xb, &x, sizeof(C));
+  std::memcpy(&yb, &y, sizeof(C));
+  const Bits mask = Bits{0} - static_cast<Bits>(c);
+  const Bits out = (xb & mask) | (yb & ~mask);
+  C result;
+  std::memcpy(&result, &out, sizeof(C));
+  return result;
+}
+
+// fmod(a, b) for floats without libm's loop over the exponent difference (13 ns an element):
+// in double, a - trunc(a / b) * b is exact while |a / b| < 2^29 (the product has at most 53
+// significant bits, and the difference at most 26). Only the quotient's rounding can overshoot
+// to the next integer, which leaves the remainder with the sign opposite to a's, undone by one
+// b towards a. Larger quotients, infinite or NaN operands and b = 0 take libm's. A zero result
+// has a's sign, as fmod's.
+template <typename C>
+C Fmod(C a, C b) {
+  if constexpr (std::is_same_v<C, float>) {
+    const double x = a, y = b, q = std::trunc(x / y);
+    if (!(std::fabs(q) < 0x1p29) || std::isinf(b)) return std::fmod(a, b);
+    double r = x - q * y;
+    r = Select(r * x < 0, r + std::copysign(y, x), r);
+    return r == 0 ? std::copysign(0.0f, a) : static_cast<float>(r);
+  } else {
+    return std::fmod(a, b);
+  }
+}
+
 struct FloorDivFn {
   template <typename C>
   C operator()(C a, C b) const {
     if constexpr (kIsFloat<C>) {
       if (b == 0) return a / b;
-      C mod = std::fmod(a, b);
+      C mod = Fmod(a, b);
       C div = (a - mod) / b;
-      if (mod != 0 && ((b < 0) != (mod < 0))) div -= 1;
+      div = Select(OppositeSigns(mod, b), div - 1, div);
       C floor_div = std::floor(div);
-      if (div - floor_div > C(0.5)) floor_div += 1;
-      return floor_div;
+      return Select(div - floor_div > C(0.5), floor_div + 1, floor_div);
     } else {
       if (b == 0) return 0;
       if constexpr (std::is_signed_v<C>) {
@@ -73,9 +118,8 @@ struct ModFn {
   C operator()(C a, C b) const {
     if constexpr (kIsFloat<C>) {
       if (b == 0) return std::fmod(a, b);
-      C r = std::fmod(a, b);
-      if (r != 0 && ((r < 0) != (b < 0))) r += b;
-      return r;
+      C r = Fmod(a, b);
+      return Select(OppositeSigns(r, b), r + b, r);
     } else {
       if (b == 0) return 0;
       if constexpr (std::is_signed_v<C>) {
@@ -86,6 +130,23 @@ struct ModFn {
       } else {
         return a % b;
       }
+    }
+  }
+};
+
+// C's fmod: the remainder of truncating division, with a's sign (integers: a % b; b = 0 gives 0
+// as the other integer divisions do).
+struct FmodFn {
+  template <typename C>
+  C operator()(C a, C b) const {
+    if constexpr (kIsFloat<C>) {
+      return Fmod(a, b);
+    } else {
+      if (b == 0) return 0;
+      if constexpr (std::is_signed_v<C>) {
+        if (b == -1) return 0;
+      }
+      return a % b;
     }
   }
 };
@@ -412,6 +473,18 @@ std::vector<GradVar> ModGrad(GradBuilder& g) {
   return {ToInput(g, dy, 0), db};
 }
 
+// fmod(a, b) = a - trunc(a / b) * b: dy, and -dy * trunc(a / b), whose exact value is
+// (a - fmod(a, b)) / b.
+std::vector<GradVar> FmodGrad(GradBuilder& g) {
+  GradVar dy = g.out_grad(0);
+  GradVar db;
+  if (g.wants_input_grad(1)) {
+    GradVar q = Div(g, Sub(g, g.input(0), g.output(0)), g.input(1));
+    db = ToInput(g, Neg(g, Mul(g, dy, q)), 1);
+  }
+  return {ToInput(g, dy, 0), db};
+}
+
 // d(a^b) = dy*b*a^(b-1), dy*a^b*log(a) (taken as 0 where a <= 0, as the limit for a -> 0+)
 std::vector<GradVar> PowGrad(GradBuilder& g) {
   GradVar dy = g.out_grad(0), a = g.input(0), b = g.input(1), out = g.output(0);
@@ -466,6 +539,7 @@ void RegisterElementwiseOps(OpRegistry& r) {
   r.Add(Binary(OpKind::FloorDiv, InferArithNoBool, BinaryOpKernel<FloorDivFn, false>,
                NotDifferentiable));
   r.Add(Binary(OpKind::Mod, InferArithNoBool, BinaryOpKernel<ModFn, false>, ModGrad));
+  r.Add(Binary(OpKind::Fmod, InferArithNoBool, BinaryOpKernel<FmodFn, false>, FmodGrad));
   r.Add(Binary(OpKind::Pow, InferArithNoBool, PowKernel, PowGrad));
   r.Add(Binary(OpKind::Maximum, InferBinarySameType, BinaryOpKernel<MaximumFn, false>,
                ExtremumGrad<OpKind::Greater>));

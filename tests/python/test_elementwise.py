@@ -111,6 +111,45 @@ def test_python_semantics_for_floor_division_and_modulo():
     np.testing.assert_array_equal((fa % fb).asnumpy(), np.remainder(a, b).astype(np.float32))
 
 
+def test_float32_remainder_and_floor_division_are_exact_at_the_edges():
+    # float32 remainders come from a double-precision quotient while it is below 2^29, and from
+    # libm's fmod above; both are exact, so they equal NumPy's bit for bit (its float32 loops
+    # use fmodf), including quotients that round up to the next integer.
+    rng = np.random.default_rng(7)
+    b = (rng.uniform(0.5, 3, 50_000) * rng.choice([-1, 1], 50_000)).astype(np.float32)
+    k = rng.integers(-(2 ** 31), 2 ** 31, 50_000).astype(np.float32)
+    near = (k * b).astype(np.float32)  # quotients at and next to integers, up to 2^31
+    a = np.concatenate([near, np.nextafter(near, np.float32(np.inf)),
+                        rng.standard_normal(50_000).astype(np.float32) * 1e3,
+                        np.float32([1e-40, -1e-40, 3e38, -3e38, np.inf, -np.inf, np.nan, 0.0,
+                                    -0.0, 5.0, -5.0, 1e-45])])
+    b = np.resize(b, a.shape)
+    assert a.dtype == b.dtype == np.float32
+    b[-12:] = np.float32([3e-41, 7e-41, 1e-30, -7.0, 2.0, 2.0, 1.0, -3.0, 3.0, np.inf, -np.inf,
+                          -1e-45])
+    ka, kb = ms.Tensor(a), ms.Tensor(b)
+    with np.errstate(all="ignore"):
+        np.testing.assert_array_equal((ka % kb).asnumpy(), np.remainder(a, b))
+        np.testing.assert_array_equal((ka // kb).asnumpy(), np.floor_divide(a, b))
+        np.testing.assert_array_equal(ops.fmod(ka, kb).asnumpy(), np.fmod(a, b))
+
+
+def test_fmod_of_integers_and_its_gradient_in_both_modes():
+    a, b = np.array([7, -7, 7, -7, 5, 0], np.int32), np.array([2, 2, -2, -2, 0, 3], np.int32)
+    np.testing.assert_array_equal(ops.fmod(ms.Tensor(a), ms.Tensor(b)).asnumpy(),
+                                  [1, -1, 1, -1, 0, 0])  # a's sign; by zero 0, as //
+    x = np.array([5.5, -5.5, 2.25, -0.75], np.float64)
+    y = np.array([2.0, 1.5, -0.5, 0.5], np.float64)
+
+    def f(u, v):
+        return (ops.fmod(u, v) * ms.Tensor(np.arange(1.0, 5.0))).sum()
+
+    grad = ms.grad(f, grad_position=(0, 1))
+    for dx, dy in (grad(ms.Tensor(x), ms.Tensor(y)), ms.jit(grad)(ms.Tensor(x), ms.Tensor(y))):
+        np.testing.assert_allclose(dx.asnumpy(), np.arange(1.0, 5.0))
+        np.testing.assert_allclose(dy.asnumpy(), -np.arange(1.0, 5.0) * np.trunc(x / y))
+
+
 @pytest.mark.parametrize("kdt,ndt", FLOAT_DTYPES)
 def test_pow_floats(kdt, ndt):
     a = np.abs(random_array((3, 4), ndt, RNG)) + 0.5

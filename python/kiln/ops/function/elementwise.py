@@ -77,10 +77,8 @@ def remainder(input, other):  # noqa: A002
 
 
 def fmod(input, other):  # noqa: A002
-    """C's fmod: the result takes the sign of `input`."""
-    r = call("mod", (input, other))
-    fix = logical_and(not_equal(r, 0), not_equal(less(r, 0), less(input, 0)))
-    return where(fix, sub(r, other), r)
+    """C's fmod: the result takes the sign of `input` (exact, as C's)."""
+    return call("fmod", (input, other))
 
 
 def pow(input, exponent):  # noqa: A002
