@@ -280,18 +280,18 @@ def vector_norm(x, ord=2, axis=None, keepdims=False, *, dtype=None):  # noqa: A0
     if not x.dtype.is_floating_point:
         x = call("cast", (x,), (dtype_attr(mstype.float32),))
     axes, keep = axes_attr(axis, "vector_norm"), bool(keepdims)
+    if ord == 2:  # the common case needs no |x|
+        return call("sqrt", (call("reduce_sum", (call("mul", (x, x)),), (axes, keep, None)),))
+    if ord == 0:
+        nz = call("cast", (call("not_equal", (x, 0)),), (dtype_attr(x.dtype),))
+        return call("reduce_sum", (nz,), (axes, keep, None))
     ax = call("abs", (x,))
     if ord == math.inf:
         return call("reduce_max", (ax,), (axes, keep))
     if ord == -math.inf:
         return call("reduce_min", (ax,), (axes, keep))
-    if ord == 0:
-        nz = call("cast", (call("not_equal", (x, 0)),), (dtype_attr(x.dtype),))
-        return call("reduce_sum", (nz,), (axes, keep, None))
     if ord == 1:
         return call("reduce_sum", (ax,), (axes, keep, None))
-    if ord == 2:
-        return call("sqrt", (call("reduce_sum", (call("mul", (x, x)),), (axes, keep, None)),))
     p = float(ord)
     total = call("reduce_sum", (call("pow", (ax, p)),), (axes, keep, None))
     return call("pow", (total, 1.0 / p))
