@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "core/parallel.h"
 #include "kernels/cpu/convert.h"
+#include "kernels/cpu/copy.h"
 #include "ops/grad.h"
 #include "ops/registry.h"
 
@@ -194,11 +195,18 @@ void GatherByPlan(const IndexLayout& p, const Tensor& in, const std::vector<Tens
     const int64_t nr = o.rest_count();
     const auto nb = static_cast<int64_t>(o.in_b.size());
     if (!o.one_run && IndexedInnermost(p)) {
+      int64_t from = 0, step = 0, to = 0, one = 0;  // B as one run of the output: strided copies
+      const bool runs = cpu::IsProgression(o.in_b, &from, &step) &&
+                        cpu::IsProgression(o.res_b, &to, &one) && one == 1;
       ParallelFor(nr, std::max<int64_t>(1, kGrain / nb), [&](int64_t begin, int64_t end) {
         for (int64_t r = begin; r < end; ++r) {
           const T* s = src + o.in_rest[r];
           T* d = dst + o.res_rest[r];
-          for (int64_t b = 0; b < nb; ++b) d[o.res_b[b]] = s[o.in_b[b]];
+          if (runs) {
+            cpu::CopyStridedRun(s + from, step, d + to, nb);
+          } else {
+            for (int64_t b = 0; b < nb; ++b) d[o.res_b[b]] = s[o.in_b[b]];
+          }
         }
       });
       return;

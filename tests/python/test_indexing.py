@@ -363,3 +363,21 @@ def test_gather_along_the_last_axis_of_a_large_tensor(strided):
     assert_close(x[..., ms.Tensor(idx)], a[..., idx])
     assert_close(ops.flip(x, (2,)), np.flip(a, 2))
     assert_close(ops.flip(x, (0, 2)), np.flip(a, (0, 2)))
+
+
+@pytest.mark.parametrize("dtype,np_dtype", ALL_DTYPES)
+def test_flips_and_negative_steps_on_the_innermost_axis(dtype, np_dtype):
+    # An index that walks the last axis at a fixed step into a contiguous output copies runs
+    # (reversed for flip), without per-element offsets; other indices keep the general loop.
+    x = random_array((3, 5, 300), np_dtype, np.random.default_rng(4))
+    t = to_kiln(x, dtype)
+    held = t.asnumpy()
+    np.testing.assert_array_equal(ops.flip(t, (2,)).asnumpy(), held[..., ::-1])
+    np.testing.assert_array_equal(ops.flip(t, (1, 2)).asnumpy(), held[:, ::-1, ::-1])
+    np.testing.assert_array_equal(t[..., ::-3].asnumpy(), held[..., ::-3])
+    np.testing.assert_array_equal(t[:, 1:4, 2::7].asnumpy(), held[:, 1:4, 2::7])
+    transposed = ops.transpose(t, (0, 2, 1))  # strided source
+    np.testing.assert_array_equal(ops.flip(transposed, (2,)).asnumpy(),
+                                  held.transpose(0, 2, 1)[..., ::-1])
+    picks = np.array([4, 0, 299, 17, 17])  # not a progression
+    np.testing.assert_array_equal(t[..., ms.Tensor(picks)].asnumpy(), held[..., picks])
