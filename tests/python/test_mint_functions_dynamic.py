@@ -295,3 +295,18 @@ def test_ops_unique_of_many_values_keeps_first_appearance_order():
     first = np.sort(np.unique(x, return_index=True)[1])
     np.testing.assert_array_equal(values.asnumpy(), x[first])
     np.testing.assert_array_equal(values.asnumpy()[idx.asnumpy()], x)
+
+
+def _consecutive_all(x):
+    return ms.ops.unique_consecutive(x, return_inverse=True, return_counts=True)
+
+
+def test_unique_consecutive_counts_runs_in_both_modes():
+    x = np.array([1, 1, 2, 2, 2, 3, 1, 1, 7], np.int32)
+    for values, inverse, counts in (_consecutive_all(Tensor(x)),
+                                    ms.jit(_consecutive_all)(Tensor(x))):
+        np.testing.assert_array_equal(values.asnumpy(), [1, 2, 3, 1, 7])
+        np.testing.assert_array_equal(inverse.asnumpy(), [0, 0, 1, 1, 1, 2, 3, 3, 4])
+        np.testing.assert_array_equal(counts.asnumpy(), [2, 3, 1, 2, 1])
+    empty = _consecutive_all(Tensor(np.zeros(0, np.float32)))
+    assert [t.shape for t in empty] == [(0,), (0,), (0,)]

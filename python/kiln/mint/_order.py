@@ -4,6 +4,7 @@ import numpy as np
 from kiln import ops
 from kiln.common import dtype as mstype
 from kiln.ops._core import is_tensor
+from kiln.ops.function.nn_ext import _positions, _run_ends, _run_ids, _run_starts
 
 SAME = ["histc"]  # the same function as kiln.ops (mint's arguments and results)
 
@@ -58,21 +59,14 @@ def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=No
         return _unique_dim(input, dim, return_inverse, return_counts)
     flat = ops.reshape(input, (-1,))
     ordered, order = ops.sort(flat)  # stable: equal elements keep their input order
-    if ordered.shape[0]:
-        edge = ops.ones((1,), mstype.bool_)
-        changed = ops.not_equal(ordered[1:], ordered[:-1])  # NaN != NaN: runs of one
-        firsts = ops.concat((edge, changed))
-        starts = ops.reshape(ops.nonzero(firsts), (-1,))
-        ends = ops.add(ops.reshape(ops.nonzero(ops.concat((changed, edge))), (-1,)), 1)
-    else:
-        firsts = ops.zeros((0,), mstype.bool_)
-        starts = ends = ops.zeros((0,), mstype.int64)
+    marks = _run_starts(ordered)
+    starts = _positions(marks)
     out = [ops.gather(ordered, starts, 0)]
     if return_inverse:  # each sorted element's run, put back at the element's input position
-        run = ops.sub(ops.cumsum(ops.cast(firsts, mstype.int64), 0), 1)
+        run = _run_ids(marks)
         out.append(ops.reshape(ops.gather(run, ops.argsort(order), 0), tuple(input.shape)))
     if return_counts:
-        out.append(ops.sub(ends, starts))
+        out.append(ops.sub(_run_ends(marks), starts))
     return out[0] if len(out) == 1 else tuple(out)
 
 

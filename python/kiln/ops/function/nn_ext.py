@@ -20,27 +20,34 @@ def _tensor(op, x, name="input"):
 
 
 def _run_starts(flat):
-    """For a sorted 1-D tensor of n > 0 values: True where a new value starts (bool, (n,))."""
+    """For a sorted 1-D tensor: True where a new value starts (bool, same length; NaN != NaN,
+    so each NaN starts a run of its own)."""
     n = flat.shape[0]
+    if n == 0:
+        return tensor_of(np.zeros(0, bool))
     first = tensor_of(np.ones(1, bool))
     new = call("not_equal", (narrow(flat, 0, 1, n - 1), narrow(flat, 0, 0, n - 1)))
     return concat([first, new], 0)
 
 
-def _runs(flat):
-    """For a sorted 1-D tensor: the positions where a new value starts (int64, (k,))."""
-    if flat.shape[0] == 0:
-        return tensor_of(np.zeros(0, np.int64))
-    return reshape(call("nonzero", (_run_starts(flat),)), (-1,))
+def _positions(marks):
+    """The positions of the True marks (int64, (k,))."""
+    return reshape(call("nonzero", (marks,)), (-1,))
 
 
-def _group_ids(flat):
-    """For a sorted 1-D tensor: each position's run number (int64), a running count of the
-    run starts."""
-    if flat.shape[0] == 0:
+def _run_ends(marks):
+    """One past the last position of each run, from the run-start marks (int64, (k,))."""
+    n = marks.shape[0]
+    if n == 0:
         return tensor_of(np.zeros(0, np.int64))
-    marks = call("cast", (_run_starts(flat),), (dtype_attr(mstype.int64),))
-    return call("sub", (call("cumsum", (marks,), (0, False)), 1))
+    last = concat([narrow(marks, 0, 1, n - 1), tensor_of(np.ones(1, bool))], 0)
+    return call("add", (_positions(last), 1))
+
+
+def _run_ids(marks):
+    """Each position's run number (int64): a running count of the run starts."""
+    counts = call("cumsum", (call("cast", (marks,), (dtype_attr(mstype.int64),)),), (0, False))
+    return call("sub", (counts, 1))
 
 
 def unique(input):  # noqa: A002
@@ -49,11 +56,12 @@ def unique(input):  # noqa: A002
     x = reshape(_tensor("unique", input), (-1,))
     order = call("argsort", (x,), (0, False))  # stable: a run's first entry is its first seen
     ordered = call("gather", (x, order), (0, 0))
-    starts = _runs(ordered)
+    marks = _run_starts(ordered)
+    starts = _positions(marks)
     first_seen = call("gather", (order, starts), (0, 0))
     rank = call("argsort", (first_seen,), (0, False))  # runs in order of first appearance
     values = call("gather", (call("gather", (ordered, starts), (0, 0)), rank), (0, 0))
-    group_of_sorted = _group_ids(ordered)
+    group_of_sorted = _run_ids(marks)
     group = call("gather", (group_of_sorted, call("argsort", (order,), (0, False))), (0, 0))
     position = call("argsort", (rank,), (0, False))
     idx = call("gather", (position, group), (0, 0))
@@ -67,14 +75,13 @@ def unique_consecutive(input, return_inverse=False, return_counts=False, dim=Non
     if dim is not None:
         raise ValueError("unique_consecutive: dim is not supported by kiln yet (use None)")
     x = reshape(_tensor("unique_consecutive", input), (-1,))
-    starts = _runs(x)
+    marks = _run_starts(x)
+    starts = _positions(marks)
     out = [call("gather", (x, starts), (0, 0))]
     if return_inverse:
-        out.append(reshape(_group_ids(x), tuple(input.shape)))
+        out.append(reshape(_run_ids(marks), tuple(input.shape)))
     if return_counts:
-        ends = concat([narrow(starts, 0, 1, starts.shape[0] - 1),
-                       tensor_of(np.asarray([x.shape[0]], np.int64))], 0)
-        out.append(call("sub", (ends, starts)))
+        out.append(call("sub", (_run_ends(marks), starts)))
     return out[0] if len(out) == 1 else tuple(out)
 
 
