@@ -1,23 +1,23 @@
 // conv.cc - Conv2d on oneDNN (cached primitives), with its gradient ops; pooling is in pool.cc.
 //
-// NCHW. Conv2d runs float32 through oneDNN with plain layouts (nchw / oihw), so no reorder runs
-// per call; where the channels are so few that oneDNN's im2col + GEMM has a GEMM of 6 or 16
-// columns (LeNet's), kiln's direct loops run instead (conv_direct.h), measured faster. bfloat16
-// runs natively (bf16 operands, f32 accumulation, layouts oneDNN picks) where the CPU has bf16
-// instructions (AVX512-BF16 / AMX); float64 runs kiln's own double-precision loops (conv_f64.h:
-// oneDNN has no f64 convolution, and rounding through float32 would silently lose the precision
-// asked for); float16 converts to float32 around it. Its gradients are two ops of their own on
-// oneDNN's backward-data / backward-weights primitives (cached the same way; backward-weights
-// runs in oneDNN's blocked layouts, see below); at unit stride with few channels the input
-// gradient is itself a small convolution and runs kiln's direct loops too.
+// NCHW. Conv2d runs float32 through oneDNN (kernels/cpu/conv_onednn.h: on AVX2 mostly in the
+// layouts oneDNN picks, reordered around each call); where the channels are so few that
+// oneDNN's im2col + GEMM has a GEMM of 6 or 16 columns (LeNet's), kiln's direct loops run instead
+// (conv_direct.h), measured faster. bfloat16 runs natively (bf16 operands, f32 accumulation,
+// layouts oneDNN picks) where the CPU has bf16 instructions (AVX512-BF16 / AMX); float64 runs
+// kiln's own double-precision loops (conv_f64.h: oneDNN has no f64 convolution, and rounding
+// through float32 would silently lose the precision asked for); float16 converts to float32 around
+// it. Its gradients are two ops of their own on oneDNN's backward-data / backward-weights
+// primitives; at unit stride with few channels the input gradient is itself a small convolution and
+// runs kiln's direct loops too.
 #include <algorithm>
 #include <initializer_list>
 
 #include "core/error.h"
 #include "kernels/cpu/conv_direct.h"
 #include "kernels/cpu/conv_f64.h"
+#include "kernels/cpu/conv_onednn.h"
 #include "kernels/cpu/copy.h"
-#include "kernels/cpu/onednn.h"
 #include "ops/conv_internal.h"
 
 namespace kiln {
@@ -54,11 +54,6 @@ GradVar InputGrad(GradBuilder& g, GradVar grad, int input) {
 namespace {
 
 using namespace conv;  // NOLINT: this file is the conv family
-
-// First integer of a conv cache key, one per primitive kind.
-constexpr int64_t kConvTag = 2;
-constexpr int64_t kConvBackwardDataTag = 3;
-constexpr int64_t kConvBackwardWeightsTag = 4;
 
 // ---- Conv2d: attrs stride(2), padding(4: top, bottom, left, right), dilation(2), groups
 
@@ -113,215 +108,6 @@ std::vector<TensorMeta> InferConv2d(const OpDef& def, const std::vector<TensorMe
                                     const Attrs& attrs) {
   ConvGeometry g = PlanConv(def, in, attrs);
   return {TensorMeta{in[0].dtype, {g.n, g.o, g.oh, g.ow}}};
-}
-
-// Plain-layout memory descriptors of a convolution's src (nchw), weights (oihw, or goihw with
-// groups) and dst (nchw), all of element type `dt` (f32, or bf16 on the native path).
-struct ConvDescs {
-  dnnl::memory::desc src, weights, dst;
-};
-
-ConvDescs MakeConvDescs(const ConvGeometry& g, dnnl::memory::data_type dt) {
-  using dnnl::memory;
-  ConvDescs d;
-  d.src = memory::desc({g.n, g.c, g.h, g.w}, dt, memory::format_tag::nchw);
-  d.dst = memory::desc({g.n, g.o, g.oh, g.ow}, dt, memory::format_tag::nchw);
-  d.weights = g.groups == 1 ? memory::desc({g.o, g.c, g.kh, g.kw}, dt, memory::format_tag::oihw)
-                            : memory::desc({g.groups, g.o / g.groups, g.c / g.groups, g.kh, g.kw},
-                                           dt, memory::format_tag::goihw);
-  return d;
-}
-
-cpu::PrimitiveKey ConvKey(int64_t tag, const ConvGeometry& g, bool has_bias,
-                          dnnl::memory::data_type dt) {
-  cpu::PrimitiveKey key{tag,      g.n,      g.c,      g.h,      g.w,           g.o,
-                        g.kh,     g.kw,     g.groups, has_bias, g.stride[0],   g.stride[1],
-                        g.pad[0], g.pad[1], g.pad[2], g.pad[3], g.dilation[0], g.dilation[1]};
-  key.push_back(static_cast<int64_t>(dt));
-  return key;
-}
-
-// The element type a conv's operands have in oneDNN: bf16 when they are all bfloat16 and the CPU
-// runs bf16 natively, f32 otherwise (the kernels then convert around the call).
-dnnl::memory::data_type ConvType(std::initializer_list<DType> dtypes) {
-  if (!cpu::OnednnHasNativeBF16()) return dnnl::memory::data_type::f32;
-  for (DType d : dtypes)
-    if (d != DType::BFloat16) return dnnl::memory::data_type::f32;
-  return dnnl::memory::data_type::bf16;
-}
-
-// oneDNN counts dilation from 0 (no gap) where PyTorch and MindSpore count from 1.
-dnnl::memory::dims OnednnDilation(const ConvGeometry& g) {
-  return {g.dilation[0] - 1, g.dilation[1] - 1};
-}
-dnnl::memory::dims PadBegin(const ConvGeometry& g) { return {g.pad[0], g.pad[2]}; }
-dnnl::memory::dims PadEnd(const ConvGeometry& g) { return {g.pad[1], g.pad[3]}; }
-
-dnnl::convolution_forward::primitive_desc ForwardPd(const ConvGeometry& g, const ConvDescs& d,
-                                                    const dnnl::memory::desc& bias,
-                                                    dnnl::prop_kind prop) {
-  return dnnl::convolution_forward::primitive_desc(
-      cpu::OnednnEngine(), prop, dnnl::algorithm::convolution_direct, d.src, d.weights, bias, d.dst,
-      {g.stride[0], g.stride[1]}, OnednnDilation(g), PadBegin(g), PadEnd(g), cpu::ConcurrentAttr());
-}
-
-using cpu::OnednnExecute;
-
-// The same descriptors with format `any`: the primitive picks its layouts.
-ConvDescs AnyDescs(const ConvDescs& plain) {
-  const auto any = dnnl::memory::format_tag::any;
-  return ConvDescs{dnnl::memory::desc(plain.src.get_dims(), plain.src.get_data_type(), any),
-                   dnnl::memory::desc(plain.weights.get_dims(), plain.weights.get_data_type(), any),
-                   dnnl::memory::desc(plain.dst.get_dims(), plain.dst.get_data_type(), any)};
-}
-
-// float32 runs on the plain layouts, so no reorder runs per call. bf16 lets oneDNN choose: its
-// AMX / AVX512-BF16 kernels (brgconv) want blocked or channels-last layouts and otherwise fall
-// back to a gemm-based convolution several times slower; the reorders are memory-bound and
-// cheap beside the product.
-ConvDescs PrimitiveDescs(const ConvDescs& plain) {
-  return plain.src.get_data_type() == dnnl::memory::data_type::bf16 ? AnyDescs(plain) : plain;
-}
-
-std::shared_ptr<dnnl::reorder> MakeReorder(const dnnl::memory::desc& from,
-                                           const dnnl::memory::desc& to) {
-  if (from == to) return nullptr;
-  auto& engine = cpu::OnednnEngine();
-  return std::make_shared<dnnl::reorder>(
-      dnnl::reorder::primitive_desc(engine, from, engine, to, cpu::ConcurrentAttr()));
-}
-
-// An operand in the primitive's layout: the tensor's own memory, or a reordered copy.
-dnnl::memory InLayout(const std::shared_ptr<dnnl::reorder>& reorder,
-                      const dnnl::memory::desc& plain, const dnnl::memory::desc& chosen,
-                      const Tensor& t) {
-  auto& engine = cpu::OnednnEngine();
-  dnnl::memory m(plain, engine, t.raw_data());
-  if (!reorder) return m;
-  dnnl::memory blocked(chosen, engine);
-  OnednnExecute(*reorder, {{DNNL_ARG_FROM, m}, {DNNL_ARG_TO, blocked}});
-  return blocked;
-}
-
-// A result: written in place when the layouts agree, else into scratch reordered afterwards
-// (FinishOut).
-dnnl::memory OutLayout(const std::shared_ptr<dnnl::reorder>& reorder, const dnnl::memory& plain,
-                       const dnnl::memory::desc& chosen) {
-  return reorder ? dnnl::memory(chosen, cpu::OnednnEngine()) : plain;
-}
-
-void FinishOut(const std::shared_ptr<dnnl::reorder>& reorder, const dnnl::memory& made,
-               const dnnl::memory& plain) {
-  if (reorder) OnednnExecute(*reorder, {{DNNL_ARG_FROM, made}, {DNNL_ARG_TO, plain}});
-}
-
-// A primitive with the plain layouts of its tensors, those it runs in, and the reorders
-// between them (null where they agree): src/weights/dst in or out as the primitive reads or
-// writes them.
-template <typename Prim>
-struct ConvEntryOf {
-  Prim prim;
-  ConvDescs plain, chosen;
-  std::shared_ptr<dnnl::reorder> src, weights, dst;
-};
-
-struct ConvForward : ConvEntryOf<dnnl::convolution_forward> {
-  dnnl::memory::desc bias;
-};
-
-// out = conv(x, w) + bias, contiguous; x, w and out of element type dt, the bias float32.
-void OnednnConv(const ConvGeometry& g, const Tensor& x, const Tensor& w, const Tensor& bias,
-                const Tensor& out, dnnl::memory::data_type dt) {
-  using dnnl::memory;
-  const bool has_bias = bias.defined();
-  auto e = cpu::CachedPrimitive<ConvForward>(ConvKey(kConvTag, g, has_bias, dt), [&] {
-    ConvDescs plain = MakeConvDescs(g, dt);
-    memory::desc bias_md = has_bias
-                               ? memory::desc({g.o}, memory::data_type::f32, memory::format_tag::a)
-                               : memory::desc();
-    auto pd = ForwardPd(g, PrimitiveDescs(plain), bias_md, dnnl::prop_kind::forward_inference);
-    ConvDescs chosen{pd.src_desc(), pd.weights_desc(), pd.dst_desc()};
-    ConvForward f{{dnnl::convolution_forward(pd), plain, chosen, MakeReorder(plain.src, chosen.src),
-                   MakeReorder(plain.weights, chosen.weights), MakeReorder(chosen.dst, plain.dst)},
-                  bias_md};
-    return f;
-  });
-  auto& engine = cpu::OnednnEngine();
-  memory out_plain(e->plain.dst, engine, out.raw_data());
-  memory dst = OutLayout(e->dst, out_plain, e->chosen.dst);
-  std::unordered_map<int, memory> args{
-      {DNNL_ARG_SRC, InLayout(e->src, e->plain.src, e->chosen.src, x)},
-      {DNNL_ARG_WEIGHTS, InLayout(e->weights, e->plain.weights, e->chosen.weights, w)},
-      {DNNL_ARG_DST, dst}};
-  if (has_bias) args.emplace(DNNL_ARG_BIAS, memory(e->bias, engine, bias.raw_data()));
-  OnednnExecute(e->prim, args);
-  FinishOut(e->dst, dst, out_plain);
-}
-
-// Backward primitives take a forward_training primitive_desc as their hint.
-using ConvBackwardDataEntry = ConvEntryOf<dnnl::convolution_backward_data>;
-
-// dx = conv's input gradient from dy and w, all of element type dt and contiguous.
-void OnednnConvBackwardData(const ConvGeometry& g, const Tensor& dy, const Tensor& w,
-                            const Tensor& dx, dnnl::memory::data_type dt) {
-  using dnnl::memory;
-  auto e =
-      cpu::CachedPrimitive<ConvBackwardDataEntry>(ConvKey(kConvBackwardDataTag, g, false, dt), [&] {
-        ConvDescs plain = MakeConvDescs(g, dt), d = PrimitiveDescs(plain);
-        auto hint = ForwardPd(g, d, memory::desc(), dnnl::prop_kind::forward_training);
-        dnnl::convolution_backward_data::primitive_desc pd(
-            cpu::OnednnEngine(), dnnl::algorithm::convolution_direct, d.src, d.weights, d.dst,
-            {g.stride[0], g.stride[1]}, OnednnDilation(g), PadBegin(g), PadEnd(g), hint,
-            cpu::ConcurrentAttr());
-        ConvDescs chosen{pd.diff_src_desc(), pd.weights_desc(), pd.diff_dst_desc()};
-        return ConvBackwardDataEntry{dnnl::convolution_backward_data(pd),
-                                     plain,
-                                     chosen,
-                                     MakeReorder(chosen.src, plain.src),
-                                     MakeReorder(plain.weights, chosen.weights),
-                                     MakeReorder(plain.dst, chosen.dst)};
-      });
-  memory dx_plain(e->plain.src, cpu::OnednnEngine(), dx.raw_data());
-  memory diff_src = OutLayout(e->src, dx_plain, e->chosen.src);
-  OnednnExecute(e->prim,
-                {{DNNL_ARG_DIFF_DST, InLayout(e->dst, e->plain.dst, e->chosen.dst, dy)},
-                 {DNNL_ARG_WEIGHTS, InLayout(e->weights, e->plain.weights, e->chosen.weights, w)},
-                 {DNNL_ARG_DIFF_SRC, diff_src}});
-  FinishOut(e->src, diff_src, dx_plain);
-}
-
-// On plain nchw/oihw oneDNN runs backward-weights with its gemm implementation, 1.7x (dense
-// 3x3) to 15x (depthwise) slower than its blocked jit kernels here (AVX-512, best of 15 runs).
-// So this primitive picks its own layouts (format any) in every dtype and kiln reorders around
-// it; the reorders are memory-bound and cheap next to the convolution.
-using ConvBackwardWeightsEntry = ConvEntryOf<dnnl::convolution_backward_weights>;
-
-// dw = conv's weight gradient from dy and x, all of element type dt and contiguous.
-void OnednnConvBackwardWeights(const ConvGeometry& g, const Tensor& dy, const Tensor& x,
-                               const Tensor& dw, dnnl::memory::data_type dt) {
-  using dnnl::memory;
-  auto e = cpu::CachedPrimitive<ConvBackwardWeightsEntry>(
-      ConvKey(kConvBackwardWeightsTag, g, false, dt), [&] {
-        ConvDescs plain = MakeConvDescs(g, dt), any = AnyDescs(plain);
-        auto hint = ForwardPd(g, any, memory::desc(), dnnl::prop_kind::forward_training);
-        dnnl::convolution_backward_weights::primitive_desc pd(
-            cpu::OnednnEngine(), dnnl::algorithm::convolution_direct, any.src, any.weights, any.dst,
-            {g.stride[0], g.stride[1]}, OnednnDilation(g), PadBegin(g), PadEnd(g), hint,
-            cpu::ConcurrentAttr());
-        ConvDescs chosen{pd.src_desc(), pd.diff_weights_desc(), pd.diff_dst_desc()};
-        return ConvBackwardWeightsEntry{dnnl::convolution_backward_weights(pd),
-                                        plain,
-                                        chosen,
-                                        MakeReorder(plain.src, chosen.src),
-                                        MakeReorder(chosen.weights, plain.weights),
-                                        MakeReorder(plain.dst, chosen.dst)};
-      });
-  memory dw_plain(e->plain.weights, cpu::OnednnEngine(), dw.raw_data());
-  memory diff_weights = OutLayout(e->weights, dw_plain, e->chosen.weights);
-  OnednnExecute(e->prim, {{DNNL_ARG_SRC, InLayout(e->src, e->plain.src, e->chosen.src, x)},
-                          {DNNL_ARG_DIFF_DST, InLayout(e->dst, e->plain.dst, e->chosen.dst, dy)},
-                          {DNNL_ARG_DIFF_WEIGHTS, diff_weights}});
-  FinishOut(e->weights, diff_weights, dw_plain);
 }
 
 // A float32 contiguous operand (a no-op for the usual float32 NCHW case).
@@ -391,10 +177,11 @@ void Conv2dKernel(KernelContext& ctx) {
                  Contiguous(ctx.inputs[2]), out);
     return;
   }
-  const auto dt = ConvType({ctx.inputs[0].dtype(), ctx.inputs[1].dtype(), out.dtype()});
+  const auto dt = cpu::OnednnConvType({ctx.inputs[0].dtype(), ctx.inputs[1].dtype(), out.dtype()});
   Tensor bias = Float32Contiguous(ctx.inputs[2]);  // a bf16 conv takes an f32 bias as well
   if (dt == dnnl::memory::data_type::bf16) {
-    OnednnConv(g, ctx.inputs[0].Contiguous(), ctx.inputs[1].Contiguous(), bias, out, dt);
+    cpu::OnednnConv(LoopShape(g), ctx.inputs[0].Contiguous(), ctx.inputs[1].Contiguous(), bias, out,
+                    dt);
     return;
   }
   Tensor x = Float32Contiguous(ctx.inputs[0]), w = Float32Contiguous(ctx.inputs[1]);
@@ -406,7 +193,8 @@ void Conv2dKernel(KernelContext& ctx) {
     });
     return;
   }
-  IntoFloat32(out, [&](const Tensor& out32) { OnednnConv(g, x, w, bias, out32, dt); });
+  IntoFloat32(out,
+              [&](const Tensor& out32) { cpu::OnednnConv(LoopShape(g), x, w, bias, out32, dt); });
 }
 
 // ---- Conv2d's gradients: conv2d_backward_input(dy, weight; input_shape, <conv2d attrs>) and
@@ -471,16 +259,17 @@ void Conv2dBackwardInputKernel(KernelContext& ctx) {
                              dx);
     return;
   }
-  const auto dt = ConvType({ctx.inputs[0].dtype(), ctx.inputs[1].dtype(), dx.dtype()});
+  const auto dt = cpu::OnednnConvType({ctx.inputs[0].dtype(), ctx.inputs[1].dtype(), dx.dtype()});
   if (dt == dnnl::memory::data_type::bf16) {
-    OnednnConvBackwardData(g, ctx.inputs[0].Contiguous(), ctx.inputs[1].Contiguous(), dx, dt);
+    cpu::OnednnConvBackwardData(LoopShape(g), ctx.inputs[0].Contiguous(),
+                                ctx.inputs[1].Contiguous(), dx, dt);
     return;
   }
   Tensor dy = Float32Contiguous(ctx.inputs[0]), w = Float32Contiguous(ctx.inputs[1]);
   IntoFloat32(dx, [&](const Tensor& dx32) {
     if (!cpu::DirectConvBackwardDataF32(LoopShape(g), dy.data<float>(), w.data<float>(),
                                         dx32.data<float>()))
-      OnednnConvBackwardData(g, dy, w, dx32, dt);
+      cpu::OnednnConvBackwardData(LoopShape(g), dy, w, dx32, dt);
   });
 }
 
@@ -497,13 +286,16 @@ void Conv2dBackwardWeightKernel(KernelContext& ctx) {
                                 ctx.inputs[1].Contiguous(), dw);
     return;
   }
-  const auto dt = ConvType({ctx.inputs[0].dtype(), ctx.inputs[1].dtype(), dw.dtype()});
+  const auto dt = cpu::OnednnConvType({ctx.inputs[0].dtype(), ctx.inputs[1].dtype(), dw.dtype()});
   if (dt == dnnl::memory::data_type::bf16) {
-    OnednnConvBackwardWeights(g, ctx.inputs[0].Contiguous(), ctx.inputs[1].Contiguous(), dw, dt);
+    cpu::OnednnConvBackwardWeights(LoopShape(g), ctx.inputs[0].Contiguous(),
+                                   ctx.inputs[1].Contiguous(), dw, dt);
     return;
   }
   Tensor dy = Float32Contiguous(ctx.inputs[0]), x = Float32Contiguous(ctx.inputs[1]);
-  IntoFloat32(dw, [&](const Tensor& dw32) { OnednnConvBackwardWeights(g, dy, x, dw32, dt); });
+  IntoFloat32(dw, [&](const Tensor& dw32) {
+    cpu::OnednnConvBackwardWeights(LoopShape(g), dy, x, dw32, dt);
+  });
 }
 
 // ---- Gradient rules

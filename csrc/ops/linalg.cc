@@ -185,8 +185,6 @@ namespace {
 
 using namespace linalg;  // NOLINT: this file is the linalg family
 
-constexpr int64_t kMatMulTag = 1;  // first integer of a matmul cache key
-
 std::vector<TensorMeta> InferMatMul(const OpDef& def, const std::vector<TensorMeta>& in,
                                     const Attrs& attrs) {
   MatMulDims dims =
@@ -247,7 +245,8 @@ bool IsVectorAligned(const Tensor& t) {
 // c = a @ b on oneDNN; a, b, c are (rank)-D views of one dtype oneDNN runs, c contiguous.
 void OnednnMatMul(const Tensor& a, const Tensor& b, const Tensor& c) {
   const auto type = cpu::OnednnType(c.dtype());
-  cpu::PrimitiveKey key{kMatMulTag, static_cast<int64_t>(c.dtype()), c.ndim()};
+  cpu::PrimitiveKey key{static_cast<int64_t>(cpu::PrimitiveTag::MatMul),
+                        static_cast<int64_t>(c.dtype()), c.ndim()};
   AppendLayout(key, a);
   AppendLayout(key, b);
   AppendLayout(key, c);

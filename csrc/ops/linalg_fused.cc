@@ -24,8 +24,6 @@ namespace {
 // dtypes and layouts run the unfused kernels (matmul, add, activation, add) in place on the
 // output, which gives exactly the unfused ops' values.
 
-constexpr int64_t kFusedMatMulTag = 2;  // first integer of a fused matmul cache key
-
 enum class Activation : int64_t { None, Relu, GeluTanh, Sigmoid, Tanh, GeluErf };
 
 Activation ParseActivation(const std::string& name, const char* op) {
@@ -228,7 +226,7 @@ bool OnednnFusedMatMul(const Tensor& a, const Tensor& b, const Tensor& bias, Act
   using dnnl::memory;
   const auto type = cpu::OnednnType(c.dtype());
   const int64_t rank = c.ndim();
-  cpu::PrimitiveKey key{kFusedMatMulTag,
+  cpu::PrimitiveKey key{static_cast<int64_t>(cpu::PrimitiveTag::FusedMatMul),
                         rank,
                         bias.defined(),
                         static_cast<int64_t>(act),

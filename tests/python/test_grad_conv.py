@@ -135,6 +135,48 @@ def test_conv2d_grad_matches_reference(xs, ws, stride, pads, dilation, groups, h
         assert_close(got, ref.astype(np.float32), ms.float32, **F32_TOL)
 
 
+# Shapes that oneDNN runs in its own layouts (channel blocks, channels-last), reordered to and
+# from kiln's plain ones through reused scratch buffers: few input channels at a stride (the
+# channels-last input of a network's first layer), channel counts that leave a block partly
+# padded, a strided 1x1, grouped and depthwise.
+LAYOUT_CASES = [
+    ((2, 3, 30, 30), (16, 3, 7, 7), (2, 2), (3, 3, 3, 3), 1),
+    ((2, 12, 10, 10), (20, 12, 3, 3), (1, 1), (1, 1, 1, 1), 1),
+    ((2, 16, 9, 9), (32, 16, 1, 1), (2, 2), (0, 0, 0, 0), 1),
+    ((2, 16, 8, 8), (16, 4, 3, 3), (1, 1), (1, 1, 1, 1), 4),
+    ((2, 16, 8, 8), (16, 1, 3, 3), (2, 2), (1, 1, 1, 1), 16),
+]
+
+
+def check_conv_and_grads(xs, ws, mode, **kwargs):
+    """conv2d and its three gradients on fresh operands against the references."""
+    stride, pads, groups = kwargs["stride"], kwargs["padding"], kwargs["groups"]
+    x, w, b = rand(*xs), rand(*ws), rand(ws[0])
+    y = conv2d_ref(x, w, b, stride, pads, (1, 1), groups)
+    dy = rand(*y.shape)
+
+    def fn(xx, ww, bb):
+        return ops.mul(ops.conv2d(xx, ww, bb, **kwargs), Tensor(dy))
+
+    grad = ms.grad(fn, (0, 1, 2))
+    if mode == "graph":
+        grad = ms.jit(grad)
+    grads = grad(Tensor(x), Tensor(w), Tensor(b))
+    assert_close(ops.conv2d(Tensor(x), Tensor(w), Tensor(b), **kwargs), y.astype(np.float32),
+                 ms.float32, **F32_TOL)
+    want = conv2d_grads_ref(x, w, dy, stride, pads, (1, 1), groups)
+    for got, ref in zip(grads, want):
+        assert_close(got, ref.astype(np.float32), ms.float32, **F32_TOL)
+
+
+@pytest.mark.parametrize("mode", ["pynative", "graph"])
+@pytest.mark.parametrize("xs,ws,stride,pads,groups", LAYOUT_CASES)
+def test_conv2d_in_onednn_layouts_matches_reference(xs, ws, stride, pads, groups, mode):
+    for _ in range(2):  # the second call runs on scratch buffers the first one freed
+        check_conv_and_grads(xs, ws, mode, stride=stride, pad_mode="pad", padding=pads,
+                             groups=groups)
+
+
 @pytest.mark.parametrize("size,kernel,stride,dilation", [(8, 3, 1, 1), (9, 3, 2, 1), (10, 4, 3, 1),
                                                           (7, 3, 2, 2), (6, 2, 1, 1)])
 def test_conv2d_grad_pad_mode_same(size, kernel, stride, dilation):

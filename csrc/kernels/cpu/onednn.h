@@ -33,8 +33,19 @@ dnnl::memory::data_type OnednnType(DType dtype);
 // computes bfloat16 in float32 rather than take oneDNN's slow emulation.
 bool OnednnHasNativeBF16();
 
-// A cache key: a flat list of integers (op tag, then dims/strides/flags), cheap to hash.
+// A cache key: a flat list of integers (a PrimitiveTag, then dims/strides/flags), cheap to hash.
 using PrimitiveKey = std::vector<int64_t>;
+
+// The first integer of every PrimitiveKey: the kind of entry the key is for. One list, so keys of
+// two kinds never compare equal (the cache hands an entry back cast to its kind's type; conv and
+// fused matmul keys once both began with 2 and could have matched at the same length).
+enum class PrimitiveTag : int64_t {
+  MatMul = 1,
+  FusedMatMul,
+  Conv,
+  ConvBackwardData,
+  ConvBackwardWeights,
+};
 
 struct OnednnCacheStats {
   int64_t hits = 0;
