@@ -16,6 +16,8 @@
 namespace kiln {
 namespace {
 
+constexpr char kGeluGradName[] = "gelu_grad";
+
 template <typename C>
 constexpr bool kIsFloat = std::is_floating_point_v<C>;
 
@@ -522,7 +524,7 @@ void RegisterUnaryOps(OpRegistry& r) {
   gelu_grad.attrs = {{"approximate", std::string("none")}};
   gelu_grad.infer = InferGeluGrad;
   gelu_grad.kernel = GeluGradKernel;
-  gelu_grad.grad = NotDifferentiable;  // second derivatives of gelu are not provided
+  gelu_grad.grad = NoSecondOrder<kGeluGradName>;
   gelu_grad.promotion = Promotion::CommonFloat;
   r.Add(std::move(gelu_grad));
 }

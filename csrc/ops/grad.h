@@ -7,6 +7,7 @@
 
 #include <vector>
 
+#include "core/error.h"
 #include "ops/registry.h"
 
 namespace kiln {
@@ -44,6 +45,16 @@ class GradBuilder {
 
 // The rule of ops with no gradient (comparisons, argmax, integer results, stop_gradient).
 std::vector<GradVar> NotDifferentiable(GradBuilder& g);
+
+// The rule of a gradient op kiln does not differentiate again (BPTT, gelu's, layer_norm's): a
+// gradient of its gradient raises, naming the op, instead of silently coming out zero.
+template <const char* kOp>
+std::vector<GradVar> NoSecondOrder(GradBuilder& g) {
+  for (int i = 0; i < g.num_inputs(); ++i)
+    KILN_CHECK(!g.wants_input_grad(i), NotImplemented, kOp,
+               ": second derivatives (gradients of this gradient) are not supported");
+  return {};
+}
 
 // ---- Building blocks for rules ----
 // Sums `grad` over the axes that broadcasting added or stretched, so it takes `shape`.

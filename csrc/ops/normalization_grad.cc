@@ -13,6 +13,8 @@
 namespace kiln::norm {
 namespace {
 
+constexpr char kLayerNormGradName[] = "layer_norm_grad";
+
 // ---- layer_norm_grad(dy, x, mean, rstd, weight?) -> (dx, dweight, dbias)
 //
 // With xhat = (x - mean) * rstd and g = dy * weight, per row of n elements:
@@ -259,21 +261,94 @@ void BatchNormGradKernel(KernelContext& ctx) {
   StoreChannels(ctx.outputs[2], sum_dy);
 }
 
+// ---- batch_norm_grad's own gradient: batch_norm's second derivatives
+//
+// With xh = (x - mean) * is (is: saved_invstd), w the weight (1 when absent), and per channel
+// S() a sum and M() a mean over its N values, batch_norm_grad computes
+//   training: dx = w*is*(dy - M(dy) - xh*M(dy*xh));  eval: dx = w*is*dy
+//   dweight = S(dy*xh), dbias = S(dy).
+// From the gradients gdx, gdw, gdb of those, its input gradients are (training / eval):
+//   g_dy   = w*is*(gdx - M(gdx) - xh*M(gdx*xh)) + gdw*xh + gdb  /  w*is*gdx + gdw*xh + gdb
+//   g_x    = -w*is^2*(gdx*M(dy*xh) + dy*M(gdx*xh)) + gdw*dy*is    /  gdw*dy*is
+//   g_mean = -S(g_x)   (x and mean enter only as x - mean)
+//   g_is   = S(gdx*w*(dy - M(dy))) - 3*w*S(dy*xh)*M(gdx*xh) + gdw*S(dy*xh)/is
+//                                                            /  S(gdx*w*dy) + gdw*S(dy*xh)/is
+//   g_w    = S(gdx*dx/w).
+// Means rather than sums over N keep the rule valid where Graph mode knows N only at run time.
+
+struct ChannelOps {
+  GradBuilder& g;
+  Attrs axes;  // (axes, keep_dims) of a per-channel reduction of x's shape
+  Shape stat;  // (1, C, 1, ...): a per-channel value broadcast against x
+  Shape flat;  // (C): a per-channel input's own shape
+
+  GradVar Sum(GradVar v) { return g.Emit1(OpKind::ReduceSum, {v}, axes); }
+  GradVar Mean(GradVar v) { return g.Emit1(OpKind::ReduceMean, {v}, {axes[0], axes[1]}); }
+  GradVar Shaped(GradVar v) { return g.Emit1(OpKind::Reshape, {v}, {stat}); }
+  GradVar Flat(GradVar v) { return g.Emit1(OpKind::Reshape, {v}, {flat}); }
+};
+
+std::vector<GradVar> BatchNormGradGrad(GradBuilder& g) {
+  const TensorMeta xm = g.meta(g.input(1));
+  const int64_t rank = static_cast<int64_t>(xm.shape.size());
+  std::vector<int64_t> axes{0};
+  for (int64_t d = 2; d < rank; ++d) axes.push_back(d);
+  Shape stat(rank, 1);
+  stat[1] = xm.shape[1];
+  ChannelOps c{g, {axes, true, std::monostate{}}, stat, {xm.shape[1]}};
+  const bool training = AttrBool(g.attrs(), 0), has_w = g.meta(g.input(4)).present;
+  GradVar dy = g.input(0), x = g.input(1), is = c.Shaped(g.input(3));
+  GradVar w = has_w ? c.Shaped(g.input(4)) : g.Scalar(1.0);
+  GradVar xh = Mul(g, Sub(g, x, c.Shaped(g.input(2))), is);
+  GradVar gdx = g.out_grad(0);
+  GradVar gdw = g.has_out_grad(1) ? c.Shaped(g.out_grad(1)) : GradVar{};
+  GradVar gdb = g.has_out_grad(2) ? c.Shaped(g.out_grad(2)) : GradVar{};
+  GradVar wis = Mul(g, w, is), dy_xh = Mul(g, dy, xh);
+  GradVar gdx_xh = c.Mean(Mul(g, gdx, xh)), dy_xh_mean = c.Mean(dy_xh);
+  // dx / w: what multiplies w in dx.
+  GradVar dx_per_w =
+      Mul(g, is, training ? Sub(g, Sub(g, dy, c.Mean(dy)), Mul(g, xh, dy_xh_mean)) : dy);
+  GradVar g_dy = training ? Mul(g, wis, Sub(g, Sub(g, gdx, c.Mean(gdx)), Mul(g, xh, gdx_xh)))
+                          : Mul(g, wis, gdx);
+  GradVar g_x =
+      training
+          ? Neg(g, Mul(g, Mul(g, wis, is), Add(g, Mul(g, gdx, dy_xh_mean), Mul(g, dy, gdx_xh))))
+          : GradVar{};
+  GradVar g_is = c.Sum(Mul(g, Mul(g, gdx, w), training ? Sub(g, dy, c.Mean(dy)) : dy));
+  if (training) g_is = Sub(g, g_is, Mul(g, Mul(g, Mul(g, w, g.Scalar(3.0)), c.Sum(dy_xh)), gdx_xh));
+  if (gdw.defined()) {
+    g_dy = Add(g, g_dy, Mul(g, gdw, xh));
+    GradVar from_w = Mul(g, Mul(g, gdw, dy), is);
+    g_x = g_x.defined() ? Add(g, g_x, from_w) : from_w;
+    g_is = Add(g, g_is, Div(g, Mul(g, gdw, c.Sum(dy_xh)), is));
+  }
+  if (gdb.defined()) g_dy = Add(g, g_dy, gdb);
+  std::vector<GradVar> grads(5);
+  if (g.wants_input_grad(0)) grads[0] = ToInput(g, g_dy, 0);
+  if (g_x.defined() && g.wants_input_grad(1)) grads[1] = ToInput(g, g_x, 1);
+  if (g_x.defined() && g.wants_input_grad(2)) grads[2] = ToInput(g, c.Flat(Neg(g, c.Sum(g_x))), 2);
+  if (g.wants_input_grad(3)) grads[3] = ToInput(g, c.Flat(g_is), 3);
+  if (has_w && g.wants_input_grad(4))
+    grads[4] = ToInput(g, c.Flat(c.Sum(Mul(g, gdx, dx_per_w))), 4);
+  return grads;
+}
+
 }  // namespace
 
 void RegisterNormalizationGradOps(OpRegistry& r) {
   // Backward kernels of layer_norm and batch_norm. Inputs come from the rules with matching
-  // dtypes, so nothing is promoted; their own second derivatives are not provided.
+  // dtypes, so nothing is promoted. batch_norm's second derivatives are provided, layer_norm's
+  // are not.
   OpDef layer_norm_grad = Norm(OpKind::LayerNormGrad, {"dy", "x", "mean", "rstd", "weight?"},
                                InferLayerNormGrad, LayerNormGradKernel, Promotion::None);
   layer_norm_grad.attrs = {{"begin_norm_axis", int64_t{-1}}, {"affine_grads", true}};
-  layer_norm_grad.grad = NotDifferentiable;
+  layer_norm_grad.grad = NoSecondOrder<kLayerNormGradName>;
   r.Add(std::move(layer_norm_grad));
   OpDef batch_norm_grad =
       Norm(OpKind::BatchNormGrad, {"dy", "x", "saved_mean", "saved_invstd", "weight?"},
            InferBatchNormGrad, BatchNormGradKernel, Promotion::None);
   batch_norm_grad.attrs = {{"training", true}, {"affine_grads", true}};
-  batch_norm_grad.grad = NotDifferentiable;
+  batch_norm_grad.grad = BatchNormGradGrad;
   r.Add(std::move(batch_norm_grad));
 }
 

@@ -317,8 +317,7 @@ void RegisterRecurrentOps(OpRegistry& r) {
   r.Add(MakeOpDef(OpKind::LstmSequenceGrad,
                   {"x", "h0", "c0", "w_ih", "w_hh", "y", "gates", "cells", "dy", "dh_last",
                    "dc_last", "lengths?"},
-                  {}, InferLstmGrad, LstmGradKernel,
-                  recurrent::NoSecondOrder<recurrent::kLstmGrad>));
+                  {}, InferLstmGrad, LstmGradKernel, NoSecondOrder<recurrent::kLstmGrad>));
   recurrent::RegisterGruAndRnnOps(r);
 }
 

@@ -76,16 +76,6 @@ std::vector<GradVar> LayerGrad(GradBuilder& g, OpKind grad_op, const LayerGradIn
 inline constexpr char kLstmGrad[] = "lstm_sequence_grad", kGruGrad[] = "gru_sequence_grad",
                       kRnnGrad[] = "rnn_sequence_grad";
 
-// BPTT is not differentiated again: a gradient of these gradients raises, naming the gradient
-// op, instead of silently coming out zero.
-template <const char* kOp>
-std::vector<GradVar> NoSecondOrder(GradBuilder& g) {
-  for (int i = 0; i < g.num_inputs(); ++i)
-    KILN_CHECK(!g.wants_input_grad(i), NotImplemented, kOp,
-               ": gradients of a recurrent layer's gradients are not supported");
-  return {};
-}
-
 void RegisterGruAndRnnOps(OpRegistry& r);
 
 }  // namespace kiln::recurrent

@@ -289,6 +289,51 @@ def test_batch_norm_saved_statistics_gradients(which):
                rand(4, 3, 2))
 
 
+def _batch_norm_first_grads(training, with_stats, c):
+    """(x, w, b, dy) -> batch_norm's three first-order gradients under the output gradient dy,
+    as functions to differentiate (dy an argument too: in a second derivative it is one)."""
+    rm, rv = Tensor(np.full(c, 0.3)), Tensor(np.full(c, 1.7))
+
+    def f(t, u, v, d):
+        stats = (rm, rv) if with_stats else (None, None)
+        return ops.batch_norm(t, *stats, u, v, training=training) * d
+
+    first = ms.grad(f, (0, 1, 2))
+    return [lambda t, u, v, d, k=k: first(t, u, v, d)[k] for k in range(3)]
+
+
+@pytest.mark.parametrize("training,with_stats", [(True, False), (True, True), (False, True)])
+@pytest.mark.parametrize("shape", [(4, 3), (2, 3, 2, 3)], ids=str)
+def test_batch_norm_second_derivatives(shape, training, with_stats):
+    c = shape[1]
+    x, w, b, dy = rand(*shape), rand(c), rand(c), rand(*shape)
+    for grad_k in _batch_norm_first_grads(training, with_stats, c):
+        check_grad(grad_k, x, w, b, dy, rtol=1e-5, atol=1e-6)
+
+
+def test_batch_norm_second_derivatives_in_graph_mode():
+    x, w, b, dy = rand(3, 2, 2, 2), rand(2), rand(2), rand(3, 2, 2, 2)
+    dx = _batch_norm_first_grads(True, False, 2)[0]
+
+    def h(t, u, v):
+        return ops.sum(dx(t, u, v, Tensor(dy)) ** 2)
+
+    want = ms.grad(h, (0, 1))(Tensor(x), Tensor(w), Tensor(b))
+    got = ms.jit(ms.grad(h, (0, 1)))(Tensor(x), Tensor(w), Tensor(b))
+    for g, r in zip(got, want):
+        np.testing.assert_allclose(g.asnumpy(), r.asnumpy(), rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("name,fn", [
+    ("gelu_grad", lambda t: ops.gelu(t)),
+    ("layer_norm_grad", lambda t: ops.layer_norm(t, (4,), Tensor(np.ones(4)), Tensor(np.zeros(4)))),
+])
+def test_second_derivatives_not_provided_raise_instead_of_zero(name, fn):
+    first = ms.grad(lambda t: ops.sum(fn(t) ** 3))
+    with pytest.raises(NotImplementedError, match=f"{name}: second derivatives"):
+        ms.grad(lambda t: ops.sum(first(t)))(Tensor(rand(3, 4)))
+
+
 # ---- dropout
 
 @pytest.mark.parametrize("p", [0.0, 0.3, 0.5, 1.0])

@@ -207,9 +207,9 @@ def test_float16_layers_compute_in_float32_and_round_once(kind, mode):
 
 
 @pytest.mark.parametrize("kind,words", [
-    ("LSTM", "lstm_sequence_grad: gradients of a recurrent layer's gradients"),
-    ("GRU", "gru_sequence_grad: gradients of a recurrent layer's gradients"),
-    ("RNN", "rnn_sequence_grad: gradients of a recurrent layer's gradients")])
+    ("LSTM", "lstm_sequence_grad: second derivatives"),
+    ("GRU", "gru_sequence_grad: second derivatives"),
+    ("RNN", "rnn_sequence_grad: second derivatives")])
 def test_second_order_gradients_raise(kind, words):
     layer, x = _layer_and_input(kind)
 

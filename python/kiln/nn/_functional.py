@@ -11,7 +11,6 @@ import math
 import numpy as np
 
 from kiln import _C, ops
-from kiln.common.parameter import _copy_into
 from kiln.common.tensor import Tensor
 from kiln.ops import _core
 
@@ -105,28 +104,14 @@ def layer_norm(x, begin_norm_axis, gamma, beta, eps):
 
 
 def batch_norm(x, gamma, beta, moving_mean, moving_var, training, momentum, eps):
-    """Batch norm over channel axis 1 of an (N, C, ...) input.
+    """Batch norm over channel axis 1 of an (N, C, ...) input, as one op and one gradient op.
 
     In training, normalises with the batch statistics and updates moving_mean/moving_var in
     place: moving = momentum * moving + (1 - momentum) * batch (MindSpore's convention; the
-    variance put in the running estimate is unbiased).
+    variance put in the running estimate is unbiased). The op weighs the batch by its momentum
+    argument (PyTorch's convention), hence 1 - momentum.
     """
-    ndim = len(x.shape)
-    axes = (0,) + tuple(range(2, ndim))
-    stat_shape = (1, x.shape[1]) + (1,) * (ndim - 2)
-    g = reshape(gamma, stat_shape)
-    b = reshape(beta, stat_shape)
-    if training:
-        mean = rmean(x, axes, True)
-        centered = x - mean
-        var = rmean(centered * centered, axes, True)
-        y = centered * ops.rsqrt(var + eps) * g + b
-        n = x.size // x.shape[1]
-        _update_moving(moving_mean, moving_var, mean, var, n, momentum)
-        return y
-    mean = reshape(moving_mean, stat_shape)
-    var = reshape(moving_var, stat_shape)
-    return (x - mean) * ops.rsqrt(var + eps) * g + b
+    return ops.batch_norm(x, moving_mean, moving_var, gamma, beta, training, 1.0 - momentum, eps)
 
 
 def _detach(x):
@@ -135,15 +120,6 @@ def _detach(x):
     if stop is not None:
         return stop(x)
     return _tensor(np.array(x.asnumpy(), copy=True))
-
-
-def _update_moving(moving_mean, moving_var, mean, var, n, momentum):
-    # The running statistics are not differentiated: cut them from autodiff's tape.
-    mean_v = reshape(_detach(mean), (-1,))
-    var_v = reshape(_detach(var), (-1,)) * (n / max(n - 1, 1))
-    keep, take = momentum, 1.0 - momentum
-    _copy_into(moving_mean, moving_mean * keep + cast(mean_v, moving_mean.dtype) * take)
-    _copy_into(moving_var, moving_var * keep + cast(var_v, moving_var.dtype) * take)
 
 
 # ---- dropout ----
