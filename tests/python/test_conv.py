@@ -205,6 +205,25 @@ def test_max_pool2d(kernel, stride, padding, dilation, ceil_mode):
     np.testing.assert_array_equal(idx.asnumpy(), ridx)
 
 
+@pytest.mark.parametrize("stride,padding,ceil_mode", [(1, 0, False), (1, 1, False), (2, 0, True),
+                                                      (2, 1, False), (2, 1, True)])
+@pytest.mark.parametrize("dtype,np_dtype", [(ms.float32, np.float32), (ms.float64, np.float64)],
+                         ids=str)
+def test_max_pool2d_three_taps_every_width_ties_and_nan(stride, padding, ceil_mode, dtype,
+                                                         np_dtype):
+    # 3-wide windows take a fixed-shape loop inside the row and the general one at its edges:
+    # every width the window fits (from 1 with padding: no inner window) to 13, repeated values (the first of the largest
+    # wins) and NaN (the last NaN wins).
+    for width in range(3 - 2 * padding, 14):
+        x = RNG.integers(0, 4, (2, 2, 5, width)).astype(np_dtype)
+        x[0, 0, 1, ::3] = np.nan
+        k, s, p = (3, 3), (stride, stride), (padding, padding)
+        y, idx = ops.max_pool2d(ms.Tensor(x), k, s, p, return_indices=True, ceil_mode=ceil_mode)
+        ry, ridx = max_pool_ref(x, k, s, p, (1, 1), ceil_mode)
+        np.testing.assert_array_equal(y.asnumpy(), ry)
+        np.testing.assert_array_equal(idx.asnumpy(), ridx)
+
+
 @pytest.mark.parametrize("dtype,np_dtype", FLOAT_DTYPES + INT_DTYPES, ids=str)
 def test_max_pool2d_dtypes_and_3d_input(dtype, np_dtype):
     x = RNG.permutation(60).reshape(3, 4, 5).astype(np_dtype)

@@ -150,6 +150,14 @@ class SeparableMaxPool {
       first_tap_[ow] = start >= 0 ? 0 : (-start + p.dw - 1) / p.dw;
       end_tap_[ow] = W - 1 - start < 0 ? 0 : std::min(p.kw, (W - 1 - start) / p.dw + 1);
     }
+    // The windows with all three taps inside: start >= 0 and start + 2 <= W - 1.
+    three_taps_ = p.kw == 3 && p.dw == 1 && (p.sw == 1 || p.sw == 2);
+    if (three_taps_) {
+      inner_begin_ = std::min(p.ow, (p.pw + p.sw - 1) / p.sw);
+      const int64_t last_start = W - 3 + p.pw;  // the largest start whose taps fit
+      inner_end_ = last_start < 0 ? inner_begin_
+                                  : std::max(inner_begin_, std::min(p.ow, last_start / p.sw + 1));
+    }
   }
 
   void Plane(const T* x, T* y, int64_t* yi) {
@@ -163,7 +171,36 @@ class SeparableMaxPool {
   // Each window's fold along one row, in registers; a window with no tap in the row is skipped
   // (Column never reads it).
   void Row(const T* __restrict xr, C* __restrict best_out, int64_t* __restrict col_out) {
-    for (int64_t ow = 0; ow < p_.ow; ++ow) {
+    if (three_taps_) {
+      RowEdges(xr, best_out, col_out, 0, inner_begin_);
+      if (p_.sw == 1) RowInner3<1>(xr, best_out, col_out);
+      if (p_.sw == 2) RowInner3<2>(xr, best_out, col_out);
+      RowEdges(xr, best_out, col_out, inner_end_, p_.ow);
+      return;
+    }
+    RowEdges(xr, best_out, col_out, 0, p_.ow);
+  }
+
+  // The windows of three adjacent taps that lie wholly inside the row (ResNet's 3x3 pools, at
+  // stride 1 or 2), as a loop of fixed shape that GCC vectorizes: the general loop's taps run
+  // from a per-window first to end (ResNet-18's pool over 16 x 64 x 112 x 112: 24 -> 8 ms).
+  template <int kStride>
+  void RowInner3(const T* __restrict xr, C* __restrict best_out, int64_t* __restrict col_out) {
+    for (int64_t ow = inner_begin_; ow < inner_end_; ++ow) {
+      const int64_t w = ow * kStride - p_.pw;
+      const C a = static_cast<C>(xr[w]), b = static_cast<C>(xr[w + 1]);
+      const C c = static_cast<C>(xr[w + 2]);
+      const bool take_b = (b > a) | (b != b);
+      const C ab = Select(take_b, b, a);
+      const bool take_c = (c > ab) | (c != c);
+      best_out[ow] = Select(take_c, c, ab);
+      col_out[ow] = Select<int64_t>(take_c, w + 2, Select<int64_t>(take_b, w + 1, w));
+    }
+  }
+
+  void RowEdges(const T* __restrict xr, C* __restrict best_out, int64_t* __restrict col_out,
+                int64_t begin, int64_t end) {
+    for (int64_t ow = begin; ow < end; ++ow) {
       if (!HasTaps(ow)) continue;  // only where padding covers a whole window: predictable
       int64_t w = ow * p_.sw - p_.pw + first_tap_[ow] * p_.dw, col = w;
       C best = static_cast<C>(xr[w]);
@@ -210,6 +247,8 @@ class SeparableMaxPool {
   std::unique_ptr<int64_t[]> row_col_;
   std::unique_ptr<int64_t[]> first_tap_, end_tap_;
   std::unique_ptr<C[]> out_max_;
+  bool three_taps_ = false;  // RowInner3 takes windows [inner_begin_, inner_end_)
+  int64_t inner_begin_ = 0, inner_end_ = 0;
 };
 
 template <typename T>
