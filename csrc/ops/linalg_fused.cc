@@ -180,38 +180,29 @@ dnnl::algorithm EltwiseAlgorithm(Activation act) {
 // ---- Weight packing (attribute pack_weight, set by the pack_weights pass on weights that stay
 // the same between calls). The packed copies live in the derived cache on the weight's storage.
 
-constexpr int64_t kPackRowMajorTag = 1;  // derived-cache tags
-constexpr int64_t kPackOnednnTag = 2;
-constexpr int64_t kPackPanelsTag = 3;
 constexpr int64_t kRowMajorMinColumns = 64;
 
 // b as a row-major (K, N) copy: dnnl_sgemm streams B's rows fastest when few rows of A multiply
 // it (dense's transposed weight view runs ~1.6x slower at batch 1). Null while not cached.
 std::shared_ptr<Tensor> PackedRowMajor(const Tensor& b) {
   return std::static_pointer_cast<Tensor>(cpu::DerivedLookup(
-      b, {kPackRowMajorTag}, [&] { return std::make_shared<Tensor>(b.Contiguous()); }));
+      b, {cpu::kPackRowMajorTag}, [&] { return std::make_shared<Tensor>(b.Contiguous()); }));
 }
 
 // b reordered into oneDNN's blocked layout `desc`; null while not cached.
 std::shared_ptr<Tensor> PackedWeights(const Tensor& b, const dnnl::memory::desc& desc) {
   // The layout is part of the key: oneDNN may pick another blocking for other shapes of A.
-  // The blocking that defines it: padded dims, outer strides, inner blocks and their dims.
-  uint64_t fnv = 1469598103934665603ull;  // FNV-1a wraps: unsigned (signed overflow is UB)
-  for (const auto& part :
-       {desc.get_padded_dims(), desc.get_strides(), desc.get_inner_blks(), desc.get_inner_idxs()}) {
-    for (int64_t v : part) fnv = (fnv ^ static_cast<uint64_t>(v)) * 1099511628211ull;
-    fnv = (fnv ^ 0xffu) * 1099511628211ull;  // a separator, so parts cannot run together
-  }
-  const auto hash = static_cast<int64_t>(fnv);
-  auto packed = std::static_pointer_cast<Tensor>(cpu::DerivedLookup(b, {kPackOnednnTag, hash}, [&] {
-    auto& engine = cpu::OnednnEngine();
-    Tensor buffer =
-        Tensor::Empty({static_cast<int64_t>(desc.get_size() / sizeof(float))}, DType::Float32);
-    dnnl::memory src(StridedDesc(b, dnnl::memory::data_type::f32), engine, b.raw_data());
-    dnnl::memory dst(desc, engine, buffer.raw_data());
-    cpu::OnednnExecute(dnnl::reorder(src, dst), {{DNNL_ARG_FROM, src}, {DNNL_ARG_TO, dst}});
-    return std::make_shared<Tensor>(buffer);
-  }));
+  const int64_t hash = cpu::LayoutHash(desc);
+  auto packed =
+      std::static_pointer_cast<Tensor>(cpu::DerivedLookup(b, {cpu::kPackOnednnTag, hash}, [&] {
+        auto& engine = cpu::OnednnEngine();
+        Tensor buffer =
+            Tensor::Empty({static_cast<int64_t>(desc.get_size() / sizeof(float))}, DType::Float32);
+        dnnl::memory src(StridedDesc(b, dnnl::memory::data_type::f32), engine, b.raw_data());
+        dnnl::memory dst(desc, engine, buffer.raw_data());
+        cpu::OnednnExecute(dnnl::reorder(src, dst), {{DNNL_ARG_FROM, src}, {DNNL_ARG_TO, dst}});
+        return std::make_shared<Tensor>(buffer);
+      }));
   return packed;
 }
 
@@ -290,7 +281,7 @@ bool OnednnFusedMatMul(const Tensor& a, const Tensor& b, const Tensor& bias, Act
 // b packed into 16-column panels (panel_gemm.h); null while not cached.
 std::shared_ptr<Tensor> PackedPanels(const Tensor& b) {
   return std::static_pointer_cast<Tensor>(cpu::DerivedLookup(
-      b, {kPackPanelsTag}, [&] { return std::make_shared<Tensor>(cpu::PackedPanelsOf(b)); }));
+      b, {cpu::kPackPanelsTag}, [&] { return std::make_shared<Tensor>(cpu::PackedPanelsOf(b)); }));
 }
 
 // c = act(a @ b + bias) + r, a 2-D product by b packed into `panels`: bias and relu applied as

@@ -148,6 +148,27 @@ def test_conv2d_non_contiguous_input():
     assert_close(out, conv2d_ref(x, w).astype(np.float32), ms.float32, rtol=1e-4, atol=1e-4)
 
 
+def test_conv2d_weight_kept_in_its_layout_follows_writes():
+    # Where oneDNN runs a float32 convolution in its own weight layout, a weight that comes back
+    # unchanged is kept in that layout from its second call on; a write to it must be seen.
+    x = RNG.standard_normal((2, 16, 9, 9)).astype(np.float32)
+    w = RNG.standard_normal((48, 16, 3, 3)).astype(np.float32)  # past the direct loops' channels
+    weight = ms.Parameter(ms.Tensor(w) + 0, name="w")  # kiln-owned bytes (not a NumPy alias)
+    kept = ms._C.packed_weight_stats()["hits"]
+    for _ in range(3):
+        assert_close(ops.conv2d(ms.Tensor(x), weight, pad_mode="pad", padding=1),
+                     conv2d_ref(x, w, pads=(1, 1, 1, 1)).astype(np.float32), ms.float32,
+                     rtol=1e-4, atol=1e-4)
+    kept_layout = ms._C.panel_gemm_available()  # AVX2 builds: oneDNN's layout, so a kept copy
+    assert (ms._C.packed_weight_stats()["hits"] > kept) == kept_layout
+    w2 = RNG.standard_normal(w.shape).astype(np.float32)
+    ops.assign(weight, ms.Tensor(w2))
+    for _ in range(2):
+        assert_close(ops.conv2d(ms.Tensor(x), weight, pad_mode="pad", padding=1),
+                     conv2d_ref(x, w2, pads=(1, 1, 1, 1)).astype(np.float32), ms.float32,
+                     rtol=1e-4, atol=1e-4)
+
+
 @pytest.mark.parametrize("dtype,np_dtype", INT_DTYPES, ids=str)
 def test_conv2d_rejects_integers(dtype, np_dtype):
     x = to_kiln(np.ones((1, 1, 3, 3), np_dtype), dtype)
@@ -212,8 +233,8 @@ def test_max_pool2d(kernel, stride, padding, dilation, ceil_mode):
 def test_max_pool2d_three_taps_every_width_ties_and_nan(stride, padding, ceil_mode, dtype,
                                                          np_dtype):
     # 3-wide windows take a fixed-shape loop inside the row and the general one at its edges:
-    # every width the window fits (from 1 with padding: no inner window) to 13, repeated values (the first of the largest
-    # wins) and NaN (the last NaN wins).
+    # every width the window fits (from 1 with padding: no inner window) to 13, repeated
+    # values (the first of the largest wins) and NaN (the last NaN wins).
     for width in range(3 - 2 * padding, 14):
         x = RNG.integers(0, 4, (2, 2, 5, width)).astype(np_dtype)
         x[0, 0, 1, ::3] = np.nan

@@ -5,6 +5,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "kernels/cpu/derived_cache.h"
 #include "kernels/cpu/onednn.h"
 
 namespace kiln::cpu {
@@ -121,6 +122,27 @@ class LayoutCopies {
     return copy;
   }
 
+  // A weight in the primitive's layout: a copy kept on its storage (derived_cache.h) while the
+  // same bytes come back unwritten, as in a model run for inference; a fresh one otherwise (a
+  // weight being trained changes between calls and is never kept).
+  dnnl::memory Weights(const std::shared_ptr<dnnl::reorder>& reorder,
+                       const dnnl::memory::desc& plain, const dnnl::memory::desc& chosen,
+                       const Tensor& w) {
+    if (!reorder) return In(reorder, plain, chosen, w);
+    auto kept = std::static_pointer_cast<Tensor>(
+        DerivedLookup(w, {kConvWeightsTag, LayoutHash(chosen)}, [&] {
+          auto copy = std::make_shared<Tensor>(
+              Tensor::Empty({static_cast<int64_t>(chosen.get_size())}, DType::UInt8));
+          dnnl::memory from(plain, OnednnEngine(), w.raw_data());
+          dnnl::memory to(chosen, OnednnEngine(), copy->raw_data());
+          OnednnExecute(*reorder, {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}});
+          return copy;
+        }));
+    if (!kept) return In(reorder, plain, chosen, w);
+    buffers_.push_back(*kept);  // alive through the call, even if the cache drops it meanwhile
+    return dnnl::memory(chosen, OnednnEngine(), kept->raw_data());
+  }
+
   // A result: written in place when the layouts agree, else into a copy reordered afterwards
   // (Finish).
   dnnl::memory Out(const std::shared_ptr<dnnl::reorder>& reorder, const dnnl::memory& plain,
@@ -197,7 +219,7 @@ void OnednnConv(const ConvShape& s, const Tensor& x, const Tensor& w, const Tens
   memory dst = copies.Out(e->dst, out_plain, e->chosen.dst);
   std::unordered_map<int, memory> args{
       {DNNL_ARG_SRC, copies.In(e->src, e->plain.src, e->chosen.src, x)},
-      {DNNL_ARG_WEIGHTS, copies.In(e->weights, e->plain.weights, e->chosen.weights, w)},
+      {DNNL_ARG_WEIGHTS, copies.Weights(e->weights, e->plain.weights, e->chosen.weights, w)},
       {DNNL_ARG_DST, dst}};
   if (has_bias) args.emplace(DNNL_ARG_BIAS, memory(e->bias, engine, bias.raw_data()));
   OnednnExecute(e->prim, args);

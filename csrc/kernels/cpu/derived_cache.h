@@ -25,8 +25,13 @@ using DerivedKey = std::vector<int64_t>;
 std::shared_ptr<void> DerivedLookup(const Tensor& t, const DerivedKey& key,
                                     const std::function<std::shared_ptr<void>()>& make);
 
-// The derived-value tag of a weight's low-precision copy (ops/optim.cc): key {tag, dtype}.
-constexpr int64_t kLowPrecisionCopyTag = 16;
+// The first integer of every DerivedKey: what the value is. One list, so two kinds of value never
+// share a key.
+constexpr int64_t kPackRowMajorTag = 1;       // a matmul weight copied row-major: {tag}
+constexpr int64_t kPackOnednnTag = 2;         // in oneDNN's matmul layout: {tag, LayoutHash}
+constexpr int64_t kPackPanelsTag = 3;         // in panel_gemm's panels: {tag}
+constexpr int64_t kConvWeightsTag = 4;        // in a convolution's layout: {tag, LayoutHash}
+constexpr int64_t kLowPrecisionCopyTag = 16;  // a weight's low-precision copy: {tag, dtype}
 
 // The keys (as callers passed them, without the view part) under `tag` that requests for the
 // view `t` have used since its bytes were last replaced: which derived values of t are read.

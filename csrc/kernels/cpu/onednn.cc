@@ -170,4 +170,14 @@ void ClearOnednnCache() {
   cache.stats = OnednnCacheStats{};
 }
 
+int64_t LayoutHash(const dnnl::memory::desc& desc) {
+  uint64_t fnv = 1469598103934665603ull;  // FNV-1a wraps: unsigned (signed overflow is UB)
+  for (const auto& part :
+       {desc.get_padded_dims(), desc.get_strides(), desc.get_inner_blks(), desc.get_inner_idxs()}) {
+    for (int64_t v : part) fnv = (fnv ^ static_cast<uint64_t>(v)) * 1099511628211ull;
+    fnv = (fnv ^ 0xffu) * 1099511628211ull;  // a separator, so parts cannot run together
+  }
+  return static_cast<int64_t>(fnv);
+}
+
 }  // namespace kiln::cpu

@@ -68,6 +68,10 @@ std::shared_ptr<Entry> CachedPrimitive(const PrimitiveKey& key, Create&& create)
       key, [&]() -> std::shared_ptr<void> { return std::make_shared<Entry>(create()); }));
 }
 
+// A hash of the blocking that defines a layout (padded dims, outer strides, inner blocks and
+// their dims): part of the key of a copy cached in that layout (derived_cache.h).
+int64_t LayoutHash(const dnnl::memory::desc& desc);
+
 // True when oneDNN picked its reference (scalar, unblocked) implementation: a layout it cannot
 // run fast, so the caller should make the operands contiguous instead.
 bool IsReferenceImpl(const dnnl::primitive_desc_base& pd);
