@@ -35,6 +35,7 @@ OpRegistry BuildRegistry() {
   RegisterDataOps(registry);
   RegisterCustomOps(registry);
   RegisterRecurrentOps(registry);
+  RegisterResizeOps(registry);
   return registry;
 }
 

@@ -127,6 +127,7 @@ void RegisterReduceOps(OpRegistry& registry);
 void RegisterNormalizationOps(OpRegistry& registry);
 void RegisterShapeOps(OpRegistry& registry);
 void RegisterIndexingOps(OpRegistry& registry);
+void RegisterResizeOps(OpRegistry& registry);
 void RegisterCreationOps(OpRegistry& registry);
 void RegisterLinalgOps(OpRegistry& registry);
 void RegisterLinalgDecompOps(OpRegistry& registry);

@@ -103,6 +103,61 @@ def test_bilinear_matches_the_reference_rule(align_corners):
                                          align_corners=align_corners), rand(1, 1, 3, 4))
 
 
+LERP_DTYPES = [(ms.float16, np.float16, 2e-3), (ms.bfloat16, np.float32, 2e-2),
+               (ms.float32, np.float32, 1e-6), (ms.float64, np.float64, 1e-12)]
+
+
+@pytest.mark.parametrize("dtype,np_dtype,tol", LERP_DTYPES, ids=str)
+@pytest.mark.parametrize("axis", [0, 1, 2, -1])
+def test_lerp_gather_matches_numpy(axis, dtype, np_dtype, tol):
+    # The linear modes' step along one axis, as one op: repeated and equal positions included.
+    x = rand(4, 5, 6)
+    n = x.shape[axis]
+    lo = np.array([0, 1, n - 1, 2, 2])
+    hi = np.minimum(lo + 1, n - 1)
+    w = np.array([0.0, 0.25, 0.5, 1.0, 0.75])
+    from kiln.ops._core import call
+    got = call("lerp_gather", (ms.Tensor(x.astype(np_dtype), dtype), ms.Tensor(lo),
+                               ms.Tensor(hi), ms.Tensor(w, dtype)), (axis,))
+    shape = [1] * 3
+    shape[axis] = -1
+    xq = x.astype(np_dtype).astype(np.float64)
+    want = np.take(xq, lo, axis) + (np.take(xq, hi, axis) - np.take(xq, lo, axis)) * \
+        w.reshape(shape)
+    assert got.dtype == dtype
+    np.testing.assert_allclose(got.asnumpy().astype(np.float64), want, rtol=tol, atol=tol)
+
+
+def test_lerp_gather_gradient_and_errors():
+    from kiln.ops._core import call
+    lo, hi = ms.Tensor(np.array([0, 0, 2, 1])), ms.Tensor(np.array([1, 0, 2, 2]))
+    w = ms.Tensor(np.array([0.3, 0.5, 0.9, 0.1]))
+    for axis in (0, 1, 2):
+        x = rand(3, 3, 3)
+        check_grad(lambda t, a=axis: call("lerp_gather", (t, lo, hi, w), (a,)), x)
+    bad = ms.Tensor(np.array([0, 3, 1, 1]))
+    with pytest.raises(IndexError, match=r"lerp_gather: hi\[1\] = 3 is out of range \[0, 3\)"):
+        call("lerp_gather", (ms.Tensor(rand(3, 3)), lo, bad, w), (0,))
+    with pytest.raises(ValueError, match="lerp_gather: lo, hi and weight must be 1-D"):
+        call("lerp_gather", (ms.Tensor(rand(3, 3)), lo, hi, ms.Tensor(np.ones(3))), (0,))
+
+
+@pytest.mark.parametrize("mode,shape,size", [("linear", (2, 3, 9), (4,)),
+                                             ("bilinear", (2, 3, 9, 8), (4, 13)),
+                                             ("trilinear", (1, 2, 5, 4, 3), (3, 7, 2))])
+def test_linear_modes_in_both_modes(mode, shape, size):
+    def fn(t):
+        return ops.interpolate(t, size=size, mode=mode, align_corners=False) * 2
+
+    def loss(t):
+        y = fn(t)
+        return ops.sum(y * y)
+
+    x = ms.Tensor(rand(*shape).astype(np.float32))
+    assert_same_in_both_modes(fn, x)
+    assert_same_in_both_modes(ms.grad(loss), x)
+
+
 def test_nearest_linear_and_area():
     x = rand(2, 3, 6)
     near = ops.interpolate(ms.Tensor(x), scale_factor=1.5, mode="nearest")

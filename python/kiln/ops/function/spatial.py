@@ -145,13 +145,6 @@ def _linear_weights(in_size, out_size, scale, align_corners):
     return lo, hi, src - lo
 
 
-def _along(values, ndim, axis, dtype):
-    shape = [1] * ndim
-    shape[axis] = len(values)
-    return call("cast", (tensor_of(np.asarray(values, np.float64).reshape(shape)),),
-                (dtype._enum,))
-
-
 def _output_sizes(op, x, size, scale_factor):
     spatial = tuple(x.shape[2:])
     if (size is None) == (scale_factor is None):
@@ -211,10 +204,8 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
             out = call("gather", (out, _index(_nearest_index(in_size, out_size, s))), (axis, 0))
             continue
         lo, hi, lam = _linear_weights(in_size, out_size, s, bool(align_corners))
-        low = call("gather", (out, _index(lo)), (axis, 0))
-        high = call("gather", (out, _index(hi)), (axis, 0))
-        step = call("mul", (call("sub", (high, low)), _along(lam, ndim, axis, input.dtype)))
-        out = call("add", (low, step))
+        weight = call("cast", (tensor_of(np.asarray(lam, np.float64)),), (input.dtype._enum,))
+        out = call("lerp_gather", (out, _index(lo), _index(hi), weight), (axis,))
     return out
 
 
