@@ -16,8 +16,6 @@
 namespace kiln {
 namespace {
 
-constexpr char kGeluGradName[] = "gelu_grad";
-
 template <typename C>
 constexpr bool kIsFloat = std::is_floating_point_v<C>;
 
@@ -360,6 +358,37 @@ std::vector<GradVar> ReluGrad(GradBuilder& g) {
 std::vector<GradVar> GeluGradRule(GradBuilder& g) {
   return {g.Emit1(OpKind::GeluGrad, {Dy(g), g.input(0)}, {g.attrs()[0]})};
 }
+
+// gelu_grad's own rule (gelu's second derivative). dy * gelu'(x) is linear in dy, so dy's
+// gradient is gelu_grad itself; x's is gdx * dy * gelu''(x), with
+//   exact: gelu''(x) = phi(x) * (2 - x^2), phi the standard normal density;
+//   tanh:  gelu''(x) = (1 - t^2) * (u' - x t u'^2 + x u'' / 2), t = tanh(u), u = k (x + c x^3).
+GradVar GeluSecondDerivative(GradBuilder& g, GradVar x, bool tanh) {
+  auto s = [&](double v) { return g.Scalar(v); };
+  GradVar x2 = Mul(g, x, x);
+  if (!tanh) {
+    GradVar phi = Mul(g, s(0.3989422804014327), g.Emit1(OpKind::Exp, {Mul(g, s(-0.5), x2)}));
+    return Mul(g, phi, Sub(g, s(2.0), x2));
+  }
+  const double k = 0.7978845608028654, c = 0.044715;
+  GradVar t = g.Emit1(OpKind::Tanh, {Mul(g, s(k), Add(g, x, Mul(g, s(c), Mul(g, x2, x))))});
+  GradVar du = Mul(g, s(k), Add(g, s(1.0), Mul(g, s(3 * c), x2)));
+  GradVar half_x_ddu = Mul(g, s(3 * k * c), x2);  // x u'' / 2, u'' = 6 k c x
+  GradVar inner = Add(g, Sub(g, du, Mul(g, Mul(g, x, t), Mul(g, du, du))), half_x_ddu);
+  return Mul(g, Sub(g, s(1.0), Mul(g, t, t)), inner);
+}
+
+std::vector<GradVar> GeluGradGrad(GradBuilder& g) {
+  std::vector<GradVar> grads(2);
+  GradVar dy = g.input(0), x = g.input(1), gdx = g.out_grad(0);
+  if (g.wants_input_grad(0))
+    grads[0] = ToInput(g, g.Emit1(OpKind::GeluGrad, {gdx, x}, {g.attrs()[0]}), 0);
+  if (g.wants_input_grad(1)) {
+    GradVar second = GeluSecondDerivative(g, x, AttrString(g.attrs(), 0) == "tanh");
+    grads[1] = ToInput(g, Mul(g, Mul(g, gdx, dy), second), 1);
+  }
+  return grads;
+}
 std::vector<GradVar> SquareGrad(GradBuilder& g) {
   return {Mul(g, Dy(g), Mul(g, g.input(0), g.Scalar(2.0)))};
 }
@@ -524,7 +553,7 @@ void RegisterUnaryOps(OpRegistry& r) {
   gelu_grad.attrs = {{"approximate", std::string("none")}};
   gelu_grad.infer = InferGeluGrad;
   gelu_grad.kernel = GeluGradKernel;
-  gelu_grad.grad = NoSecondOrder<kGeluGradName>;
+  gelu_grad.grad = GeluGradGrad;
   gelu_grad.promotion = Promotion::CommonFloat;
   r.Add(std::move(gelu_grad));
 }
