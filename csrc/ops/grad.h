@@ -46,7 +46,7 @@ class GradBuilder {
 // The rule of ops with no gradient (comparisons, argmax, integer results, stop_gradient).
 std::vector<GradVar> NotDifferentiable(GradBuilder& g);
 
-// The rule of a gradient op kiln does not differentiate again (BPTT, layer_norm's): a
+// The rule of a gradient op kiln does not differentiate again (the recurrent layers' BPTT): a
 // gradient of its gradient raises, naming the op, instead of silently coming out zero.
 template <const char* kOp>
 std::vector<GradVar> NoSecondOrder(GradBuilder& g) {

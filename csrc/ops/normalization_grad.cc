@@ -13,8 +13,6 @@
 namespace kiln::norm {
 namespace {
 
-constexpr char kLayerNormGradName[] = "layer_norm_grad";
-
 // ---- layer_norm_grad(dy, x, mean, rstd, weight?) -> (dx, dweight, dbias)
 //
 // With xhat = (x - mean) * rstd and g = dy * weight, per row of n elements:
@@ -333,16 +331,72 @@ std::vector<GradVar> BatchNormGradGrad(GradBuilder& g) {
   return grads;
 }
 
+// ---- layer_norm_grad's own gradient: layer_norm's second derivatives
+//
+// Per row (the normalized axes; M() a mean and S() a sum over them), with xh = (x - mean) * rs
+// (rs: rstd), w the weight (1 when absent), G = dy * w and L() a sum over the leading axes,
+// layer_norm_grad computes dx = rs*(G - M(G) - xh*M(G*xh)), dweight = L(dy*xh), dbias = L(dy).
+// From gdx, gdw, gdb (gdw and gdb of the normalized shape) and P = rs*(gdx - M(gdx) -
+// xh*M(gdx*xh)), its input gradients are
+//   g_dy = P*w + gdw*xh + gdb            g_w = L(P*dy)
+//   g_x  = -rs^2*(gdx*M(G*xh) + G*M(gdx*xh)) + gdw*dy*rs
+//   g_mean = -S(g_x)   (x and mean enter only as x - mean)
+//   g_rs = S(gdx*(G - M(G))) - 3*S(G*xh)*M(gdx*xh) + S(gdw*dy*xh)/rs.
+
+struct RowOps {
+  GradBuilder& g;
+  std::vector<int64_t> rows, leading;  // the normalized axes, the axes before them
+
+  GradVar Sum(GradVar v) { return g.Emit1(OpKind::ReduceSum, {v}, {rows, true, std::monostate{}}); }
+  GradVar Mean(GradVar v) { return g.Emit1(OpKind::ReduceMean, {v}, {rows, true}); }
+  GradVar LeadingSum(GradVar v) {
+    if (leading.empty()) return v;
+    return g.Emit1(OpKind::ReduceSum, {v}, {leading, false, std::monostate{}});
+  }
+};
+
+std::vector<GradVar> LayerNormGradGrad(GradBuilder& g) {
+  const TensorMeta xm = g.meta(g.input(1));
+  const int64_t rank = static_cast<int64_t>(xm.shape.size());
+  const int64_t axis = NormAxis(xm.shape, g.attrs());
+  RowOps r{g, {}, {}};
+  for (int64_t d = 0; d < rank; ++d) (d < axis ? r.leading : r.rows).push_back(d);
+  const bool has_w = g.meta(g.input(4)).present;
+  GradVar dy = g.input(0), x = g.input(1), rs = g.input(3), gdx = g.out_grad(0);
+  GradVar w = has_w ? g.input(4) : g.Scalar(1.0);
+  GradVar xh = Mul(g, Sub(g, x, g.input(2)), rs), big_g = Mul(g, dy, w);
+  GradVar gdx_xh = r.Mean(Mul(g, gdx, xh)), g_xh = Mul(g, big_g, xh);
+  GradVar p = Mul(g, rs, Sub(g, Sub(g, gdx, r.Mean(gdx)), Mul(g, xh, gdx_xh)));
+  GradVar g_dy = Mul(g, p, w);
+  GradVar g_x =
+      Neg(g, Mul(g, Mul(g, rs, rs), Add(g, Mul(g, gdx, r.Mean(g_xh)), Mul(g, big_g, gdx_xh))));
+  GradVar g_rs = Sub(g, r.Sum(Mul(g, gdx, Sub(g, big_g, r.Mean(big_g)))),
+                     Mul(g, Mul(g, g.Scalar(3.0), r.Sum(g_xh)), gdx_xh));
+  if (g.has_out_grad(1)) {
+    GradVar gdw = g.out_grad(1);
+    g_dy = Add(g, g_dy, Mul(g, gdw, xh));
+    g_x = Add(g, g_x, Mul(g, Mul(g, gdw, dy), rs));
+    g_rs = Add(g, g_rs, Div(g, r.Sum(Mul(g, Mul(g, gdw, dy), xh)), rs));
+  }
+  if (g.has_out_grad(2)) g_dy = Add(g, g_dy, g.out_grad(2));
+  std::vector<GradVar> grads(5);
+  if (g.wants_input_grad(0)) grads[0] = ToInput(g, g_dy, 0);
+  if (g.wants_input_grad(1)) grads[1] = ToInput(g, g_x, 1);
+  if (g.wants_input_grad(2)) grads[2] = ToInput(g, Neg(g, r.Sum(g_x)), 2);
+  if (g.wants_input_grad(3)) grads[3] = ToInput(g, g_rs, 3);
+  if (has_w && g.wants_input_grad(4)) grads[4] = ToInput(g, r.LeadingSum(Mul(g, p, dy)), 4);
+  return grads;
+}
+
 }  // namespace
 
 void RegisterNormalizationGradOps(OpRegistry& r) {
   // Backward kernels of layer_norm and batch_norm. Inputs come from the rules with matching
-  // dtypes, so nothing is promoted. batch_norm's second derivatives are provided, layer_norm's
-  // are not.
+  // dtypes, so nothing is promoted. Both have second derivatives (their gradient ops' own rules).
   OpDef layer_norm_grad = Norm(OpKind::LayerNormGrad, {"dy", "x", "mean", "rstd", "weight?"},
                                InferLayerNormGrad, LayerNormGradKernel, Promotion::None);
   layer_norm_grad.attrs = {{"begin_norm_axis", int64_t{-1}}, {"affine_grads", true}};
-  layer_norm_grad.grad = NoSecondOrder<kLayerNormGradName>;
+  layer_norm_grad.grad = LayerNormGradGrad;
   r.Add(std::move(layer_norm_grad));
   OpDef batch_norm_grad =
       Norm(OpKind::BatchNormGrad, {"dy", "x", "saved_mean", "saved_invstd", "weight?"},

@@ -339,13 +339,38 @@ def test_gelu_second_derivatives(approximate):
                                rtol=1e-10, atol=1e-12)
 
 
-def test_layer_norm_second_derivatives_raise_instead_of_zero():
-    def fn(t):
-        return ops.layer_norm(t, (4,), Tensor(np.ones(4)), Tensor(np.zeros(4)))
+@pytest.mark.parametrize("shape,normalized", [((3, 4), (4,)), ((2, 3, 4), (3, 4)),
+                                              ((5,), (5,))], ids=str)
+@pytest.mark.parametrize("affine", [True, False])
+def test_layer_norm_second_derivatives(shape, normalized, affine):
+    # layer_norm_grad differentiated in dy, x and the weight (dy an input, as in a second
+    # derivative); its gradient ops' outputs each get a check of their own.
+    def f(t, u, v, d):
+        return ops.layer_norm(t, normalized, u if affine else None, v if affine else None) * d
 
-    first = ms.grad(lambda t: ops.sum(fn(t) ** 3))
-    with pytest.raises(NotImplementedError, match="layer_norm_grad: second derivatives"):
-        ms.grad(lambda t: ops.sum(first(t)))(Tensor(rand(3, 4)))
+    first = ms.grad(f, (0, 1, 2) if affine else 0)
+    x, w, b, dy = rand(*shape), rand(*normalized), rand(*normalized), rand(*shape)
+    outputs = range(3) if affine else [None]
+    for k in outputs:
+        def grad_k(t, u, v, d, k=k):
+            out = first(t, u, v, d)
+            return out if k is None else out[k]
+
+        check_grad(grad_k, x, w, b, dy, rtol=1e-5, atol=1e-6)
+
+
+def test_layer_norm_second_derivatives_in_graph_mode():
+    x, w, b, dy = rand(2, 3, 4), rand(4), rand(4), rand(2, 3, 4)
+    first = ms.grad(lambda t, u, v: ops.layer_norm(t, (4,), u, v) * Tensor(dy), (0, 1))
+
+    def h(t, u, v):
+        gx, gw = first(t, u, v)
+        return ops.sum(gx * gx) + ops.sum(gw * gw)
+
+    want = ms.grad(h, (0, 1))(Tensor(x), Tensor(w), Tensor(b))
+    got = ms.jit(ms.grad(h, (0, 1)))(Tensor(x), Tensor(w), Tensor(b))
+    for g, r in zip(got, want):
+        np.testing.assert_allclose(g.asnumpy(), r.asnumpy(), rtol=1e-10, atol=1e-12)
 
 
 # ---- dropout
