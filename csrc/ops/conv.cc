@@ -3,17 +3,20 @@
 // NCHW. Conv2d runs float32 through oneDNN (kernels/cpu/conv_onednn.h: on AVX2 mostly in the
 // layouts oneDNN picks, reordered around each call); where the channels are so few that
 // oneDNN's im2col + GEMM has a GEMM of 6 or 16 columns (LeNet's), kiln's direct loops run instead
-// (conv_direct.h), measured faster. bfloat16 runs natively (bf16 operands, f32 accumulation,
-// layouts oneDNN picks) where the CPU has bf16 instructions (AVX512-BF16 / AMX); float64 runs
-// kiln's own double-precision loops (conv_f64.h: oneDNN has no f64 convolution, and rounding
-// through float32 would silently lose the precision asked for); float16 converts to float32 around
-// it. Its gradients are two ops of their own on oneDNN's backward-data / backward-weights
-// primitives; at unit stride with few channels the input gradient is itself a small convolution and
-// runs kiln's direct loops too.
+// (conv_direct.h), measured faster; depthwise convolutions (groups == channels) run kiln's
+// phase-plane loops (conv_depthwise.h), several times faster than oneDNN's plain-layout ones here,
+// but for the weight gradient of the smallest planes. bfloat16 runs natively (bf16 operands, f32
+// accumulation, layouts oneDNN picks) where the CPU has bf16 instructions (AVX512-BF16 / AMX);
+// float64 runs kiln's own double-precision loops (conv_f64.h: oneDNN has no f64 convolution, and
+// rounding through float32 would silently lose the precision asked for); float16 converts to
+// float32 around it. Its gradients are two ops of their own on oneDNN's backward-data /
+// backward-weights primitives; at unit stride with few channels the input gradient is itself a
+// small convolution and runs kiln's direct loops too.
 #include <algorithm>
 #include <initializer_list>
 
 #include "core/error.h"
+#include "kernels/cpu/conv_depthwise.h"
 #include "kernels/cpu/conv_direct.h"
 #include "kernels/cpu/conv_f64.h"
 #include "kernels/cpu/conv_onednn.h"
@@ -186,6 +189,13 @@ void Conv2dKernel(KernelContext& ctx) {
   }
   Tensor x = Float32Contiguous(ctx.inputs[0]), w = Float32Contiguous(ctx.inputs[1]);
   const cpu::ConvShape shape = LoopShape(g);
+  if (cpu::DepthwiseConvApplies(shape)) {
+    IntoFloat32(out, [&](const Tensor& out32) {
+      cpu::DepthwiseConvF32(shape, x.data<float>(), w.data<float>(),
+                            bias.defined() ? bias.data<float>() : nullptr, out32.data<float>());
+    });
+    return;
+  }
   if (cpu::DirectConvApplies(shape)) {
     IntoFloat32(out, [&](const Tensor& out32) {
       cpu::DirectConvF32(shape, x.data<float>(), w.data<float>(),
@@ -267,6 +277,11 @@ void Conv2dBackwardInputKernel(KernelContext& ctx) {
   }
   Tensor dy = Float32Contiguous(ctx.inputs[0]), w = Float32Contiguous(ctx.inputs[1]);
   IntoFloat32(dx, [&](const Tensor& dx32) {
+    if (cpu::DepthwiseConvApplies(LoopShape(g))) {
+      cpu::DepthwiseConvBackwardDataF32(LoopShape(g), dy.data<float>(), w.data<float>(),
+                                        dx32.data<float>());
+      return;
+    }
     if (!cpu::DirectConvBackwardDataF32(LoopShape(g), dy.data<float>(), w.data<float>(),
                                         dx32.data<float>()))
       cpu::OnednnConvBackwardData(LoopShape(g), dy, w, dx32, dt);
@@ -294,6 +309,11 @@ void Conv2dBackwardWeightKernel(KernelContext& ctx) {
   }
   Tensor dy = Float32Contiguous(ctx.inputs[0]), x = Float32Contiguous(ctx.inputs[1]);
   IntoFloat32(dw, [&](const Tensor& dw32) {
+    if (cpu::DepthwiseConvApplies(LoopShape(g)) && cpu::DepthwiseWeightGradPays(LoopShape(g))) {
+      cpu::DepthwiseConvBackwardWeightsF32(LoopShape(g), dy.data<float>(), x.data<float>(),
+                                           dw32.data<float>());
+      return;
+    }
     cpu::OnednnConvBackwardWeights(LoopShape(g), dy, x, dw32, dt);
   });
 }

@@ -504,3 +504,56 @@ def test_conv2d_grad_few_channels_matches_reference(xs, ws, pads, dilation, grap
     want_dx, want_dw, _ = conv2d_grads_ref(x, w, dy, (1, 1), pads, dilation)
     assert_close(dx, want_dx.astype(np.float32), ms.float32, **F32_TOL)
     assert_close(dw, want_dw.astype(np.float32), ms.float32, **F32_TOL)
+
+
+# Depthwise convolutions (groups == input channels) run kiln's own loops in float32: strides,
+# dilations, asymmetric pads, a channel multiplier, rows that end partway through a vector, and a
+# kernel of more taps than the weight gradient holds in registers at once.
+DEPTHWISE_CASES = [
+    # (N, C, H, W), (O, 1, kh, kw), stride, pads(t, b, l, r), dilation
+    ((2, 8, 14, 14), (8, 1, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1)),     # MobileNet's 3x3
+    ((2, 8, 15, 37), (8, 1, 3, 3), (2, 2), (1, 1, 1, 1), (1, 1)),     # strided, ragged rows
+    ((1, 4, 12, 19), (8, 1, 3, 5), (1, 3), (2, 0, 1, 3), (2, 1)),     # multiplier 2, dilated
+    ((2, 3, 16, 16), (3, 1, 7, 7), (1, 1), (3, 3, 3, 3), (1, 1)),     # 49 taps (ConvNeXt's)
+    ((1, 6, 9, 9), (6, 1, 3, 3), (3, 2), (0, 2, 0, 1), (1, 2)),       # rows no window reads
+    ((2, 5, 7, 7), (5, 1, 3, 3), (1, 1), (0, 0, 0, 0), (1, 1)),       # a 7x7 plane, no pad
+    ((1, 3, 10, 40), (3, 1, 3, 3), (2, 2), (0, 1, 0, 1), (1, 1)),     # stride 2 from column 0
+    ((1, 4, 8, 35), (4, 1, 3, 3), (1, 2), (1, 1, 2, 2), (1, 1)),      # rows swept as one
+]
+
+
+@pytest.mark.parametrize("xs,ws,stride,pads,dilation", DEPTHWISE_CASES)
+@pytest.mark.parametrize("graph", [False, True], ids=["pynative", "graph"])
+def test_conv2d_depthwise_matches_reference(xs, ws, stride, pads, dilation, graph):
+    x, w, b = rand(*xs), rand(*ws), rand(ws[0])
+    groups = xs[1]
+    y = conv2d_ref(x, w, b, stride, pads, dilation, groups)
+    dy = rand(*y.shape)
+    kwargs = dict(stride=stride, pad_mode="pad", padding=pads, dilation=dilation, groups=groups)
+
+    def loss(xx, ww, bb):
+        return ops.mul(ops.conv2d(xx, ww, bb, **kwargs), Tensor(dy))
+
+    conv = ms.jit(lambda xx, ww, bb: ops.conv2d(xx, ww, bb, **kwargs)) if graph else None
+    out = (conv or (lambda *a: ops.conv2d(*a, **kwargs)))(Tensor(x), Tensor(w), Tensor(b))
+    assert_close(out, y.astype(np.float32), ms.float32, **F32_TOL)
+    grad_fn = ms.grad(loss, (0, 1, 2))
+    grads = (ms.jit(grad_fn) if graph else grad_fn)(Tensor(x), Tensor(w), Tensor(b))
+    for got, ref in zip(grads, conv2d_grads_ref(x, w, dy, stride, pads, dilation, groups)):
+        assert_close(got, ref.astype(np.float32), ms.float32, **F32_TOL)
+
+
+def test_conv2d_depthwise_gradients_keep_infinities_where_they_reach():
+    """An inf weight or input reaches only the gradients of the taps that meet it: the zero
+    padding of a row must not turn into 0 * inf = nan elsewhere."""
+    x, w = rand(1, 2, 6, 11), rand(2, 1, 3, 3)
+    x[0, 0, 2, 10] = np.inf  # the last column: tap column 0 never meets it without padding
+    w[1, 0, 1, 2] = np.inf
+    dy = rand(1, 2, 4, 9)
+    dx, dw = ms.grad(lambda xx, ww: ops.mul(ops.conv2d(xx, ww, groups=2), Tensor(dy)),
+                     (0, 1))(Tensor(x), Tensor(w))
+    want_dx, want_dw, _ = conv2d_grads_ref(x, w, dy, groups=2)
+    np.testing.assert_allclose(dx.asnumpy(), want_dx, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(dw.asnumpy(), want_dw, rtol=1e-4, atol=1e-4)
+    assert np.isfinite(dw.asnumpy()[0, 0, :, 0]).all()
+    assert np.isfinite(dx.asnumpy()[0, 1, :, :2]).all()  # columns the inf tap does not reach
