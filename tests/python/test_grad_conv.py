@@ -508,7 +508,9 @@ def test_conv2d_grad_few_channels_matches_reference(xs, ws, pads, dilation, grap
 
 # Depthwise convolutions (groups == input channels) run kiln's own loops in float32: strides,
 # dilations, asymmetric pads, a channel multiplier, rows that end partway through a vector, and a
-# kernel of more taps than the weight gradient holds in registers at once.
+# kernel of more taps than the loops hold in registers at once. Planes of up to 16 x 16 outputs
+# whose channels come in eights run the blocked loops (eight channels to a vector), the rest the
+# per-plane ones.
 DEPTHWISE_CASES = [
     # (N, C, H, W), (O, 1, kh, kw), stride, pads(t, b, l, r), dilation
     ((2, 8, 14, 14), (8, 1, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1)),     # MobileNet's 3x3
@@ -519,6 +521,10 @@ DEPTHWISE_CASES = [
     ((2, 5, 7, 7), (5, 1, 3, 3), (1, 1), (0, 0, 0, 0), (1, 1)),       # a 7x7 plane, no pad
     ((1, 3, 10, 40), (3, 1, 3, 3), (2, 2), (0, 1, 0, 1), (1, 1)),     # stride 2 from column 0
     ((1, 4, 8, 35), (4, 1, 3, 3), (1, 2), (1, 1, 2, 2), (1, 1)),      # rows swept as one
+    ((2, 16, 9, 11), (16, 1, 7, 7), (1, 1), (3, 2, 3, 4), (1, 1)),    # blocked, 49 taps
+    ((1, 8, 10, 12), (8, 1, 3, 3), (1, 1), (2, 2, 1, 0), (2, 2)),     # blocked, dilated
+    ((2, 8, 12, 12), (8, 1, 3, 3), (1, 1), (3, 0, 0, 0), (1, 1)),     # blocked, pad past reach
+    ((1, 24, 20, 20), (24, 1, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1)),   # 8s, but a large plane
 ]
 
 
@@ -543,16 +549,17 @@ def test_conv2d_depthwise_matches_reference(xs, ws, stride, pads, dilation, grap
         assert_close(got, ref.astype(np.float32), ms.float32, **F32_TOL)
 
 
-def test_conv2d_depthwise_gradients_keep_infinities_where_they_reach():
+@pytest.mark.parametrize("channels", [2, 8], ids=["per-plane", "blocked"])
+def test_conv2d_depthwise_gradients_keep_infinities_where_they_reach(channels):
     """An inf weight or input reaches only the gradients of the taps that meet it: the zero
     padding of a row must not turn into 0 * inf = nan elsewhere."""
-    x, w = rand(1, 2, 6, 11), rand(2, 1, 3, 3)
+    x, w = rand(1, channels, 6, 11), rand(channels, 1, 3, 3)
     x[0, 0, 2, 10] = np.inf  # the last column: tap column 0 never meets it without padding
     w[1, 0, 1, 2] = np.inf
-    dy = rand(1, 2, 4, 9)
-    dx, dw = ms.grad(lambda xx, ww: ops.mul(ops.conv2d(xx, ww, groups=2), Tensor(dy)),
+    dy = rand(1, channels, 4, 9)
+    dx, dw = ms.grad(lambda xx, ww: ops.mul(ops.conv2d(xx, ww, groups=channels), Tensor(dy)),
                      (0, 1))(Tensor(x), Tensor(w))
-    want_dx, want_dw, _ = conv2d_grads_ref(x, w, dy, groups=2)
+    want_dx, want_dw, _ = conv2d_grads_ref(x, w, dy, groups=channels)
     np.testing.assert_allclose(dx.asnumpy(), want_dx, rtol=1e-4, atol=1e-4)
     np.testing.assert_allclose(dw.asnumpy(), want_dw, rtol=1e-4, atol=1e-4)
     assert np.isfinite(dw.asnumpy()[0, 0, :, 0]).all()

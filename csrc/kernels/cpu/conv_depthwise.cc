@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "core/parallel.h"
+#include "kernels/cpu/conv_depthwise_blocked.h"
 #include "kernels/cpu/vec.h"
 
 namespace kiln::cpu {
@@ -227,6 +228,7 @@ void ForwardTaps(const float* weight, const int64_t* offset, const float* src, i
     Vec acc[kVecs] = {};
     if (!first)
       for (int v = 0; v < kVecs; ++v) acc[v] = Load(out + x0 + v * kLanes);
+#pragma GCC unroll 32  // every tap: the weights stay in registers
     for (int k = 0; k < K; ++k)
       for (int v = 0; v < kVecs; ++v) acc[v] += wk[k] * Load(src + ok[k] + x0 + v * kLanes);
     // The bias last, as a separate add after the convolution would: same bits either way.
@@ -293,6 +295,7 @@ void ScatterTaps(const float* weight, const int64_t* offset, const float* src, i
   for (int k = 0; k < K; ++k) wk[k] = weight[k], ok[k] = offset[k];
   for (int64_t z = 0; z < count; z += kLanes) {
     Vec acc = Load(dst + z);
+#pragma GCC unroll 32  // every tap: the weights stay in registers
     for (int k = 0; k < K; ++k) acc += wk[k] * Load(src + (z - ok[k]));
     Store(dst + z, acc);
   }
@@ -432,6 +435,10 @@ bool DepthwiseWeightGradPays(const ConvShape& s) { return s.oh * s.ow >= 64 || s
 
 void DepthwiseConvF32(const ConvShape& s, const float* x, const float* w, const float* bias,
                       float* out) {
+  if (DepthwiseBlockedApplies(s) && DepthwiseBlockedPays(s, DepthwisePass::kForward)) {
+    DepthwiseBlockedF32(s, x, w, bias, out);
+    return;
+  }
   const Layout l = MakeLayout(s);
   const int64_t multiplier = s.o / s.c, taps = s.kh * s.kw;
   const int64_t in_plane = s.h * s.w, out_plane = s.oh * s.ow;
@@ -451,8 +458,12 @@ void DepthwiseConvF32(const ConvShape& s, const float* x, const float* w, const 
 }
 
 void DepthwiseConvBackwardDataF32(const ConvShape& s, const float* dy, const float* w, float* dx) {
-  const Layout l = MakeLayout(s);
   const int64_t multiplier = s.o / s.c, taps = s.kh * s.kw;
+  // The blocked loops gather through dy's zero padding: only for weights that are all finite.
+  if (DepthwiseBlockedApplies(s) && DepthwiseBlockedPays(s, DepthwisePass::kInputGrad) &&
+      AllFinite(w, s.o * taps) && DepthwiseBlockedBackwardDataF32(s, dy, w, dx))
+    return;
+  const Layout l = MakeLayout(s);
   const int64_t in_plane = s.h * s.w, out_plane = s.oh * s.ow;
   ParallelFor(s.n * s.c, Grain(multiplier * out_plane * taps), [&](int64_t begin, int64_t end) {
     std::vector<float> phases(static_cast<size_t>(ScratchFloats(l)));
@@ -476,6 +487,10 @@ void DepthwiseConvBackwardDataF32(const ConvShape& s, const float* dy, const flo
 
 void DepthwiseConvBackwardWeightsF32(const ConvShape& s, const float* dy, const float* x,
                                      float* dw) {
+  if (DepthwiseBlockedApplies(s) && DepthwiseBlockedPays(s, DepthwisePass::kWeightGrad)) {
+    DepthwiseBlockedBackwardWeightsF32(s, dy, x, dw);
+    return;
+  }
   const Layout l = MakeLayout(s);
   const int64_t multiplier = s.o / s.c, taps = s.kh * s.kw;
   const int64_t in_plane = s.h * s.w, out_plane = s.oh * s.ow;
