@@ -93,10 +93,12 @@ void SetNumThreads(int n) {
   pool.threads.store(n, std::memory_order_relaxed);
 }
 
-// One slot: oneDNN plans a single-threaded split in it (the contended state).
+// One slot: oneDNN plans a single-threaded split in it (the contended state). One per thread:
+// the row blocks of a product split over kiln's helpers (SplitRowsWhileContended in ops/linalg)
+// each run oneDNN in their own thread's arena, where one shared slot would make them take turns.
 static tbb::task_arena& SerialArena() {
-  static tbb::task_arena* arena = new tbb::task_arena(1);  // never destroyed, as ThePool
-  return *arena;
+  thread_local tbb::task_arena arena(1);
+  return arena;
 }
 
 namespace {

@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 
+#include "core/contention.h"
 #include "core/error.h"
 #include "core/parallel.h"
 #include "kernels/cpu/copy.h"
@@ -103,6 +104,47 @@ static bool BlasLayout(const Tensor& t, char* trans, int64_t* ld) {
     return *ld >= std::max<int64_t>(rows, 1);
   }
   return false;
+}
+
+bool SplitsWhileContended(double flops, int64_t items) {
+  if (GetNumThreads() < 2 || items < 2 || flops < kContendedSplitMinFlops) return false;
+  return MachineContended();
+}
+
+namespace {
+
+// t's items [first, first + size) along dim 0; t itself where that dim broadcasts (size 1).
+Tensor Items(const Tensor& t, int64_t first, int64_t size) {
+  if (!t.defined() || t.dim(0) == 1) return t;
+  Shape shape = t.shape();
+  shape[0] = size;
+  return t.AsStrided(shape, t.strides(), t.offset() + first * t.strides()[0]);
+}
+
+}  // namespace
+
+bool SplitWhileContended(const Tensor& a, const Tensor& b, const Tensor& c, const Tensor& r,
+                         const MatMulBlockFn& fn) {
+  const int64_t nd = c.ndim();
+  double flops = 2.0 * static_cast<double>(a.dim(nd - 1));
+  for (int64_t d = 0; d < nd; ++d) flops *= static_cast<double>(c.dim(d));
+  // 2-D: blocks of rows, whole multiples of kContendedSplitRows; batched: blocks of dim 0.
+  const bool rows = nd == 2;
+  const int64_t unit = rows ? kContendedSplitRows : 1;
+  const int64_t items = c.dim(0) / unit;
+  if (!SplitsWhileContended(flops, items)) return false;
+  // Twice as many blocks as threads: a helper the scheduler takes off its core holds one block,
+  // and the others go on meanwhile.
+  const int64_t per_block = (items + 2 * GetNumThreads() - 1) / (2 * GetNumThreads()) * unit;
+  const int64_t total = c.dim(0), count = (total + per_block - 1) / per_block;
+  ParallelFor(count, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t block = begin; block < end; ++block) {
+      const int64_t first = block * per_block, size = std::min(per_block, total - first);
+      fn(Items(a, first, size), rows ? b : Items(b, first, size), Items(c, first, size),
+         Items(r, first, size));
+    }
+  });
+  return true;
 }
 
 // c = a @ b for a float32 product with no batch (all batch dims 1) and few rows; false when
@@ -393,7 +435,10 @@ void MatMulKernel(KernelContext& ctx) {
   if (dtype == DType::Float32 && TrySgemm(a, b, c)) return;
   if (TryPanelMatMul(a, b, c)) return;
   if (dtype == DType::Float32 || (dtype == DType::BFloat16 && cpu::OnednnHasNativeBF16())) {
-    OnednnMatMul(a, b, c);
+    auto block = [&](const Tensor& ai, const Tensor& bi, const Tensor& ci, const Tensor&) {
+      OnednnMatMul(ai, bi, ci);
+    };
+    if (!SplitWhileContended(a, b, c, Tensor(), block)) OnednnMatMul(a, b, c);
     return;
   }
   // float16 (and bfloat16 without native support): compute in float32, round once at the end.

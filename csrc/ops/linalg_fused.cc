@@ -362,6 +362,12 @@ bool TryPackedFloat32(const Tensor& a, const Tensor& b, const Tensor& bias, Acti
     return true;
   }
   if (cpu::PanelGemmAvailable()) return TryPanels(a, b, bias, act, r, c);
+  // Contended, a large product splits its rows over kiln's helpers on the strided primitive
+  // (SplitWhileContended) rather than run on this thread alone on the packed one.
+  if (c.ndim() == 2 &&
+      SplitsWhileContended(2.0 * static_cast<double>(c.numel()) * static_cast<double>(a.dim(1)),
+                           c.dim(0) / kContendedSplitRows))
+    return false;
   return OnednnFusedMatMul(a, b, bias, act, r, c, /*packed_weights=*/true);
 }
 
@@ -403,7 +409,10 @@ bool TryFusedFloat32(const Tensor& in_a, const Tensor& in_b, const Tensor& bias,
     ApplyEpilogue(c, bias_c, act, r);
     return true;
   }
-  OnednnFusedMatMul(a, b, bias_c, act, r, c);
+  auto block = [&](const Tensor& ai, const Tensor& bi, const Tensor& ci, const Tensor& ri) {
+    OnednnFusedMatMul(ai, bi, bias_c, act, ri, ci);
+  };
+  if (!SplitWhileContended(a, b, c, r, block)) OnednnFusedMatMul(a, b, bias_c, act, r, c);
   return true;
 }
 

@@ -2,6 +2,7 @@
 // planning, operand views, oneDNN descriptors and the small-product sgemm path.
 #pragma once
 
+#include <functional>
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include "kernels/cpu/onednn.h"
@@ -44,6 +45,22 @@ struct MatMulEntry {
 };
 
 void AppendLayout(cpu::PrimitiveKey& key, const Tensor& t);
+
+// While the machine is contended (core/contention.h) oneDNN runs on the calling thread alone
+// (core/parallel.h: its own threads spin against the busy processes). A product c = a @ b (+ r)
+// of at least kContendedSplitMinFlops then splits into blocks over kiln's sleeping helpers, each
+// block its own oneDNN call fn(a, b, c, r) on views: a 2-D product's rows (b whole), a batched
+// one's leading dim (b's too, unless it broadcasts). False, running nothing, where the machine is
+// not contended or the product is small. Encoder block forward beside two busy processes, 2
+// threads, Zen 4: 35.0 -> 26.6 ms (JAX 24.0).
+constexpr double kContendedSplitMinFlops = 1e8;
+constexpr int64_t kContendedSplitRows = 16;  // 2-D blocks are whole multiples of this many rows
+using MatMulBlockFn =
+    std::function<void(const Tensor& a, const Tensor& b, const Tensor& c, const Tensor& r)>;
+bool SplitWhileContended(const Tensor& a, const Tensor& b, const Tensor& c, const Tensor& r,
+                         const MatMulBlockFn& fn);
+// Whether a product of `flops` in `items` blocks' worth would split.
+bool SplitsWhileContended(double flops, int64_t items);
 
 // Row counts up to which a single (unbatched) float32 product goes to dnnl_sgemm: its jit gemv
 // streams B once, where the matmul primitive first packs B into blocks (3x slower at M = 1).

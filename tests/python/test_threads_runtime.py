@@ -95,6 +95,52 @@ def test_kernels_agree_when_a_contended_machine_runs_them_on_one_thread():
         np.testing.assert_allclose(c, q, rtol=1e-5, atol=1e-4)
 
 
+def test_large_products_split_into_row_blocks_on_a_contended_machine():
+    """Contended, products of 1e8 FLOPs or more run in blocks over kiln's helpers (a matrix's
+    rows, a batch's leading dim), each block its own oneDNN call: plain, batched with b batched
+    or broadcast, with a transposed left operand (a weight gradient's dy^T), fused with bias and
+    residual or bias and activation, and with packed weights in Graph mode. The values match the
+    quiet machine's one call; the last block is shorter than the rest."""
+    from kiln.ops._core import call  # noqa: PLC0415
+
+    rng = np.random.default_rng(2)
+    a = rng.standard_normal((1000, 320)).astype(np.float32)
+    at = np.ascontiguousarray(a.T)
+    b = rng.standard_normal((320, 200)).astype(np.float32)
+    bias = rng.standard_normal(200).astype(np.float32)
+    res = rng.standard_normal((1000, 200)).astype(np.float32)
+    qa = rng.standard_normal((6, 3, 200, 64)).astype(np.float32)
+    kb = rng.standard_normal((6, 3, 64, 300)).astype(np.float32)
+    dense = ms.nn.Dense(320, 200)
+    compiled = ms.jit(lambda x: dense(x))
+
+    def run():
+        return (ops.matmul(ms.Tensor(a), ms.Tensor(b)).asnumpy(),
+                call("matmul", (ms.Tensor(at), ms.Tensor(b)), (True, False)).asnumpy(),
+                call("fused_matmul", (ms.Tensor(a), ms.Tensor(b), ms.Tensor(bias),
+                                      ms.Tensor(res)), (False, False, "none")).asnumpy(),
+                call("fused_matmul", (ms.Tensor(a), ms.Tensor(b), ms.Tensor(bias), None),
+                     (False, False, "relu")).asnumpy(),
+                compiled(ms.Tensor(a)).asnumpy(), compiled(ms.Tensor(a)).asnumpy(),
+                ops.matmul(ms.Tensor(qa), ms.Tensor(kb)).asnumpy(),  # blocks of the batch
+                ops.matmul(ms.Tensor(qa), ms.Tensor(kb[:1])).asnumpy())  # b broadcast
+
+    try:
+        ms._C.set_contention_override(0)
+        quiet = run()
+        ms._C.set_contention_override(1)
+        contended = run()
+    finally:
+        ms._C.set_contention_override(-1)
+    want = a.astype(np.float64) @ b
+    np.testing.assert_allclose(quiet[0], want, rtol=1e-4, atol=1e-3)
+    np.testing.assert_allclose(quiet[2], want + bias + res, rtol=1e-4, atol=1e-3)
+    np.testing.assert_allclose(quiet[3], np.maximum(want + bias, 0), rtol=1e-4, atol=1e-3)
+    np.testing.assert_allclose(quiet[7], qa @ kb[:1], rtol=1e-4, atol=1e-3)
+    for q, c in zip(quiet, contended):
+        np.testing.assert_allclose(c, q, rtol=1e-5, atol=1e-4)
+
+
 _SLICE_PROBE = """
 import ctypes, json, os, struct, sys
 import numpy as np
