@@ -26,13 +26,7 @@
 namespace kiln::cpu {
 namespace {
 
-#if defined(__AVX512F__)
-constexpr int kVecBytes = 64;
-#elif defined(__AVX__)
-constexpr int kVecBytes = 32;
-#else
-constexpr int kVecBytes = 16;
-#endif
+constexpr int kVecBytes = kNativeVecBytes;  // one native register (vec.h)
 using Vec = FloatVec<kVecBytes>;
 constexpr int64_t kLanes = kVecBytes / sizeof(float);
 constexpr int kVecs = 2;                        // vectors of outputs the forward keeps per chunk

@@ -21,10 +21,9 @@ namespace kiln::cpu {
 namespace {
 
 constexpr int64_t kBlock = 8;  // channels per vector
-// Taps whose weights stay in registers at once: AVX-512 has 32 vector registers (its 256-bit
-// ones included), AVX2 16.
-// Outputs of a row in registers at once: a multiply-add takes 4 cycles and two start per cycle,
-// so 8 chains keep both units busy where 32 registers hold them beside the taps' weights.
+// Taps whose weights, and outputs of a row, stay in registers at once: AVX-512 has 32 vector
+// registers (its 256-bit ones included), AVX2 16. A multiply-add takes 4 cycles and two start
+// per cycle, so 8 outputs (8 independent chains) keep both units busy where they fit.
 #if defined(__AVX512F__)
 constexpr int kMaxTapGroup = 24;
 constexpr int kOutputs = 8;

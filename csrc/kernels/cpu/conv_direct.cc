@@ -21,20 +21,11 @@
 namespace kiln::cpu {
 namespace {
 
-// One native vector register: generic vectors wider than the target's registers are split
-// poorly (GCC lowered a 64-byte vector to four 16-byte ones on AVX2). The block of
-// kVecs x kMaxChannelBlock accumulators, the kVecs inputs and a broadcast weight fit the
-// register file: 19 of AVX-512's 32 registers, 15 of AVX2's 16.
-#if defined(__AVX512F__)
-constexpr int kVecBytes = 64;
-constexpr int64_t kMaxChannelBlock = 8;
-#elif defined(__AVX__)
-constexpr int kVecBytes = 32;
-constexpr int64_t kMaxChannelBlock = 6;
-#else
-constexpr int kVecBytes = 16;
-constexpr int64_t kMaxChannelBlock = 6;
-#endif
+// One native vector register (vec.h). The block of kVecs x kMaxChannelBlock accumulators, the
+// kVecs inputs and a broadcast weight fit the register file: 19 of AVX-512's 32 registers, 15 of
+// AVX2's 16.
+constexpr int kVecBytes = kNativeVecBytes;
+constexpr int64_t kMaxChannelBlock = kVecBytes == 64 ? 8 : 6;
 using Vec = FloatVec<kVecBytes>;
 constexpr int64_t kLanes = kVecBytes / sizeof(float);
 constexpr int kVecs = 2;                        // vectors of positions per block

@@ -20,6 +20,17 @@ struct FloatVecOf {
 template <int kBytes>
 using FloatVec = typename FloatVecOf<kBytes>::type;
 using Vec8 = FloatVec<32>;  // 8 floats
+
+// The bytes of one native vector register of the build's target: generic vectors wider than the
+// target's registers are split poorly (GCC lowered a 64-byte vector to four 16-byte ones on
+// AVX2).
+#if defined(__AVX512F__)
+constexpr int kNativeVecBytes = 64;
+#elif defined(__AVX__)
+constexpr int kNativeVecBytes = 32;
+#else
+constexpr int kNativeVecBytes = 16;
+#endif
 static_assert(sizeof(Vec8) == 32, "the vector type lost its vector_size");
 
 template <typename V>
