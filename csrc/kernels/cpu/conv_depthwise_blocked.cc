@@ -200,26 +200,6 @@ void BlockedForward(const ConvShape& s, const float* x, const std::vector<float>
   });
 }
 
-// The input gradient's geometry at unit stride: a convolution of dy padded by the kernel's
-// reach less the forward's padding, whose outputs are dx.
-ConvShape TransposedShape(const ConvShape& s) {
-  const int64_t reach_h = (s.kh - 1) * s.dilation[0], reach_w = (s.kw - 1) * s.dilation[1];
-  return ConvShape{
-      s.n,
-      s.c,
-      s.oh,
-      s.ow,
-      s.c,
-      s.kh,
-      s.kw,
-      s.h,
-      s.w,
-      s.c,
-      {1, 1},
-      s.dilation,
-      {reach_h - s.pad[0], reach_h - s.pad[1], reach_w - s.pad[2], reach_w - s.pad[3]}};
-}
-
 // dw for the channels of `block`, summed over every image into `sums` (taps x 8 doubles).
 template <int K>
 void WeightTaps(const ConvShape& s, const Geometry& g, const float* padded, const float* dy,
@@ -275,7 +255,7 @@ void DepthwiseBlockedF32(const ConvShape& s, const float* x, const float* w, con
 bool DepthwiseBlockedBackwardDataF32(const ConvShape& s, const float* dy, const float* w,
                                      float* dx) {
   if (s.stride[0] != 1 || s.stride[1] != 1) return false;
-  const ConvShape t = TransposedShape(s);
+  const ConvShape t = UnitStrideInputGradShape(s);
   for (int64_t pad : t.pad)
     if (pad < 0) return false;  // padding past the kernel's reach: rows no tap reads
   if (!DepthwiseBlockedApplies(t)) return false;

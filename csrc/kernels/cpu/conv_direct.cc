@@ -198,23 +198,7 @@ void DirectConvF32(const ConvShape& s, const float* x, const float* w, const flo
 
 bool DirectConvBackwardDataF32(const ConvShape& s, const float* dy, const float* w, float* dx) {
   if (s.groups != 1 || s.stride[0] != 1 || s.stride[1] != 1) return false;
-  // dx[y] sums dy[y + pad_top - i * dilation] over taps i: a convolution of dy padded by
-  // reach - pad on each side (reach = (k - 1) * dilation), with tap i read as k - 1 - i.
-  const int64_t reach_h = (s.kh - 1) * s.dilation[0], reach_w = (s.kw - 1) * s.dilation[1];
-  const ConvShape t{
-      s.n,
-      s.o,
-      s.oh,
-      s.ow,
-      s.c,
-      s.kh,
-      s.kw,
-      s.h,
-      s.w,
-      1,
-      {1, 1},
-      s.dilation,
-      {reach_h - s.pad[0], reach_h - s.pad[1], reach_w - s.pad[2], reach_w - s.pad[3]}};
+  const ConvShape t = UnitStrideInputGradShape(s);
   for (int64_t pad : t.pad)
     if (pad < 0) return false;  // padding past the kernel's reach: rows no tap reads
   if (!DirectConvApplies(t)) return false;
