@@ -1,7 +1,7 @@
 // conv.cc - Conv2d on oneDNN (cached primitives), with its gradient ops; pooling is in pool.cc.
 //
-// NCHW. Conv2d runs float32 through oneDNN (kernels/cpu/conv_onednn.h: on AVX2 mostly in the
-// layouts oneDNN picks, reordered around each call); where the channels are so few that
+// NCHW. Conv2d runs float32 through oneDNN (kernels/cpu/conv_onednn.h: mostly in the layouts
+// oneDNN picks, reordered around each call); where the channels are so few that
 // oneDNN's im2col + GEMM has a GEMM of 6 or 16 columns (LeNet's), kiln's direct loops run instead
 // (conv_direct.h), measured faster; depthwise convolutions (groups == channels) run kiln's
 // phase-plane loops (conv_depthwise.h), several times faster than oneDNN's plain-layout ones here,

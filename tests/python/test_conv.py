@@ -159,8 +159,9 @@ def test_conv2d_weight_kept_in_its_layout_follows_writes():
         assert_close(ops.conv2d(ms.Tensor(x), weight, pad_mode="pad", padding=1),
                      conv2d_ref(x, w, pads=(1, 1, 1, 1)).astype(np.float32), ms.float32,
                      rtol=1e-4, atol=1e-4)
-    kept_layout = ms._C.panel_gemm_available()  # AVX2 builds: oneDNN's layout, so a kept copy
-    assert (ms._C.packed_weight_stats()["hits"] > kept) == kept_layout
+    # oneDNN's AVX2 and AVX-512 kernels pick a blocked weight layout for this shape, so the
+    # second and third calls read the kept copy.
+    assert ms._C.packed_weight_stats()["hits"] > kept
     w2 = RNG.standard_normal(w.shape).astype(np.float32)
     ops.assign(weight, ms.Tensor(w2))
     for _ in range(2):

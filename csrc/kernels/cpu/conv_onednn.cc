@@ -82,20 +82,14 @@ bool PlainIsAsFast(const ConvShape& s) {
 
 // The layouts a forward or input-gradient convolution runs in. bf16 lets oneDNN choose: its
 // AMX / AVX512-BF16 kernels (brgconv) want blocked or channels-last layouts and otherwise fall
-// back to a gemm-based convolution several times slower. Without AVX-512 float32 mostly does
-// too: on plain layouts oneDNN's AVX2 convolution is im2col + GEMM, and in its own layouts
-// ResNet-18 (batch 16, 2 threads) ran its forward in 380-400 ms instead of 490-520 and its
-// training step in 1360-1370 instead of 1560-1610, reorders included. AVX-512 builds keep
-// float32 on the plain layouts, where no reorder runs per call (not re-measured since).
+// back to a gemm-based convolution several times slower. float32 mostly does too, reorders
+// included: ResNet-18 (batch 16, 2 threads) ran its forward in 380-400 ms instead of 490-520 and
+// its training step in 1360-1370 instead of 1560-1610 on AVX2 (Zen 3), and in 296-315 instead of
+// 359 and 931-1017 instead of 1120 on AVX-512 (Zen 4), where plain layouts had been kept
+// unmeasured until then.
 ConvDescs PrimitiveDescs(const ConvShape& s, const ConvDescs& plain) {
-#if defined(__AVX512F__)
-  constexpr bool kFloat32Chooses = false;
-#else
-  constexpr bool kFloat32Chooses = true;
-#endif
   const bool bf16 = plain.src.get_data_type() == dnnl::memory::data_type::bf16;
-  const bool chooses = kFloat32Chooses && !PlainIsAsFast(s);
-  return bf16 || chooses ? AnyDescs(plain, true) : plain;
+  return bf16 || !PlainIsAsFast(s) ? AnyDescs(plain, true) : plain;
 }
 
 std::shared_ptr<dnnl::reorder> MakeReorder(const dnnl::memory::desc& from,
