@@ -94,7 +94,7 @@ void SetNumThreads(int n) {
 }
 
 // One slot: oneDNN plans a single-threaded split in it (the contended state). One per thread:
-// the row blocks of a product split over kiln's helpers (SplitRowsWhileContended in ops/linalg)
+// the row blocks of a product split over kiln's helpers (SplitWhileContended in ops/linalg.cc)
 // each run oneDNN in their own thread's arena, where one shared slot would make them take turns.
 static tbb::task_arena& SerialArena() {
   thread_local tbb::task_arena arena(1);

@@ -52,7 +52,7 @@ void AppendLayout(cpu::PrimitiveKey& key, const Tensor& t);
 // block its own oneDNN call fn(a, b, c, r) on views: a 2-D product's rows (b whole), a batched
 // one's leading dim (b's too, unless it broadcasts). False, running nothing, where the machine is
 // not contended or the product is small. Encoder block forward beside two busy processes, 2
-// threads, Zen 4: 35.0 -> 26.6 ms (JAX 24.0).
+// threads, Zen 4: 35.0 -> 24.0-26.6 ms (JAX 24.0).
 constexpr double kContendedSplitMinFlops = 1e8;
 constexpr int64_t kContendedSplitRows = 16;  // 2-D blocks are whole multiples of this many rows
 using MatMulBlockFn =

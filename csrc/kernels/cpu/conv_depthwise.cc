@@ -11,8 +11,6 @@
 // L1/L2 while its taps run; images and channels split over threads.
 #include "kernels/cpu/conv_depthwise.h"
 
-#include <immintrin.h>
-
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -41,26 +39,6 @@ inline void Store(float* p, Vec v) { StoreVec(p, v); }
 int64_t RoundUp(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 int64_t PaddedHeight(const ConvShape& s) { return s.h + s.pad[0] + s.pad[1]; }
 int64_t PaddedWidth(const ConvShape& s) { return s.w + s.pad[2] + s.pad[3]; }
-
-// Copies n floats in vectors, the last partial one masked: the rows are a few dozen floats (seven
-// in MobileNet's last layers), where a libc call or a scalar tail per row cost more than the
-// plane's arithmetic.
-inline void CopyRow(float* dst, const float* src, int64_t n) {
-  int64_t i = 0;
-  for (; i + kLanes <= n; i += kLanes) Store(dst + i, Load(src + i));
-  const int64_t rest = n - i;
-  if (rest == 0) return;
-#if defined(__AVX512F__)
-  const __mmask16 mask = static_cast<__mmask16>((1u << rest) - 1);
-  _mm512_mask_storeu_ps(dst + i, mask, _mm512_maskz_loadu_ps(mask, src + i));
-#elif defined(__AVX2__)
-  const __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(rest)),
-                                          _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-  _mm256_maskstore_ps(dst + i, mask, _mm256_maskload_ps(src + i, mask));
-#else
-  for (; i < n; ++i) dst[i] = src[i];
-#endif
-}
 
 // Whether v[0, n) holds no inf or nan: x - x is 0 for every finite x and nan otherwise.
 bool AllFinite(const float* v, int64_t n) {
@@ -98,7 +76,9 @@ struct Layout {
   std::vector<std::vector<int64_t>> scatter;
 };
 
-Layout MakeLayout(const ConvShape& s) {
+// The Layout's sizes, without its per-tap lists (DepthwiseConvApplies checks them first: a huge
+// stride or kernel must not allocate lists it will not use).
+Layout LayoutSizes(const ConvShape& s) {
   Layout l;
   l.flat = s.stride[0] == 1;
   l.phases = s.stride[1];
@@ -116,6 +96,11 @@ Layout MakeLayout(const ConvShape& s) {
     l.plane = PaddedHeight(s) * l.width;
   }
   l.row_step = s.stride[0] * l.width;
+  return l;
+}
+
+Layout MakeLayout(const ConvShape& s) {
+  Layout l = LayoutSizes(s);
   for (int64_t i = 0; i < s.kh; ++i)
     for (int64_t j = 0; j < s.kw; ++j) {
       const int64_t col = j * s.dilation[1];
@@ -422,7 +407,7 @@ bool DepthwiseConvApplies(const ConvShape& s) {
   for (int64_t v : {PaddedHeight(s), PaddedWidth(s), s.kh, s.kw, s.stride[0], s.stride[1],
                     s.dilation[0], s.dilation[1], s.oh, s.ow})
     if (v > kMaxSide) return false;
-  return ScratchFloats(MakeLayout(s)) <= kMaxScratchFloats;
+  return ScratchFloats(LayoutSizes(s)) <= kMaxScratchFloats;
 }
 
 bool DepthwiseWeightGradPays(const ConvShape& s) { return s.oh * s.ow >= 64 || s.kh * s.kw > 9; }

@@ -124,14 +124,6 @@ BlockFn BlockFor(int64_t width) {
   return kFns[width - 1];
 }
 
-// dst[0, n) = src[0, n) in vectors: the rows are a few dozen floats, where a libc call per row
-// cost more than the copy (a tenth of LeNet's first convolution).
-inline void CopyRow(float* dst, const float* src, int64_t n) {
-  int64_t i = 0;
-  for (; i + kLanes <= n; i += kLanes) Store(dst + i, Load(src + i));
-  for (; i < n; ++i) dst[i] = src[i];
-}
-
 // Copies the input rows of the band that starts at output row y0 from image x (c, h, w) into
 // the scratch, at their padding offsets; rows above or below the image are zeroed (the scratch
 // is reused for the next band). The left and right padding is never written, so it stays as

@@ -7,6 +7,8 @@
 // behaviour on a float pointer.
 #pragma once
 
+#include <immintrin.h>
+
 #include <cstdint>
 #include <cstring>
 
@@ -46,6 +48,28 @@ inline void StoreVec(float* p, V v) {
 }
 
 inline Vec8 Load8(const float* p) { return LoadVec<Vec8>(p); }
+
+// dst[0, n) = src[0, n) in native vectors, the last partial one masked: for rows of a few dozen
+// floats (the convolutions' padded rows, seven in MobileNet's last layers), where a libc call or
+// a scalar tail per row cost more than the arithmetic on them.
+inline void CopyRow(float* dst, const float* src, int64_t n) {
+  using V = FloatVec<kNativeVecBytes>;
+  constexpr int64_t kLanes = kNativeVecBytes / sizeof(float);
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) StoreVec(dst + i, LoadVec<V>(src + i));
+  const int64_t rest = n - i;
+  if (rest == 0) return;
+#if defined(__AVX512F__)
+  const __mmask16 mask = static_cast<__mmask16>((1u << rest) - 1);
+  _mm512_mask_storeu_ps(dst + i, mask, _mm512_maskz_loadu_ps(mask, src + i));
+#elif defined(__AVX2__)
+  const __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(rest)),
+                                          _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+  _mm256_maskstore_ps(dst + i, mask, _mm256_maskload_ps(src + i, mask));
+#else
+  for (; i < n; ++i) dst[i] = src[i];
+#endif
+}
 inline void Store8(float* p, Vec8 v) { StoreVec(p, v); }
 
 // r[0..8) transposed in place: row i becomes what column i was (unpacks, then 128-bit halves).
