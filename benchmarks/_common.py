@@ -18,6 +18,7 @@ from _timing import (  # noqa: F401 - re-exported: the scripts import them from 
     best_time,
     busy_processes,
     check_busy,
+    contended_medians,
     contended_time,
     contention_session,
     load_report,

@@ -99,10 +99,15 @@ def contended_time(fn, figures=5, seconds=1.0, warmup=3, inner=1):
     """Seconds per call under the protocol: the worst (largest) of `figures` medians, each the
     median of per-call times collected for at least `seconds`. With inner > 1 a sample is the mean
     of that many back-to-back calls, for calls so short that perf_counter's own cost would show."""
+    return max(contended_medians(fn, figures, seconds, warmup, inner))
+
+
+def contended_medians(fn, figures=5, seconds=1.0, warmup=3, inner=1):
+    """The `figures` medians contended_time takes the worst of, in the order measured."""
     time.sleep(0.1)  # as in best_time: let the previous framework's idle pools fall asleep
     for _ in range(warmup):
         fn()
-    return max(_median_call(fn, seconds, inner) for _ in range(figures))
+    return [_median_call(fn, seconds, inner) for _ in range(figures)]
 
 
 def _median_call(fn, seconds, inner):
