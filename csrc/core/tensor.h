@@ -31,6 +31,17 @@ Shape ContiguousStrides(const Shape& shape);
 // Wraps a possibly negative axis into [0, ndim); throws IndexError naming `op` when out of range.
 int64_t NormalizeAxis(int64_t axis, int64_t ndim, const char* op);
 
+// Values computed from a Storage's bytes (packed weights); kernels/cpu/derived_cache.cc keeps
+// them. The storage owns them, so they die with the bytes.
+class DerivedValues {
+ public:
+  virtual ~DerivedValues() = default;
+  // The bytes now have write version `version`: values made from older bytes are freed at once,
+  // not at their next request, which a weight being trained may never make (its inference
+  // packs would stay for the whole training run).
+  virtual void DropStale(uint64_t version) = 0;
+};
+
 class Storage {
  public:
   // Memory from the caching allocator, 64-byte aligned.
@@ -47,7 +58,11 @@ class Storage {
   // Counts writes to these bytes through any view (MarkWritten), so values derived from them
   // (a packed copy of a weight) can tell when they are stale.
   uint64_t write_version() const { return write_version_.load(std::memory_order_relaxed); }
-  void NoteWrite() { write_version_.fetch_add(1, std::memory_order_relaxed); }
+  void NoteWrite() {
+    const uint64_t version = write_version_.fetch_add(1, std::memory_order_relaxed) + 1;
+    if (DerivedValues* values = derived_values_.load(std::memory_order_acquire))
+      values->DropStale(version);
+  }
   // True while a writable NumPy array may alias these bytes: borrowed from one (for good), or
   // exported by asnumpy() and not yet garbage-collected. NumPy writes bypass write_version, so
   // nothing derived from the bytes may be cached meanwhile.
@@ -60,8 +75,12 @@ class Storage {
     NoteWrite();
   }
   // Values computed from these bytes (packed weights), owned here so they die with the bytes.
-  // Only kernels/cpu/derived_cache.cc touches it, under its lock.
-  std::shared_ptr<void>& derived() { return derived_; }
+  // Only kernels/cpu/derived_cache.cc touches them, under its lock; set once, then kept.
+  DerivedValues* derived() const { return derived_values_.load(std::memory_order_acquire); }
+  void SetDerived(std::unique_ptr<DerivedValues> values) {
+    derived_ = std::move(values);
+    derived_values_.store(derived_.get(), std::memory_order_release);
+  }
 
  private:
   Storage() = default;
@@ -70,7 +89,8 @@ class Storage {
   std::atomic<uint64_t> write_version_{0};
   std::atomic<int> numpy_views_{0};
   bool borrowed_from_numpy_ = false;
-  std::shared_ptr<void> derived_;
+  std::unique_ptr<DerivedValues> derived_;
+  std::atomic<DerivedValues*> derived_values_{nullptr};  // derived_, readable without a lock
   size_t rounded_size_ = 0;        // nonzero when owned by the caching allocator
   std::function<void()> release_;  // set when borrowed
 };

@@ -127,6 +127,23 @@ TEST(DerivedCache, MadeOnTheSecondSightingAndDroppedOnAWrite) {
   EXPECT_EQ(cpu::DerivedLookup(w.Select(0, 1), {7}, make), nullptr);  // another view, another key
 }
 
+TEST(DerivedCache, AWriteFreesStaleValuesAtOnceButKeepsOneMadeForTheNewBytes) {
+  Tensor w = Iota({8, 4}, 1.0f);
+  auto make = [] { return std::make_shared<int>(1); };
+  cpu::DerivedLookup(w, {7}, make);
+  std::weak_ptr<void> packed = cpu::DerivedLookup(w, {7}, make);
+  ASSERT_FALSE(packed.expired());
+  // An update kernel stores the value of the bytes it is writing, at the version its write
+  // gives (RunKernel marks the input written after the kernel).
+  const uint64_t next = w.storage()->write_version() + 1;
+  cpu::DerivedStore(w, {9}, next, std::make_shared<int>(2));
+  MarkWritten(w);
+  EXPECT_TRUE(packed.expired());  // freed by the write, not at its next request
+  auto kept = cpu::DerivedLookup(w, {9}, make);
+  ASSERT_NE(kept, nullptr);
+  EXPECT_EQ(*static_cast<int*>(kept.get()), 2);
+}
+
 TEST(DerivedCache, NothingIsCachedWhileNumpyMayWriteTheBytes) {
   Tensor w = Iota({4}, 1.0f);
   w.storage()->AddNumpyView();

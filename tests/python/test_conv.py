@@ -170,6 +170,25 @@ def test_conv2d_weight_kept_in_its_layout_follows_writes():
                      rtol=1e-4, atol=1e-4)
 
 
+def test_a_written_weight_frees_its_kept_copy_at_the_write():
+    # A weight trained after an evaluation is never read in the evaluation's layout again: its
+    # kept copy must be freed when the weight is written, not held until a next use.
+    x = ms.Tensor(RNG.standard_normal((1, 256, 8, 8)).astype(np.float32))
+    w = RNG.standard_normal((256, 256, 3, 3)).astype(np.float32)
+    weight = ms.Parameter(ms.Tensor(w) + 0, name="w")  # kiln-owned bytes (not a NumPy alias)
+    kept = ms._C.packed_weight_stats()["hits"]
+    for _ in range(3):
+        ops.conv2d(x, weight, pad_mode="pad", padding=1).asnumpy()
+    assert ms._C.packed_weight_stats()["hits"] > kept
+    new_values = ms.Tensor(w * 2)
+    before = ms._C.allocator_stats()["allocated_bytes"]
+    ops.assign(weight, new_values)
+    assert before - ms._C.allocator_stats()["allocated_bytes"] >= w.nbytes
+    assert_close(ops.conv2d(x, weight, pad_mode="pad", padding=1),
+                 conv2d_ref(x.asnumpy(), w * 2, pads=(1, 1, 1, 1)).astype(np.float32),
+                 ms.float32, rtol=1e-3, atol=1e-2)
+
+
 @pytest.mark.parametrize("dtype,np_dtype", INT_DTYPES, ids=str)
 def test_conv2d_rejects_integers(dtype, np_dtype):
     x = to_kiln(np.ones((1, 1, 3, 3), np_dtype), dtype)

@@ -16,12 +16,25 @@ struct Slot {
   std::shared_ptr<void> value;  // null: seen once at `version`, not made yet
 };
 
-struct Slots {
-  std::vector<Slot> slots;
-};
-
 std::mutex g_mutex;
 DerivedCacheStats g_stats;
+
+struct Slots : DerivedValues {
+  std::vector<Slot> slots;
+
+  void DropStale(uint64_t version) override {
+    std::vector<std::shared_ptr<void>> stale;  // freed after the lock is released
+    std::lock_guard<std::mutex> lock(g_mutex);
+    for (Slot& slot : slots)  // an update kernel may have stored the new bytes' value already
+      if (slot.version != version && slot.value) stale.push_back(std::move(slot.value));
+  }
+};
+
+// The slots of `storage`, made on first use; under g_mutex.
+std::vector<Slot>& SlotsOf(Storage& storage) {
+  if (!storage.derived()) storage.SetDerived(std::make_unique<Slots>());
+  return static_cast<Slots*>(storage.derived())->slots;
+}
 
 DerivedKey FullKey(const Tensor& t, const DerivedKey& key) {
   DerivedKey full = key;
@@ -42,8 +55,7 @@ std::shared_ptr<void> DerivedLookup(const Tensor& t, const DerivedKey& key,
     g_stats.skips++;
     return nullptr;
   }
-  if (!storage.derived()) storage.derived() = std::make_shared<Slots>();
-  auto& slots = static_cast<Slots*>(storage.derived().get())->slots;
+  std::vector<Slot>& slots = SlotsOf(storage);
   const DerivedKey full = FullKey(t, key);
   const uint64_t version = storage.write_version();
   for (Slot& slot : slots) {
@@ -74,7 +86,7 @@ std::vector<DerivedKey> DerivedKeysFor(const Tensor& t, int64_t tag) {
   std::vector<DerivedKey> keys;
   if (!storage.derived()) return keys;
   const size_t view_part = FullKey(t, {}).size();
-  for (const Slot& slot : static_cast<Slots*>(storage.derived().get())->slots) {
+  for (const Slot& slot : static_cast<Slots*>(storage.derived())->slots) {
     if (slot.key.size() <= view_part || slot.key[0] != tag) continue;
     DerivedKey key(slot.key.begin(), slot.key.end() - static_cast<std::ptrdiff_t>(view_part));
     if (FullKey(t, key) == slot.key) keys.push_back(std::move(key));
@@ -87,8 +99,7 @@ void DerivedStore(const Tensor& t, const DerivedKey& key, uint64_t version,
   Storage& storage = *t.storage();
   std::lock_guard<std::mutex> lock(g_mutex);
   if (storage.numpy_alias()) return;
-  if (!storage.derived()) storage.derived() = std::make_shared<Slots>();
-  auto& slots = static_cast<Slots*>(storage.derived().get())->slots;
+  std::vector<Slot>& slots = SlotsOf(storage);
   const DerivedKey full = FullKey(t, key);
   for (Slot& slot : slots) {
     if (slot.key != full) continue;
