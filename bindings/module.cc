@@ -228,6 +228,7 @@ void InitModule(nb::module_& m) {
     d["hits"] = s.hits;
     d["packs"] = s.makes;
     d["skips"] = s.skips;
+    d["forgotten"] = s.forgotten;
     return d;
   });
 }

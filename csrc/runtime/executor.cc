@@ -12,14 +12,17 @@
 // `while` run their region functions' plans.
 #include "runtime/executor.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <sstream>
+#include <vector>
 
 #include "analysis/aliasing.h"
 #include "analysis/chunking.h"
 #include "core/error.h"
 #include "core/interrupt.h"
+#include "kernels/cpu/derived_cache.h"
 #include "ops/evaluate.h"
 #include "runtime/fused_elementwise.h"
 #include "runtime/interpret.h"
@@ -47,6 +50,9 @@ struct NodePlan {
 struct FuncPlan {
   const ir::Func* func = nullptr;
   int num_slots = 0;
+  // Parameters an op of this function writes in place (an optimizer's weights): their packed
+  // copies are forgotten when it starts (cpu::ForgetPackedCopies).
+  std::vector<int> written_params;
   std::vector<NodePlan> nodes;
   std::vector<int> results;  // slots; -1 for None
 };
@@ -108,6 +114,12 @@ std::unique_ptr<FuncPlan> PlanFunc(const ir::Func& f, const analysis::ModuleEffe
     np.static_outputs = AllStatic(node.outputs);
     for (const auto& v : node.inputs) np.inputs.push_back(slot(v));
     if (node.kind == ir::NodeKind::Op) np.def = &GetOpDef(node.op);
+    for (int k : np.def ? np.def->mutated_inputs : std::vector<int>{}) {
+      const bool param = k < static_cast<int>(node.inputs.size()) && node.inputs[k].is_param();
+      auto& written = plan->written_params;
+      if (param && std::find(written.begin(), written.end(), node.inputs[k].index) == written.end())
+        written.push_back(node.inputs[k].index);
+    }
   }
   const analysis::AliasClasses alias(f, effects);
   for (size_t n = 0; n < f.nodes.size(); ++n) {
@@ -159,6 +171,7 @@ class Interpreter {
       KILN_CHECK(TypeMatches(f_.params[i], args[i]), Type, "@", f_.name, ": input ", i,
                  " should be ", ir::TypeString(f_.params[i]), ", got ", DTypeName(args[i].dtype()),
                  ShapeStr(args[i].shape()));
+    for (int p : plan_.written_params) cpu::ForgetPackedCopies(args[p]);
     values_.assign(plan_.num_slots, Tensor());
     std::copy(args.begin(), args.end(), values_.begin());
     std::vector<double>* times = options_.node_seconds;

@@ -113,6 +113,24 @@ void DerivedStore(const Tensor& t, const DerivedKey& key, uint64_t version,
   g_stats.makes++;
 }
 
+void ForgetPackedCopies(const Tensor& t) {
+  Storage& storage = *t.storage();
+  if (!storage.derived()) return;  // nothing was ever derived from these bytes
+  std::vector<Slot> forgotten;     // freed after the lock is released
+  std::lock_guard<std::mutex> lock(g_mutex);
+  std::vector<Slot>& slots = SlotsOf(storage);
+  for (auto it = slots.begin(); it != slots.end();) {
+    const int64_t tag = it->key.empty() ? 0 : it->key[0];
+    if (tag < kPackRowMajorTag || tag > kConvWeightsTag) {
+      ++it;
+      continue;
+    }
+    if (it->value) g_stats.forgotten++;
+    forgotten.push_back(std::move(*it));
+    it = slots.erase(it);
+  }
+}
+
 DerivedCacheStats GetDerivedCacheStats() {
   std::lock_guard<std::mutex> lock(g_mutex);
   return g_stats;

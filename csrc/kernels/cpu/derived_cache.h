@@ -45,10 +45,17 @@ std::vector<DerivedKey> DerivedKeysFor(const Tensor& t, int64_t tag);
 void DerivedStore(const Tensor& t, const DerivedKey& key, uint64_t version,
                   std::shared_ptr<void> value);
 
+// Forgets the packed copies (the pack tags above, not a low-precision copy) of t's storage,
+// their sightings included, so that the next request counts as a first one. The executor calls
+// it when a graph that writes t starts: such a graph never reads a pack of t after its first
+// run, and an evaluation's packs would otherwise stay alive through its first run.
+void ForgetPackedCopies(const Tensor& t);
+
 struct DerivedCacheStats {
-  int64_t hits = 0;   // requests served by a cached value
-  int64_t makes = 0;  // values made (first packs and repacks after writes)
-  int64_t skips = 0;  // requests answered with null (first sighting, aliased storage)
+  int64_t hits = 0;       // requests served by a cached value
+  int64_t makes = 0;      // values made (first packs and repacks after writes)
+  int64_t skips = 0;      // requests answered with null (first sighting, aliased storage)
+  int64_t forgotten = 0;  // packed copies freed by ForgetPackedCopies
 };
 DerivedCacheStats GetDerivedCacheStats();
 
