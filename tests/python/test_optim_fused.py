@@ -187,11 +187,8 @@ OPTIMIZERS = {
 }
 
 
-def _train_bf16(make_opt, fused, mode, steps=6, dtype=ms.bfloat16):
-    ms.set_seed(1)
-    net = amp.auto_mixed_precision(_Net(), "O2", dtype=dtype)
-    opt = make_opt(net.trainable_params())
-    opt._fused_updates = fused
+def _train_step(net, opt):
+    """One step of MSE training of net by opt: the loss, the update applied in place."""
     loss_fn = nn.MSELoss()
     grad_fn = ms.value_and_grad(lambda x, y: loss_fn(net(x), y), None, opt.parameters)
 
@@ -200,6 +197,15 @@ def _train_bf16(make_opt, fused, mode, steps=6, dtype=ms.bfloat16):
         opt(grads)
         return loss
 
+    return step
+
+
+def _train_bf16(make_opt, fused, mode, steps=6, dtype=ms.bfloat16):
+    ms.set_seed(1)
+    net = amp.auto_mixed_precision(_Net(), "O2", dtype=dtype)
+    opt = make_opt(net.trainable_params())
+    opt._fused_updates = fused
+    step = _train_step(net, opt)
     run = ms.jit(step) if mode == "graph" else step
     rng = np.random.default_rng(3)
     losses = []
@@ -278,18 +284,6 @@ def test_checkpoints_hold_float32_master_weights_after_fused_bf16_training(mode,
     np.testing.assert_array_equal(fresh(x).asnumpy(), net(x).asnumpy())
 
 
-def _dense_step(net, opt):
-    loss_fn = nn.MSELoss()
-    grad_fn = ms.value_and_grad(lambda x, y: loss_fn(net(x), y), None, opt.parameters)
-
-    def step(x, y):
-        loss, grads = grad_fn(x, y)
-        opt(grads)
-        return loss
-
-    return step
-
-
 def test_a_compiled_step_that_trains_weights_forgets_their_evaluation_packs_when_it_starts():
     """An evaluation in Graph mode keeps each weight packed in its kernel's layout; the compiled
     training step that writes those weights frees the packs as it starts (so they are not alive
@@ -307,7 +301,7 @@ def test_a_compiled_step_that_trains_weights_forgets_their_evaluation_packs_when
         for _ in range(3):
             evaluate(x).asnumpy()
         assert _C.packed_weight_stats()["packs"] > packs  # the evaluation packed the weight
-        step = _dense_step(net, nn.Momentum(net.trainable_params(), 0.05, 0.9))
+        step = _train_step(net, nn.Momentum(net.trainable_params(), 0.05, 0.9))
         forgotten = _C.packed_weight_stats()["forgotten"]
         step = ms.jit(step) if mode == "graph" else step
         losses[mode] = [float(step(x, y).asnumpy()) for _ in range(3)]
