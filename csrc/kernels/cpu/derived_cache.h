@@ -26,7 +26,8 @@ std::shared_ptr<void> DerivedLookup(const Tensor& t, const DerivedKey& key,
                                     const std::function<std::shared_ptr<void>()>& make);
 
 // The first integer of every DerivedKey: what the value is. One list, so two kinds of value never
-// share a key.
+// share a key. kPackRowMajorTag through kConvWeightsTag are a weight packed into a kernel's
+// layout (what ForgetPackedCopies forgets): a new packing tag goes inside that range.
 constexpr int64_t kPackRowMajorTag = 1;       // a matmul weight copied row-major: {tag}
 constexpr int64_t kPackOnednnTag = 2;         // in oneDNN's matmul layout: {tag, LayoutHash}
 constexpr int64_t kPackPanelsTag = 3;         // in panel_gemm's panels: {tag}

@@ -49,6 +49,8 @@ inline void StoreVec(float* p, V v) {
 
 inline Vec8 Load8(const float* p) { return LoadVec<Vec8>(p); }
 
+inline void Store8(float* p, Vec8 v) { StoreVec(p, v); }
+
 // dst[0, n) = src[0, n) in native vectors, the last partial one masked: for rows of a few dozen
 // floats (the convolutions' padded rows, seven in MobileNet's last layers), where a libc call or
 // a scalar tail per row cost more than the arithmetic on them.
@@ -70,7 +72,6 @@ inline void CopyRow(float* dst, const float* src, int64_t n) {
   for (; i < n; ++i) dst[i] = src[i];
 #endif
 }
-inline void Store8(float* p, Vec8 v) { StoreVec(p, v); }
 
 // r[0..8) transposed in place: row i becomes what column i was (unpacks, then 128-bit halves).
 // Shuffles move bits, so 4-byte integers loaded as floats transpose too (copy.cc).
