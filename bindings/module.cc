@@ -4,6 +4,7 @@
 
 #include "convert.h"
 #include "core/allocator.h"
+#include "core/contended_pool.h"
 #include "core/contention.h"
 #include "core/error.h"
 #include "core/feed_queue.h"
@@ -15,6 +16,7 @@
 #include "kernels/cpu/onednn.h"
 #include "kernels/cpu/panel_gemm.h"
 #include "runtime/eager.h"
+#include "runtime/executor.h"
 
 namespace kiln::bind {
 
@@ -179,6 +181,16 @@ void InitModule(nb::module_& m) {
     return d;
   });
   m.def("set_contention_override", &SetContentionOverride);
+  m.def("set_team_runs", &SetTeamRuns);
+  m.def("contended_pool_stats", [] {
+    ContendedPoolStats s = GetContendedPoolStats();
+    nb::dict d;
+    d["loops"] = s.loops;
+    d["helper_blocks"] = s.helper_blocks;
+    d["teams"] = s.teams;
+    d["helper_tasks"] = s.helper_tasks;
+    return d;
+  });
   m.def("thread_slice_stats", [] {
     ThreadSliceStats s = GetThreadSliceStats();
     nb::dict d;

@@ -13,17 +13,27 @@
 #include "runtime/executor.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <queue>
 #include <sstream>
+#include <thread>
 #include <vector>
 
 #include "analysis/aliasing.h"
 #include "analysis/chunking.h"
+#include "core/contended_pool.h"
+#include "core/contention.h"
 #include "core/error.h"
 #include "core/interrupt.h"
+#include "core/parallel.h"
 #include "kernels/cpu/derived_cache.h"
 #include "ops/evaluate.h"
+#include "runtime/dataflow.h"
 #include "runtime/fused_elementwise.h"
 #include "runtime/interpret.h"
 
@@ -55,6 +65,7 @@ struct FuncPlan {
   std::vector<int> written_params;
   std::vector<NodePlan> nodes;
   std::vector<int> results;  // slots; -1 for None
+  DataflowPlan dataflow;     // how a team may run the nodes (dataflow.h)
 };
 
 namespace {
@@ -157,6 +168,7 @@ Error AtSource(const Error& e, const ir::SourceLoc& loc) {
 }
 
 constexpr int kMaxCallDepth = 500;
+std::atomic<bool> g_team_runs{true};
 thread_local int t_call_depth = 0;
 
 class Interpreter {
@@ -174,21 +186,16 @@ class Interpreter {
     for (int p : plan_.written_params) cpu::ForgetPackedCopies(args[p]);
     values_.assign(plan_.num_slots, Tensor());
     std::copy(args.begin(), args.end(), values_.begin());
-    std::vector<double>* times = options_.node_seconds;
-    if (times) times->resize(plan_.nodes.size(), 0.0);
-    for (size_t n = 0; n < plan_.nodes.size(); ++n) {
-      const NodePlan& np = plan_.nodes[n];
-      CheckInterrupt();
-      const auto start =
-          times ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
-      std::vector<Tensor> outputs = RunNode(np);
-      if (times)
-        (*times)[n] +=
-            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      for (size_t i = 0; i < outputs.size(); ++i)
-        values_[np.first_output + i] = std::move(outputs[i]);
-      if (options_.free_dead_values)
-        for (int s : np.release) values_[s] = Tensor();
+    if (options_.node_seconds) options_.node_seconds->resize(plan_.nodes.size(), 0.0);
+    if (RunsAsTeam()) {
+      RunAsTeam();
+    } else {
+      for (size_t n = 0; n < plan_.nodes.size(); ++n) {
+        CheckInterrupt();
+        Execute(n);
+        if (options_.free_dead_values)
+          for (int s : plan_.nodes[n].release) values_[s] = Tensor();
+      }
     }
     std::vector<Tensor> results;
     results.reserve(plan_.results.size());
@@ -196,7 +203,32 @@ class Interpreter {
     return results;
   }
 
+  // Node n: runs it and stores its outputs (timed when the options ask).
+  void Execute(size_t n) {
+    const NodePlan& np = plan_.nodes[n];
+    std::vector<double>* times = options_.node_seconds;
+    const auto start =
+        times ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
+    std::vector<Tensor> outputs = RunNode(np);
+    if (times)
+      (*times)[n] +=
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    for (size_t i = 0; i < outputs.size(); ++i)
+      values_[np.first_output + i] = std::move(outputs[i]);
+  }
+
+  void Release(int slot) { values_[slot] = Tensor(); }
+
  private:
+  // A busy machine: a team of kiln's threads runs the nodes, whichever has a core taking the
+  // next ready one (dataflow.h). Quiet, the nodes run in order and each kernel splits its own
+  // work over the pool, which costs less.
+  bool RunsAsTeam() const {
+    return g_team_runs.load(std::memory_order_relaxed) && plan_.dataflow.eligible &&
+           plan_.nodes.size() > 1 && GetNumThreads() > 1 && MachineContended();
+  }
+  void RunAsTeam();
+
   std::vector<Tensor> Gather(const NodePlan& np, size_t from = 0) const {
     std::vector<Tensor> out;
     out.reserve(np.inputs.size());
@@ -215,13 +247,19 @@ class Interpreter {
     PadOptionalInputs(def, inputs);  // as eager dispatch pads them
     std::vector<Tensor> outputs;
     outputs.reserve(node.outputs.size());
-    if (np.reuse_input >= 0 && options_.free_dead_values && Unshared(inputs[np.reuse_input])) {
+    if (np.reuse_input >= 0 && options_.free_dead_values && Unshared(inputs[np.reuse_input]) &&
+        LastReader(np.inputs[np.reuse_input])) {
       outputs.push_back(inputs[np.reuse_input]);
     } else {
       for (const auto& m : node.outputs) outputs.push_back(Tensor::Empty(m.shape, m.dtype));
     }
     RunKernel(def, inputs, outputs, node.attrs);
     return outputs;
+  }
+
+  // In a team, other readers of a slot may still be running: only the last may take its buffer.
+  bool LastReader(int slot) const {
+    return team_readers_ == nullptr || team_readers_[slot].load(std::memory_order_acquire) == 1;
   }
 
   // True when no other view of t's bytes is alive: t may be overwritten in place.
@@ -293,7 +331,121 @@ class Interpreter {
   const ir::Func& f_;
   const RunOptions options_;
   std::vector<Tensor> values_;
+  // In a team run: the readers of each slot that have not finished (TeamRun's counters).
+  const std::atomic<int>* team_readers_ = nullptr;
+  friend class TeamRun;
 };
+
+// One call run by a team (dataflow.h): members take ready nodes, the lowest index first (the
+// sequential order, which keeps the critical path moving and memory near the planned peak),
+// release each value after its last reader finishes, and stop at the first error.
+class TeamRun final : public TaskSource {
+ public:
+  TeamRun(Interpreter& in, const DataflowPlan& plan)
+      : in_(in),
+        plan_(plan),
+        owner_(std::this_thread::get_id()),
+        pending_(new std::atomic<int>[plan.num_preds.size()]),
+        readers_(new std::atomic<int>[plan.readers.size()]) {
+    for (size_t n = 0; n < plan.num_preds.size(); ++n) {
+      pending_[n].store(plan.num_preds[n], std::memory_order_relaxed);
+      if (plan.num_preds[n] == 0) ready_.push(static_cast<int>(n));
+    }
+    for (size_t s = 0; s < plan.readers.size(); ++s)
+      readers_[s].store(plan.readers[s], std::memory_order_relaxed);
+    in_.team_readers_ = readers_.get();
+  }
+
+  bool RunOne() override {
+    int n;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (failed_ || ready_.empty()) return false;
+      n = ready_.top();
+      ready_.pop();
+      ++running_;
+    }
+    std::exception_ptr error;
+    try {
+      if (std::this_thread::get_id() == owner_) CheckInterrupt();  // Python's, on its thread
+      in_.Execute(n);
+    } catch (...) {
+      error = std::current_exception();
+    }
+    Finish(n, error);
+    return true;
+  }
+
+  bool Done() const override { return done_.load(std::memory_order_acquire); }
+
+  // After Done: the error of the earliest failed node, as the sequential run would meet first.
+  void RethrowError() const {
+    if (error_) std::rethrow_exception(error_);
+    KILN_CHECK(completed_ == static_cast<int>(plan_.num_preds.size()), Runtime,
+               "executor: a team stopped with nodes left");
+  }
+
+ private:
+  void Finish(int n, const std::exception_ptr& error) {
+    std::vector<int> now_ready;
+    if (!error) {
+      if (in_.options_.free_dead_values) ReleaseDead(n);
+      for (int next : plan_.succs[n])
+        if (pending_[next].fetch_sub(1, std::memory_order_acq_rel) == 1) now_ready.push_back(next);
+    }
+    bool changed = !now_ready.empty();
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      for (int next : now_ready) ready_.push(next);
+      --running_;
+      if (error) {
+        if (!error_ || n < error_node_) error_ = error, error_node_ = n;
+        failed_ = changed = true;
+      } else {
+        ++completed_;
+      }
+      if (completed_ == static_cast<int>(plan_.num_preds.size()) || (failed_ && running_ == 0)) {
+        done_.store(true, std::memory_order_release);
+        changed = true;
+      }
+    }
+    if (changed) TeamWorkChanged();
+  }
+
+  // The values whose last reader n was, and n's outputs that nothing reads.
+  void ReleaseDead(int n) {
+    for (int s : plan_.reads[n])
+      if (plan_.readers[s] > 0 && readers_[s].fetch_sub(1, std::memory_order_acq_rel) == 1)
+        in_.Release(s);
+    const NodePlan& np = in_.plan_.nodes[n];
+    for (size_t i = 0; i < np.node->outputs.size(); ++i)
+      if (plan_.readers[np.first_output + i] == 0)
+        in_.Release(np.first_output + static_cast<int>(i));
+  }
+
+  Interpreter& in_;
+  const DataflowPlan& plan_;
+  const std::thread::id owner_;
+  std::unique_ptr<std::atomic<int>[]> pending_;  // per node: predecessors not finished
+  std::unique_ptr<std::atomic<int>[]> readers_;  // per slot: readers not finished
+  std::atomic<bool> done_{false};
+  std::mutex mutex_;  // guards the rest
+  std::priority_queue<int, std::vector<int>, std::greater<int>> ready_;
+  int running_ = 0, completed_ = 0;
+  bool failed_ = false;
+  std::exception_ptr error_;
+  int error_node_ = 0;
+};
+
+void Interpreter::RunAsTeam() {
+  auto team = std::make_shared<TeamRun>(*this, plan_.dataflow);
+  struct Detach {  // the counters die with the team; a later sequential run must not read them
+    Interpreter& in;
+    ~Detach() { in.team_readers_ = nullptr; }
+  } detach{*this};
+  RunTeam(team, GetNumThreads());
+  team->RethrowError();
+}
 
 }  // namespace
 
@@ -311,6 +463,8 @@ Program::Program(const ir::Module& module) : module_(module) {
         np.callees[i] = &this->plan(node.callees[i]);
       if (node.kind == ir::NodeKind::Call) np.chunked = PlanChunked(*np.callees[0]->func);
     }
+    plan->dataflow = PlanDataflow(*plan->func, effects,
+                                  [&](int n) { return plan->nodes[n].chunked != nullptr; });
   }
 }
 
@@ -330,6 +484,8 @@ std::vector<Tensor> Program::RunFunc(const std::string& name, const std::vector<
 std::vector<Tensor> Program::Run(const std::vector<Tensor>& args, const RunOptions& options) const {
   return RunFunc(module_.entry().name, args, options);
 }
+
+void SetTeamRuns(bool on) { g_team_runs.store(on, std::memory_order_relaxed); }
 
 std::vector<Tensor> RunFunc(const ir::Module& module, const ir::Func& func,
                             const std::vector<Tensor>& args, const RunOptions& options) {

@@ -53,6 +53,10 @@ inline std::vector<Tensor> Run(const ir::Module& module, const std::vector<Tenso
   return RunFunc(module, module.entry(), args, options);
 }
 
+// Whether a busy machine runs eligible functions as a team of kiln's threads (dataflow.h; on by
+// default). Off, every function runs its nodes in order: for measurements and tests.
+void SetTeamRuns(bool on);
+
 // Formats "{}" placeholders in `format` with the values of `args`, as print and raise show them.
 std::string FormatWithTensors(const std::string& format, const std::vector<Tensor>& args);
 

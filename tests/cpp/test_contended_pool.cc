@@ -1,9 +1,12 @@
 // test_contended_pool.cc - kiln's sleeping helpers on their own: coverage, errors, concurrent and
-// nested callers. Also built alone under ThreadSanitizer (`make tsan-contended-pool`).
+// nested callers, and teams running tasks that depend on each other. Also built alone under
+// ThreadSanitizer (`make tsan-contended-pool`).
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <chrono>
+#include <memory>
+#include <mutex>
 #include <stdexcept>
 #include <thread>
 #include <vector>
@@ -103,6 +106,124 @@ TEST(ContendedPool, NestedLoopsFinish) {
     RunOnContendedPool(100, 3, 2, [&](int64_t begin, int64_t end) { total += end - begin; });
   });
   EXPECT_EQ(total.load(), 16 * 100);
+}
+
+// Tasks with predecessors, as a graph's nodes: a task is ready once all of them finished. Records
+// the order tasks finished in and which threads ran them.
+class TaskGraph final : public TaskSource {
+ public:
+  TaskGraph(std::vector<std::vector<int>> preds, std::function<void(int)> work)
+      : preds_(std::move(preds)), work_(std::move(work)), finished_(preds_.size(), false) {}
+
+  bool RunOne() override {
+    int task = -1;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      for (size_t t = 0; t < preds_.size() && task < 0; ++t)
+        if (!claimed_[t] && Ready(t)) task = static_cast<int>(t);
+      if (task < 0) return false;
+      claimed_[task] = true;
+    }
+    work_(task);
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      for (int p : preds_[task]) order_ok_ = order_ok_ && finished_[p];
+      finished_[task] = true;
+      threads_.push_back(std::this_thread::get_id());
+      if (threads_.size() == preds_.size()) done_ = true;
+    }
+    TeamWorkChanged();
+    return true;
+  }
+  bool Done() const override { return done_.load(); }
+
+  bool order_ok() const { return order_ok_; }
+  size_t finished() const { return threads_.size(); }
+  bool ran_on_another_thread(std::thread::id caller) const {
+    for (auto id : threads_)
+      if (id != caller) return true;
+    return false;
+  }
+
+ private:
+  bool Ready(size_t t) const {
+    for (int p : preds_[t])
+      if (!finished_[p]) return false;
+    return true;
+  }
+  const std::vector<std::vector<int>> preds_;
+  const std::function<void(int)> work_;
+  std::mutex mutex_;
+  std::vector<bool> finished_, claimed_ = std::vector<bool>(preds_.size(), false);
+  std::vector<std::thread::id> threads_;
+  bool order_ok_ = true;
+  std::atomic<bool> done_{false};
+};
+
+// Two chains that meet, then a fan-out and a join: 0->1->2, 0->3->4, {2,4}->5, 5->6..9, all->10.
+std::vector<std::vector<int>> Diamonds() {
+  return {{}, {0}, {1}, {0}, {3}, {2, 4}, {5}, {5}, {5}, {5}, {6, 7, 8, 9}};
+}
+
+TEST(ContendedPoolTeam, EveryTaskOnceAfterItsPredecessorsOnBothThreads) {
+  const ContendedPoolStats before = GetContendedPoolStats();
+  std::vector<std::atomic<int>> runs(11);
+  auto graph = std::make_shared<TaskGraph>(Diamonds(), [&](int t) {
+    runs[t]++;
+    std::this_thread::sleep_for(std::chrono::microseconds(2000));  // the other member wakes
+  });
+  RunTeam(graph, 2);
+  EXPECT_TRUE(graph->Done());
+  EXPECT_EQ(graph->finished(), 11u);
+  EXPECT_TRUE(graph->order_ok());
+  for (auto& r : runs) EXPECT_EQ(r.load(), 1);
+  EXPECT_TRUE(graph->ran_on_another_thread(std::this_thread::get_id()));
+  const ContendedPoolStats after = GetContendedPoolStats();
+  EXPECT_EQ(after.teams - before.teams, 1);
+  EXPECT_GT(after.helper_tasks, before.helper_tasks);
+}
+
+TEST(ContendedPoolTeam, OneThreadRunsEverythingOnTheCaller) {
+  auto graph = std::make_shared<TaskGraph>(Diamonds(), [](int) {});
+  RunTeam(graph, 1);
+  EXPECT_EQ(graph->finished(), 11u);
+  EXPECT_TRUE(graph->order_ok());
+  EXPECT_FALSE(graph->ran_on_another_thread(std::this_thread::get_id()));
+}
+
+TEST(ContendedPoolTeam, TasksThatSplitLoopsFinish) {
+  std::atomic<int64_t> total{0};
+  auto graph = std::make_shared<TaskGraph>(Diamonds(), [&](int) {
+    RunOnContendedPool(1000, 10, 2, [&](int64_t begin, int64_t end) { total += end - begin; });
+  });
+  RunTeam(graph, 2);
+  EXPECT_EQ(total.load(), 11 * 1000);
+  EXPECT_TRUE(graph->order_ok());
+}
+
+TEST(ContendedPoolTeam, ConcurrentTeamsAndLoopsEachFinish) {
+  std::vector<std::thread> callers;
+  std::atomic<int> bad{0};
+  for (int t = 0; t < 4; ++t)
+    callers.emplace_back([&, t] {
+      for (int round = 0; round < 30; ++round) {
+        std::atomic<int64_t> sum{0};
+        auto graph = std::make_shared<TaskGraph>(Diamonds(), [&](int task) {
+          if (t % 2 == 0) {
+            sum += task;
+            return;
+          }
+          RunOnContendedPool(64, 1, 3, [&](int64_t begin, int64_t end) {
+            for (int64_t i = begin; i < end; ++i) sum += task;
+          });
+        });
+        RunTeam(graph, 3);
+        const int64_t want = (t % 2 == 0 ? 1 : 64) * 55;
+        if (sum.load() != want || !graph->order_ok()) bad++;
+      }
+    });
+  for (auto& c : callers) c.join();
+  EXPECT_EQ(bad.load(), 0);
 }
 
 }  // namespace
