@@ -393,10 +393,15 @@ class TeamRun final : public TaskSource {
       for (int next : plan_.succs[n])
         if (pending_[next].fetch_sub(1, std::memory_order_acq_rel) == 1) now_ready.push_back(next);
     }
-    bool changed = !now_ready.empty();
+    bool changed = false;
     {
       std::lock_guard<std::mutex> lock(mutex_);
       for (int next : now_ready) ready_.push(next);
+      // This thread takes the next ready node itself: wake the others only for a surplus. Waking
+      // them for each node of a chain cost their share of the cores and woke them for nothing
+      // (beside three busy processes, slow seconds of the seed step 50% -> 29%, mean 5.5 -> 4.9
+      // ms, 48 one-second medians each).
+      changed = ready_.size() > 1;
       --running_;
       if (error) {
         if (!error_ || n < error_node_) error_ = error, error_node_ = n;
