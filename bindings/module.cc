@@ -177,6 +177,7 @@ void InitModule(nb::module_& m) {
     d["contended_checks"] = s.contended_checks;
     d["last_fraction"] = s.last_fraction;
     d["contended"] = s.contended;
+    d["crowded"] = s.crowded;
     d["available"] = s.available;
     return d;
   });

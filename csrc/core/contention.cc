@@ -2,6 +2,7 @@
 #include "core/contention.h"
 
 #include <fcntl.h>
+#include <sched.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -23,8 +24,13 @@ constexpr int64_t kHoldNs = 100'000'000;     // one contended reading holds for 
 constexpr double kContendedFraction = 0.2;
 constexpr double kReadingWeight = 0.3;
 
+// Crowded: the other runnable threads alone outnumber the cores by this much (a moving average,
+// each reading weighing as above). On 2 cores: beside 3 busy processes about 3.3 (kiln's helper
+// is runnable part of the time), beside 2 about 2.5, beside 1 about 1.5.
+constexpr double kCrowdedMargin = 0.75;
+
 std::atomic<int> g_override{-1};
-std::atomic<int64_t> g_contended_until{0};
+std::atomic<int64_t> g_contended_until{0}, g_crowded_until{0};
 std::atomic<int64_t> g_checks{0}, g_contended_checks{0};
 std::atomic<double> g_last_fraction{0};
 std::atomic<bool> g_available{true};
@@ -55,14 +61,51 @@ class RunDelayProbe {
     return true;
   }
   int64_t last_wall = 0, last_delay = 0;
-  double average = 0;  // moving average of the waiting fraction
+  double average = 0;         // moving average of the waiting fraction
+  double others_average = 0;  // moving average of the other runnable threads (OthersRunnable)
 
  private:
   static constexpr int kUnopened = -2;
   int fd_ = kUnopened;
 };
 
+// The runnable threads of the whole machine but the calling one (/proc/loadavg's "running"
+// count, which includes it), or -1 where it cannot be read.
+int OthersRunnable() {
+  static const int fd = open("/proc/loadavg", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  char buf[128];
+  const ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
+  if (n <= 0) return -1;
+  buf[n] = '\0';
+  const char* field = buf;  // "0.52 0.58 0.59 3/345 12345": the fourth field's first number
+  for (int spaces = 0; *field != '\0' && spaces < 3; ++field)
+    if (*field == ' ') ++spaces;
+  const long running = std::strtol(field, nullptr, 10);
+  return running >= 1 ? static_cast<int>(running - 1) : -1;
+}
+
+// The cores this process may run on.
+int UsableCores() {
+  static const int cores = [] {
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) > 0) return CPU_COUNT(&set);
+    const long online = sysconf(_SC_NPROCESSORS_ONLN);
+    return online > 0 ? static_cast<int>(online) : 1;
+  }();
+  return cores;
+}
+
+void NoteOthers(RunDelayProbe& probe, int64_t now) {
+  const int others = OthersRunnable();
+  if (others < 0) return;
+  probe.others_average += kReadingWeight * (others - probe.others_average);
+  if (probe.others_average >= UsableCores() + kCrowdedMargin)
+    g_crowded_until.store(now + kHoldNs, std::memory_order_relaxed);
+}
+
 void TakeReading(RunDelayProbe& probe, int64_t now) {
+  NoteOthers(probe, now);
   int64_t delay = 0;
   if (!probe.Read(&delay)) {
     g_available.store(false, std::memory_order_relaxed);
@@ -86,13 +129,30 @@ void TakeReading(RunDelayProbe& probe, int64_t now) {
 
 }  // namespace
 
-bool MachineContended() {
-  const int forced = g_override.load(std::memory_order_relaxed);
-  if (forced >= 0) return forced == 1;
+namespace {
+
+// Takes the calling thread's reading when one is due; returns the time now.
+int64_t Observe() {
   thread_local RunDelayProbe probe;
   const int64_t now = NowNs();
   if (now - probe.last_wall >= kIntervalNs) TakeReading(probe, now);
-  return now < g_contended_until.load(std::memory_order_relaxed);
+  return now;
+}
+
+}  // namespace
+
+bool MachineContended() {
+  const int forced = g_override.load(std::memory_order_relaxed);
+  if (forced >= 0) return forced == 1;
+  return Observe() < g_contended_until.load(std::memory_order_relaxed);
+}
+
+bool MachineCrowded() {
+  const int forced = g_override.load(std::memory_order_relaxed);
+  if (forced >= 0) return forced == 1;
+  const int64_t now = Observe();
+  return now < g_contended_until.load(std::memory_order_relaxed) &&
+         now < g_crowded_until.load(std::memory_order_relaxed);
 }
 
 ContentionStats GetContentionStats() {
@@ -103,6 +163,9 @@ ContentionStats GetContentionStats() {
   const int forced = g_override.load(std::memory_order_relaxed);
   stats.contended =
       forced >= 0 ? forced == 1 : NowNs() < g_contended_until.load(std::memory_order_relaxed);
+  stats.crowded =
+      forced >= 0 ? forced == 1
+                  : NowNs() < g_crowded_until.load(std::memory_order_relaxed) && stats.contended;
   stats.available = g_available.load(std::memory_order_relaxed);
   return stats;
 }

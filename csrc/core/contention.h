@@ -17,17 +17,25 @@ namespace kiln {
 // waits. Costs a clock read; every 10 ms of a thread's use it also reads /proc (~2 us).
 bool MachineContended();
 
+// True while, besides being contended, the machine is crowded: other threads alone keep more
+// threads runnable than there are cores (/proc/loadavg's running count, the same readings'
+// moving average). There a compiled graph runs as a team (runtime/dataflow.h), which measured
+// 2x faster beside three busy processes on 2 cores but slower beside one, where kiln's two
+// threads mostly have cores and split each product between them instead.
+bool MachineCrowded();
+
 struct ContentionStats {
   int64_t checks = 0;            // run-queue readings taken
   int64_t contended_checks = 0;  // readings that left the average above the threshold
   double last_fraction = 0;      // the last reading: waiting time / wall time
   bool contended = false;        // the state now
+  bool crowded = false;          // MachineCrowded's state now
   bool available = false;        // false where the kernel exposes no schedstat
 };
 ContentionStats GetContentionStats();
 
-// Tests and experiments: 1 forces the contended state, 0 the quiet one, -1 (the default)
-// measures.
+// Tests and experiments: 1 forces the contended and crowded state, 0 the quiet one, -1 (the
+// default) measures.
 void SetContentionOverride(int state);
 
 }  // namespace kiln

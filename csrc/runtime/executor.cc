@@ -9,7 +9,8 @@
 // writes its output into that input's buffer when nothing else shares it. A constant that
 // something writes in place (index_put into a folded zeros) or that the function returns is
 // copied on each run: constants are shared by every run and must stay as compiled. `if` and
-// `while` run their region functions' plans.
+// `while` run their region functions' plans. While the machine is contended, a function of ops
+// runs as a team instead (TeamRun, dataflow.h): kiln's threads take ready nodes as they get cores.
 #include "runtime/executor.h"
 
 #include <algorithm>
@@ -220,12 +221,12 @@ class Interpreter {
   void Release(int slot) { values_[slot] = Tensor(); }
 
  private:
-  // A busy machine: a team of kiln's threads runs the nodes, whichever has a core taking the
-  // next ready one (dataflow.h). Quiet, the nodes run in order and each kernel splits its own
-  // work over the pool, which costs less.
+  // A crowded machine: a team of kiln's threads runs the nodes, whichever has a core taking the
+  // next ready one (dataflow.h). Otherwise the nodes run in order and each kernel splits its own
+  // work over the pool, which costs less where kiln's threads mostly have cores.
   bool RunsAsTeam() const {
     return g_team_runs.load(std::memory_order_relaxed) && plan_.dataflow.eligible &&
-           plan_.nodes.size() > 1 && GetNumThreads() > 1 && MachineContended();
+           plan_.nodes.size() > 1 && GetNumThreads() > 1 && MachineCrowded();
   }
   void RunAsTeam();
 

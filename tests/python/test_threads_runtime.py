@@ -65,8 +65,16 @@ def test_concurrent_onednn_products_from_many_threads_agree_with_numpy():
 
 def test_contention_monitor_reports_its_readings():
     stats = ms._C.contention_stats()
-    assert set(stats) == {"checks", "contended_checks", "last_fraction", "contended", "available"}
+    assert set(stats) == {"checks", "contended_checks", "last_fraction", "contended", "crowded",
+                          "available"}
     assert stats["available"]  # Linux exposes every thread's run-queue wait
+    try:
+        for forced in (1, 0):
+            ms._C.set_contention_override(forced)
+            stats = ms._C.contention_stats()
+            assert stats["contended"] is stats["crowded"] is bool(forced)
+    finally:
+        ms._C.set_contention_override(-1)
 
 
 def test_kernels_agree_when_a_contended_machine_runs_them_on_one_thread():
