@@ -75,3 +75,16 @@ def assert_close(actual, expected, dtype=None, **tol):
     options.update(tol)
     np.testing.assert_allclose(got.astype(np.float64), expected.astype(np.float64),
                                equal_nan=True, **options)
+
+
+def jit_train_step(net, opt, loss_fn):
+    """A compiled training step: loss_fn(net(x), y) and its gradients, applied by opt in place."""
+    grad_fn = ms.value_and_grad(lambda x, y: loss_fn(net(x), y), None, opt.parameters)
+
+    @ms.jit
+    def step(x, y):
+        loss, grads = grad_fn(x, y)
+        opt(grads)
+        return loss
+
+    return step

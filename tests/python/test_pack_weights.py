@@ -21,6 +21,8 @@ import kiln as ms
 from kiln import _C, Parameter, Tensor, nn, ops
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "examples"))
+from helpers import jit_train_step  # noqa: E402
+
 import five_ways  # noqa: E402
 
 RNG = np.random.default_rng(5)
@@ -221,14 +223,7 @@ def test_training_step_does_not_pack_the_weights_it_updates():
     net = five_ways.Network()
     loss_fn = nn.CrossEntropyLoss()
     opt = nn.Momentum(net.trainable_params(), learning_rate=0.01, momentum=0.9)
-    grad_fn = ms.value_and_grad(lambda x, y: loss_fn(net(x), y), None, opt.parameters)
-
-    @ms.jit
-    def step(x, y):
-        loss, grads = grad_fn(x, y)
-        opt(grads)
-        return loss
-
+    step = jit_train_step(net, opt, loss_fn)
     x = Tensor(RNG.standard_normal((8, 1, 28, 28)).astype(np.float32))
     y = Tensor(RNG.integers(0, 10, 8).astype(np.int32))
     for _ in range(3):

@@ -6,6 +6,7 @@ import contextlib
 
 import numpy as np
 import pytest
+from helpers import jit_train_step
 
 import kiln as ms
 from kiln import Tensor, nn, ops
@@ -51,15 +52,7 @@ def train(steps=8):
     ms.set_seed(0)
     net = Mlp()
     opt = nn.Momentum(net.trainable_params(), learning_rate=0.05, momentum=0.9)
-    loss_fn = nn.CrossEntropyLoss()
-    grad_fn = ms.value_and_grad(lambda x, y: loss_fn(net(x), y), None, opt.parameters)
-
-    @ms.jit
-    def step(x, y):
-        loss, grads = grad_fn(x, y)
-        opt(grads)
-        return loss
-
+    step = jit_train_step(net, opt, nn.CrossEntropyLoss())
     rng = np.random.default_rng(0)
     x = Tensor(rng.standard_normal((128, 96)).astype(np.float32))
     y = Tensor(rng.integers(0, 10, size=128))
