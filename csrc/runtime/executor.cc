@@ -469,8 +469,9 @@ Program::Program(const ir::Module& module) : module_(module) {
         np.callees[i] = &this->plan(node.callees[i]);
       if (node.kind == ir::NodeKind::Call) np.chunked = PlanChunked(*np.callees[0]->func);
     }
+    const FuncPlan& planned = *plan;  // a lambda may not capture a structured binding (C++17)
     plan->dataflow = PlanDataflow(*plan->func, effects,
-                                  [&](int n) { return plan->nodes[n].chunked != nullptr; });
+                                  [&](int n) { return planned.nodes[n].chunked != nullptr; });
   }
 }
 
