@@ -9,7 +9,7 @@
 // writes its output into that input's buffer when nothing else shares it. A constant that
 // something writes in place (index_put into a folded zeros) or that the function returns is
 // copied on each run: constants are shared by every run and must stay as compiled. `if` and
-// `while` run their region functions' plans. While the machine is contended, a function of ops
+// `while` run their region functions' plans. While the machine is crowded, a function of ops
 // runs as a team instead (TeamRun, dataflow.h): kiln's threads take ready nodes as they get cores.
 #include "runtime/executor.h"
 
