@@ -528,11 +528,24 @@ def jit(
         )
 
     def wrap(fn):
+        if isinstance(fn, type) and issubclass(fn, CellBase):
+            # @jit on a Cell class: construct compiles; calling an instance still runs the
+            # Cell's __call__ (hooks, PyNative bookkeeping) around it.
+            fn.construct = JitFunction(_plain_construct(fn), jit_config)
+            return fn
+        if isinstance(fn, CellBase):  # jit(net): net's construct, compiled with net as self
+            return JitFunction(types.MethodType(_plain_construct(type(fn)), fn), jit_config)
         if not callable(fn):
             raise TypeError(f"jit: expected a function, got {type(fn).__name__}")
         return JitFunction(fn, jit_config)
 
     return wrap if function is None else wrap(function)
+
+
+def _plain_construct(cell_type):
+    """A Cell class's construct as a plain function (unwrapped where @jit already compiles it)."""
+    construct = cell_type.construct
+    return construct.fn if isinstance(construct, JitFunction) else construct
 
 
 def cell_graph_call(cell, args, kwargs):
@@ -551,10 +564,7 @@ def cell_jit_function(cell):
     """The JitFunction that compiles and caches a Cell's construct (made on first use)."""
     jitted = cell.__dict__.get("_kiln_graph_fn")
     if jitted is None:
-        construct = type(cell).construct
-        if isinstance(construct, JitFunction):
-            construct = construct.fn
-        jitted = JitFunction(construct, _cell_config(cell))
+        jitted = JitFunction(_plain_construct(type(cell)), _cell_config(cell))
         object.__setattr__(cell, "_kiln_graph_fn", jitted)
     return jitted
 
