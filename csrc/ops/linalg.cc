@@ -14,6 +14,7 @@
 #include "core/parallel.h"
 #include "kernels/cpu/copy.h"
 #include "kernels/cpu/gemm.h"
+#include "kernels/cpu/narrow_gemm.h"
 #include "kernels/cpu/panel_gemm.h"
 #include "ops/linalg_internal.h"
 
@@ -161,6 +162,15 @@ bool TrySgemm(const Tensor& a, const Tensor& b, const Tensor& c) {
                         c.data<float>(), n);
   });
   return status == dnnl_success;
+}
+
+bool TryNarrowGemm(const Tensor& a, const Tensor& b, const Tensor& c) {
+  if (c.dtype() != DType::Float32 || c.ndim() != 2 || c.dim(1) > cpu::kNarrowMaxColumns ||
+      a.strides()[1] != 1 || b.strides()[0] != 1)
+    return false;
+  cpu::NarrowGemm(c.dim(0), c.dim(1), a.dim(1), a.data<float>(), a.strides()[0], b.data<float>(),
+                  b.strides()[1], c.data<float>(), c.dim(1));
+  return true;
 }
 
 bool FoldBatchIntoRows(Tensor& a, Tensor& b, Tensor& c, Tensor& r) {
@@ -431,7 +441,8 @@ void MatMulKernel(KernelContext& ctx) {
   if (!HasUnitInnerStride(a)) a = a.Contiguous();
   if (!HasUnitInnerStride(b)) b = b.Contiguous();
   Tensor no_residual;
-  FoldBatchIntoRows(a, b, c, no_residual);  // one big product where the batch is only A's
+  const bool folded = FoldBatchIntoRows(a, b, c, no_residual);  // one product where only A batches
+  if (folded && TryNarrowGemm(a, b, c)) return;
   if (dtype == DType::Float32 && TrySgemm(a, b, c)) return;
   if (TryPanelMatMul(a, b, c)) return;
   if (dtype == DType::Float32 || (dtype == DType::BFloat16 && cpu::OnednnHasNativeBF16())) {

@@ -348,6 +348,14 @@ bool TryPanelsPerCall(const Tensor& a, const Tensor& b, const Tensor& bias, Acti
   return RunPanels(a, cpu::PackedPanelsOf(b), bias, act, r, c);
 }
 
+// A product with few columns (TryNarrowGemm), then the epilogue (c has at most 16 columns).
+bool TryNarrow(const Tensor& a, const Tensor& b, const Tensor& bias, Activation act,
+               const Tensor& r, const Tensor& c) {
+  if (!TryNarrowGemm(a, b, c)) return false;
+  ApplyEpilogue(c, bias, act, r);
+  return true;
+}
+
 // The packed-weight paths for a 2-D product; false while the packed copy is not cached (the
 // strided paths run meanwhile) or b needs no packing.
 bool TryPackedFloat32(const Tensor& a, const Tensor& b, const Tensor& bias, Activation act,
@@ -403,6 +411,7 @@ bool TryFusedFloat32(const Tensor& in_a, const Tensor& in_b, const Tensor& bias,
   // One product over all rows where the batch is only a's (a dense layer on a sequence):
   // oneDNN ran 8x128x256 @ 256x256 as 8 products 1.4x slower than 1024x256 @ 256x256.
   const bool folded = FoldBatchIntoRows(a, b, c, r);
+  if (!bf16 && folded && TryNarrow(a, b, bias_c, act, r, c)) return true;
   if (!bf16 && pack && folded && TryPackedFloat32(a, b, bias_c, act, r, c)) return true;
   if (!bf16 && folded && TryPanelsPerCall(a, b, bias_c, act, r, c)) return true;
   if (!bf16 && TrySgemm(a, b, c)) {

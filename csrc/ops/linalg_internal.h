@@ -68,6 +68,11 @@ constexpr int64_t kSgemmMaxRows = 16;
 // c = a @ b for a float32 product with no batch (all batch dims 1) and few rows; false when
 // it does not apply.
 bool TrySgemm(const Tensor& a, const Tensor& b, const Tensor& c);
+// c = a @ b for a 2-D float32 product of at most cpu::kNarrowMaxColumns columns whose b is a
+// row-major weight's transposed view (a Dense layer's), on kiln's dot-product kernel
+// (kernels/cpu/narrow_gemm.h); false when it does not apply. matmul and fused_matmul both take
+// it, so PyNative's dense and Graph mode's fused one sum in the same order.
+bool TryNarrowGemm(const Tensor& a, const Tensor& b, const Tensor& c);
 
 // a, c, r (r may be undefined) of a product whose weight b has no batch dims, as 2-D views with
 // the batch folded into the rows: one (B*M, K) @ (K, N) product instead of B small ones. False,

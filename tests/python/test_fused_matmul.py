@@ -157,6 +157,26 @@ def test_transposed_weight_view_and_strided_inputs():
     check(a, w, rand(12), ta=False, tb=True, act="relu")
 
 
+@pytest.mark.parametrize("n", [1, 2, 3, 7, 10, 12, 13, 16, 17])
+@pytest.mark.parametrize("m", [1, 5, 64])
+@pytest.mark.parametrize("k", [1, 15, 16, 513])
+def test_narrow_products_through_a_transposed_weight(n, m, k):
+    """Up to 16 columns with b a row-major weight's transposed view (a Dense layer), kiln's
+    dot-product kernel (kernels/cpu/narrow_gemm.h): every width, row counts around its blocks, a
+    depth with and without a vector tail; 17 columns take oneDNN again."""
+    w = rand(n, k)
+    check(rand(m, k), w, rand(n), tb=True, act="relu", tol=dict(rtol=1e-4, atol=1e-4))
+    check(rand(m, k), w, None, rand(m, n), tb=True, tol=dict(rtol=1e-4, atol=1e-4))
+
+
+def test_narrow_product_of_row_slices_and_of_many_rows():
+    a = rand(70, 40)[:, 3:35]  # rows 40 floats apart
+    check(a, rand(10, 32), rand(10), tb=True, act="tanh")
+    big = rand(5000, 256)  # enough rows to split over threads
+    check(big, rand(10, 256), rand(10), tb=True, tol=dict(rtol=1e-4, atol=1e-4))
+    check(rand(3, 100, 64), rand(6, 64), rand(6), tb=True, act="sigmoid")  # batch folded
+
+
 def test_empty_contraction_and_empty_output():
     check(rand(4, 0), rand(0, 3), rand(3), act="sigmoid")  # act(bias) on every row
     got = fused(Tensor(rand(0, 5)), Tensor(rand(5, 3)), Tensor(rand(3)), act="relu")
