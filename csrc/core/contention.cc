@@ -11,6 +11,18 @@
 
 namespace kiln {
 
+int OthersRunnableIn(const char* loadavg) {
+  const char* field = loadavg;  // "0.52 0.58 0.59 3/345 12345": the fourth field's first number
+  for (int spaces = 0; *field != '\0' && spaces < 3; ++field)
+    if (*field == ' ') ++spaces;
+  if (*field < '0' || *field > '9') return -1;
+  char* end = nullptr;
+  const long running = std::strtol(field, &end, 10);
+  // "3/345": the count ends at the slash; a bigger count than a thread table holds is garbage.
+  if (*end != '/' || running < 1 || running > (1 << 22)) return -1;
+  return static_cast<int>(running - 1);
+}
+
 namespace {
 
 constexpr int64_t kIntervalNs = 10'000'000;  // a reading per 10 ms of a thread's kernel calls
@@ -78,11 +90,7 @@ int OthersRunnable() {
   const ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
   if (n <= 0) return -1;
   buf[n] = '\0';
-  const char* field = buf;  // "0.52 0.58 0.59 3/345 12345": the fourth field's first number
-  for (int spaces = 0; *field != '\0' && spaces < 3; ++field)
-    if (*field == ' ') ++spaces;
-  const long running = std::strtol(field, nullptr, 10);
-  return running >= 1 ? static_cast<int>(running - 1) : -1;
+  return OthersRunnableIn(buf);
 }
 
 // The cores this process may run on.

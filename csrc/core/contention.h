@@ -34,6 +34,10 @@ struct ContentionStats {
 };
 ContentionStats GetContentionStats();
 
+// The runnable threads other than the caller in the text of /proc/loadavg (the fourth field's
+// "running" count, less one), or -1 when the text is not in that form. MachineCrowded reads it.
+int OthersRunnableIn(const char* loadavg);
+
 // Tests and experiments: 1 forces the contended and crowded state, 0 the quiet one, -1 (the
 // default) measures.
 void SetContentionOverride(int state);

@@ -216,3 +216,22 @@ TEST(Parallel, RejectsANonPositiveThreadCount) {
 
 }  // namespace
 }  // namespace kiln
+
+namespace kiln {
+namespace {
+
+TEST(Contention, OthersRunnableReadsTheRunningCountOfLoadavg) {
+  EXPECT_EQ(OthersRunnableIn("0.52 0.58 0.59 3/345 12345\n"), 2);
+  EXPECT_EQ(OthersRunnableIn("4.10 3.00 2.50 1/900 77"), 0);  // only the reader runs
+  EXPECT_EQ(OthersRunnableIn("0.00 0.00 0.00 17/1024 1"), 16);
+}
+
+TEST(Contention, OthersRunnableRefusesTextNotInLoadavgsForm) {
+  for (const char* text : {"", "0.52 0.58 0.59", "0.52 0.58 0.59 ", "0.52 0.58 0.59 x/345 1",
+                           "0.52 0.58 0.59 3 345", "0.52 0.58 0.59 0/345 1",
+                           "0.52 0.58 0.59 -3/345 1", "0.52 0.58 0.59 99999999999999999999/3 1"})
+    EXPECT_EQ(OthersRunnableIn(text), -1) << "'" << text << "'";
+}
+
+}  // namespace
+}  // namespace kiln
