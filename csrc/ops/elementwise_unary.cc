@@ -300,6 +300,27 @@ void GeluGradKernel(KernelContext& ctx) {
   });
 }
 
+// ---- relu_grad(dy, x): dy where x > 0, else 0 (as dy * (x > 0): a NaN or inf in dy still
+// makes a NaN where x <= 0, as the multiply it replaces did). One pass over dy and x, where
+// greater, cast and mul made three (the relu masks of a training step's backward).
+struct ReluGradFn {
+  template <typename C>
+  C operator()(C dy, C x) const {
+    return dy * (x > C(0) ? C(1) : C(0));
+  }
+};
+
+void ReluGradKernel(KernelContext& ctx) {
+  DispatchDType(ctx.inputs[1].dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (std::is_same_v<T, bool>) {
+      Throw(ErrorKind::Type, "relu_grad: not supported for bool tensors");
+    } else {
+      cpu::BinaryKernel<T, T>(ctx.inputs[0], ctx.inputs[1], ctx.outputs[0], ReluGradFn{});
+    }
+  });
+}
+
 std::vector<TensorMeta> InferGeluGrad(const OpDef& def, const std::vector<TensorMeta>& in,
                                       const Attrs&) {
   return {TensorMeta{in[1].dtype, BroadcastShapes(in[0].shape, in[1].shape, def.name)}};
@@ -351,9 +372,15 @@ std::vector<GradVar> SiluGrad(GradBuilder& g) {
   return {Mul(g, Dy(g), Mul(g, s, inner))};
 }
 std::vector<GradVar> ReluGrad(GradBuilder& g) {
-  GradVar x = g.input(0);
-  GradVar positive = g.Emit1(OpKind::Greater, {x, g.Scalar(0.0)});
-  return {Mul(g, Dy(g), CastTo(g, positive, g.meta(x).dtype))};
+  return {g.Emit1(OpKind::ReluGrad, {Dy(g), g.input(0)})};
+}
+// relu_grad is linear in dy (its gradient there is relu_grad itself) and flat in x almost
+// everywhere (relu's second derivative is 0).
+std::vector<GradVar> ReluGradGrad(GradBuilder& g) {
+  std::vector<GradVar> grads(2);
+  if (g.wants_input_grad(0))
+    grads[0] = ToInput(g, g.Emit1(OpKind::ReluGrad, {g.out_grad(0), g.input(1)}), 0);
+  return grads;
 }
 std::vector<GradVar> GeluGradRule(GradBuilder& g) {
   return {g.Emit1(OpKind::GeluGrad, {Dy(g), g.input(0)}, {g.attrs()[0]})};
@@ -556,6 +583,15 @@ void RegisterUnaryOps(OpRegistry& r) {
   gelu_grad.grad = GeluGradGrad;
   gelu_grad.promotion = Promotion::CommonFloat;
   r.Add(std::move(gelu_grad));
+  OpDef relu_grad;
+  relu_grad.kind = OpKind::ReluGrad;
+  relu_grad.inputs = {"dy", "x"};
+  relu_grad.infer = InferGeluGrad;  // x's dtype, the broadcast shape
+  relu_grad.kernel = ReluGradKernel;
+  relu_grad.grad = ReluGradGrad;
+  relu_grad.promotion = Promotion::Common;
+  relu_grad.elementwise = true;
+  r.Add(std::move(relu_grad));
 }
 
 }  // namespace kiln

@@ -452,11 +452,9 @@ std::vector<GradVar> FusedMatMulGrad(GradBuilder& g) {
   switch (act) {
     case Activation::None:
       break;
-    case Activation::Relu: {
-      GradVar positive = g.Emit1(OpKind::Greater, {y, g.Scalar(0.0)});
-      dz = Mul(g, dy, CastTo(g, positive, g.meta(y).dtype));
+    case Activation::Relu:
+      dz = g.Emit1(OpKind::ReluGrad, {dy, y});
       break;
-    }
     case Activation::Sigmoid:
       dz = Mul(g, dy, Mul(g, y, Sub(g, g.Scalar(1.0), y)));
       break;
