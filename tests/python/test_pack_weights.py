@@ -173,8 +173,9 @@ def test_loaded_checkpoint_between_calls_is_seen(tmp_path, batch):
 @pytest.mark.parametrize("shared", [True, False])
 def test_memory_numpy_can_write_is_never_packed(shared):
     array = RNG.standard_normal((OUT, IN)).astype(np.float32)
-    # Tensor(array) shares `array`, so writes to it change the weight; _clone() owns a copy.
-    w = Parameter(Tensor(array) if shared else Tensor(array)._clone())
+    # Tensor.from_numpy(array) shares `array`, so writes to it change the weight; Tensor(array)
+    # copies it into memory kiln owns.
+    w = Parameter(Tensor.from_numpy(array) if shared else Tensor(array))
     x = Tensor(RNG.standard_normal((1, IN)).astype(np.float32))
     f = ms.jit(lambda x: ops.dense(x, w))
     before = stats()

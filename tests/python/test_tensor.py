@@ -1,4 +1,5 @@
-"""kiln.Tensor: construction, NumPy interop without copies, metadata, conversions, errors."""
+"""kiln.Tensor: construction, NumPy interop (from_numpy and asnumpy without copies), metadata,
+conversions, errors."""
 import copy
 import pickle
 
@@ -11,12 +12,29 @@ from kiln import Tensor
 
 def test_from_numpy_shares_memory_both_ways():
     x = np.arange(12, dtype=np.float32).reshape(3, 4)
-    t = Tensor(x)
+    t = Tensor.from_numpy(x)
     back = t.asnumpy()
     assert np.shares_memory(x, back)
     x[0, 0] = 42.0
     assert t.asnumpy()[0, 0] == 42.0
     assert np.shares_memory(np.asarray(t), x)
+
+
+def test_tensor_of_an_array_copies_it_as_mindspore_does():
+    buffer = np.zeros(2, np.float32)
+    batches = []
+    for i in range(3):  # one buffer refilled per batch: each tensor keeps its own values
+        buffer[:] = i
+        batches.append(Tensor(buffer))
+    assert [b.asnumpy().tolist() for b in batches] == [[0, 0], [1, 1], [2, 2]]
+    init = np.ones(3, np.float32)
+    w = ms.Parameter(Tensor(init), name="w")
+    ms.ops.assign(w, Tensor([5.0, 5.0, 5.0]))  # the array a weight was built from stays as is
+    assert init.tolist() == [1, 1, 1]
+    view = np.arange(12, dtype=np.float64).reshape(3, 4)[:, ::2]
+    t = Tensor(view)
+    assert not np.shares_memory(t.asnumpy(), view)
+    np.testing.assert_array_equal(t.asnumpy(), view)
 
 
 def test_asnumpy_of_a_large_tensor_does_not_copy():
@@ -30,7 +48,7 @@ def test_asnumpy_of_a_large_tensor_does_not_copy():
 def test_non_contiguous_numpy_views_are_shared_with_their_strides():
     x = np.arange(24, dtype=np.float64).reshape(4, 6)
     view = x[:, ::2].T
-    t = Tensor(view)
+    t = Tensor.from_numpy(view)
     assert not t.is_contiguous()
     assert t.shape == (3, 4)
     np.testing.assert_array_equal(t.asnumpy(), view)

@@ -38,8 +38,9 @@ def _numbers_only(seq):
 class Tensor(_C.TensorBase):
     """A multi-dimensional array on the CPU.
 
-    ``Tensor(input_data, dtype=None)`` takes a NumPy array (shared, not copied, when its layout
-    allows), a nested list or tuple, a Python scalar or another Tensor.
+    ``Tensor(input_data, dtype=None)`` takes a NumPy array (copied, as MindSpore copies it:
+    ``Tensor.from_numpy`` shares the array's memory instead), a nested list or tuple, a Python
+    scalar or another Tensor (whose storage it shares).
     """
 
     def __new__(cls, input_data=None, dtype=None, *args, **kwargs):
@@ -66,7 +67,12 @@ class Tensor(_C.TensorBase):
             source = ops.cast(Tensor(as_array(input_data, mstype.float32)), dtype)
         else:
             source = as_array(input_data, dtype)
-        _C.TensorBase.__init__(self, source)  # a Tensor shares storage; an array is shared too
+            if isinstance(input_data, np.ndarray) and np.may_share_memory(source, input_data):
+                # The user's array may be refilled or written later (a reused batch buffer, the
+                # array a weight was built from): the tensor keeps the values it was given, in
+                # memory kiln owns.
+                source = _C.tensor_from_array(source)._clone()
+        _C.TensorBase.__init__(self, source)  # a Tensor's storage is shared
         if declared is not None:
             self._declared_shape = declared
 
@@ -108,7 +114,9 @@ class Tensor(_C.TensorBase):
         if not isinstance(array, np.ndarray):
             raise TypeError(f"Tensor.from_numpy: expected a numpy.ndarray, got "
                             f"{type(array).__name__}")
-        return Tensor(array)
+        tensor = _new_tensor_base(Tensor)
+        _C.TensorBase.__init__(tensor, as_array(array, None))
+        return tensor
 
     def asnumpy(self):
         """A NumPy array sharing this tensor's memory (bfloat16 is converted to float32)."""
