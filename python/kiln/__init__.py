@@ -11,6 +11,8 @@ from kiln.common.dtype import (  # noqa: F401
     bfloat16,
     bool_,
     double,
+    dtype_to_nptype,
+    dtype_to_pytype,
     float16,
     float32,
     float64,
@@ -22,6 +24,7 @@ from kiln.common.dtype import (  # noqa: F401
     int64,
     int_,
     list_,
+    pytype_to_dtype,
     tuple_,
     uint8,
     uint16,
@@ -48,6 +51,8 @@ from kiln.jit import GraphSyntaxError, JitConfig, get_jit_stats, jit, mutable  #
 from kiln.ops.composite import grad, value_and_grad  # noqa: F401
 from kiln.ops.function.shape_ext import is_tensor  # noqa: E402,F401 - mindspore.is_tensor
 from kiln.ops.vmap_api import vmap  # noqa: F401 - mindspore.vmap is ops.vmap
+
+from_numpy = Tensor.from_numpy  # mindspore.from_numpy: a tensor sharing the array's memory
 
 
 def set_num_threads(n):

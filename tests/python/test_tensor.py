@@ -20,6 +20,16 @@ def test_from_numpy_shares_memory_both_ways():
     assert np.shares_memory(np.asarray(t), x)
 
 
+def test_top_level_numpy_exchange_names():
+    x = np.arange(3, dtype=np.int16)
+    t = ms.from_numpy(x)  # mindspore.from_numpy: shares, as Tensor.from_numpy
+    x[0] = 5
+    assert t.dtype == ms.int16 and t.asnumpy().tolist() == [5, 1, 2]
+    assert ms.dtype_to_nptype(ms.int8) is np.int8
+    assert ms.dtype_to_pytype(ms.float16) is float and ms.dtype_to_pytype(ms.bool_) is bool
+    assert ms.pytype_to_dtype(int) == ms.int64 and ms.pytype_to_dtype(tuple) == ms.tuple_
+
+
 def test_tensor_of_an_array_copies_it_as_mindspore_does():
     buffer = np.zeros(2, np.float32)
     batches = []
