@@ -321,8 +321,9 @@ void ReluGradKernel(KernelContext& ctx) {
   });
 }
 
-std::vector<TensorMeta> InferGeluGrad(const OpDef& def, const std::vector<TensorMeta>& in,
-                                      const Attrs&) {
+// gelu_grad(dy, x) and relu_grad(dy, x): x's dtype, the broadcast shape of dy and x.
+std::vector<TensorMeta> InferGradOfX(const OpDef& def, const std::vector<TensorMeta>& in,
+                                     const Attrs&) {
   return {TensorMeta{in[1].dtype, BroadcastShapes(in[0].shape, in[1].shape, def.name)}};
 }
 
@@ -578,7 +579,7 @@ void RegisterUnaryOps(OpRegistry& r) {
   gelu_grad.kind = OpKind::GeluGrad;
   gelu_grad.inputs = {"dy", "x"};
   gelu_grad.attrs = {{"approximate", std::string("none")}};
-  gelu_grad.infer = InferGeluGrad;
+  gelu_grad.infer = InferGradOfX;
   gelu_grad.kernel = GeluGradKernel;
   gelu_grad.grad = GeluGradGrad;
   gelu_grad.promotion = Promotion::CommonFloat;
@@ -586,7 +587,7 @@ void RegisterUnaryOps(OpRegistry& r) {
   OpDef relu_grad;
   relu_grad.kind = OpKind::ReluGrad;
   relu_grad.inputs = {"dy", "x"};
-  relu_grad.infer = InferGeluGrad;  // x's dtype, the broadcast shape
+  relu_grad.infer = InferGradOfX;
   relu_grad.kernel = ReluGradKernel;
   relu_grad.grad = ReluGradGrad;
   relu_grad.promotion = Promotion::Common;
