@@ -372,8 +372,11 @@ std::vector<GradVar> SiluGrad(GradBuilder& g) {
   GradVar inner = Add(g, g.Scalar(1.0), Mul(g, x, Sub(g, g.Scalar(1.0), s)));
   return {Mul(g, Dy(g), Mul(g, s, inner))};
 }
+// Through the output: y > 0 exactly where x > 0 (a NaN x gives a NaN y, and neither is > 0), and
+// y is kept anyway as the next layer's input, so x need not live until the backward and a
+// compiled graph can fold the relu into the product before it (fuse_epilogue).
 std::vector<GradVar> ReluGrad(GradBuilder& g) {
-  return {g.Emit1(OpKind::ReluGrad, {Dy(g), g.input(0)})};
+  return {g.Emit1(OpKind::ReluGrad, {Dy(g), g.output(0)})};
 }
 // relu_grad is linear in dy (its gradient there is relu_grad itself) and flat in x almost
 // everywhere (relu's second derivative is 0).

@@ -396,9 +396,9 @@ def test_every_activation_and_the_residual_fuse_in_a_jitted_block(tmp_path):
     np.testing.assert_allclose(jitted(x).asnumpy(), reference, rtol=1e-5, atol=1e-5)
 
 
-def test_training_step_in_graph_mode_matches_pynative():
-    """After autodiff the pre-activation has two users (relu and its gradient): only the bias
-    add folds, and the gradients stay PyNative's."""
+def test_training_step_in_graph_mode_folds_the_relus_and_matches_pynative(tmp_path):
+    """relu's gradient reads relu's output, so after autodiff the pre-activation still has one
+    user and the relu folds into the product; the gradients stay PyNative's."""
     x = Tensor(rand(16, 1, 28, 28))
     y = Tensor(RNG.integers(0, 10, size=16))
     loss_fn = nn.CrossEntropyLoss()
@@ -408,7 +408,11 @@ def test_training_step_in_graph_mode_matches_pynative():
 
     net = five_ways.build()
     loss, want = grads(net)(x, y)
-    loss_g, got = ms.jit(grads(net))(x, y)
+    step = ms.jit(grads(net))
+    (text,) = optimized_graphs(tmp_path, lambda: step(x, y))
+    assert text.count('activation="relu"') == 2, text
+    assert "= relu(" not in text and text.count("= relu_grad(") == 2, text
+    loss_g, got = step(x, y)
     np.testing.assert_allclose(loss_g.asnumpy(), loss.asnumpy(), rtol=1e-5, atol=1e-6)
     for g, w in zip(got, want):
         np.testing.assert_allclose(g.asnumpy(), w.asnumpy(), rtol=1e-4, atol=1e-5)

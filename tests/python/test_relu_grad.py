@@ -69,6 +69,16 @@ def test_relus_gradient_in_both_modes(mode):
     np.testing.assert_allclose(grad(Tensor(x)).asnumpy(), w * (x > 0), rtol=1e-6)
 
 
+@pytest.mark.parametrize("mode", ["pynative", "graph"])
+def test_relus_gradient_at_zero_nan_and_inf(mode):
+    # the rule reads relu's output: zero, -0, NaN and -inf inputs must still give a zero mask
+    x = np.array([0.0, -0.0, np.nan, -np.inf, np.inf, 2.0, -3.0], np.float32)
+    grad = ms.grad(lambda t: ops.sum(ops.relu(t) * Tensor(np.ones(7, np.float32))))
+    if mode == "graph":
+        grad = ms.jit(grad)
+    np.testing.assert_array_equal(grad(Tensor(x)).asnumpy(), [0, 0, 0, 0, 1, 1, 0])
+
+
 def test_relu_and_relu_grad_against_finite_differences():
     x = RNG.standard_normal((3, 5))
     x[np.abs(x) < 0.05] = 0.5  # away from the kink
