@@ -17,6 +17,7 @@
 #include "kernels/cpu/panel_gemm.h"
 #include "runtime/eager.h"
 #include "runtime/executor.h"
+#include "runtime/tape.h"
 
 namespace kiln::bind {
 
@@ -182,6 +183,7 @@ void InitModule(nb::module_& m) {
     return d;
   });
   m.def("set_contention_override", &SetContentionOverride);
+  m.def("set_tape_hollow_from_bytes", &SetTapeHollowFromBytes);
   m.def("set_team_runs", &SetTeamRuns);
   m.def("contended_pool_stats", [] {
     ContendedPoolStats s = GetContendedPoolStats();

@@ -379,6 +379,8 @@ void RegisterConvOps(OpRegistry& r) {
   conv.kernel = Conv2dKernel;
   conv.promotion = Promotion::Common;
   conv.grad = Conv2dGrad;
+  conv.grad_reads_factors_crosswise = true;
+  conv = GradReads(std::move(conv), {0, 1}, {});
 
   OpDef conv_dx;
   conv_dx.kind = OpKind::Conv2dBackwardInput;

@@ -531,11 +531,16 @@ OpDef Binary(OpKind kind, InferFn infer, KernelFn kernel, GradRuleFn grad,
 }  // namespace
 
 void RegisterElementwiseOps(OpRegistry& r) {
-  r.Add(Binary(OpKind::Add, InferBinarySameType, BinaryOpKernel<AddFn, false>, AddGrad));
-  r.Add(Binary(OpKind::Sub, InferArithNoBool, BinaryOpKernel<SubFn, false>, SubGrad));
-  r.Add(Binary(OpKind::Mul, InferBinarySameType, BinaryOpKernel<MulFn, false>, MulGrad));
-  r.Add(Binary(OpKind::Div, InferBinarySameType, BinaryOpKernel<DivFn, false>, DivGrad,
-               Promotion::CommonFloat));
+  r.Add(GradReads(Binary(OpKind::Add, InferBinarySameType, BinaryOpKernel<AddFn, false>, AddGrad),
+                  {}, {}));
+  r.Add(GradReads(Binary(OpKind::Sub, InferArithNoBool, BinaryOpKernel<SubFn, false>, SubGrad), {},
+                  {}));
+  OpDef mul = Binary(OpKind::Mul, InferBinarySameType, BinaryOpKernel<MulFn, false>, MulGrad);
+  mul.grad_reads_factors_crosswise = true;
+  r.Add(GradReads(std::move(mul), {0, 1}, {}));
+  r.Add(GradReads(Binary(OpKind::Div, InferBinarySameType, BinaryOpKernel<DivFn, false>, DivGrad,
+                         Promotion::CommonFloat),
+                  {1}, {0}));
   r.Add(Binary(OpKind::FloorDiv, InferArithNoBool, BinaryOpKernel<FloorDivFn, false>,
                NotDifferentiable));
   r.Add(Binary(OpKind::Mod, InferArithNoBool, BinaryOpKernel<ModFn, false>, ModGrad));

@@ -441,6 +441,11 @@ std::vector<GradVar> WhereGrad(GradBuilder& g) {
   return {GradVar{}, dx, dz};
 }
 
+// What a rule reads, for the tape (OpDef::grad_reads_*): x, y, or only their shapes.
+OpDef InputRead(OpDef def) { return GradReads(std::move(def), {0}, {}); }
+OpDef OutputRead(OpDef def) { return GradReads(std::move(def), {}, {0}); }
+OpDef NothingRead(OpDef def) { return GradReads(std::move(def), {}, {}); }
+
 OpDef Unary(OpKind kind, InferFn infer, KernelFn kernel, GradRuleFn grad,
             Promotion promotion = Promotion::None) {
   OpDef def;
@@ -532,32 +537,34 @@ void WhereKernel(KernelContext& ctx) {
 }  // namespace
 
 void RegisterUnaryOps(OpRegistry& r) {
-  r.Add(Unary(OpKind::Neg, InferNoBool, UnaryOpKernel<NegFn, false>, NegGrad));
-  r.Add(Unary(OpKind::Abs, InferSame, UnaryOpKernel<AbsFn, false>, AbsGrad));
+  r.Add(NothingRead(Unary(OpKind::Neg, InferNoBool, UnaryOpKernel<NegFn, false>, NegGrad)));
+  r.Add(InputRead(Unary(OpKind::Abs, InferSame, UnaryOpKernel<AbsFn, false>, AbsGrad)));
   const auto kFloat = Promotion::CommonFloat;
-  r.Add(Unary(OpKind::Exp, InferSame, UnaryOpKernel<ExpFn, true>, ExpGrad, kFloat));
-  r.Add(Unary(OpKind::Log, InferSame, UnaryOpKernel<LogFn, true>, LogGrad, kFloat));
-  r.Add(Unary(OpKind::Sqrt, InferSame, UnaryOpKernel<SqrtFn, true>, SqrtGrad, kFloat));
-  r.Add(Unary(OpKind::Rsqrt, InferSame, UnaryOpKernel<RsqrtFn, true>, RsqrtGrad, kFloat));
-  r.Add(Unary(OpKind::Sin, InferSame, UnaryOpKernel<SinFn, true>, SinGrad, kFloat));
-  r.Add(Unary(OpKind::Cos, InferSame, UnaryOpKernel<CosFn, true>, CosGrad, kFloat));
-  r.Add(Unary(OpKind::Tanh, InferSame, UnaryOpKernel<TanhFn, true>, TanhGrad, kFloat));
-  r.Add(Unary(OpKind::Sigmoid, InferSame, UnaryOpKernel<SigmoidFn, true>, SigmoidGrad, kFloat));
-  r.Add(Unary(OpKind::Silu, InferSame, UnaryOpKernel<SiluFn, true>, SiluGrad, kFloat));
-  r.Add(Unary(OpKind::Relu, InferNoBool, UnaryOpKernel<ReluFn, false>, ReluGrad));
+  r.Add(OutputRead(Unary(OpKind::Exp, InferSame, UnaryOpKernel<ExpFn, true>, ExpGrad, kFloat)));
+  r.Add(InputRead(Unary(OpKind::Log, InferSame, UnaryOpKernel<LogFn, true>, LogGrad, kFloat)));
+  r.Add(OutputRead(Unary(OpKind::Sqrt, InferSame, UnaryOpKernel<SqrtFn, true>, SqrtGrad, kFloat)));
+  r.Add(
+      OutputRead(Unary(OpKind::Rsqrt, InferSame, UnaryOpKernel<RsqrtFn, true>, RsqrtGrad, kFloat)));
+  r.Add(InputRead(Unary(OpKind::Sin, InferSame, UnaryOpKernel<SinFn, true>, SinGrad, kFloat)));
+  r.Add(InputRead(Unary(OpKind::Cos, InferSame, UnaryOpKernel<CosFn, true>, CosGrad, kFloat)));
+  r.Add(OutputRead(Unary(OpKind::Tanh, InferSame, UnaryOpKernel<TanhFn, true>, TanhGrad, kFloat)));
+  r.Add(OutputRead(
+      Unary(OpKind::Sigmoid, InferSame, UnaryOpKernel<SigmoidFn, true>, SigmoidGrad, kFloat)));
+  r.Add(InputRead(Unary(OpKind::Silu, InferSame, UnaryOpKernel<SiluFn, true>, SiluGrad, kFloat)));
+  r.Add(OutputRead(Unary(OpKind::Relu, InferNoBool, UnaryOpKernel<ReluFn, false>, ReluGrad)));
   OpDef gelu = Unary(OpKind::Gelu, InferGelu, GeluKernel, GeluGradRule, kFloat);
   gelu.attrs = {{"approximate", std::string("none")}};
-  r.Add(std::move(gelu));
+  r.Add(InputRead(std::move(gelu)));
   r.Add(Unary(OpKind::LogicalNot, InferBool, LogicalNotKernel, NotDifferentiable));
   r.Add(Unary(OpKind::BitwiseNot, InferBitwiseNot, UnaryOpKernel<BitwiseNotFn, false>,
               NotDifferentiable));
   r.Add(Unary(OpKind::Sign, InferNoBool, UnaryOpKernel<SignFn, false>, NotDifferentiable));
-  r.Add(Unary(OpKind::Square, InferNoBool, UnaryOpKernel<SquareFn, false>, SquareGrad));
+  r.Add(InputRead(Unary(OpKind::Square, InferNoBool, UnaryOpKernel<SquareFn, false>, SquareGrad)));
   r.Add(Unary(OpKind::Floor, InferNoBool, UnaryOpKernel<FloorFn, false>, NotDifferentiable));
 
   OpDef cast = Unary(OpKind::Cast, InferCast, CastKernel, CastGrad);
   cast.attrs = {{"dtype", DType::Float32}};
-  r.Add(std::move(cast));
+  r.Add(NothingRead(std::move(cast)));
   OpDef clamp = Unary(OpKind::Clamp, InferClamp, ClampKernel, ClampGrad);
   clamp.attrs = {{"min", std::monostate{}}, {"max", std::monostate{}}};
   r.Add(std::move(clamp));
@@ -569,14 +576,14 @@ void RegisterUnaryOps(OpRegistry& r) {
   where.promotion = Promotion::Common;
   where.promoted_inputs = {1, 2};
   where.grad = WhereGrad;
-  r.Add(std::move(where));
+  r.Add(InputRead(std::move(where)));
 
   for (auto [kind, grad] : {std::pair{OpKind::StopGradient, &NotDifferentiable},
                             std::pair{OpKind::Identity, &IdentityGrad}}) {
     OpDef alias = Unary(kind, InferSame, AliasKernel, grad);
     alias.allocates_outputs = true;
     alias.is_view = true;
-    r.Add(std::move(alias));
+    r.Add(NothingRead(std::move(alias)));
   }
   OpDef gelu_grad;
   gelu_grad.kind = OpKind::GeluGrad;

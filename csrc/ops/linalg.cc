@@ -204,8 +204,9 @@ std::vector<GradVar> MatMulInputGrads(GradBuilder& g, GradVar grad) {
              tb = sb.size() > 1 && AttrBool(g.attrs(), 1);
   MatMulDims dims = PlanMatMul(sa, sb, ta, tb, "matmul");
   auto reshape = [&](GradVar v, Shape shape) { return g.Emit1(OpKind::Reshape, {v}, {shape}); };
-  GradVar ap = sa.size() == 1 ? reshape(a, {1, sa[0]}) : a;
-  GradVar bp = sb.size() == 1 ? reshape(b, {sb[0], 1}) : b;
+  // a is read only for b's gradient and b only for a's (grad_reads_factors_crosswise).
+  GradVar ap = sa.size() == 1 && g.wants_input_grad(1) ? reshape(a, {1, sa[0]}) : a;
+  GradVar bp = sb.size() == 1 && g.wants_input_grad(0) ? reshape(b, {sb[0], 1}) : b;
   Shape full = dims.batch;
   full.insert(full.end(), {dims.m, dims.n});
   GradVar gp = g.meta(grad).shape == full ? grad : reshape(grad, full);
@@ -471,7 +472,8 @@ void RegisterLinalgOps(OpRegistry& r) {
   matmul.kernel = MatMulKernel;
   matmul.promotion = Promotion::Common;
   matmul.grad = MatMulGrad;
-  r.Add(std::move(matmul));
+  matmul.grad_reads_factors_crosswise = true;
+  r.Add(GradReads(std::move(matmul), {0, 1}, {}));
   linalg::RegisterFusedLinalgOps(r);
   linalg::RegisterAttentionOps(r);
 }

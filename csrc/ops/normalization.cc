@@ -530,18 +530,18 @@ void RegisterNormalizationOps(OpRegistry& r) {
   OpDef softmax = Norm(OpKind::Softmax, {"input"}, InferSoftmax, SoftmaxKernel<false>, kFloat);
   softmax.attrs = {{"axis", int64_t{-1}}};
   softmax.grad = SoftmaxGrad;
-  r.Add(std::move(softmax));
+  r.Add(GradReads(std::move(softmax), {}, {0}));
   OpDef log_softmax =
       Norm(OpKind::LogSoftmax, {"input"}, InferSoftmax, SoftmaxKernel<true>, kFloat);
   log_softmax.attrs = {{"axis", int64_t{-1}}};
   log_softmax.grad = LogSoftmaxGrad;
-  r.Add(std::move(log_softmax));
+  r.Add(GradReads(std::move(log_softmax), {}, {0}));
 
   OpDef layer_norm = Norm(OpKind::LayerNorm, {"input", "weight?", "bias?"}, InferLayerNorm,
                           LayerNormKernel, kFloat);
   layer_norm.attrs = {{"begin_norm_axis", int64_t{-1}}, {"eps", 1e-5}};
   layer_norm.grad = LayerNormGradRule;
-  r.Add(std::move(layer_norm));
+  r.Add(GradReads(std::move(layer_norm), {0, 1}, {1, 2}));  // x, weight, mean, rstd
 
   // Only the input is promoted: the running statistics are written in place, so they must be
   // the caller's tensors, never promoted copies; the per-channel tensors are read as doubles.
@@ -552,13 +552,13 @@ void RegisterNormalizationOps(OpRegistry& r) {
   batch_norm.attrs = {{"training", false}, {"momentum", 0.1}, {"eps", 1e-5}};
   batch_norm.mutated_inputs = {1, 2};
   batch_norm.grad = BatchNormGradRule;
-  r.Add(std::move(batch_norm));
+  r.Add(GradReads(std::move(batch_norm), {0, 3}, {1, 2}));  // x, weight, mean, rstd
 
   OpDef dropout = Norm(OpKind::Dropout, {"input"}, InferDropout, DropoutKernel, Promotion::None);
   dropout.attrs = {{"p", 0.5}, {"seed", std::monostate{}}};
   dropout.is_random = true;
   dropout.grad = DropoutGrad;
-  r.Add(std::move(dropout));
+  r.Add(GradReads(std::move(dropout), {}, {1}));  // the mask
 
   RegisterNormalizationGradOps(r);
 }

@@ -171,6 +171,7 @@ void RegisterPoolOps(OpRegistry& r) {
   max_pool.infer = InferMaxPool2d;
   max_pool.kernel = MaxPool2dKernel;
   max_pool.grad = MaxPool2dGradRule;
+  max_pool = GradReads(std::move(max_pool), {0}, {1});  // x and the indices
 
   OpDef avg_pool;
   avg_pool.kind = OpKind::AvgPool2d;

@@ -390,9 +390,10 @@ void RegisterReduceOps(OpRegistry& r) {
   OpDef sum =
       Reduce(OpKind::ReduceSum, InferReduce<Kind::Sum>, ReduceKernel<Kind::Sum>, ReduceSumGrad);
   sum.attrs.push_back({"dtype", std::monostate{}});
-  r.Add(std::move(sum));
-  r.Add(Reduce(OpKind::ReduceMean, InferReduce<Kind::Mean>, ReduceKernel<Kind::Mean>,
-               ReduceMeanGrad));
+  r.Add(GradReads(std::move(sum), {}, {}));  // the rules read shapes only
+  r.Add(GradReads(
+      Reduce(OpKind::ReduceMean, InferReduce<Kind::Mean>, ReduceKernel<Kind::Mean>, ReduceMeanGrad),
+      {}, {}));
   r.Add(Reduce(OpKind::ReduceProd, InferReduce<Kind::Prod>, ReduceKernel<Kind::Prod>,
                ReduceProdGrad));
   r.Add(Reduce(OpKind::ReduceMax, InferReduce<Kind::Max>, ReduceKernel<Kind::Max>, ReduceMaxGrad));

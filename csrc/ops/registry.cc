@@ -58,6 +58,24 @@ OpDef MakeOpDef(OpKind kind, std::vector<const char*> inputs, std::vector<AttrSp
   return def;
 }
 
+namespace {
+uint64_t Mask(std::initializer_list<int> which) {
+  uint64_t mask = 0;
+  for (int k : which) mask |= uint64_t{1} << std::min(k, 63);
+  return mask;
+}
+bool Bit(uint64_t mask, size_t k) { return ((mask >> std::min<size_t>(k, 63)) & 1) != 0; }
+}  // namespace
+
+OpDef GradReads(OpDef def, std::initializer_list<int> inputs, std::initializer_list<int> outputs) {
+  def.grad_reads_inputs = Mask(inputs);
+  def.grad_reads_outputs = Mask(outputs);
+  return def;
+}
+
+bool GradReadsInput(const OpDef& def, size_t k) { return Bit(def.grad_reads_inputs, k); }
+bool GradReadsOutput(const OpDef& def, size_t k) { return Bit(def.grad_reads_outputs, k); }
+
 void CheckKind(OpKind kind) {
   int index = static_cast<int>(kind);
   KILN_CHECK(index >= 0 && index < kNumOps, Value, "op kind ", index, " is out of range");

@@ -5,6 +5,7 @@
 // from RegisterAllOps(); there are no static constructors.
 #pragma once
 
+#include <initializer_list>
 #include <string>
 #include <variant>
 #include <vector>
@@ -98,7 +99,22 @@ struct OpDef {
   // Takes the next item of an outside queue (get_next, ops/data.cc): each run reads something
   // different, so such a node is never removed, merged, folded or moved either.
   bool reads_queue = false;
+  // Whose values the gradient rule reads, beyond their shapes and dtypes (bit k: input or
+  // output k; the top bit stands for every later one). PyNative's tape holds only these until
+  // the backward sweep, so an activation nothing else needs is freed at once. All unless the
+  // family file says less with GradReads; a rule that reads more fails loudly.
+  uint64_t grad_reads_inputs = ~uint64_t{0};
+  uint64_t grad_reads_outputs = ~uint64_t{0};
+  // A product (mul, matmul, conv2d): the rule reads input 0 only for input 1's gradient and
+  // input 1 only for input 0's, so a factor that needs no gradient frees the other.
+  bool grad_reads_factors_crosswise = false;
 };
+
+// def, declaring that its gradient rule reads only these inputs' and outputs' values.
+OpDef GradReads(OpDef def, std::initializer_list<int> inputs, std::initializer_list<int> outputs);
+// Whether def's gradient rule reads the values of input / output k.
+bool GradReadsInput(const OpDef& def, size_t k);
+bool GradReadsOutput(const OpDef& def, size_t k);
 
 // An OpDef with its schema and facets set (flags default off); the family files build on it.
 OpDef MakeOpDef(OpKind kind, std::vector<const char*> inputs, std::vector<AttrSpec> attrs,

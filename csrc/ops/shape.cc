@@ -414,29 +414,37 @@ std::vector<GradVar> AssignGrad(GradBuilder& g) {
 
 void RegisterShapeOps(OpRegistry& r) {
   const AttrValue none = std::monostate{};
-  r.Add(ViewOp(OpKind::Transpose, {"input"}, {{"perm", Shape{}}}, InferTranspose, TransposeKernel,
-               TransposeGrad));
-  r.Add(ViewOp(OpKind::BroadcastTo, {"input"}, {{"shape", Shape{}}}, InferBroadcastTo,
-               BroadcastToKernel, BroadcastToGrad));
-  r.Add(ViewOp(OpKind::Squeeze, {"input"}, {{"axis", none}}, InferSqueeze, SqueezeKernel,
-               ReshapeGrad));
-  r.Add(ViewOp(OpKind::ExpandDims, {"input"}, {{"axis", int64_t{0}}}, InferExpandDims,
-               ExpandDimsKernel, ReshapeGrad));
-  r.Add(ViewOp(OpKind::StridedSlice, {"input"},
-               {{"begin", Shape{}}, {"end", Shape{}}, {"strides", Shape{}}}, InferStridedSlice,
-               StridedSliceKernel, StridedSliceGradRule));
-  r.Add(ViewOp(OpKind::Split, {"input"}, {{"axis", int64_t{0}}, {"sizes", Shape{}}}, InferSplit,
-               SplitKernel, SplitGrad));
+  // These rules read only shapes and dtypes (GradReads: nothing), so the tape keeps no values.
+  r.Add(GradReads(ViewOp(OpKind::Transpose, {"input"}, {{"perm", Shape{}}}, InferTranspose,
+                         TransposeKernel, TransposeGrad),
+                  {}, {}));
+  r.Add(GradReads(ViewOp(OpKind::BroadcastTo, {"input"}, {{"shape", Shape{}}}, InferBroadcastTo,
+                         BroadcastToKernel, BroadcastToGrad),
+                  {}, {}));
+  r.Add(GradReads(ViewOp(OpKind::Squeeze, {"input"}, {{"axis", none}}, InferSqueeze, SqueezeKernel,
+                         ReshapeGrad),
+                  {}, {}));
+  r.Add(GradReads(ViewOp(OpKind::ExpandDims, {"input"}, {{"axis", int64_t{0}}}, InferExpandDims,
+                         ExpandDimsKernel, ReshapeGrad),
+                  {}, {}));
+  r.Add(GradReads(ViewOp(OpKind::StridedSlice, {"input"},
+                         {{"begin", Shape{}}, {"end", Shape{}}, {"strides", Shape{}}},
+                         InferStridedSlice, StridedSliceKernel, StridedSliceGradRule),
+                  {}, {}));
+  r.Add(GradReads(ViewOp(OpKind::Split, {"input"}, {{"axis", int64_t{0}}, {"sizes", Shape{}}},
+                         InferSplit, SplitKernel, SplitGrad),
+                  {}, {}));
   r.Add(ViewOp(OpKind::Depend, {"value", "expr"}, {}, InferDepend, DependKernel, DependGrad));
   // Reshape may copy; is_view says the output may alias the input.
-  r.Add(ViewOp(OpKind::Reshape, {"input"}, {{"shape", Shape{}}}, InferReshapeOp, ReshapeKernel,
-               ReshapeGrad));
+  r.Add(GradReads(ViewOp(OpKind::Reshape, {"input"}, {{"shape", Shape{}}}, InferReshapeOp,
+                         ReshapeKernel, ReshapeGrad),
+                  {}, {}));
 
   OpDef concat =
       MakeOpDef(OpKind::Concat, {"tensors*"}, {{"axis", int64_t{0}}}, InferConcat, ConcatKernel);
   concat.promotion = Promotion::Common;
   concat.grad = ConcatGrad;
-  r.Add(std::move(concat));
+  r.Add(GradReads(std::move(concat), {}, {}));
 
   OpDef assign =
       ViewOp(OpKind::Assign, {"variable", "value"}, {}, InferAssign, AssignKernel, AssignGrad);

@@ -2,6 +2,7 @@
 #include "runtime/tape.h"
 
 #include <algorithm>
+#include <atomic>
 #include <optional>
 #include <unordered_set>
 
@@ -18,12 +19,37 @@ thread_local GradientListener* t_listener = nullptr;
 
 bool Differentiable(const Tensor& t) { return t.defined() && IsFloating(t.dtype()); }
 
+// What the tape keeps of a value its op's gradient rule does not read: the shape, strides,
+// dtype and version, without the storage, so the value itself can be freed.
+Tensor Hollow(const Tensor& t) {
+  auto impl = std::make_shared<TensorImpl>();
+  impl->shape = t.shape();
+  impl->strides = t.strides();
+  impl->offset = t.offset();
+  impl->dtype = t.dtype();
+  impl->wrapped_number = t.impl()->wrapped_number;
+  impl->version = t.impl()->version;
+  return Tensor(std::move(impl));
+}
+
+bool IsHollow(const Tensor& t) { return t.defined() && t.storage() == nullptr; }
+
+std::atomic<size_t> g_hollow_from_bytes{16384};
+
+// t itself when the rule reads its values, else its hollow stand-in. Small storages are kept
+// as they are: freeing them saves little, and a stand-in costs three allocations per value.
+Tensor KeptForGrad(const Tensor& t, bool read) {
+  if (read || !t.defined() || t.storage()->nbytes() < g_hollow_from_bytes.load()) return t;
+  return Hollow(t);
+}
+
 // Runs gradient rules eagerly: GradVars index a table of tensors.
 class EagerGradBuilder final : public GradBuilder {
  public:
-  EagerGradBuilder(const std::vector<Tensor>& inputs, const std::vector<Tensor>& outputs,
-                   std::vector<Tensor> out_grads, std::vector<bool> wants, const Attrs& attrs)
-      : attrs_(attrs), wants_(std::move(wants)), out_grads_(std::move(out_grads)) {
+  EagerGradBuilder(const OpDef& def, const std::vector<Tensor>& inputs,
+                   const std::vector<Tensor>& outputs, std::vector<Tensor> out_grads,
+                   std::vector<bool> wants, const Attrs& attrs)
+      : def_(def), attrs_(attrs), wants_(std::move(wants)), out_grads_(std::move(out_grads)) {
     for (const auto& t : inputs) input_ids_.push_back(Add(t));
     for (const auto& t : outputs) output_ids_.push_back(Add(t));
   }
@@ -49,7 +75,11 @@ class EagerGradBuilder final : public GradBuilder {
 
   std::vector<GradVar> Emit(OpKind kind, const std::vector<GradVar>& inputs, Attrs attrs) override {
     std::vector<Tensor> args;
-    for (GradVar v : inputs) args.push_back(v.defined() ? table_.at(v.id) : Tensor());
+    for (GradVar v : inputs) {
+      args.push_back(v.defined() ? table_.at(v.id) : Tensor());
+      KILN_CHECK(!IsHollow(args.back()), Runtime, "grad: the gradient rule of '", def_.name,
+                 "' read a value its registry entry says it does not read (OpDef::grad_reads)");
+    }
     std::vector<GradVar> results;
     for (auto& t : CallOp(kind, std::move(args), std::move(attrs))) results.push_back({Add(t)});
     return results;
@@ -65,6 +95,7 @@ class EagerGradBuilder final : public GradBuilder {
     return static_cast<int>(table_.size()) - 1;
   }
 
+  const OpDef& def_;
   const Attrs& attrs_;
   std::vector<bool> wants_;
   std::vector<Tensor> out_grads_;
@@ -168,12 +199,12 @@ Tensor Zeros(const Tensor& like) {
 int Tape::IdOf(const Tensor& t) const {
   if (!t.defined()) return -1;
   auto it = ids_.find(t.impl());
-  return it == ids_.end() ? -1 : it->second;
+  // An expired entry was a tensor freed since; t is a new one at its address.
+  return it == ids_.end() || it->second.tensor.expired() ? -1 : it->second.id;
 }
 
 int Tape::NewId(const Tensor& t) {
-  if (ids_.find(t.impl()) == ids_.end()) keep_alive_.push_back(t.impl_ptr());
-  ids_[t.impl()] = next_id_;
+  ids_[t.impl()] = Tracked{next_id_, t.impl_ptr()};
   return next_id_++;
 }
 
@@ -200,6 +231,15 @@ void Tape::Record(const OpDef& def, const std::vector<Tensor>& inputs, const Att
   }
   if (!any) return;
   for (const auto& t : outputs) rec.output_ids.push_back(Differentiable(t) ? NewId(t) : -1);
+  const bool reads_nothing = def.grad == &NotDifferentiable;
+  for (size_t k = 0; k < rec.inputs.size(); ++k) {
+    bool read = !reads_nothing && GradReadsInput(def, k);
+    if (def.grad_reads_factors_crosswise && k < 2 && rec.input_ids.size() > 1)
+      read = read && rec.input_ids[1 - k] >= 0;  // a factor is read for the other's gradient
+    rec.inputs[k] = KeptForGrad(rec.inputs[k], read);
+  }
+  for (size_t k = 0; k < rec.outputs.size(); ++k)
+    rec.outputs[k] = KeptForGrad(rec.outputs[k], !reads_nothing && GradReadsOutput(def, k));
   records_.push_back(std::move(rec));
 }
 
@@ -230,12 +270,17 @@ void Tape::PreserveBeforeWrite(const Tensor& target) {
 
 void Tape::RebaseAfterWrite(const Tensor& written) {
   if (written.numel() == 0) return;
-  std::vector<std::shared_ptr<TensorImpl>> others;  // tracked tensors in the same storage
-  for (const auto& impl : keep_alive_)
-    if (impl.get() != written.impl() && impl->storage == written.storage() &&
-        impl.use_count() > 1 && IsFloating(impl->dtype))
-      others.push_back(impl);
-  for (const auto& impl : others) {
+  // Live tracked tensors in the same storage, in the order they were tracked.
+  std::vector<std::pair<int, std::shared_ptr<TensorImpl>>> others;
+  for (const auto& [address, tracked] : ids_) {
+    std::shared_ptr<TensorImpl> impl = tracked.tensor.lock();
+    if (impl && impl.get() != written.impl() && impl->storage == written.storage() &&
+        IsFloating(impl->dtype))
+      others.emplace_back(tracked.id, std::move(impl));
+  }
+  std::sort(others.begin(), others.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (const auto& [id, impl] : others) {
     Tensor other(impl);
     if (other.numel() == 0 || !Overlaps(other, written)) continue;
     if (other.ndim() > 0) {
@@ -353,7 +398,8 @@ std::vector<Tensor> Tape::Gradient(const std::vector<Tensor>& targets,
     }
     std::vector<bool> wants;
     for (int id : rec->input_ids) wants.push_back(id >= 0);
-    EagerGradBuilder builder(rec->inputs, rec->outputs, std::move(out_grads), wants, rec->attrs);
+    EagerGradBuilder builder(def, rec->inputs, rec->outputs, std::move(out_grads), wants,
+                             rec->attrs);
     std::vector<GradVar> in_grads = def.grad(builder);
     for (size_t k = 0; k < rec->inputs.size() && k < in_grads.size(); ++k) {
       if (rec->input_ids[k] < 0 || !in_grads[k].defined()) continue;
@@ -373,6 +419,8 @@ std::vector<Tensor> Tape::Gradient(const std::vector<Tensor>& targets,
   }
   return result;
 }
+
+void SetTapeHollowFromBytes(size_t bytes) { g_hollow_from_bytes.store(bytes); }
 
 void PushTape(Tape* tape) { t_tapes.push_back(tape); }
 

@@ -62,8 +62,13 @@ class Tape {
               const std::vector<int>& source_ids,
               const std::unordered_map<int, Tensor>& grads) const;
 
-  std::unordered_map<const TensorImpl*, int> ids_;
-  std::vector<std::shared_ptr<TensorImpl>> keep_alive_;  // so impl addresses are never reused
+  // A tracked tensor's id, and the tensor itself weakly: the tape does not keep a value alive
+  // that no record needs, and an expired entry tells a reused address from the tensor it had.
+  struct Tracked {
+    int id;
+    std::weak_ptr<TensorImpl> tensor;
+  };
+  std::unordered_map<const TensorImpl*, Tracked> ids_;
   std::vector<OpRecord> records_;
   std::unordered_set<const TensorImpl*> stale_;  // changed by a write autodiff cannot follow
   int next_id_ = 0;
@@ -79,6 +84,11 @@ class GradientListener {
 };
 // This thread's listener (null: none); returns the previous one.
 GradientListener* SetGradientListener(GradientListener* listener);
+
+// Values a rule does not read are dropped from records only when their storage has at least
+// this many bytes (16 KiB by default). The test suite sets 0, so that every test checks the
+// ops' grad_reads declarations.
+void SetTapeHollowFromBytes(size_t bytes);
 
 // The stack of active tapes on this thread (innermost last).
 void PushTape(Tape* tape);

@@ -34,6 +34,25 @@ TEST(Registry, NamesAreUniqueAndRoundTrip) {
   }
 }
 
+TEST(Registry, GradReadsDeclarations) {
+  const OpDef& mul = GetOpDef(OpKind::Mul);  // both factors (crosswise), not its output
+  EXPECT_TRUE(GradReadsInput(mul, 0) && GradReadsInput(mul, 1));
+  EXPECT_TRUE(mul.grad_reads_factors_crosswise);
+  EXPECT_FALSE(GradReadsOutput(mul, 0));
+  const OpDef& relu = GetOpDef(OpKind::Relu);  // its output only
+  EXPECT_FALSE(GradReadsInput(relu, 0));
+  EXPECT_TRUE(GradReadsOutput(relu, 0));
+  const OpDef& concat = GetOpDef(OpKind::Concat);  // shapes only, however many inputs
+  EXPECT_FALSE(GradReadsInput(concat, 0));
+  EXPECT_FALSE(GradReadsInput(concat, 200));
+  const OpDef& undeclared = GetOpDef(OpKind::ReduceProd);  // everything by default
+  EXPECT_TRUE(GradReadsInput(undeclared, 0) && GradReadsOutput(undeclared, 0));
+  OpDef many = GradReads(GetOpDef(OpKind::Concat), {1, 70}, {});
+  EXPECT_FALSE(GradReadsInput(many, 0));
+  EXPECT_TRUE(GradReadsInput(many, 1));
+  EXPECT_TRUE(GradReadsInput(many, 64));  // the top bit stands for every later input
+}
+
 TEST(Registry, UnknownNameThrows) { EXPECT_THROW(OpKindFromName("no_such_op"), std::exception); }
 
 TEST(Registry, BroadcastShapes) {
