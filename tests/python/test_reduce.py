@@ -145,6 +145,26 @@ def test_max_min_propagate_nan(dtype, np_dtype, axis):
     assert_close(ops.argmin(x, axis), np.argmin(a, axis=axis), ms.int32)  # as MindSpore
 
 
+@pytest.mark.parametrize("np_dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("length", [1, 7, 8, 9, 16, 23, 40, 129])
+def test_max_min_of_rows_find_nan_and_inf_in_every_lane(np_dtype, length):
+    # the row loop steps eight lanes as one vector and finishes the tail one element at a time
+    rng = np.random.default_rng(length)
+    for where in sorted({0, length // 2, length - 1}):
+        for special in (np.nan, np.inf, -np.inf, -0.0):
+            a = rng.standard_normal((3, length)).astype(np_dtype)
+            a[1, where] = special
+            x = ms.Tensor(a)
+            for fn, ref in ((ops.amax, np.max), (ops.amin, np.min)):
+                np.testing.assert_array_equal(fn(x, 1).asnumpy(), ref(a, axis=1))
+                np.testing.assert_array_equal(fn(x).asnumpy(), ref(a))
+            probs = ops.softmax(x, -1).asnumpy()
+            want = np.exp(a - a.max(axis=1, keepdims=True))
+            with np.errstate(invalid="ignore"):
+                want = want / want.sum(axis=1, keepdims=True)
+            np.testing.assert_allclose(probs, want, rtol=1e-6, atol=1e-7)
+
+
 ARG_CASES = [((), None), ((), 0), ((1,), 0), ((7,), None), ((7,), -1), ((3, 4), None),
              ((3, 4), 0), ((3, 4), 1), ((2, 3, 4), -2), ((2, 3, 300), 1), ((0, 3), 1)]
 

@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <type_traits>
 #include <vector>
@@ -34,9 +35,18 @@ Tensor PrepareReduce(const Tensor& in, const std::vector<bool>& reduced, ReduceS
 // Columns one task accumulates at once in the inner > 1 loop (fits the accumulators in L1).
 constexpr int64_t kReduceBlock = 256;
 
+// Eight lanes of C as one GCC/Clang vector (a typedef in a class: see vec.h).
+template <typename C>
+struct EightLanesOf {
+  typedef C type __attribute__((vector_size(8 * sizeof(C))));
+};
+
 // The max (kMax) or min of p[begin, end) in the compute type; NaN when any element is NaN.
 // Plain selects in 8 lanes plus a separate NaN flag per lane: a `v != v` inside the select
-// would stop the compiler from vectorizing the loop (3x slower).
+// would stop the compiler from vectorizing the loop. GCC left even the lane loop scalar (a
+// compare, a NaN test and a blend per element: a quarter of a softmax's time), so float and
+// double step all eight lanes as one vector; element i still goes to lane i % 8, so ties
+// between -0 and +0 resolve as in the scalar loop.
 template <typename T, bool kMax>
 compute_t<T> RunExtremum(const T* p, int64_t begin, int64_t end) {
   using C = compute_t<T>;
@@ -54,6 +64,20 @@ compute_t<T> RunExtremum(const T* p, int64_t begin, int64_t end) {
     flag |= v != v;
   };
   int64_t i = begin;
+  if constexpr (std::is_same_v<T, C> && std::is_floating_point_v<C>) {
+    using V = typename EightLanesOf<C>::type;
+    V acc = V{} + init, v;
+    decltype(acc != acc) any_nan = {};
+    for (; i + 8 <= end; i += 8) {
+      std::memcpy(&v, p + i, sizeof v);
+      acc = (kMax ? acc >= v : acc <= v) ? acc : v;
+      any_nan |= v != v;
+    }
+    for (int l = 0; l < 8; ++l) {
+      lanes[l] = acc[l];
+      nan[l] = any_nan[l] != 0;
+    }
+  }
   for (; i + 8 <= end; i += 8)
     for (int l = 0; l < 8; ++l) step(lanes[l], nan[l], static_cast<C>(p[i + l]));
   for (; i < end; ++i) step(lanes[0], nan[0], static_cast<C>(p[i]));
