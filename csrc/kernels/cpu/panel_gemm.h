@@ -3,7 +3,7 @@
 // Without AVX-512, oneDNN's matmul picks a plain layout for weights and its jit sgemm ran a
 // batch-64 dense layer at 83-88% of the FMA peak here (45-65% on a row-major operand at a
 // 32-byte boundary); with the operand packed into K x 16 panels that the inner loop reads front
-// to back, a 6 x 16 register block reaches 98% in isolation (docs/benchmarks.md, "Packed
+// to back, a 6 x 16 register block reaches 98% in isolation (docs/benchmarks_log.md, "Packed
 // panels"). Weights that stay the same between calls keep their panels in the derived cache
 // (ops/linalg_fused.cc); other operands are packed for the call (ops/linalg.cc).
 #pragma once
