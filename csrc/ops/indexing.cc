@@ -563,25 +563,36 @@ std::vector<GradVar> GatherGrad(GradBuilder& g) {
   return {ScatterAdd(g, dy, index_vars, axes), GradVar{}};
 }
 
+// For the tape (OpDef::grad_reads_*): the rules read the index tensors, every input from
+// `first` on, and of the indexed tensor and the values only their shapes and dtypes.
+OpDef ReadsIndicesFrom(OpDef def, int first) {
+  def.grad_reads_inputs = ~uint64_t{0} << first;
+  def.grad_reads_outputs = 0;
+  return def;
+}
+
 }  // namespace
 
 void RegisterIndexingOps(OpRegistry& r) {
-  r.Add(MakeOpDef(OpKind::AdvancedIndex, {"input", "indices*"}, {{"axes", Shape{}}},
-                  InferAdvancedIndex, AdvancedIndexKernel, AdvancedIndexGrad));
+  r.Add(
+      ReadsIndicesFrom(MakeOpDef(OpKind::AdvancedIndex, {"input", "indices*"}, {{"axes", Shape{}}},
+                                 InferAdvancedIndex, AdvancedIndexKernel, AdvancedIndexGrad),
+                       1));
   OpDef put = MakeOpDef(OpKind::IndexPut, {"input", "values", "indices*"},
                         {{"axes", Shape{}}, {"accumulate", false}}, InferIndexPut, IndexPutKernel,
                         IndexPutGrad);
   put.allocates_outputs = true;  // returns input itself, written in place
   put.is_view = true;
   put.mutated_inputs = {0};
-  r.Add(std::move(put));
+  r.Add(ReadsIndicesFrom(std::move(put), 2));
   OpDef nonzero =
       MakeOpDef(OpKind::NonZero, {"input"}, {}, InferNonZero, NonZeroKernel, NotDifferentiable);
   nonzero.allocates_outputs = true;  // the row count depends on the values
   r.Add(std::move(nonzero));
-  r.Add(MakeOpDef(OpKind::Gather, {"input_params", "input_indices"},
-                  {{"axis", int64_t{0}}, {"batch_dims", int64_t{0}}}, InferGather, GatherKernel,
-                  GatherGrad));
+  r.Add(ReadsIndicesFrom(MakeOpDef(OpKind::Gather, {"input_params", "input_indices"},
+                                   {{"axis", int64_t{0}}, {"batch_dims", int64_t{0}}}, InferGather,
+                                   GatherKernel, GatherGrad),
+                         1));
   r.Add(MakeOpDef(OpKind::OneHot, {"indices"},
                   {{"depth", int64_t{0}},
                    {"axis", int64_t{-1}},

@@ -91,3 +91,18 @@ def test_second_derivatives_still_see_the_values_they_need():
     second = ms.grad(lambda t: ops.sum(first(t)))(x).asnumpy()
     v = x.asnumpy()
     np.testing.assert_allclose(second, 2 * np.exp(v) * np.cos(v), rtol=1e-10)
+
+
+def test_indexing_and_gather_keep_only_their_indices():
+    idx = RNG.integers(0, N, size=1000)
+
+    def pick(t):
+        total = ops.sum((t * 2.0)[Tensor(idx)])  # advanced indexing: (t * 2) is not kept
+        return total + ops.sum(ops.gather(t * 3.0, Tensor(idx), 0))
+
+    x = RNG.standard_normal(N).astype(np.float32)
+    held, grad = forward_growth(pick, Tensor(x))
+    assert held <= x.nbytes // 2, held / x.nbytes
+    want = np.zeros_like(x)
+    np.add.at(want, idx, 5.0)
+    np.testing.assert_allclose(grad.asnumpy(), want)
