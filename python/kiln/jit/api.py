@@ -18,6 +18,7 @@ from kiln.jit import stats as _stats
 from kiln.jit.cache import CompileCache
 from kiln.jit.cell_interface import CellBase
 from kiln.jit.convert import Converter
+from kiln.jit.declared import check_signature, compile_args
 from kiln.jit.emitter import RAISE_ARG_SEPARATOR, RAISE_TENSOR_ARG, GraphEmitter
 from kiln.jit.graph_tensor import GraphTensor
 from kiln.jit.guards import freeze, is_user_object
@@ -356,12 +357,13 @@ def _still_same(checks):
 class JitFunction:
     """A function (or method) compiled to a graph on its first call per input signature."""
 
-    def __init__(self, fn, config):
+    def __init__(self, fn, config, input_signature=None):
         self.bound_self = None
         if isinstance(fn, types.MethodType):  # jit(net.construct): compiled with its self
             fn, self.bound_self = fn.__func__, fn.__self__
         self.fn = fn
         self.config = config
+        self.input_signature = check_signature(input_signature, f"jit({fn.__qualname__})")
         self.cache = CompileCache()
         # (owner weakref or _NO_SELF, _C.FastCall, raise_types, opaque values, identity checks)
         self._fast = None
@@ -397,11 +399,26 @@ class JitFunction:
         if _C.tape_active():
             # grad(jit(f)) in PyNative: the eager tape must see f's ops, so f runs op by op.
             return self._run_eagerly(self_obj, args, kwargs)
+        declared = self._declared_inputs(self_obj)
+        if declared is not None:  # one graph for every call that fits the declaration
+            key_args = compile_args(declared, args, self.fn.__qualname__)
+            compiled = self.compiled_for(self_obj, key_args, kwargs)
+            if compiled is None:
+                return self._run_eagerly(self_obj, args, kwargs)
+            return run_compiled(compiled, args, kwargs)
         compiled = self.compiled_for(self_obj, args, kwargs)
         if compiled is None:
             return self._run_eagerly(self_obj, args, kwargs)
         self._arm_fast_call(compiled, self_obj, args, kwargs)
         return run_compiled(compiled, args, kwargs)
+
+    def _declared_inputs(self, self_obj):
+        """jit's input_signature, else the inputs a Cell declared with set_inputs."""
+        if self.input_signature is not None:
+            return self.input_signature
+        if self_obj is None:
+            return None
+        return getattr(self_obj, "__dict__", {}).get("_kiln_declared_inputs")
 
     def compiled_for(self, self_obj, args, kwargs):
         """The compiled variant for these arguments, compiled now if the cache has none; None
@@ -531,13 +548,15 @@ def jit(
         if isinstance(fn, type) and issubclass(fn, CellBase):
             # @jit on a Cell class: construct compiles; calling an instance still runs the
             # Cell's __call__ (hooks, PyNative bookkeeping) around it.
-            fn.construct = JitFunction(_plain_construct(fn), jit_config)
+            fn.construct = JitFunction(_plain_construct(fn), jit_config, input_signature)
             return fn
         if isinstance(fn, CellBase):  # jit(net): net's construct, compiled with net as self
-            return JitFunction(types.MethodType(_plain_construct(type(fn)), fn), jit_config)
+            return JitFunction(
+                types.MethodType(_plain_construct(type(fn)), fn), jit_config, input_signature
+            )
         if not callable(fn):
             raise TypeError(f"jit: expected a function, got {type(fn).__name__}")
-        return JitFunction(fn, jit_config)
+        return JitFunction(fn, jit_config, input_signature)
 
     return wrap if function is None else wrap(function)
 

@@ -322,6 +322,22 @@ class Cell(CellBase):
     def get_jit_config(self):
         return self._jit_config_dict
 
+    # ---- declared inputs (dynamic shapes) ----
+    def set_inputs(self, *inputs):
+        """Declares the inputs Graph mode compiles this cell for: a Tensor per argument, with
+        None for dimensions of any size (`Tensor(shape=[None, 784], dtype=ms.float32)`). Every
+        call then runs on that one graph, after its tensors are checked against the declaration
+        (dtype, rank, the fixed dimensions); arguments declared as other values are passed as
+        they come. PyNative calls are not affected."""
+        declared = tuple(inputs)
+        _graph_state.bump_cell_epoch()
+        object.__setattr__(self, "_kiln_declared_inputs", declared)
+        self.__dict__.pop("_kiln_graph_fn", None)  # the next Graph-mode call compiles afresh
+
+    def get_inputs(self):
+        """The inputs given to set_inputs, or None."""
+        return self.__dict__.get("_kiln_declared_inputs")
+
     # ---- mixed precision ----
     def to_float(self, dst_type):
         """Runs this cell and its children in `dst_type` (float16, bfloat16 or float32): the
