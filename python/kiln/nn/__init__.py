@@ -42,7 +42,7 @@ from kiln.nn.layer.activation import (  # noqa: F401
     get_activation,
 )
 from kiln.nn.layer.basic import Dense, Dropout, Flatten, Identity, Linear, Unflatten  # noqa: F401
-from kiln.nn.layer.container import CellList, SequentialCell  # noqa: F401
+from kiln.nn.layer.container import CellDict, CellList, SequentialCell  # noqa: F401
 from kiln.nn.layer.conv import Conv1d, Conv2d  # noqa: F401
 from kiln.nn.layer.conv3d import Conv3d, Conv3dTranspose  # noqa: F401
 from kiln.nn.layer.conv_transpose import Conv1dTranspose, Conv2dTranspose  # noqa: F401
@@ -184,7 +184,7 @@ from kiln.nn.wrap import (  # noqa: F401
 __all__ = [
     "Cell", "GraphCell", "Dense", "Flatten", "Dropout", "Identity", "ReLU", "GELU", "Sigmoid",
     "Tanh", "Softmax", "LogSoftmax", "get_activation", "Conv2d", "MaxPool2d", "AvgPool2d",
-    "BatchNorm1d", "BatchNorm2d", "LayerNorm", "Embedding", "SequentialCell", "CellList",
+    "BatchNorm1d", "BatchNorm2d", "LayerNorm", "Embedding", "SequentialCell", "CellList", "CellDict",
     "MSELoss", "L1Loss", "CrossEntropyLoss", "SoftmaxCrossEntropyWithLogits", "LossBase",
     "Optimizer", "SGD", "Momentum", "Adam", "AdamW", "AdamWeightDecay",
     "LearningRateSchedule", "ExponentialDecayLR", "NaturalExpDecayLR", "InverseDecayLR",

@@ -1,9 +1,11 @@
-"""SequentialCell and CellList: containers whose children are named "0", "1", ... (or dict keys)."""
+"""SequentialCell and CellList, whose children are named "0", "1", ... (or dict keys), and
+CellDict, whose children are named by their keys."""
 from collections import OrderedDict
+from collections.abc import Mapping
 
 from kiln.nn.cell import Cell
 
-__all__ = ["SequentialCell", "CellList"]
+__all__ = ["SequentialCell", "CellList", "CellDict"]
 
 
 def _check_cell(cell, who, index):
@@ -141,3 +143,78 @@ class CellList(Cell):
 
     def construct(self, *inputs):
         raise NotImplementedError("CellList is a container; call its cells instead")
+
+
+class CellDict(Cell):
+    """Cells by name, in insertion order, registered as children under their keys (so their
+    Parameters are found and named "key.weight"); not callable itself.
+
+    ``CellDict({"conv": c1, "act": c2})``, ``CellDict([("conv", c1), ("act", c2)])`` or another
+    CellDict. Keys are non-empty str without ".". In a compiled construct, ``self.cells["conv"]``
+    with a constant key and loops over ``keys()``, ``values()`` and ``items()`` work as in
+    PyNative.
+    """
+
+    def __init__(self, *args, **kwargs):
+        auto_prefix = kwargs.pop("auto_prefix", True)
+        if kwargs:
+            raise TypeError(f"CellDict: unexpected keyword arguments {sorted(kwargs)}")
+        super().__init__(auto_prefix=auto_prefix)
+        if len(args) > 1:
+            raise TypeError(f"CellDict: takes one mapping or iterable of pairs, got {len(args)}")
+        if args and args[0] is not None:
+            self.update(args[0])
+
+    def __getitem__(self, key):
+        if key not in self._cells:
+            raise KeyError(f"CellDict: no cell named {key!r}")
+        return self._cells[key]
+
+    def __setitem__(self, key, cell):
+        self.insert_child_to_cell(key, _check_cell(cell, "CellDict", key))
+
+    def __delitem__(self, key):
+        self.pop(key)
+
+    def __len__(self):
+        return len(self._cells)
+
+    def __iter__(self):
+        return iter(self._cells.keys())
+
+    def __contains__(self, key):
+        return key in self._cells
+
+    def keys(self):
+        return self._cells.keys()
+
+    def values(self):
+        return self._cells.values()
+
+    def items(self):
+        return self._cells.items()
+
+    def clear(self):
+        for key in list(self._cells):
+            self.pop(key)
+
+    def pop(self, key):
+        """Removes the cell named key and returns it."""
+        cell = self[key]
+        del self._cells[key]
+        return cell
+
+    def update(self, cells):
+        """Adds or replaces cells from a mapping (a dict, OrderedDict or CellDict) or an
+        iterable of (key, cell) pairs, in its order."""
+        if isinstance(cells, Cell) and not isinstance(cells, CellDict):
+            raise TypeError("CellDict.update: expected a mapping or pairs, got one Cell")
+        pairs = cells.items() if isinstance(cells, (Mapping, CellDict)) else cells
+        for i, pair in enumerate(pairs):
+            if not isinstance(pair, (tuple, list)) or len(pair) != 2:
+                raise TypeError(f"CellDict.update: item {i} must be a (key, cell) pair, got "
+                                f"{type(pair).__name__}")
+            self[pair[0]] = pair[1]
+
+    def construct(self, *inputs):
+        raise NotImplementedError("CellDict is a container; call its cells instead")
