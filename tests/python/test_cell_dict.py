@@ -18,7 +18,7 @@ class Branches(nn.Cell):
 
     def construct(self, x):
         total = ops.sum(self.act["relu"](self.heads["wide"](x)))
-        for name, head in self.heads.items():
+        for _, head in self.heads.items():
             total = total + ops.sum(self.act["tanh"](head(x)))
         for act in self.act.values():
             total = total + ops.sum(act(x))

@@ -184,7 +184,8 @@ from kiln.nn.wrap import (  # noqa: F401
 __all__ = [
     "Cell", "GraphCell", "Dense", "Flatten", "Dropout", "Identity", "ReLU", "GELU", "Sigmoid",
     "Tanh", "Softmax", "LogSoftmax", "get_activation", "Conv2d", "MaxPool2d", "AvgPool2d",
-    "BatchNorm1d", "BatchNorm2d", "LayerNorm", "Embedding", "SequentialCell", "CellList", "CellDict",
+    "BatchNorm1d", "BatchNorm2d", "LayerNorm", "Embedding", "SequentialCell", "CellList",
+    "CellDict",
     "MSELoss", "L1Loss", "CrossEntropyLoss", "SoftmaxCrossEntropyWithLogits", "LossBase",
     "Optimizer", "SGD", "Momentum", "Adam", "AdamW", "AdamWeightDecay",
     "LearningRateSchedule", "ExponentialDecayLR", "NaturalExpDecayLR", "InverseDecayLR",
