@@ -116,3 +116,23 @@ def test_print_in_both_modes(capfd):
     assert "[[2]" in graph and "[3]]" in graph
     with pytest.raises(TypeError, match="Print"):
         p([1, 2])
+
+
+def test_print_function_prints_run_time_values_in_both_modes(capfd):
+    def f(t):
+        y = t * 2
+        ops.print_("doubled:", y)
+        return y
+
+    x = Tensor(np.array([1.0, 2.0], np.float32))
+    assert ops.print_("eager", 7) is None
+    assert capfd.readouterr().out == "eager\n7\n"
+    f(x)
+    assert capfd.readouterr().out.startswith("doubled:\nTensor(shape=[2], dtype=Float32")
+    g = ms.jit(f)
+    g(x)
+    g(Tensor(np.array([5.0, 6.0], np.float32)))  # the second run prints its own values
+    out = capfd.readouterr().out
+    assert out.count("doubled:") == 2 and "[10. 12.]" in out
+    with pytest.raises(TypeError, match="Print"):
+        ops.print_({"a": 1})
