@@ -1,4 +1,4 @@
-"""Small math and utility Cells (OneHot, Tril, Triu, Roll, Moments, MatMul, Norm,
+"""Small math and utility Cells (OneHot, Tril, Triu, Roll, Moments, MatMul, Norm, ClipByNorm,
 ReduceLogSumExp, L1Regularizer, ImageGradients) and ops.tril/triu/roll vs NumPy, gradients and
 Graph mode."""
 import numpy as np
@@ -71,3 +71,32 @@ def test_moments_stop_gradient_and_graph_mode():
         return (ops.tril(v), ops.roll(v, 1, 0), nn.Norm(1)(v), nn.ReduceLogSumExp(0)(v))
 
     assert_same_in_both_modes(many, t)
+
+
+def _clip_reference(x, clip, axis):
+    norm = np.sqrt(np.sum(x * x, axis=axis, keepdims=True))
+    return x * clip / np.maximum(norm, clip)
+
+
+@pytest.mark.parametrize("axis", [None, 0, 1, (0, 1)])
+def test_clip_by_norm_cell(axis):
+    x = RNG.standard_normal((3, 4)) * 3
+    x[1] = 0.0  # a zero row keeps its zeros, and a finite gradient
+    clip = Tensor(np.array(2.0))
+    cell = nn.ClipByNorm(axis=axis)
+    assert_close(cell(Tensor(x), clip), _clip_reference(x, 2.0, axis), ms.float64)
+    assert_same_in_both_modes(cell, Tensor(x.astype(np.float32)), Tensor(np.float32(2.0)))
+    check_grad(lambda t: cell(t, clip), x)
+    small = x * 1e-3  # inside the norm already: unchanged
+    assert_close(cell(Tensor(small), clip), small, ms.float64)
+
+
+def test_clip_by_norm_cell_keeps_the_dtype_and_checks_its_arguments():
+    x = Tensor(np.array([3.0, 4.0], np.float16))
+    out = nn.ClipByNorm()(x, Tensor(np.array(1.0, np.float32)))
+    assert out.dtype == ms.float16
+    np.testing.assert_allclose(out.asnumpy(), [0.6, 0.8], rtol=1e-3)
+    with pytest.raises(TypeError, match="axis"):
+        nn.ClipByNorm(axis=1.5)
+    with pytest.raises(TypeError, match="floating-point"):
+        nn.ClipByNorm()(Tensor(np.array([3, 4], np.int32)), 1.0)

@@ -58,6 +58,7 @@ from kiln.nn.layer.image import (  # noqa: F401
     Upsample,
 )
 from kiln.nn.layer.math_cells import (  # noqa: F401
+    ClipByNorm,
     ImageGradients,
     L1Regularizer,
     MatMul,
@@ -215,7 +216,7 @@ __all__ = [
     "TripletMarginLoss", "PoissonNLLLoss",
     "Dropout1d", "Dropout3d", "ChannelShuffle", "Unflatten", "BatchNorm3d", "AdaptiveMaxPool1d",
     "ReflectionPad3d", "ReplicationPad3d", "EmbeddingLookup", "CTCLoss", "Conv3d",
-    "AdaptiveAvgPool3d", "OneHot", "Tril", "Triu", "Roll", "Moments", "MatMul", "Norm",
+    "AdaptiveAvgPool3d", "OneHot", "Tril", "Triu", "Roll", "Moments", "MatMul", "Norm", "ClipByNorm",
     "ReduceLogSumExp", "L1Regularizer", "ImageGradients", "DynamicLossScaleUpdateCell",
     "FixedLossScaleUpdateCell", "TrainOneStepWithLossScaleCell", "MaxPool3d", "AvgPool3d",
     "Conv3dTranspose", "no_init_parameters", "LPPool1d", "LPPool2d",

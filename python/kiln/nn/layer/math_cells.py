@@ -1,5 +1,5 @@
 """Small math and utility Cells with MindSpore's names and arguments: OneHot, Tril, Triu, Roll,
-Moments, MatMul, Norm, ReduceLogSumExp, L1Regularizer, ImageGradients."""
+Moments, MatMul, Norm, ClipByNorm, ReduceLogSumExp, L1Regularizer, ImageGradients."""
 import math
 import numbers
 
@@ -8,8 +8,8 @@ from kiln.common import dtype as mstype
 from kiln.nn import _functional as F
 from kiln.nn.cell import Cell
 
-__all__ = ["OneHot", "Tril", "Triu", "Roll", "Moments", "MatMul", "Norm", "ReduceLogSumExp",
-           "L1Regularizer", "ImageGradients"]
+__all__ = ["OneHot", "Tril", "Triu", "Roll", "Moments", "MatMul", "Norm", "ClipByNorm",
+           "ReduceLogSumExp", "L1Regularizer", "ImageGradients"]
 
 
 class OneHot(Cell):
@@ -108,6 +108,30 @@ class Norm(Cell):
     def construct(self, x):
         axis = None if self.axis == () else self.axis
         return ops.sqrt(F.rsum(ops.square(x), axis, self.keep_dims))
+
+
+class ClipByNorm(Cell):
+    """x scaled so that its L2 norm over `axis` (every axis when None) is at most clip_norm:
+    x * clip_norm / max(norm, clip_norm), in x's dtype. Where the norm is 0, x comes back as it
+    is, and the gradient stays finite (the square root is never taken of 0)."""
+
+    def __init__(self, axis=None):
+        super().__init__()
+        ok = axis is None or isinstance(axis, int) and not isinstance(axis, bool) or (
+            isinstance(axis, (tuple, list)) and all(isinstance(a, int) for a in axis))
+        if not ok:
+            raise TypeError(f"ClipByNorm: axis must be None, an int or a tuple of ints, got "
+                            f"{axis!r}")
+        self.axis = tuple(axis) if isinstance(axis, list) else axis
+
+    def construct(self, x, clip_norm):
+        if not ops.is_tensor(x) or not x.dtype.is_floating_point:
+            raise TypeError("ClipByNorm: x must be a floating-point Tensor")
+        squares = F.rsum(ops.square(x), self.axis, True)
+        positive = squares > 0
+        norm = ops.where(positive, ops.sqrt(ops.where(positive, squares, 1.0)), squares)
+        clip = ops.cast(clip_norm, x.dtype) if ops.is_tensor(clip_norm) else clip_norm
+        return x * clip / ops.maximum(norm, clip)
 
 
 class ReduceLogSumExp(Cell):
