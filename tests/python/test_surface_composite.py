@@ -157,6 +157,24 @@ def test_hyper_map_with_a_fixed_op_keeps_lists_as_lists(compiled):
     np.testing.assert_allclose(out[1][0].asnumpy(), [6])
 
 
+def _scale(k, x):
+    return x * k
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+def test_partial_primitive_fixes_leading_arguments_for_map(compiled):
+    def fn(a, b):
+        return C.Map()(P.Partial()(_scale, 3.0), (a, b))
+
+    a, b = Tensor(arr(1, 2)), Tensor(arr(5))
+    out = (ms.jit(fn) if compiled else fn)(a, b)
+    np.testing.assert_allclose(out[0].asnumpy(), [3, 6])
+    np.testing.assert_allclose(out[1].asnumpy(), [15])
+    assert ops.Partial is P.Partial
+    with pytest.raises(TypeError, match="Partial: func must be callable"):
+        P.Partial()(3, a)
+
+
 class Clip(nn.Cell):
     """MindSpore's optimizer idiom: a HyperMap attribute over the gradients in construct."""
 

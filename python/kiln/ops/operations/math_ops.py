@@ -1,5 +1,7 @@
 """MindSpore's math, comparison, scan, sort and array primitive classes over kiln's functional
 ops (same registry ops, same gradients): configured once, called on tensors."""
+import functools
+
 import numpy as np
 
 from kiln.common import dtype as mstype
@@ -42,7 +44,7 @@ __all__ = sorted(_SIMPLE) + [
     "Assign", "Identity", "Round", "Sort", "TopK", "CumSum", "CumProd", "Cummax", "Cummin",
     "ReduceAll", "ReduceAny", "ReduceProd", "ArgMinWithValue", "ArgMaxWithValue", "Argmin",
     "StridedSlice", "ReverseV2", "Meshgrid", "Unstack", "BroadcastTo", "Cross", "DivNoNan",
-    "SquaredDifference", "Range", "Shape", "TensorShape", "DType", "Fill", "IsClose",
+    "SquaredDifference", "Range", "Shape", "TensorShape", "DType", "Partial", "Fill", "IsClose",
     "NanToNum", "Cdist", "ApproximateEqual", "TensorScatterElements", "Einsum", "Renorm",
     "MatrixPower", "InTopK", "CumulativeLogsumexp", "ReverseSequence", "SpaceToBatchND",
     "BatchToSpaceND", "Bucketize", "SearchSorted", "LogSpace", "Svd", "Qr", "Ormqr", "LuUnpack",
@@ -322,6 +324,17 @@ class TensorShape(Primitive):
 class DType(Primitive):
     def __call__(self, x):
         return x.dtype
+
+
+class Partial(Primitive):
+    """``Partial()(func, *args)``: func with its first arguments fixed (functools.partial), in
+    PyNative and in compiled code, e.g. to hand ``ops.Map``/``HyperMap`` a function of one
+    argument."""
+
+    def __call__(self, func, *args):
+        if not callable(func):
+            raise TypeError(f"Partial: func must be callable, got {type(func).__name__}")
+        return functools.partial(func, *args)
 
 
 class Fill(Primitive):
