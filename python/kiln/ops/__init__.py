@@ -15,6 +15,7 @@ from kiln.ops.composite import (  # noqa: E402,F401
     value_and_grad,
 )
 from kiln.ops.operations import *  # noqa: E402,F401,F403
+from kiln.ops.operations.debug_ops import print_  # noqa: E402,F401
 from kiln.ops.primitive import (  # noqa: E402,F401
     PrimitiveWithCheck,
     PrimitiveWithInfer,
@@ -23,7 +24,8 @@ from kiln.ops.primitive import (  # noqa: E402,F401
 )
 from kiln.ops.vmap_api import vmap  # noqa: E402,F401
 
-__all__ += operations.__all__ + composite.__all__ + ["constexpr", "prim_attr_register", "vmap"]
+__all__ += operations.__all__ + composite.__all__ + ["constexpr", "prim_attr_register", "vmap",
+            "print_"]
 
 from kiln.common._missing import missing_attribute as _missing_attribute  # noqa: E402
 

@@ -14,7 +14,6 @@ __all__ = [
     "gcd", "lcm", "population_count", "fast_gelu", "swiglu", "rms_norm", "trapz", "cov",
     "renorm", "pdist", "matrix_power", "combinations", "einsum", "kaiser_window",
     "clip_by_value", "adjoint", "conj", "is_nonzero", "eps", "assign_add", "assign_sub",
-    "print_",
 ]
 
 
@@ -353,12 +352,3 @@ def assign_sub(variable, value):
     """variable -= value in place (a Parameter), returning it."""
     from kiln.ops.function.array import assign  # noqa: PLC0415
     return assign(variable, call("sub", (variable, value)))
-
-
-def print_(*input_x):
-    """Prints each input (a Tensor, str, bool, int or float) on its own line and returns None:
-    ``ops.Print()(*input_x)`` as a function. In compiled code the graph prints when it runs,
-    with the tensors' run-time values."""
-    from kiln.ops.operations.debug_ops import Print  # noqa: PLC0415 (operations imports ops)
-
-    return Print()(*input_x)

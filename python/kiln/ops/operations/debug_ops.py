@@ -1,4 +1,5 @@
-"""ops.Print (prints its inputs in PyNative and when a graph runs) and ops.HookBackward."""
+"""ops.Print and its function form ops.print_ (printing in PyNative and when a graph runs), and
+ops.HookBackward."""
 import builtins
 
 from kiln import _graph_state
@@ -28,6 +29,13 @@ class Print(Primitive):
         for value in inputs:
             builtins.print(repr(value) if is_tensor(value) else value, flush=True)
         return None
+
+
+def print_(*input_x):
+    """Prints each input (a Tensor, str, bool, int or float) on its own line and returns None:
+    ``ops.Print()(*input_x)`` as a function. In compiled code the graph prints when it runs,
+    with the tensors' run-time values."""
+    return Print()(*input_x)
 
 
 def _template(value):
