@@ -31,10 +31,14 @@ constexpr int64_t kHoldNs = 100'000'000;     // one contended reading holds for 
 // Waiting fractions measured over 1 s beside 0 / 1 / 2 / 3 busy processes on 2 cores, 2
 // threads: 0.00 / 0.02-0.03 / 0.27-0.43 / 0.54-0.58; on 1 thread beside 2, 0.32-0.36 (so the
 // state holds once entered) and beside 1, 0.00 (so it ends when the load does). Single 10 ms
-// readings beside 1 busy process still jump past the threshold now and then, so the decision
-// is taken on a moving average (each reading weighs 30%).
+// readings jump past the threshold now and then where splitting still pays, so the decision is
+// taken on a moving average, each reading weighing 10%. Beside a busy process at nice 19 the
+// encoder block's forward read 0.03 on average but single readings up to 0.67; at a weight of
+// 30% those spikes held the contended state half the time and its worst 1 s median went from
+// 9.0 to 14.6-18.2 ms (the split kernels run 9.3 there). Beside 2 and 3 busy processes
+// (0.38 and more on average) the state holds at either weight, with the same step times.
 constexpr double kContendedFraction = 0.2;
-constexpr double kReadingWeight = 0.3;
+constexpr double kReadingWeight = 0.1;
 
 // Crowded: the other runnable threads alone outnumber the cores by this much (a moving average,
 // each reading weighing as above). On 2 cores: beside 3 busy processes about 3.3 (kiln's helper
