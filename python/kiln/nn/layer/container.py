@@ -14,6 +14,16 @@ def _check_cell(cell, who, index):
     return cell
 
 
+def _container_args(who, args, kwargs, what):
+    """auto_prefix and the one optional initial argument (None if absent) of a container."""
+    auto_prefix = kwargs.pop("auto_prefix", True)
+    if kwargs:
+        raise TypeError(f"{who}: unexpected keyword arguments {sorted(kwargs)}")
+    if len(args) > 1:
+        raise TypeError(f"{who}: takes one {what}, got {len(args)} arguments")
+    return auto_prefix, (args[0] if args else None)
+
+
 class SequentialCell(Cell):
     """Runs its cells in order, each on the previous one's output.
 
@@ -82,14 +92,10 @@ class CellList(Cell):
     """A list of cells, registered as children "0", "1", ...; not callable itself."""
 
     def __init__(self, *args, **kwargs):
-        auto_prefix = kwargs.pop("auto_prefix", True)
-        if kwargs:
-            raise TypeError(f"CellList: unexpected keyword arguments {sorted(kwargs)}")
+        auto_prefix, cells = _container_args("CellList", args, kwargs, "list of cells")
         super().__init__(auto_prefix=auto_prefix)
-        if len(args) > 1:
-            raise TypeError(f"CellList: takes one list of cells, got {len(args)} arguments")
-        if args and args[0] is not None:
-            self.extend(args[0])
+        if cells is not None:
+            self.extend(cells)
 
     def __getitem__(self, index):
         cells = list(self._cells.values())
@@ -156,14 +162,10 @@ class CellDict(Cell):
     """
 
     def __init__(self, *args, **kwargs):
-        auto_prefix = kwargs.pop("auto_prefix", True)
-        if kwargs:
-            raise TypeError(f"CellDict: unexpected keyword arguments {sorted(kwargs)}")
+        auto_prefix, cells = _container_args("CellDict", args, kwargs, "mapping or list of pairs")
         super().__init__(auto_prefix=auto_prefix)
-        if len(args) > 1:
-            raise TypeError(f"CellDict: takes one mapping or iterable of pairs, got {len(args)}")
-        if args and args[0] is not None:
-            self.update(args[0])
+        if cells is not None:
+            self.update(cells)
 
     def __getitem__(self, key):
         if key not in self._cells:
