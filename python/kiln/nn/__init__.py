@@ -176,6 +176,7 @@ from kiln.nn.wrap import (  # noqa: F401
     DistributedGradReducer,
     DynamicLossScaleUpdateCell,
     FixedLossScaleUpdateCell,
+    MicroBatchInterleaved,
     TrainOneStepCell,
     TrainOneStepWithLossScaleCell,
     WithEvalCell,
@@ -193,6 +194,7 @@ __all__ = [
     "CosineDecayLR", "PolynomialDecayLR", "WarmUpLR", "piecewise_constant_lr",
     "exponential_decay_lr", "cosine_decay_lr", "warmup_lr",
     "WithLossCell", "WithEvalCell", "TrainOneStepCell", "DistributedGradReducer",
+    "MicroBatchInterleaved",
     # activations, padding, pooling, image and normalization layers of the API-breadth work
     "ReLU6", "LeakyReLU", "SiLU", "PReLU", "ELU", "CELU", "SeLU", "HSwish", "HSigmoid",
     "Hardtanh", "Mish", "Softsign", "LogSigmoid",

@@ -1,4 +1,5 @@
-"""Training wrappers: WithLossCell (network + loss), TrainOneStepCell (forward, grads, update)."""
+"""Training wrappers: WithLossCell (network + loss), TrainOneStepCell (forward, grads, update),
+MicroBatchInterleaved (a network over slices of its batch, outputs summed)."""
 import numbers
 
 from kiln.nn.cell import Cell
@@ -7,7 +8,7 @@ from kiln.nn.optim.optimizer import Optimizer
 from kiln.nn.wrap.grad_reducer import broadcast_parameters, training_grad_reducer
 from kiln.ops.composite import value_and_grad
 
-__all__ = ["WithLossCell", "TrainOneStepCell", "WithEvalCell"]
+__all__ = ["WithLossCell", "TrainOneStepCell", "WithEvalCell", "MicroBatchInterleaved"]
 
 
 class WithLossCell(Cell):
@@ -88,3 +89,36 @@ class TrainOneStepCell(Cell):
             grads = tuple([None if g is None else g * self.sens for g in grads])
         self.optimizer(self.grad_reducer(grads))
         return loss
+
+
+class MicroBatchInterleaved(Cell):
+    """Runs `network` on `interleave_num` slices of its inputs along axis 0 (slice i holds rows
+    i*N//k to (i+1)*N//k of every input) and returns the sum of the outputs, which must be
+    Tensors. MindSpore uses it under model parallelism to overlap one slice's computation with
+    another's communication; kiln runs the slices in turn, with the same result."""
+
+    def __init__(self, network, interleave_num=2):
+        super().__init__(auto_prefix=False)
+        if isinstance(interleave_num, bool) or not isinstance(interleave_num, int):
+            raise TypeError(f"MicroBatchInterleaved: interleave_num must be an int, got "
+                            f"{type(interleave_num).__name__}")
+        if interleave_num <= 0:
+            raise ValueError(f"MicroBatchInterleaved: interleave_num must be positive, got "
+                             f"{interleave_num}")
+        self.network = network
+        self.interleave_num = interleave_num
+
+    def construct(self, *inputs):
+        total = None
+        for i in range(self.interleave_num):
+            output = self.network(*self._slice(i, inputs))
+            total = output if total is None else total + output
+        return total
+
+    def _slice(self, i, inputs):
+        pieces = ()
+        for x in inputs:
+            rows = x.shape[0]
+            lo, hi = i * rows // self.interleave_num, (i + 1) * rows // self.interleave_num
+            pieces = pieces + (x[lo:hi],)
+        return pieces
