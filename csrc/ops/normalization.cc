@@ -93,7 +93,8 @@ void SoftmaxBlock(const T* x, T* y, const cpu::ReduceShape& s) {
       for (int64_t j = 0; j < n; ++j)
         if (nan[j]) mx[j] = std::numeric_limits<C>::quiet_NaN();  // the whole slice is NaN
       for (int64_t r = 0; r < R; ++r) {
-        for (int64_t j = 0; j < n; ++j) ex[j] = cpu::Exp(static_cast<C>(in[r * I + j]) - mx[j]);
+        for (int64_t j = 0; j < n; ++j)
+          ex[j] = cpu::ExpShifted(static_cast<C>(in[r * I + j]) - mx[j]);
         for (int64_t j = 0; j < n; ++j) sum[j] += ex[j];
       }
       for (int64_t j = 0; j < n; ++j) sum[j] = kLog ? std::log(sum[j]) : 1.0 / sum[j];
@@ -101,7 +102,8 @@ void SoftmaxBlock(const T* x, T* y, const cpu::ReduceShape& s) {
       for (int64_t r = 0; r < R; ++r)
         for (int64_t j = 0; j < n; ++j) {
           const C shifted = static_cast<C>(in[r * I + j]) - mx[j];
-          out[r * I + j] = cpu::Convert<T>(kLog ? shifted - ex[j] : cpu::Exp(shifted) * ex[j]);
+          out[r * I + j] =
+              cpu::Convert<T>(kLog ? shifted - ex[j] : cpu::ExpShifted(shifted) * ex[j]);
         }
     }
   });
@@ -124,7 +126,7 @@ void SoftmaxRows(const T* x, T* y, const cpu::ReduceShape& s) {
       C* e = buffer.data();
       if constexpr (kInPlace) e = out;
       const C m = cpu::RunExtremum<T, true>(in, 0, R);
-      for (int64_t r = 0; r < R; ++r) e[r] = cpu::Exp(static_cast<C>(in[r]) - m);
+      for (int64_t r = 0; r < R; ++r) e[r] = cpu::ExpShifted(static_cast<C>(in[r]) - m);
       const double sum = RowSum(e, R, [](C v) { return static_cast<double>(v); });
       if constexpr (kLog) {
         const C log_sum = static_cast<C>(std::log(sum));

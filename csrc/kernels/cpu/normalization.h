@@ -107,4 +107,8 @@ inline float OnePlusErfF(float z, float exp_neg_z2) {
 inline float Exp(float x) { return ExpF(x); }
 inline double Exp(double x) { return VecExp(x); }
 
+// exp of x - max(row), never above 0 (softmax's shifted scores): no overflow side to handle.
+inline float ExpShifted(float x) { return ExpNonPositiveF(x); }
+inline double ExpShifted(double x) { return VecExp(x); }
+
 }  // namespace kiln::cpu

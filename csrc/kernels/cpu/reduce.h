@@ -41,12 +41,40 @@ struct EightLanesOf {
   typedef C type __attribute__((vector_size(8 * sizeof(C))));
 };
 
+// The extremum of a and b, a on a tie; b is never NaN where it matters (NaN is flagged apart).
+// `b > a ? b : a` is one vmaxps; `a >= b ? a : b`, the same for every non-NaN b, is a compare
+// and a blend, which made a 128-element row's loop 1.5x as long (its one dependency chain).
+template <bool kMax, typename V>
+V KeepExtremum(V a, V b) {
+  return (kMax ? b > a : b < a) ? b : a;
+}
+
+// The extremum of a float or double run as eight-lane vectors (GCC left the lane loop scalar:
+// a compare, a NaN test and a blend per element, a quarter of a softmax's time). Element i goes
+// to lane i % 8; the lanes then merge as a tree inside the vector (neighbours, pairs, halves;
+// the scalar merge was as long as a 128-element row's loop), the lower lane winning ties, so
+// lane 0 ends with the first extremum of the lanes. `*i` advances past the whole vectors.
+template <typename C, bool kMax>
+C VectorRunExtremum(const C* p, int64_t* i, int64_t end, C init, bool* any_nan) {
+  using V = typename EightLanesOf<C>::type;
+  V acc = V{} + init, v;
+  decltype(acc != acc) nan = {};
+  for (; *i + 8 <= end; *i += 8) {
+    std::memcpy(&v, p + *i, sizeof v);
+    acc = KeepExtremum<kMax>(acc, v);
+    nan |= v != v;
+  }
+  acc = KeepExtremum<kMax>(acc, __builtin_shufflevector(acc, acc, 1, 0, 3, 2, 5, 4, 7, 6));
+  acc = KeepExtremum<kMax>(acc, __builtin_shufflevector(acc, acc, 2, 3, 0, 1, 6, 7, 4, 5));
+  acc = KeepExtremum<kMax>(acc, __builtin_shufflevector(acc, acc, 4, 5, 6, 7, 0, 1, 2, 3));
+  for (int l = 0; l < 8; ++l) *any_nan |= nan[l] != 0;
+  return acc[0];
+}
+
 // The max (kMax) or min of p[begin, end) in the compute type; NaN when any element is NaN.
 // Plain selects in 8 lanes plus a separate NaN flag per lane: a `v != v` inside the select
-// would stop the compiler from vectorizing the loop. GCC left even the lane loop scalar (a
-// compare, a NaN test and a blend per element: a quarter of a softmax's time), so float and
-// double step all eight lanes as one vector; element i still goes to lane i % 8, so ties
-// between -0 and +0 resolve as in the scalar loop.
+// would stop the compiler from vectorizing the loop. Ties between -0 and +0 keep the first
+// lane's value (float and double: the vector path above, the same rule).
 template <typename T, bool kMax>
 compute_t<T> RunExtremum(const T* p, int64_t begin, int64_t end) {
   using C = compute_t<T>;
@@ -56,37 +84,29 @@ compute_t<T> RunExtremum(const T* p, int64_t begin, int64_t end) {
   } else {
     init = kMax ? std::numeric_limits<C>::lowest() : std::numeric_limits<C>::max();
   }
-  C lanes[8];
-  int32_t nan[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-  for (C& lane : lanes) lane = init;
   auto step = [](C& lane, int32_t& flag, C v) {
     lane = (kMax ? lane >= v : lane <= v) ? lane : v;
     flag |= v != v;
   };
   int64_t i = begin;
+  C m = init;
+  int32_t any = 0;
   if constexpr (std::is_same_v<T, C> && std::is_floating_point_v<C>) {
-    using V = typename EightLanesOf<C>::type;
-    V acc = V{} + init, v;
-    decltype(acc != acc) any_nan = {};
-    for (; i + 8 <= end; i += 8) {
-      std::memcpy(&v, p + i, sizeof v);
-      acc = (kMax ? acc >= v : acc <= v) ? acc : v;
-      any_nan |= v != v;
-    }
+    bool vector_nan = false;
+    m = VectorRunExtremum<C, kMax>(p, &i, end, init, &vector_nan);
+    any = vector_nan;
+  } else {
+    C lanes[8];
+    int32_t nan[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    for (C& lane : lanes) lane = init;
+    for (; i + 8 <= end; i += 8)
+      for (int l = 0; l < 8; ++l) step(lanes[l], nan[l], static_cast<C>(p[i + l]));
     for (int l = 0; l < 8; ++l) {
-      lanes[l] = acc[l];
-      nan[l] = any_nan[l] != 0;
+      step(m, any, lanes[l]);
+      any |= nan[l];
     }
   }
-  for (; i + 8 <= end; i += 8)
-    for (int l = 0; l < 8; ++l) step(lanes[l], nan[l], static_cast<C>(p[i + l]));
-  for (; i < end; ++i) step(lanes[0], nan[0], static_cast<C>(p[i]));
-  C m = lanes[0];
-  int32_t any = nan[0];
-  for (int l = 1; l < 8; ++l) {
-    m = (kMax ? m >= lanes[l] : m <= lanes[l]) ? m : lanes[l];
-    any |= nan[l];
-  }
+  for (; i < end; ++i) step(m, any, static_cast<C>(p[i]));
   if constexpr (std::is_floating_point_v<C>) {
     if (any) return std::numeric_limits<C>::quiet_NaN();
   }
