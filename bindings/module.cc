@@ -198,6 +198,7 @@ void InitModule(nb::module_& m) {
     ThreadSliceStats s = GetThreadSliceStats();
     nb::dict d;
     d["slice_us"] = ShortSliceMicros();
+    d["crowded_slice_us"] = CrowdedSliceMicros();
     d["applied"] = s.applied;
     d["refused"] = s.refused;
     return d;

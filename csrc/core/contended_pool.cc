@@ -22,6 +22,8 @@ namespace {
 constexpr int64_t kBlocksPerThread = 32;
 
 std::atomic<int64_t> g_loops{0}, g_helper_blocks{0}, g_teams{0}, g_helper_tasks{0};
+// Teams running now: while there is one, the helpers take the crowded slice (thread_slice.h).
+std::atomic<int> g_teams_running{0};
 
 // Something the pool's threads take units of work from. Helper i (1, 2, ...) serves a job only
 // when i < threads, so a job never runs on more threads than it was offered to.
@@ -168,6 +170,7 @@ class Pool {
     RequestShortSlice();
     for (;;) {
       const uint64_t seen = Epoch();
+      UseCrowdedSlice(g_teams_running.load(std::memory_order_relaxed) > 0);
       if (RunAny(index)) continue;
       WaitPast(seen, [] { return false; });
     }
@@ -215,6 +218,13 @@ void RunTeam(const std::shared_ptr<TaskSource>& source, int threads) {
   }
   Pool& pool = Pool::Get();
   auto team = std::make_shared<Team>(threads, source);
+  // The caller keeps the crowded slice after the team: the executor gives the short one back
+  // when it next runs a graph in order.
+  UseCrowdedSlice(true);
+  g_teams_running.fetch_add(1, std::memory_order_relaxed);
+  struct Running {
+    ~Running() { g_teams_running.fetch_sub(1, std::memory_order_relaxed); }
+  } running;
   pool.Add(team);
   while (!source->Done()) {
     const uint64_t seen = pool.Epoch();

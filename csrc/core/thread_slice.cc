@@ -16,14 +16,17 @@ namespace {
 
 std::atomic<int64_t> g_applied{0}, g_refused{0};
 
-int64_t ReadSliceMicros() {
-  const char* text = std::getenv("KILN_THREAD_SLICE_US");
-  if (text == nullptr || *text == '\0') return 100;
+int64_t ReadSliceMicros(const char* variable, int64_t fallback) {
+  const char* text = std::getenv(variable);
+  if (text == nullptr || *text == '\0') return fallback;
   char* end = nullptr;
   const long long value = std::strtoll(text, &end, 10);
-  if (end == text || *end != '\0' || value < 0) return 100;  // unreadable: the default
+  if (end == text || *end != '\0' || value < 0) return fallback;  // unreadable: the default
   return value;
 }
+
+// The slice this thread has from kiln: 0 until it asked (or when the kernel refused).
+thread_local int64_t t_applied_micros = 0;
 
 #if defined(__linux__) && defined(SYS_sched_setattr) && defined(SYS_sched_getattr)
 // The kernel's struct sched_attr (include/uapi/linux/sched/types.h), first version: glibc 2.36
@@ -61,7 +64,12 @@ bool ApplySlice(int64_t) { return false; }
 }  // namespace
 
 int64_t ShortSliceMicros() {
-  static const int64_t micros = ReadSliceMicros();
+  static const int64_t micros = ReadSliceMicros("KILN_THREAD_SLICE_US", 100);
+  return micros;
+}
+
+int64_t CrowdedSliceMicros() {
+  static const int64_t micros = ReadSliceMicros("KILN_CROWDED_SLICE_US", 3000);
   return micros;
 }
 
@@ -71,7 +79,17 @@ void RequestShortSlice() {
   done = true;
   const int64_t micros = ShortSliceMicros();
   if (micros == 0) return;
-  (ApplySlice(micros) ? g_applied : g_refused).fetch_add(1, std::memory_order_relaxed);
+  const bool applied = ApplySlice(micros);
+  (applied ? g_applied : g_refused).fetch_add(1, std::memory_order_relaxed);
+  if (applied) t_applied_micros = micros;
+}
+
+void UseCrowdedSlice(bool crowded) {
+  if (t_applied_micros == 0) return;
+  const int64_t crowded_micros = CrowdedSliceMicros();
+  const int64_t want = crowded && crowded_micros > 0 ? crowded_micros : ShortSliceMicros();
+  if (want == t_applied_micros) return;
+  if (ApplySlice(want)) t_applied_micros = want;
 }
 
 ThreadSliceStats GetThreadSliceStats() {

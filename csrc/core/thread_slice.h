@@ -8,6 +8,13 @@
 // threads). A 100 us slice (sched_setattr's sched_runtime for SCHED_OTHER threads, Linux 6.12
 // and later, no privilege needed; nice and policy unchanged) brought it back to 223-243 us.
 // The slice changes how finely the CPU is shared, never each thread's share (that is its nice).
+//
+// A crowded machine (more busy threads than cores besides kiln's) wants the opposite: there a
+// kiln thread that has a core should keep it until its node is done, because a node's thread
+// taken off its core holds up the graph for a busy process's whole turn (4-8 ms), whatever the
+// other kiln thread does. While a team runs (contended_pool.h), its threads ask for a 3 ms slice
+// instead: beside three busy processes the seed training step's worst 1 s median over 5 s went
+// from 2967-7364 us to 2332-4128 us (8 alternating runs each; docs/benchmarks_log.md).
 #pragma once
 
 #include <cstdint>
@@ -20,6 +27,15 @@ void RequestShortSlice();
 
 // The slice in microseconds that kiln asks for: KILN_THREAD_SLICE_US (0 turns it off), else 100.
 int64_t ShortSliceMicros();
+
+// The slice of a team's threads on a crowded machine: KILN_CROWDED_SLICE_US (0: keep the short
+// slice), else 3000.
+int64_t CrowdedSliceMicros();
+
+// Gives the calling thread the crowded slice (crowded) or the short one back; a system call only
+// when that changes the thread's slice, and nothing on a thread that never asked for the short
+// slice or where the kernel refused it.
+void UseCrowdedSlice(bool crowded);
 
 struct ThreadSliceStats {
   int64_t applied = 0;  // threads given the slice

@@ -32,6 +32,7 @@
 #include "core/error.h"
 #include "core/interrupt.h"
 #include "core/parallel.h"
+#include "core/thread_slice.h"
 #include "kernels/cpu/derived_cache.h"
 #include "ops/evaluate.h"
 #include "runtime/dataflow.h"
@@ -191,6 +192,7 @@ class Interpreter {
     if (RunsAsTeam()) {
       RunAsTeam();
     } else {
+      UseCrowdedSlice(false);  // after a team: the short slice again (a thread-local read)
       for (size_t n = 0; n < plan_.nodes.size(); ++n) {
         CheckInterrupt();
         Execute(n);

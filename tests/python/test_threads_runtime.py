@@ -3,6 +3,7 @@
 import threading
 
 import numpy as np
+import pytest
 
 import kiln as ms
 from kiln import ops
@@ -177,6 +178,75 @@ print(json.dumps({"before": before, "after": sched_attr(), "stats": ms._C.thread
 _SCHED_GETATTR = {"x86_64": 315, "aarch64": 275}
 
 
+_CROWDED_SLICE_PROBE = """
+import ctypes, json, struct
+import numpy as np
+import kiln as ms
+
+libc = ctypes.CDLL(None, use_errno=True)
+
+def slice_ns():  # sched_getattr(2)'s runtime of the calling thread
+    buf = ctypes.create_string_buffer(56)
+    assert libc.syscall(GETATTR, 0, buf, 56, 0) == 0, ctypes.get_errno()
+    return struct.unpack("IIQiIQQQII", buf.raw)[5]
+
+ms.set_num_threads(2)
+step = ms.jit(lambda x: ms.ops.matmul(x, x) + ms.ops.matmul(x * 2.0, x))  # independent nodes
+x = ms.Tensor(np.ones((64, 64), np.float32))
+step(x).asnumpy()
+quiet = slice_ns()
+teams = ms._C.contended_pool_stats()["teams"]
+ms._C.set_contention_override(1)  # contended and crowded: the graph runs as a team
+step(x).asnumpy()
+crowded = slice_ns()
+ran_as_team = ms._C.contended_pool_stats()["teams"] > teams
+ms._C.set_contention_override(0)
+step(x).asnumpy()  # in order again: the short slice back
+print(json.dumps({"quiet": quiet, "crowded": crowded, "after": slice_ns(), "team": ran_as_team,
+                  "stats": ms._C.thread_slice_stats()}))
+"""
+
+
+def _crowded_slice_probe(env_value, folder):
+    import json  # noqa: PLC0415
+    import os  # noqa: PLC0415
+    import platform  # noqa: PLC0415
+    import subprocess  # noqa: PLC0415
+    import sys  # noqa: PLC0415
+
+    env = dict(os.environ)
+    env.pop("KILN_THREAD_SLICE_US", None)
+    env.pop("KILN_CROWDED_SLICE_US", None)
+    if env_value is not None:
+        env["KILN_CROWDED_SLICE_US"] = env_value
+    script = folder / "crowded_slice_probe.py"  # a file: ms.jit reads the function's source
+    script.write_text(f"GETATTR = {_SCHED_GETATTR[platform.machine()]}\n" + _CROWDED_SLICE_PROBE)
+    cmd = [sys.executable, str(script)]
+    out = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def _kernel_keeps_fair_slices():
+    import platform  # noqa: PLC0415
+
+    major, minor = (int(part) for part in platform.release().split(".")[:2])
+    return (major, minor) >= (6, 12)
+
+
+@pytest.mark.parametrize("env_value,crowded_us", [(None, 3000), ("0", 100), ("2000", 2000)])
+def test_a_team_on_a_crowded_machine_takes_the_long_slice_and_gives_it_back(env_value,
+                                                                            crowded_us, tmp_path):
+    probe = _crowded_slice_probe(env_value, tmp_path)
+    assert probe["team"]
+    assert probe["stats"]["crowded_slice_us"] == (3000 if env_value is None else int(env_value))
+    if probe["stats"]["applied"] and _kernel_keeps_fair_slices():
+        assert probe["quiet"] == probe["after"] == 100_000
+        assert probe["crowded"] == crowded_us * 1000
+    else:  # no short slice given (an older kernel, not Linux): the crowded one is not either
+        assert probe["quiet"] == probe["crowded"] == probe["after"]
+
+
 def _slice_probe(env_value, nice=0):
     import json  # noqa: PLC0415
     import os  # noqa: PLC0415
@@ -214,5 +284,5 @@ def test_kernel_threads_ask_for_a_short_scheduler_slice_keeping_their_nice():
 
 def test_the_slice_can_be_turned_off():
     probe = _slice_probe("0")
-    assert probe["stats"] == {"slice_us": 0, "applied": 0, "refused": 0}
+    assert probe["stats"] == {"slice_us": 0, "crowded_slice_us": 3000, "applied": 0, "refused": 0}
     assert probe["after"] == probe["before"]
