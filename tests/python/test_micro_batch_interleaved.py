@@ -45,5 +45,5 @@ def test_interleave_num_is_checked():
     with_loss, _ = loss_net()
     with pytest.raises(TypeError, match="interleave_num must be an int"):
         nn.MicroBatchInterleaved(with_loss, 2.0)
-    with pytest.raises(ValueError, match="must be positive"):
+    with pytest.raises(ValueError, match="interleave_num must be > 0"):
         nn.MicroBatchInterleaved(with_loss, 0)

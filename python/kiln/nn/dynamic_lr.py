@@ -3,18 +3,11 @@ exponential, natural-exponential, inverse-time, cosine and polynomial decay, war
 optimizer's `learning_rate`. Formulas, argument checks and defaults are MindSpore 2.x's:
 current_epoch = floor(i / step_per_epoch)."""
 import math
-import numbers
+
+from kiln.ops import _core
 
 __all__ = ["piecewise_constant_lr", "exponential_decay_lr", "natural_exp_decay_lr",
            "inverse_decay_lr", "cosine_decay_lr", "polynomial_decay_lr", "warmup_lr"]
-
-
-def _positive_int(value, who, name):
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{who}: {name} must be an int, got {type(value).__name__} {value!r}")
-    if value <= 0:
-        raise ValueError(f"{who}: {name} must be > 0, got {value}")
-    return int(value)
 
 
 def _float(value, who, name, allow_zero=False):
@@ -29,9 +22,9 @@ def _float(value, who, name, allow_zero=False):
 
 def _decay_args(who, learning_rate, decay_rate, total_step, step_per_epoch, decay_epoch,
                 is_stair):
-    _positive_int(total_step, who, "total_step")
-    _positive_int(step_per_epoch, who, "step_per_epoch")
-    _positive_int(decay_epoch, who, "decay_epoch")
+    _core.positive_int_arg(total_step, who, "total_step")
+    _core.positive_int_arg(step_per_epoch, who, "step_per_epoch")
+    _core.positive_int_arg(decay_epoch, who, "decay_epoch")
     _float(learning_rate, who, "learning_rate")
     _float(decay_rate, who, "decay_rate")
     if not isinstance(is_stair, bool):
@@ -49,7 +42,7 @@ def piecewise_constant_lr(milestone, learning_rates):
                          f"{len(milestone)} and {len(learning_rates)}")
     out, last = [], 0
     for i, (m, lr) in enumerate(zip(milestone, learning_rates)):
-        _positive_int(m, who, f"milestone[{i}]")
+        _core.positive_int_arg(m, who, f"milestone[{i}]")
         if isinstance(lr, bool) or not isinstance(lr, float):
             raise TypeError(f"{who}: learning_rates[{i}] must be a float, got {lr!r}")
         if m < last:
@@ -107,7 +100,7 @@ def cosine_decay_lr(min_lr, max_lr, total_step, step_per_epoch, decay_epoch):
     _float(max_lr, who, "max_lr")
     for name, value in (("total_step", total_step), ("step_per_epoch", step_per_epoch),
                         ("decay_epoch", decay_epoch)):
-        _positive_int(value, who, name)
+        _core.positive_int_arg(value, who, name)
     if min_lr >= max_lr:
         raise ValueError(f"{who}: max_lr must be greater than min_lr, got max_lr={max_lr}, "
                          f"min_lr={min_lr}")
@@ -128,7 +121,7 @@ def polynomial_decay_lr(learning_rate, end_learning_rate, total_step, step_per_e
     _float(power, who, "power")
     for name, value in (("total_step", total_step), ("step_per_epoch", step_per_epoch),
                         ("decay_epoch", decay_epoch)):
-        _positive_int(value, who, name)
+        _core.positive_int_arg(value, who, name)
     if not isinstance(update_decay_epoch, bool):
         raise TypeError(f"{who}: update_decay_epoch must be a bool, got {update_decay_epoch!r}")
     delta = learning_rate - end_learning_rate
@@ -150,6 +143,6 @@ def warmup_lr(learning_rate, total_step, step_per_epoch, warmup_epoch):
     _float(learning_rate, who, "learning_rate", allow_zero=True)
     for name, value in (("warmup_epoch", warmup_epoch), ("total_step", total_step),
                         ("step_per_epoch", step_per_epoch)):
-        _positive_int(value, who, name)
+        _core.positive_int_arg(value, who, name)
     return [learning_rate * min(i // step_per_epoch, warmup_epoch) / warmup_epoch
             for i in range(total_step)]

@@ -47,14 +47,6 @@ def _positive(value, who, name, allow_zero=False):
     return value
 
 
-def _positive_int(value, who, name):
-    """A step count: an int > 0 (a float would be truncated, so it is a TypeError)."""
-    value = _core.int_arg(value, who, name)
-    if value <= 0:
-        raise ValueError(f"{who}: {name} must be > 0, got {value}")
-    return value
-
-
 class LearningRateSchedule(Cell):
     """Base class of learning-rate schedules: calling one with the global step (an int or a
     Tensor) returns the rate as a float32 scalar Tensor.
@@ -85,7 +77,7 @@ class ExponentialDecayLR(LearningRateSchedule):
         who = type(self).__name__
         self.learning_rate = _positive(learning_rate, who, "learning_rate")
         self.decay_rate = _positive(decay_rate, who, "decay_rate")
-        self.decay_steps = _positive_int(decay_steps, who, "decay_steps")
+        self.decay_steps = _core.positive_int_arg(decay_steps, who, "decay_steps")
         self.is_stair = bool(is_stair)
 
     def _progress(self, global_step):
@@ -123,7 +115,7 @@ class CosineDecayLR(LearningRateSchedule):
         self.max_lr = _positive(max_lr, "CosineDecayLR", "max_lr")
         if self.min_lr >= self.max_lr:
             raise ValueError(f"CosineDecayLR: min_lr ({min_lr}) must be < max_lr ({max_lr})")
-        self.decay_steps = _positive_int(decay_steps, "CosineDecayLR", "decay_steps")
+        self.decay_steps = _core.positive_int_arg(decay_steps, "CosineDecayLR", "decay_steps")
 
     def construct(self, global_step):
         p = ops.minimum(_step_tensor(global_step), float(self.decay_steps)) / self.decay_steps
@@ -142,7 +134,7 @@ class PolynomialDecayLR(LearningRateSchedule):
         self.learning_rate = _positive(learning_rate, who, "learning_rate")
         self.end_learning_rate = _positive(end_learning_rate, who, "end_learning_rate",
                                            allow_zero=True)
-        self.decay_steps = _positive_int(decay_steps, who, "decay_steps")
+        self.decay_steps = _core.positive_int_arg(decay_steps, who, "decay_steps")
         self.power = _positive(power, who, "power")
         self.update_decay_steps = bool(update_decay_steps)
 
@@ -166,7 +158,7 @@ class WarmUpLR(LearningRateSchedule):
     def __init__(self, learning_rate, warmup_steps):
         super().__init__()
         self.learning_rate = _positive(learning_rate, "WarmUpLR", "learning_rate")
-        self.warmup_steps = _positive_int(warmup_steps, "WarmUpLR", "warmup_steps")
+        self.warmup_steps = _core.positive_int_arg(warmup_steps, "WarmUpLR", "warmup_steps")
 
     def construct(self, global_step):
         step = ops.minimum(_step_tensor(global_step), float(self.warmup_steps))

@@ -45,6 +45,14 @@ def int_arg(value, op, name):
     return value_or_none
 
 
+def positive_int_arg(value, op, name):
+    """int_arg that must also be > 0 (a count: steps, slices, a window); ValueError otherwise."""
+    value = int_arg(value, op, name)
+    if value <= 0:
+        raise ValueError(f"{op}: {name} must be > 0, got {value}")
+    return value
+
+
 def axes_attr(axis, op, name="axis"):
     """None, an int or a sequence of ints -> None or a tuple of ints; TypeError naming `op`."""
     if axis is None:

@@ -6,6 +6,7 @@ from kiln.nn.cell import Cell
 from kiln.nn.layer.basic import Identity
 from kiln.nn.optim.optimizer import Optimizer
 from kiln.nn.wrap.grad_reducer import broadcast_parameters, training_grad_reducer
+from kiln.ops import _core
 from kiln.ops.composite import value_and_grad
 
 __all__ = ["WithLossCell", "TrainOneStepCell", "WithEvalCell", "MicroBatchInterleaved"]
@@ -99,12 +100,8 @@ class MicroBatchInterleaved(Cell):
 
     def __init__(self, network, interleave_num=2):
         super().__init__(auto_prefix=False)
-        if isinstance(interleave_num, bool) or not isinstance(interleave_num, int):
-            raise TypeError(f"MicroBatchInterleaved: interleave_num must be an int, got "
-                            f"{type(interleave_num).__name__}")
-        if interleave_num <= 0:
-            raise ValueError(f"MicroBatchInterleaved: interleave_num must be positive, got "
-                             f"{interleave_num}")
+        interleave_num = _core.positive_int_arg(interleave_num, "MicroBatchInterleaved",
+                                                "interleave_num")
         self.network = network
         self.interleave_num = interleave_num
 
