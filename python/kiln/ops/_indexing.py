@@ -18,6 +18,10 @@ from kiln.common import dtype as mstype
 from kiln.common._arrays import tensor_of
 from kiln.ops._core import call, is_tensor
 
+# strided_slice's end for "to the end of the axis": runtime clamping makes it the axis's size,
+# which a graph compiled for a dimension of any size (-1) does not know.
+_TO_END = 2**63 - 1
+
 
 class _Plan:
     """The parsed index: how to slice, reshape, advance-index and reverse one tensor."""
@@ -27,6 +31,8 @@ class _Plan:
         self.view_shape = []       # shape after dropping int axes and inserting None axes
         self.advanced = []         # (view axis, int64 Tensor)
         self.reversed = []         # view axes taken with a negative step
+        self.int_dims = []         # input dims an int takes (kept, length 1, by strided_slice)
+        self.new_axes = []         # view_shape positions that None inserts
 
 
 class InvalidIndexError(IndexError, TypeError):
@@ -100,7 +106,14 @@ def _plan(shape, index):
                 _keep_axis(plan, shape[dim])
                 dim += 1
         elif kind == "none":
+            plan.new_axes.append(len(plan.view_shape))
             plan.view_shape.append(1)
+        elif kind == "int" and shape[dim] < 0:
+            # A dimension of any size (a declared None): the bound is checked when the graph
+            # runs, by a 0-d index (placed as the int would be; NumPy's rule agrees).
+            plan.advanced.append((len(plan.view_shape), tensor_of(np.array(payload, np.int64))))
+            _keep_axis(plan, shape[dim])
+            dim += 1
         elif kind == "int":
             size = shape[dim]
             if not -size <= payload < size:
@@ -114,6 +127,7 @@ def _plan(shape, index):
                 plan.begin.append(i)
                 plan.end.append(i + 1)
                 plan.steps.append(1)
+                plan.int_dims.append(dim)
             dim += 1
         elif kind == "slice":
             _slice_axis(plan, payload, shape[dim])
@@ -132,12 +146,29 @@ def _plan(shape, index):
 
 def _keep_axis(plan, size):
     plan.begin.append(0)
-    plan.end.append(size)
+    plan.end.append(size if size >= 0 else _TO_END)
     plan.steps.append(1)
     plan.view_shape.append(size)
 
 
+def _slice_of_any_size(plan, sl):
+    """A slice along a dimension of any size: Python's bounds, resolved when the graph runs."""
+    step = 1 if sl.step is None else int(sl.step)
+    if step == 0:
+        raise ValueError("slice step cannot be zero")
+    if step < 0:
+        raise IndexError("a slice with a negative step along a dimension declared of any size "
+                         "(None) is not supported; reverse the tensor with ops.flip")
+    plan.begin.append(0 if sl.start is None else int(sl.start))
+    plan.end.append(_TO_END if sl.stop is None else int(sl.stop))
+    plan.steps.append(step)
+    plan.view_shape.append(-1)
+
+
 def _slice_axis(plan, sl, size):
+    if size < 0:
+        _slice_of_any_size(plan, sl)
+        return
     start, stop, step = sl.indices(size)
     count = len(range(start, stop, step))
     if step < 0:
@@ -183,12 +214,20 @@ def _bool_index(plan, mask, shape, dim):
 def _basic_view(tensor, plan):
     """The strided_slice + reshape view for the basic part of the plan."""
     view = tensor
-    if any(s != 1 or b != 0 or e < d for b, e, s, d in
+    if any(s != 1 or b != 0 or (e < d if d >= 0 else e != _TO_END) for b, e, s, d in
            zip(plan.begin, plan.end, plan.steps, tensor.shape)):
         view = call("strided_slice", (tensor,),
                     (tuple(plan.begin), tuple(plan.end), tuple(plan.steps)))
-    if tuple(view.shape) != tuple(plan.view_shape):
-        view = call("reshape", (view,), (tuple(plan.view_shape),))
+    if tuple(view.shape) == tuple(plan.view_shape):
+        return view
+    if all(d >= 0 for d in plan.view_shape):
+        return call("reshape", (view,), (tuple(plan.view_shape),))
+    # Dimensions of any size (-1): no reshape can name them, so the int axes are squeezed and
+    # the None axes inserted one by one.
+    if plan.int_dims:
+        view = call("squeeze", (view,), (tuple(plan.int_dims),))
+    for axis in plan.new_axes:
+        view = call("expand_dims", (view,), (axis,))
     return view
 
 

@@ -6,6 +6,7 @@ import numpy as np
 
 from kiln.common.tensor import Tensor
 from kiln.jit.api import JitConfig, jit
+from kiln.jit.declared import check_signature, dims_of
 from kiln.train._data import DataSource, SinkFeeder
 
 __all__ = ["data_sink"]
@@ -24,6 +25,18 @@ def _loop_over(fn):
     return sink_loop
 
 
+def _stacked_signature(signature):
+    """The sink loop's declared inputs from one batch's: the step count (a 0-d int32), then each
+    column with a leading axis of any size (the stacked batches), so that one graph serves every
+    sink whatever its chunks' lengths and batch sizes."""
+    columns = check_signature(signature, "data_sink")
+    if columns is None:
+        return None
+    stacked = [Tensor(shape=[None] + [None if d < 0 else d for d in dims_of(t)], dtype=t.dtype)
+               for t in columns]
+    return (Tensor(np.array(0, np.int32)), *stacked)  # the count: any 0-d int32
+
+
 class _SinkProcess:
     """What data_sink returns: call it (without arguments) to run one sink."""
 
@@ -32,7 +45,8 @@ class _SinkProcess:
         self._feeder = SinkFeeder(DataSource(dataset, "data_sink"), sink_size)
         self._loop = self._step = None
         if jit_config is not None:
-            self._loop = jit(_loop_over(fn), jit_config=jit_config)
+            self._loop = jit(_loop_over(fn), jit_config=jit_config,
+                             input_signature=_stacked_signature(input_signature))
             self._step = jit(fn, jit_config=jit_config, input_signature=input_signature)
 
     def __call__(self):

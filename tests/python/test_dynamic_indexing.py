@@ -1,0 +1,120 @@
+"""Indexing a tensor whose graph was compiled for dimensions of any size (input_signature /
+Cell.set_inputs with None): ints, slices, None and ... along such dimensions, checked against
+NumPy for several sizes served by one compiled graph."""
+import numpy as np
+import pytest
+
+import kiln as ms
+
+SIGNATURE = (ms.Tensor(shape=[None, None, 4], dtype=ms.float32),)
+
+# Each body indexes x of shape (n, m, 4), n >= 3 and m >= 2 in the sizes below. Named
+# functions: ms.jit reads each one's source.
+def int_index(x):
+    return x[1]
+
+
+def negative_int(x):
+    return x[-1]
+
+
+def int_on_the_fixed_dim(x):
+    return x[:, :, 2]
+
+
+def ints(x):
+    return x[0, -1]
+
+
+def plain_slice(x):
+    return x[1:]
+
+
+def slice_with_stop(x):
+    return x[:2, 1:]
+
+
+def negative_bounds(x):
+    return x[-2:, :-1]
+
+
+def step(x):
+    return x[::2]
+
+
+def new_axis(x):
+    return x[:, None, 0]
+
+
+def ellipsis(x):
+    return x[..., 1]
+
+
+def mixed(x):
+    return x[1:, 0, None, 1:3]
+
+
+CASES = [int_index, negative_int, int_on_the_fixed_dim, ints, plain_slice, slice_with_stop,
+         negative_bounds, step, new_axis, ellipsis, mixed]
+
+SIZES = [(3, 2), (5, 3), (4, 7)]
+
+
+@pytest.mark.parametrize("body", CASES, ids=[f.__name__ for f in CASES])
+def test_index_along_dimensions_of_any_size_matches_numpy(body):
+    fn = ms.jit(body, input_signature=SIGNATURE)
+    before = ms.get_jit_stats()["compiles"]
+    for n, m in SIZES:
+        a = np.arange(n * m * 4, dtype=np.float32).reshape(n, m, 4)
+        np.testing.assert_array_equal(fn(ms.Tensor(a)).asnumpy(), body(a))
+    assert ms.get_jit_stats()["compiles"] - before == 1  # one graph for every size
+
+
+def past_the_end(x):
+    return x[3] + 1.0
+
+
+def reversed_rows(x):
+    return x[::-1]
+
+
+def tensor_rows(x, rows):
+    return x[rows] * 2.0
+
+
+def test_a_tensor_index_along_a_dimension_of_any_size():
+    fn = ms.jit(tensor_rows, input_signature=SIGNATURE + (ms.Tensor(shape=[None], dtype=ms.int32),))
+    for n, m in SIZES:
+        a = np.arange(n * m * 4, dtype=np.float32).reshape(n, m, 4)
+        rows = np.array([0, n - 1, 1], np.int32)
+        np.testing.assert_array_equal(fn(ms.Tensor(a), ms.Tensor(rows)).asnumpy(), a[rows] * 2)
+
+
+def test_an_int_past_the_end_of_a_dimension_of_any_size_is_an_index_error():
+    fn = ms.jit(past_the_end, input_signature=SIGNATURE)
+    a = np.ones((5, 2, 4), np.float32)
+    np.testing.assert_array_equal(fn(ms.Tensor(a)).asnumpy(), a[3] + 1.0)
+    with pytest.raises(IndexError, match="out of bounds"):
+        fn(ms.Tensor(np.ones((3, 2, 4), np.float32)))
+
+
+def test_a_negative_step_along_a_dimension_of_any_size_is_refused():
+    fn = ms.jit(reversed_rows, input_signature=SIGNATURE)
+    with pytest.raises(IndexError, match="negative step.*any size"):
+        fn(ms.Tensor(np.ones((3, 2, 4), np.float32)))
+
+
+def test_setitem_along_a_dimension_of_any_size():
+    def write(x):
+        y = x * 1.0
+        y[1:, 0] = 0.0
+        y[0] = 5.0
+        return y
+
+    fn = ms.jit(write, input_signature=SIGNATURE)
+    for n, m in SIZES:
+        a = np.arange(n * m * 4, dtype=np.float32).reshape(n, m, 4)
+        want = a.copy()
+        want[1:, 0] = 0.0
+        want[0] = 5.0
+        np.testing.assert_array_equal(fn(ms.Tensor(a)).asnumpy(), want)
