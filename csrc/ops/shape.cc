@@ -270,6 +270,20 @@ void DependKernel(KernelContext& ctx) {
   ctx.outputs = {x.AsStrided(x.shape(), x.strides(), x.offset())};
 }
 
+// ---- tensor_shape: the input's shape as the graph runs (an int64 vector), for dimensions a
+// graph was compiled without knowing (declared None)
+
+std::vector<TensorMeta> InferTensorShape(const OpDef&, const std::vector<TensorMeta>& in,
+                                         const Attrs&) {
+  return {TensorMeta{DType::Int64, Shape{static_cast<int64_t>(in[0].shape.size())}}};
+}
+
+void TensorShapeKernel(KernelContext& ctx) {
+  const Shape& shape = ctx.inputs[0].shape();
+  int64_t* out = ctx.outputs[0].data<int64_t>();
+  for (size_t i = 0; i < shape.size(); ++i) out[i] = shape[i];
+}
+
 // ---- reshape: a view when the layout allows, else a contiguous copy
 
 std::vector<TensorMeta> InferReshapeOp(const OpDef& def, const std::vector<TensorMeta>& in,
@@ -435,6 +449,10 @@ void RegisterShapeOps(OpRegistry& r) {
                          InferSplit, SplitKernel, SplitGrad),
                   {}, {}));
   r.Add(ViewOp(OpKind::Depend, {"value", "expr"}, {}, InferDepend, DependKernel, DependGrad));
+  OpDef tensor_shape =
+      MakeOpDef(OpKind::TensorShape, {"input"}, {}, InferTensorShape, TensorShapeKernel);
+  tensor_shape.grad = NotDifferentiable;
+  r.Add(GradReads(std::move(tensor_shape), {}, {}));
   // Reshape may copy; is_view says the output may alias the input.
   r.Add(GradReads(ViewOp(OpKind::Reshape, {"input"}, {{"shape", Shape{}}}, InferReshapeOp,
                          ReshapeKernel, ReshapeGrad),

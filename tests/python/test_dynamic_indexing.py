@@ -118,3 +118,58 @@ def test_setitem_along_a_dimension_of_any_size():
         want[1:, 0] = 0.0
         want[0] = 5.0
         np.testing.assert_array_equal(fn(ms.Tensor(a)).asnumpy(), want)
+
+
+def plus_rows(x):
+    return x.sum() + x.shape[0] * x.shape[2]
+
+
+def sum_rows_in_a_loop(x):
+    total = x[0] * 0.0
+    for i in range(x.shape[0]):
+        total = total + x[i]
+    return total
+
+
+def branch_on_rows(x):
+    if x.shape[0] > 3:
+        return x * 2.0
+    return x
+
+
+@pytest.mark.parametrize("body,want", [
+    (plus_rows, lambda a: a.sum() + a.shape[0] * 4),
+    (sum_rows_in_a_loop, lambda a: a.sum(axis=0)),
+    (branch_on_rows, lambda a: a * 2.0 if a.shape[0] > 3 else a),
+], ids=["arithmetic", "range", "if"])
+def test_shape_of_a_dimension_of_any_size_is_its_size_as_the_graph_runs(body, want):
+    # MindSpore's Graph mode gives the runtime size there; a -1 would compute silently wrong.
+    fn = ms.jit(body, input_signature=SIGNATURE)
+    for n, m in SIZES:
+        a = np.arange(n * m * 4, dtype=np.float32).reshape(n, m, 4)
+        np.testing.assert_allclose(fn(ms.Tensor(a)).asnumpy(), want(a), rtol=1e-6)
+
+
+def rows_as_python_int(x):
+    return x * float(x.shape[0] == 3)
+
+
+@pytest.mark.filterwarnings("ignore")  # LAX: float() of a runtime value runs in Python
+def test_a_dimension_of_any_size_through_a_python_builtin_is_its_runtime_value():
+    fn = ms.jit(rows_as_python_int, input_signature=SIGNATURE)
+    for n, m in SIZES:
+        a = np.ones((n, m, 4), np.float32)
+        np.testing.assert_array_equal(fn(ms.Tensor(a)).asnumpy(), a * float(n == 3))
+
+
+def shape_vector(x):
+    return ms.ops.dyn_shape(x) * 2
+
+
+def test_dyn_shape_in_a_graph_is_the_shape_it_runs_with():
+    fn = ms.jit(shape_vector, input_signature=SIGNATURE)
+    for n, m in SIZES:
+        got = fn(ms.Tensor(np.ones((n, m, 4), np.float32)))
+        assert got.dtype == ms.int64
+        np.testing.assert_array_equal(got.asnumpy(), [2 * n, 2 * m, 8])
+    np.testing.assert_array_equal(ms.ops.dyn_shape(ms.Tensor(np.ones((2, 3)))).asnumpy(), [2, 3])

@@ -274,3 +274,18 @@ def test_transposed_copy_keeps_every_bit():
     x = to_kiln(arr, ms.float32)
     out = x._as_strided([32, 32], [1, 32], 0).contiguous().asnumpy()
     np.testing.assert_array_equal(out.view(np.uint32), bits.T)
+
+
+@pytest.mark.parametrize("dtype,np_dtype", ALL_DTYPES, ids=[str(d[0]) for d in ALL_DTYPES])
+@pytest.mark.parametrize("shape", [(), (0, 3), (2, 3, 4), (1, 1, 1, 5)])
+def test_tensor_shape_is_the_shape_as_int64_in_both_modes(shape, dtype, np_dtype):
+    x, a = make(shape, dtype, np_dtype)
+    eager = call("tensor_shape", (x,))
+    graph = ms.jit(tensor_shape_of)(x)
+    for out in (eager, graph):
+        assert out.dtype == ms.int64 and tuple(out.shape) == (len(shape),)
+        np.testing.assert_array_equal(out.asnumpy(), np.array(a.shape, np.int64))
+
+
+def tensor_shape_of(x):
+    return ops.dyn_shape(x)

@@ -9,7 +9,7 @@ from kiln.common.tensor import Tensor
 from kiln.jit import builtin_checks
 from kiln.jit.callables import BuildAtCompileTime, real_classes, two_argument_super
 from kiln.jit.forbidden import ForbiddenCall
-from kiln.jit.graph_tensor import GraphTensor, is_tensor
+from kiln.jit.graph_tensor import GraphTensor, is_tensor, with_runtime_dims
 from kiln.jit.rewrites import CALL_METHOD_FN, LSHIFT_FN, RSHIFT_FN
 from kiln.jit.scope import CellProxy
 
@@ -100,6 +100,7 @@ class TensorRange:
 
 
 def _range(*args):
+    args = with_runtime_dims(args)
     for i, a in enumerate(args):
         if isinstance(a, GraphTensor) and (a.size != 1 or a.dtype.is_floating_point
                                            or a.dtype == mstype.bool_):

@@ -43,6 +43,67 @@ class CompileTimeValueError(TypeError):
     """A tensor's value was needed while compiling, but it is only known when the graph runs."""
 
 
+def _from_user_code():
+    """True when the code reading a shape (two frames up: past the property) is not kiln's."""
+    return not is_kiln_frame(sys._getframe(2))
+
+
+def _dim_operator(name):
+    def apply(self, *other):
+        if is_kiln_frame(sys._getframe(1)):
+            return getattr(int, name)(self, *other)  # kiln's own code: -1, "any size"
+        return getattr(self.value(), name)(*other)
+
+    apply.__name__ = name
+    return apply
+
+
+def _dim_as_int(name):
+    def refuse(self):
+        if is_kiln_frame(sys._getframe(1)):
+            return getattr(int, name)(self)
+        raise CompileTimeValueError(
+            f"axis {self.axis} of this tensor was declared of any size (None), so its size is "
+            f"known only when the graph runs, not as a Python int while compiling; compute with "
+            f"it as a tensor (it is one in arithmetic, comparisons and ops.dyn_shape(x))"
+        )
+
+    refuse.__name__ = name
+    return refuse
+
+
+class DimOfAnySize(int):
+    """`x.shape[i]` where the graph was compiled without knowing that size (a dimension declared
+    None): to kiln's own code the -1 it always was, but in the user's arithmetic and comparisons
+    the size the graph runs with (a 0-d int64 tensor from tensor_shape), and as a Python int
+    (range, int(), an index) a CompileTimeValueError instead of a silent -1."""
+
+    def __new__(cls, tensor, axis):
+        dim = super().__new__(cls, -1)
+        dim.tensor, dim.axis = tensor, axis
+        return dim
+
+    def value(self):
+        return call("tensor_shape", (self.tensor,))[self.axis]
+
+    __hash__ = int.__hash__
+
+
+for _name in ("__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__",
+              "__floordiv__", "__rfloordiv__", "__truediv__", "__rtruediv__", "__mod__",
+              "__rmod__", "__pow__", "__rpow__", "__neg__", "__lt__", "__le__", "__gt__",
+              "__ge__", "__eq__", "__ne__"):
+    setattr(DimOfAnySize, _name, _dim_operator(_name))
+for _name in ("__index__", "__int__", "__float__", "__bool__"):
+    setattr(DimOfAnySize, _name, _dim_as_int(_name))
+
+
+def with_runtime_dims(values):
+    """values with each DimOfAnySize replaced by its size as the graph runs: for the converter's
+    own builtins (range, int, float, str), which act for the user's code from kiln's."""
+    return tuple(v.value() if isinstance(v, DimOfAnySize) else v for v in values)
+
+
 class GraphTensor(GraphValue):
     """Stands for a tensor while a function is compiled: ops on it add nodes to the graph.
 
@@ -60,6 +121,8 @@ class GraphTensor(GraphValue):
 
     @property
     def shape(self):
+        if self._shape and min(self._shape) < 0 and _from_user_code():
+            return tuple(DimOfAnySize(self, i) if d < 0 else d for i, d in enumerate(self._shape))
         return self._shape
 
     @property

@@ -10,7 +10,7 @@ level that is an error naming the line.
 import builtins
 
 from kiln.jit import lax
-from kiln.jit.graph_tensor import CompileTimeValueError, GraphTensor
+from kiln.jit.graph_tensor import CompileTimeValueError, GraphTensor, with_runtime_dims
 
 _CONVERSIONS = {-1: None, 115: str, 114: repr, 97: ascii}
 
@@ -72,6 +72,8 @@ def raise_at_runtime(exc_type, args):
 def value_builtin(fn, *args, **kwargs):
     """int(x), float(x), str(x) in compiled code: Python's for known values; for a value the
     graph computes, Python's when the graph runs (LAX), as PyNative gives it."""
+    if fn in (builtins.int, builtins.float, builtins.str):
+        args = with_runtime_dims(args)
     if fn not in (builtins.int, builtins.float, builtins.str) or not _unknown(args):
         return fn(*args, **kwargs)
     if not lax.is_lax():

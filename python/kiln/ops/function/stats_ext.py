@@ -300,9 +300,9 @@ def tuple_to_array(input_x):
 
 
 def dyn_shape(input_x):
-    """The shape as an int64 tensor."""
-    return tensor_of(np.asarray(tuple(_tensor("dyn_shape", input_x, "input_x").shape),
-                                np.int64))
+    """The shape as an int64 tensor: in a graph compiled for dimensions of any size (declared
+    None), the shape the graph runs with (the tensor_shape op)."""
+    return call("tensor_shape", (_tensor("dyn_shape", input_x, "input_x"),))
 
 
 def diff_ext(input, n=1, dim=-1, prepend=None, append=None):  # noqa: A002
