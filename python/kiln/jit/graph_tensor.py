@@ -83,6 +83,8 @@ class DimOfAnySize(int):
         dim.tensor, dim.axis = tensor, axis
         return dim
 
+    kiln_dim_of_any_size = True  # how ops (below jit) recognize one: reshape resolves it
+
     def value(self):
         return call("tensor_shape", (self.tensor,))[self.axis]
 

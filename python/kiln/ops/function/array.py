@@ -1,5 +1,6 @@
 """Array functional ops: shapes and views, joining and splitting, gathering, creation, random."""
 import builtins
+import math
 import numbers
 
 import numpy as np
@@ -37,7 +38,37 @@ def _axis(axis, ndim, op, name="axis"):
 
 def reshape(input, shape):  # noqa: A002 - MindSpore's argument names
     """A view when the layout allows, else a contiguous copy; one dimension may be -1."""
-    return call("reshape", (input,), (shape_attr(shape, "reshape"),))
+    return call("reshape", (input,), (_reshape_target(input, shape),))
+
+
+def _reshape_target(input, shape):  # noqa: A002
+    """shape as reshape's attribute. In a graph compiled for a dimension of any size, a size the
+    user read from input.shape there (`x.view(x.shape[0], -1)`) stands for that dimension: it
+    becomes the one -1, and a -1 of the user's becomes the size the other known dimensions
+    leave, so that the graph reshapes as PyNative would for every size."""
+    items = tuple(shape) if isinstance(shape, (tuple, list)) else (shape,)
+    read = [i for i, d in enumerate(items) if getattr(d, "kiln_dim_of_any_size", False)]
+    if len(read) != 1 or items[read[0]].tensor is not input:
+        return shape_attr(shape, "reshape")
+    axis = items[read[0]].axis
+    dims = tuple(input.shape)
+    if any(d < 0 for i, d in enumerate(dims) if i != axis):
+        return shape_attr(shape, "reshape")  # more than one unknown: reshape's own rules
+    known = math.prod(d for i, d in enumerate(dims) if i != axis)
+    rest = [int(d) for i, d in enumerate(items) if i != read[0]]
+    if rest.count(-1) == 1:
+        fixed = math.prod(d for d in rest if d != -1)
+        if fixed == 0 or known % fixed:
+            raise ValueError(f"reshape: cannot reshape {_shown(dims)} to {_shown(items)}")
+        rest[rest.index(-1)] = known // fixed
+    elif math.prod(rest) != known:
+        raise ValueError(f"reshape: cannot reshape {_shown(dims)} to {_shown(items)}")
+    rest.insert(read[0], -1)
+    return tuple(rest)
+
+
+def _shown(dims):
+    return "(" + ", ".join("?" if d < 0 else str(int(d)) for d in dims) + ")"
 
 
 def transpose(input, input_perm):  # noqa: A002

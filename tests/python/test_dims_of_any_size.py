@@ -1,6 +1,6 @@
-"""Indexing a tensor whose graph was compiled for dimensions of any size (input_signature /
-Cell.set_inputs with None): ints, slices, None and ... along such dimensions, checked against
-NumPy for several sizes served by one compiled graph."""
+"""Graphs compiled for dimensions of any size (input_signature / Cell.set_inputs with None):
+indexing along them, their sizes read through x.shape, reshapes by them and ops.dyn_shape,
+checked against NumPy for several sizes served by one compiled graph."""
 import numpy as np
 import pytest
 
@@ -173,3 +173,37 @@ def test_dyn_shape_in_a_graph_is_the_shape_it_runs_with():
         assert got.dtype == ms.int64
         np.testing.assert_array_equal(got.asnumpy(), [2 * n, 2 * m, 8])
     np.testing.assert_array_equal(ms.ops.dyn_shape(ms.Tensor(np.ones((2, 3)))).asnumpy(), [2, 3])
+
+
+IMAGES = (ms.Tensor(shape=[None, 1, 6, 6], dtype=ms.float32),)
+
+
+def flatten_rows(x):
+    return x.view(x.shape[0], -1) * 2.0
+
+
+def drop_channel(x):
+    return x.reshape((x.shape[0], 6, 6)) + 1.0
+
+
+def wrong_rows(x):
+    return x.reshape(x.shape[0], 7)
+
+
+@pytest.mark.parametrize("body,want", [
+    (flatten_rows, lambda a: a.reshape(a.shape[0], -1) * 2.0),
+    (drop_channel, lambda a: a.reshape(a.shape[0], 6, 6) + 1.0),
+], ids=["view(n, -1)", "reshape((n, 6, 6))"])
+def test_reshape_by_a_size_read_from_the_tensor(body, want):
+    fn = ms.jit(body, input_signature=IMAGES)
+    before = ms.get_jit_stats()["compiles"]
+    for n in (1, 4, 9):
+        a = np.arange(n * 36, dtype=np.float32).reshape(n, 1, 6, 6)
+        np.testing.assert_array_equal(fn(ms.Tensor(a)).asnumpy(), want(a))
+    assert ms.get_jit_stats()["compiles"] - before == 1
+
+
+def test_a_reshape_that_cannot_hold_the_elements_is_a_value_error():
+    fn = ms.jit(wrong_rows, input_signature=IMAGES)
+    with pytest.raises(ValueError, match=r"cannot reshape \(\?, 1, 6, 6\) to \(\?, 7\)"):
+        fn(ms.Tensor(np.ones((2, 1, 6, 6), np.float32)))
