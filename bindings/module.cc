@@ -211,9 +211,12 @@ void InitModule(nb::module_& m) {
     d["allocated_bytes"] = s.allocated_bytes;
     d["cached_bytes"] = s.cached_bytes;
     d["peak_allocated_bytes"] = s.peak_allocated_bytes;
+    d["peak_reserved_bytes"] = s.peak_reserved_bytes;
     d["system_allocations"] = s.system_allocations;
     return d;
   });
+  m.def("reset_peak_allocated", &ResetPeakAllocated);
+  m.def("reset_peak_reserved", &ResetPeakReserved);
   // Dataset queues of sink mode (core/feed_queue.h): the feeder thread pushes, get_next pops.
   m.def("feed_queue_create", [](size_t capacity) { return CreateFeedQueue(capacity); });
   m.def("feed_queue_push", [](int64_t id, nb::list batch) {

@@ -79,6 +79,8 @@ void* AllocateBytes(size_t nbytes, size_t* rounded_size) {
       return ptr;
     }
     cache.stats.system_allocations++;
+    const int64_t reserved = cache.stats.allocated_bytes + cache.stats.cached_bytes;
+    if (reserved > cache.stats.peak_reserved_bytes) cache.stats.peak_reserved_bytes = reserved;
   }
   void* ptr = std::aligned_alloc(kAlignment, size);
   if (ptr == nullptr) {
@@ -123,6 +125,12 @@ AllocatorStats GetAllocatorStats() {
 void ResetPeakAllocated() {
   std::lock_guard<std::mutex> lock(GlobalCache().mutex);
   GlobalCache().stats.peak_allocated_bytes = GlobalCache().stats.allocated_bytes;
+}
+
+void ResetPeakReserved() {
+  std::lock_guard<std::mutex> lock(GlobalCache().mutex);
+  AllocatorStats& stats = GlobalCache().stats;
+  stats.peak_reserved_bytes = stats.allocated_bytes + stats.cached_bytes;
 }
 
 }  // namespace kiln

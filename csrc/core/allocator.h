@@ -16,7 +16,8 @@ struct AllocatorStats {
   int64_t allocated_bytes = 0;  // live blocks handed out, at their rounded sizes
   int64_t cached_bytes = 0;     // freed blocks kept for reuse
   int64_t peak_allocated_bytes = 0;
-  int64_t system_allocations = 0;  // how often the cache missed
+  int64_t peak_reserved_bytes = 0;  // of allocated + cached: what the process holds
+  int64_t system_allocations = 0;   // how often the cache missed
 };
 
 void* AllocateBytes(size_t nbytes, size_t* rounded_size);
@@ -24,5 +25,6 @@ void FreeBytes(void* ptr, size_t rounded_size);
 void EmptyCache();
 AllocatorStats GetAllocatorStats();
 void ResetPeakAllocated();
+void ResetPeakReserved();
 
 }  // namespace kiln

@@ -81,7 +81,7 @@ _seed_state = {"seed": None}
 # nn, parameters and checkpoints (added by the nn engineer), and the rest of the module surface
 # MindSpore code imports (docs/graph_mode.md, "Module surface").
 from kiln import common as _common  # noqa: E402
-from kiln import communication, dataset, experimental, log, mint, nn, train  # noqa: E402,F401
+from kiln import communication, dataset, experimental, log, mint, nn, runtime, train  # noqa: E402,F401
 from kiln.common.api import jit_class  # noqa: E402,F401
 from kiln.common.parameter import Parameter, ParameterTuple  # noqa: E402,F401
 from kiln.common.sparse_tensor import COOTensor, CSRTensor, RowTensor  # noqa: E402,F401
