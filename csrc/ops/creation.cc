@@ -52,17 +52,32 @@ std::vector<TensorMeta> InferFill(const OpDef& def, const std::vector<TensorMeta
   return {TensorMeta{AttrDType(attrs, 2), CheckedShape(attrs, 0, def.name)}};
 }
 
-void FillKernel(KernelContext& ctx) {
-  const Tensor& out = ctx.outputs[0];
+// Writes attribute `value_attr` into every element of out.
+void FillWith(const Tensor& out, const Attrs& attrs, size_t value_attr) {
   // Integer values stay integers so int64 fills beyond 2**53 are exact.
-  if (auto* v = std::get_if<int64_t>(&ctx.attrs[1])) {
+  if (auto* v = std::get_if<int64_t>(&attrs[value_attr])) {
     int64_t value = *v;
     Generate(out, [value](int64_t) { return value; });
   } else {
-    double value = AttrFloat(ctx.attrs, 1);
+    double value = AttrFloat(attrs, value_attr);
     Generate(out, [value](int64_t) { return value; });
   }
 }
+
+void FillKernel(KernelContext& ctx) { FillWith(ctx.outputs[0], ctx.attrs, 1); }
+
+// ---- fill_like(like; value, dtype): like's shape as the graph runs (a graph compiled for
+// dimensions of any size knows it only then), filled with value
+
+std::vector<TensorMeta> InferFillLike(const OpDef&, const std::vector<TensorMeta>& in,
+                                      const Attrs& attrs) {
+  return {TensorMeta{AttrDType(attrs, 1), in[0].shape}};
+}
+
+void FillLikeKernel(KernelContext& ctx) { FillWith(ctx.outputs[0], ctx.attrs, 0); }
+
+// The output does not depend on like's values: no gradient reaches it.
+std::vector<GradVar> FillLikeGrad(GradBuilder&) { return {GradVar{}}; }
 
 // ---- arange(start, end, step, dtype): NumPy's length ceil((end - start) / step)
 
@@ -201,6 +216,11 @@ void RegisterCreationOps(OpRegistry& r) {
   const AttrValue none = std::monostate{};
   r.Add(MakeOp(OpKind::Fill, {{"shape", Shape{}}, {"value", 0.0}, {"dtype", DType::Float32}},
                InferFill, FillKernel));
+  OpDef fill_like = MakeOp(OpKind::FillLike, {{"value", 0.0}, {"dtype", DType::Float32}},
+                           InferFillLike, FillLikeKernel);
+  fill_like.inputs = {"like"};
+  fill_like.grad = FillLikeGrad;
+  r.Add(GradReads(std::move(fill_like), {}, {}));
   // start, end and step are ints or floats (None defaults accept either; inference checks).
   r.Add(MakeOp(OpKind::Arange,
                {{"start", none}, {"end", none}, {"step", none}, {"dtype", DType::Int64}},

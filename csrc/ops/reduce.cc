@@ -285,6 +285,8 @@ struct ReduceGradCtx {
   std::vector<int64_t> axes;  // reduced axes (non-negative); empty for a 0-d input
   Shape kept;                 // the input's shape with reduced dims set to 1
   int64_t count = 1;          // elements reduced into each output element
+  bool any_size = false;      // the input has a dimension of any size (-1; known when run)
+  bool count_known = true;    // no reduced dimension is of any size
 };
 
 ReduceGradCtx ReduceGradInfo(GradBuilder& g, OpKind kind, const AttrValue& axes_attr) {
@@ -292,22 +294,32 @@ ReduceGradCtx ReduceGradInfo(GradBuilder& g, OpKind kind, const AttrValue& axes_
   c.in = g.meta(g.input(0));
   std::vector<bool> mask = ReducedAxes(GetOpDef(kind), c.in.shape, axes_attr);
   c.kept = ReducedShape(c.in.shape, mask, true);
-  for (size_t d = 0; d < mask.size(); ++d)
+  for (size_t d = 0; d < mask.size(); ++d) {
+    c.any_size |= c.in.shape[d] < 0;
     if (mask[d]) {
       c.axes.push_back(static_cast<int64_t>(d));
       c.count *= c.in.shape[d];
+      c.count_known &= c.in.shape[d] >= 0;
     }
+  }
   return c;
 }
 
-// v (an output-shaped tensor) reshaped so its reduced dims are kept as size 1.
+// v (an output-shaped tensor) reshaped so its reduced dims are kept as size 1. With dimensions
+// of any size, which a reshape could name only one of, the reduced axes are inserted instead.
 GradVar Kept(GradBuilder& g, const ReduceGradCtx& c, GradVar v) {
   if (g.meta(v).shape == c.kept) return v;
-  return g.Emit1(OpKind::Reshape, {v}, {c.kept});
+  if (!c.any_size || g.meta(v).shape.size() + c.axes.size() != c.kept.size())
+    return g.Emit1(OpKind::Reshape, {v}, {c.kept});
+  for (int64_t axis : c.axes) v = g.Emit1(OpKind::ExpandDims, {v}, {axis});
+  return v;
 }
 
+// v broadcast to the input's shape. broadcast_to cannot name a size the graph learns only when
+// it runs (its -1 keeps v's own size): there v is added to zeros shaped like the input.
 GradVar BroadcastToInput(GradBuilder& g, const ReduceGradCtx& c, GradVar v) {
   if (g.meta(v).shape == c.in.shape) return v;
+  if (c.any_size) return Add(g, g.Emit1(OpKind::FillLike, {g.input(0)}, {0.0, c.in.dtype}), v);
   return g.Emit1(OpKind::BroadcastTo, {v}, {c.in.shape});
 }
 
@@ -330,6 +342,10 @@ std::vector<GradVar> ReduceMeanGrad(GradBuilder& g) {
   if (!g.wants_input_grad(0)) return {GradVar{}};
   ReduceGradCtx c = ReduceGradInfo(g, OpKind::ReduceMean, g.attrs()[0]);
   GradVar dy = CastTo(g, g.out_grad(0), c.in.dtype);
+  if (!c.count_known) {  // the count is known when the graph runs: a sum of ones gives it
+    GradVar ones = g.Emit1(OpKind::FillLike, {g.input(0)}, {1.0, c.in.dtype});
+    return {BroadcastToInput(g, c, Div(g, Kept(g, c, dy), SumKept(g, c, ones)))};
+  }
   if (c.count != 1)
     dy = Mul(g, dy, g.Scalar(1.0 / static_cast<double>(std::max<int64_t>(c.count, 1))));
   return {BroadcastToInput(g, c, Kept(g, c, dy))};

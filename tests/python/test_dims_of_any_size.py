@@ -207,3 +207,65 @@ def test_a_reshape_that_cannot_hold_the_elements_is_a_value_error():
     fn = ms.jit(wrong_rows, input_signature=IMAGES)
     with pytest.raises(ValueError, match=r"cannot reshape \(\?, 1, 6, 6\) to \(\?, 7\)"):
         fn(ms.Tensor(np.ones((2, 1, 6, 6), np.float32)))
+
+
+def zeros_like_plus_one(x):
+    return ms.ops.zeros_like(x) + 1.0
+
+
+def initial_state(x):
+    return ms.ops.zeros((2, x.shape[0], 3)) + x.sum()
+
+
+def ones_of_rows(x):
+    return ms.ops.ones((x.shape[0], x.shape[1]), ms.int32)
+
+
+def full_like_seven(x):
+    return ms.ops.full_like(x, 7.0)
+
+
+def filled_rows(x):
+    return ms.ops.fill(ms.float16, (x.shape[1], 2), 2.5)
+
+
+@pytest.mark.parametrize("body,want", [
+    (zeros_like_plus_one, lambda a: np.ones_like(a)),
+    (initial_state, lambda a: np.zeros((2, a.shape[0], 3), np.float32) + a.sum()),
+    (ones_of_rows, lambda a: np.ones(a.shape[:2], np.int32)),
+    (full_like_seven, lambda a: np.full_like(a, 7.0)),
+    (filled_rows, lambda a: np.full((a.shape[1], 2), 2.5, np.float16)),
+], ids=["zeros_like", "zeros((2, n, 3))", "ones((n, m))", "full_like", "fill"])
+def test_creation_by_sizes_of_any_size(body, want):
+    fn = ms.jit(body, input_signature=SIGNATURE)
+    for n, m in SIZES:
+        a = np.arange(n * m * 4, dtype=np.float32).reshape(n, m, 4)
+        got, expected = fn(ms.Tensor(a)).asnumpy(), want(a)
+        assert got.dtype == expected.dtype
+        np.testing.assert_array_equal(got, expected)
+
+
+def scaled_sum(x):
+    return (x * 2.0 + ms.ops.zeros_like(x)).sum()
+
+
+def mean_over_rows(x):
+    return (x * x).mean(axis=1).sum()
+
+
+def mean_of_all(x):
+    return x.mean()
+
+
+@pytest.mark.parametrize("body,want", [
+    (scaled_sum, lambda a: np.full_like(a, 2.0)),  # no gradient flows through fill_like
+    (mean_over_rows, lambda a: 2 * a / a.shape[1]),
+    (mean_of_all, lambda a: np.full_like(a, 1 / a.size)),
+], ids=["sum", "mean over a dim of any size", "mean of all"])
+def test_gradients_of_reductions_over_dimensions_of_any_size(body, want):
+    # The input's gradient takes the size the graph runs with (before: the placeholder's 1,
+    # and a mean divided by a negative count).
+    grad = ms.jit(ms.grad(body), input_signature=SIGNATURE)
+    for n, m in SIZES:
+        a = np.arange(n * m * 4, dtype=np.float32).reshape(n, m, 4)
+        np.testing.assert_allclose(grad(ms.Tensor(a)).asnumpy(), want(a), rtol=1e-5)

@@ -295,11 +295,11 @@ def _shape_argument(op, size, shape):
 
 
 def zeros_like(input, *, dtype=None):  # noqa: A002
-    return _fill(tuple(input.shape), 0, dtype or input.dtype, "zeros_like")
+    return _fill(tuple(input.shape), 0, dtype or input.dtype, "zeros_like", like=input)
 
 
 def ones_like(input, *, dtype=None):  # noqa: A002
-    return _fill(tuple(input.shape), 1, dtype or input.dtype, "ones_like")
+    return _fill(tuple(input.shape), 1, dtype or input.dtype, "ones_like", like=input)
 
 
 def full(size, fill_value, *, dtype=None):
@@ -311,13 +311,13 @@ def full(size, fill_value, *, dtype=None):
 
 
 def full_like(input, fill_value, *, dtype=None):  # noqa: A002
-    return _fill(tuple(input.shape), fill_value, dtype or input.dtype, "full_like")
+    return _fill(tuple(input.shape), fill_value, dtype or input.dtype, "full_like", like=input)
 
 
 _INT64_MAX = (1 << 63) - 1
 
 
-def _fill(size, value, dtype, op, name="size"):
+def _fill(size, value, dtype, op, name="size", like=None):
     if isinstance(size, _C.TensorBase):
         size = tuple(size.asnumpy().reshape(-1).tolist())
     mstype.check_int_fits(value, dtype, op)
@@ -326,7 +326,36 @@ def _fill(size, value, dtype, op, name="size"):
         # fill's value attribute is an int64: a uint64 value past it travels as the int64 of the
         # same bits, which the kernel's conversion to uint64 (modulo 2**64) turns back.
         value -= 1 << 64
+    # In a graph compiled for dimensions of any size the shape is known only when it runs:
+    # fill_like takes it from a tensor then (`like`, or one shaped from the sizes read off
+    # tensors, as in ops.zeros((x.shape[0], hidden))).
+    if like is None or builtins.min(tuple(like.shape), default=0) >= 0:
+        like = _shaped_as(size, op, name)
+    if like is not None:
+        return call("fill_like", (like,), (value, dtype_attr(dtype)))
     return call("fill", (), (shape_attr(size, op, name), value, dtype_attr(dtype)))
+
+
+def _shaped_as(size, op, name):
+    """A float32 tensor of `size`'s shape when `size` holds sizes a graph reads off tensors
+    along dimensions of any size (x.shape[0] there); None otherwise."""
+    items = tuple(size) if isinstance(size, (tuple, list)) else (size,)
+    read = [i for i, d in enumerate(items) if getattr(d, "kiln_dim_of_any_size", False)]
+    if not read:
+        return None
+    static = tuple(1 if i in read else d for i, d in enumerate(items))
+    out = call("fill", (), (shape_attr(static, op, name), 0, dtype_attr(mstype.float32)))
+    for i in read:
+        tensor, axis = items[i].tensor, items[i].axis
+        # That axis of `tensor` alone (every other axis at index 0: a view), as a vector of the
+        # size the graph runs with, placed at position i.
+        line = _indexing.getitem(tensor, tuple(slice(None) if j == axis else 0
+                                               for j in range(len(tensor.shape))))
+        line = call("fill_like", (line,), (0, dtype_attr(mstype.float32)))
+        for _ in range(len(items) - 1 - i):
+            line = call("expand_dims", (line,), (-1,))
+        out = out + line
+    return out
 
 
 def _value_dtype(value):
