@@ -55,7 +55,7 @@ def test_events_time_the_work_between_them():
     end.record(runtime.current_stream())
     end.synchronize()
     assert start.query() and end.query()
-    assert 15.0 <= start.elapsed_time(end) < 5000.0
+    assert start.elapsed_time(end) >= 20.0 - 1e-6  # at least the sleep between the records
     with pytest.raises(RuntimeError, match="enable_timing"):
         runtime.Event().elapsed_time(end)
     with pytest.raises(RuntimeError, match="recorded"):
