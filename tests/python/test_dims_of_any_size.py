@@ -121,7 +121,7 @@ def test_setitem_along_a_dimension_of_any_size():
 
 
 def plus_rows(x):
-    return x.sum() + x.shape[0] * x.shape[2]
+    return x.sum() + x.shape[0] * x.shape[2] + x.shape[1] - x.shape[0] / 2 * x
 
 
 def sum_rows_in_a_loop(x):
@@ -138,7 +138,7 @@ def branch_on_rows(x):
 
 
 @pytest.mark.parametrize("body,want", [
-    (plus_rows, lambda a: a.sum() + a.shape[0] * 4),
+    (plus_rows, lambda a: a.sum() + a.shape[0] * 4 + a.shape[1] - a.shape[0] / 2 * a),
     (sum_rows_in_a_loop, lambda a: a.sum(axis=0)),
     (branch_on_rows, lambda a: a * 2.0 if a.shape[0] > 3 else a),
 ], ids=["arithmetic", "range", "if"])

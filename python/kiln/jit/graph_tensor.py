@@ -299,6 +299,8 @@ class GraphTensor(GraphValue):
 
 def _binary(name, swap=False):
     def method(self, other):
+        if isinstance(other, DimOfAnySize):  # `t + x.shape[0]`: the size the graph runs with
+            other = other.value()
         if name in ("add", "sub"):  # a list of numbers converts, as in PyNative
             other = sequence_operand(other)
         if not isinstance(other, (GraphTensor, Tensor, bool, int, float)):
