@@ -124,6 +124,10 @@ def plus_rows(x):
     return x.sum() + x.shape[0] * x.shape[2] + x.shape[1] - x.shape[0] / 2 * x
 
 
+def functional_ops_with_rows(x):
+    return ms.ops.div(ms.ops.add(x, x.shape[0]), x.shape[1])
+
+
 def sum_rows_in_a_loop(x):
     total = x[0] * 0.0
     for i in range(x.shape[0]):
@@ -139,9 +143,10 @@ def branch_on_rows(x):
 
 @pytest.mark.parametrize("body,want", [
     (plus_rows, lambda a: a.sum() + a.shape[0] * 4 + a.shape[1] - a.shape[0] / 2 * a),
+    (functional_ops_with_rows, lambda a: (a + a.shape[0]) / a.shape[1]),
     (sum_rows_in_a_loop, lambda a: a.sum(axis=0)),
     (branch_on_rows, lambda a: a * 2.0 if a.shape[0] > 3 else a),
-], ids=["arithmetic", "range", "if"])
+], ids=["arithmetic", "functional ops", "range", "if"])
 def test_shape_of_a_dimension_of_any_size_is_its_size_as_the_graph_runs(body, want):
     # MindSpore's Graph mode gives the runtime size there; a -1 would compute silently wrong.
     fn = ms.jit(body, input_signature=SIGNATURE)

@@ -10,7 +10,7 @@ from kiln import _C
 from kiln.common.parameter import Parameter
 from kiln.common.tensor import Tensor
 from kiln.jit import lax
-from kiln.jit.graph_tensor import GraphTensor
+from kiln.jit.graph_tensor import GraphTensor, with_runtime_dims
 from kiln.ops._core import KIND
 
 _OP_NAMES = _C.op_names()  # by kind, for messages
@@ -148,6 +148,7 @@ class GraphEmitter:
         """Op `kind` (the registry's number) as a node; bindings/dispatch.cc calls this for
         every op this thread runs while it compiles."""
         name = _OP_NAMES[kind]
+        inputs = with_runtime_dims(inputs)  # ops.add(x, x.shape[0]): the size as the graph runs
         folded = self._fold(kind, name, inputs, attrs)
         if folded is not None:
             return folded
