@@ -48,7 +48,8 @@ class GraphGradBuilder final : public GradBuilder {
   TensorMeta meta(GradVar v) override { return b_.func().meta(table_.at(v.id)); }
 
   GradVar out_grad(int i) override {
-    if (out_grads_[i].is_none()) out_grads_[i] = Zeros(node_.outputs[i]);
+    if (out_grads_[i].is_none())
+      out_grads_[i] = FilledLike(b_, table_.at(outputs_[i]), node_.outputs[i], 0.0, loc_);
     return {Add(out_grads_[i])};
   }
 
@@ -69,10 +70,6 @@ class GraphGradBuilder final : public GradBuilder {
 
   ir::ValueRef ref(GradVar v) const { return table_.at(v.id); }
 
-  ir::ValueRef Zeros(const TensorMeta& m) {
-    return b_.Op1(OpKind::Fill, {}, {m.shape, 0.0, m.dtype}, loc_);
-  }
-
  private:
   int Add(const ir::ValueRef& v) {
     table_.push_back(v);
@@ -88,6 +85,12 @@ class GraphGradBuilder final : public GradBuilder {
 };
 
 }  // namespace
+
+ir::ValueRef FilledLike(ir::Builder& b, const ir::ValueRef& like, const TensorMeta& m, double value,
+                        const ir::SourceLoc& loc) {
+  if (IsStaticShape(m.shape)) return b.Op1(OpKind::Fill, {}, {m.shape, value, m.dtype}, loc);
+  return b.Op1(OpKind::FillLike, {like}, {value, m.dtype}, loc);
+}
 
 // The backward of one branch of an `if`: a function taking the branch's params and the gradients
 // of its results, which recomputes the branch (no forward values are kept) and returns the
@@ -133,9 +136,8 @@ std::vector<ir::ValueRef> Gradient(ir::Module& module, ir::Func& func, int begin
   for (size_t i = 0; i < targets.size(); ++i) {
     TensorMeta m = func.meta(targets[i]);
     if (!Differentiable(m)) continue;
-    ir::ValueRef seed = i < sens.size() && !sens[i].is_none()
-                            ? sens[i]
-                            : b.Op1(OpKind::Fill, {}, {m.shape, 1.0, m.dtype});
+    ir::ValueRef seed =
+        i < sens.size() && !sens[i].is_none() ? sens[i] : FilledLike(b, targets[i], m, 1.0);
     accumulate(targets[i], seed);
   }
   // A source may be a value computed inside the region (the cut points of backward hooks):
@@ -160,7 +162,7 @@ std::vector<ir::ValueRef> Gradient(ir::Module& module, ir::Func& func, int begin
     auto with_out_grads = [&](std::vector<ir::ValueRef> args) {
       for (size_t k = 0; k < node.outputs.size(); ++k) {
         const TensorMeta& m = node.outputs[k];
-        args.push_back(out_grads[k].is_none() ? b.Op1(OpKind::Fill, {}, {m.shape, 0.0, m.dtype})
+        args.push_back(out_grads[k].is_none() ? FilledLike(b, {n, static_cast<int>(k)}, m, 0.0)
                                               : out_grads[k]);
       }
       return args;
@@ -226,8 +228,7 @@ std::vector<ir::ValueRef> Gradient(ir::Module& module, ir::Func& func, int begin
       result.push_back(it->second);
       continue;
     }
-    TensorMeta m = func.meta(s);
-    result.push_back(b.Op1(OpKind::Fill, {}, {m.shape, 0.0, m.dtype}));
+    result.push_back(FilledLike(b, s, func.meta(s), 0.0));
   }
   return result;
 }

@@ -9,6 +9,11 @@
 
 namespace kiln::autodiff {
 
+// A value of `like`'s meta m filled with `value`: a fill node, or fill_like of `like` where m has
+// a dimension of any size (its size is known only when the graph runs).
+ir::ValueRef FilledLike(ir::Builder& b, const ir::ValueRef& like, const TensorMeta& m, double value,
+                        const ir::SourceLoc& loc = {});
+
 // The backward of one branch (or loop body): a new function of the branch's params and the
 // gradients of its results, which recomputes the branch and returns the params' gradients.
 std::string BranchGradient(ir::Module& module, const std::string& branch_name);

@@ -126,7 +126,7 @@ class WhileGradBuilder {
     std::vector<ir::ValueRef> g;
     for (size_t k = 0; k < n_; ++k) {
       const TensorMeta& m = carried_[k];
-      g.push_back(out_grads[k].is_none() ? parent.Op1(OpKind::Fill, {}, {m.shape, 0.0, m.dtype})
+      g.push_back(out_grads[k].is_none() ? FilledLike(parent, {index, static_cast<int>(k)}, m, 0.0)
                                          : out_grads[k]);
     }
     return slots_ > 0 ? Checkpointed(parent, c0, trips, g) : FromStart(parent, c0, trips, g);

@@ -20,7 +20,18 @@ GradVar SumToShape(GradBuilder& g, GradVar grad, const Shape& shape) {
   GradVar summed =
       axes.empty() ? grad : g.Emit1(OpKind::ReduceSum, {grad}, {axes, true, std::monostate{}});
   if (g.meta(summed).shape == shape) return summed;
+  if (!IsStaticShape(shape) && extra > 0) {  // a reshape could name one unknown size only
+    std::vector<int64_t> leading;
+    for (int64_t i = 0; i < extra; ++i) leading.push_back(i);
+    return g.Emit1(OpKind::Squeeze, {summed}, {leading});
+  }
   return g.Emit1(OpKind::Reshape, {summed}, {shape});
+}
+
+GradVar FilledLike(GradBuilder& g, GradVar like, double value, DType dtype) {
+  const Shape shape = g.meta(like).shape;
+  if (IsStaticShape(shape)) return g.Emit1(OpKind::Fill, {}, {shape, value, dtype});
+  return g.Emit1(OpKind::FillLike, {like}, {value, dtype});
 }
 
 GradVar CastTo(GradBuilder& g, GradVar v, DType dtype) {
@@ -30,6 +41,9 @@ GradVar CastTo(GradBuilder& g, GradVar v, DType dtype) {
 
 GradVar ToInput(GradBuilder& g, GradVar grad, int input) {
   TensorMeta in = g.meta(g.input(input));
+  // With a dimension of any size only the run tells whether broadcasting stretched it.
+  if (!IsStaticShape(in.shape))
+    return CastTo(g, g.Emit1(OpKind::SumToLike, {grad, g.input(input)}), in.dtype);
   return CastTo(g, SumToShape(g, grad, in.shape), in.dtype);
 }
 

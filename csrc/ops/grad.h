@@ -59,6 +59,9 @@ std::vector<GradVar> NoSecondOrder(GradBuilder& g) {
 // ---- Building blocks for rules ----
 // Sums `grad` over the axes that broadcasting added or stretched, so it takes `shape`.
 GradVar SumToShape(GradBuilder& g, GradVar grad, const Shape& shape);
+// A tensor of `like`'s shape filled with value (in dtype): a fill op, or where `like` has a
+// dimension of any size (a graph compiled for such), fill_like, which takes it as the graph runs.
+GradVar FilledLike(GradBuilder& g, GradVar like, double value, DType dtype);
 // Casts v to dtype unless it has it already.
 GradVar CastTo(GradBuilder& g, GradVar v, DType dtype);
 // `grad` reduced to input i's shape and cast to its dtype: the usual last step of a rule.

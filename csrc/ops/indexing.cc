@@ -477,10 +477,7 @@ void OneHotKernel(KernelContext& ctx) {
 // ---- Gradient rules: reads scatter dy back (adding where an index repeats); writes route dy
 // to the values they stored.
 
-GradVar Zeros(GradBuilder& g, GradVar like) {
-  TensorMeta m = g.meta(like);
-  return g.Emit1(OpKind::Fill, {}, {m.shape, 0.0, m.dtype});
-}
+GradVar Zeros(GradBuilder& g, GradVar like) { return FilledLike(g, like, 0.0, g.meta(like).dtype); }
 
 // dx = zeros of input 0's shape with dy added at the indexed positions (index_put, accumulate).
 GradVar ScatterAdd(GradBuilder& g, GradVar dy, const std::vector<GradVar>& indices,
@@ -513,8 +510,7 @@ std::vector<GradVar> IndexPutGrad(GradBuilder& g) {
     if (AttrBool(a, 1)) {
       grads[0] = dy;
     } else {
-      Shape shape = g.meta(dy).shape;
-      GradVar keep = g.Emit1(OpKind::Fill, {}, {shape, int64_t{1}, DType::Bool});
+      GradVar keep = FilledLike(g, dy, 1.0, DType::Bool);
       std::vector<GradVar> args = {keep, g.Scalar(0.0)};
       args.insert(args.end(), indices.begin(), indices.end());
       keep = g.Emit1(OpKind::IndexPut, args, {a[0], false});

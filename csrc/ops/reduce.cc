@@ -198,6 +198,56 @@ struct ArgOp {
 
 // ---- Kernels
 
+// ---- sum_to_like(input, like): input summed over the axes that broadcasting input's shape from
+// like's added or stretched, so it takes like's shape. The gradient rules' way back to a shape
+// with dimensions of any size, where only the run tells a stretched 1 from a matching size.
+
+std::vector<TensorMeta> InferSumToLike(const OpDef& def, const std::vector<TensorMeta>& in,
+                                       const Attrs&) {
+  const Shape &from = in[0].shape, &to = in[1].shape;
+  const size_t lead = from.size() >= to.size() ? from.size() - to.size() : 0;
+  bool ok = from.size() >= to.size();
+  for (size_t i = 0; ok && i < to.size(); ++i)
+    ok = to[i] == 1 || to[i] == -1 || from[lead + i] == -1 || to[i] == from[lead + i];
+  KILN_CHECK(ok, Value, def.name, ": cannot sum a tensor of shape ", ShapeStr(from), " to shape ",
+             ShapeStr(to));
+  return {TensorMeta{in[0].dtype, to}};
+}
+
+// The output is the input itself (a view) when no axis needs summing.
+void SumToLikeKernel(KernelContext& ctx) {
+  const Tensor &input = ctx.inputs[0], &like = ctx.inputs[1];
+  const TensorMeta out = InferSumToLike(
+      ctx.def, {{input.dtype(), input.shape()}, {like.dtype(), like.shape()}}, ctx.attrs)[0];
+  const int64_t lead = input.ndim() - like.ndim();
+  std::vector<bool> mask(input.ndim(), false);
+  bool any = false;
+  for (int64_t i = 0; i < input.ndim(); ++i) {
+    mask[i] = i < lead || (like.dim(i - lead) == 1 && input.dim(i) != 1);
+    any |= mask[i];
+  }
+  if (!any) {
+    ctx.outputs = {input.AsStrided(out.shape, input.strides(), input.offset())};
+    return;
+  }
+  Tensor result = Tensor::Empty(out.shape, input.dtype());
+  cpu::ReduceShape s;
+  Tensor x = cpu::PrepareReduce(input, mask, &s);
+  DispatchDType(input.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    cpu::ReduceLoop(x.data<T>(), result.data<T>(), s, SumOp<T>{});
+  });
+  ctx.outputs = {result};
+}
+
+std::vector<GradVar> SumToLikeGrad(GradBuilder& g) {
+  std::vector<GradVar> grads(2);
+  if (g.wants_input_grad(0))
+    grads[0] = Add(g, g.Emit1(OpKind::FillLike, {g.input(0)}, {0.0, g.meta(g.input(0)).dtype}),
+                   g.out_grad(0));
+  return grads;
+}
+
 template <Kind K>
 void ReduceKernel(KernelContext& ctx) {
   const Tensor& out = ctx.outputs[0];
@@ -410,6 +460,12 @@ void RegisterReduceOps(OpRegistry& r) {
   r.Add(GradReads(
       Reduce(OpKind::ReduceMean, InferReduce<Kind::Mean>, ReduceKernel<Kind::Mean>, ReduceMeanGrad),
       {}, {}));
+  OpDef sum_to_like =
+      MakeOpDef(OpKind::SumToLike, {"input", "like"}, {}, InferSumToLike, SumToLikeKernel);
+  sum_to_like.grad = SumToLikeGrad;
+  sum_to_like.allocates_outputs = true;  // the input itself where nothing is summed
+  sum_to_like.is_view = true;
+  r.Add(GradReads(std::move(sum_to_like), {0}, {}));
   r.Add(Reduce(OpKind::ReduceProd, InferReduce<Kind::Prod>, ReduceKernel<Kind::Prod>,
                ReduceProdGrad));
   r.Add(Reduce(OpKind::ReduceMax, InferReduce<Kind::Max>, ReduceKernel<Kind::Max>, ReduceMaxGrad));

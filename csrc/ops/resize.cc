@@ -131,7 +131,7 @@ std::vector<GradVar> LerpGatherGrad(GradBuilder& g) {
   GradVar dy = CastTo(g, g.out_grad(0), xm.dtype);
   GradVar to_hi = Mul(g, dy, weight), to_lo = Sub(g, dy, to_hi);
   const Attrs put{std::vector<int64_t>{axis}, true};
-  GradVar zeros = g.Emit1(OpKind::Fill, {}, {xm.shape, 0.0, xm.dtype});
+  GradVar zeros = FilledLike(g, g.input(0), 0.0, xm.dtype);
   GradVar dx = g.Emit1(OpKind::IndexPut, {zeros, to_lo, g.input(1)}, put);
   grads[0] = g.Emit1(OpKind::IndexPut, {dx, to_hi, g.input(2)}, put);
   return grads;

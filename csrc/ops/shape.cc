@@ -187,22 +187,26 @@ void StridedSliceKernel(KernelContext& ctx) {
   ctx.outputs = {x.AsStrided(shape, strides, empty ? x.offset() : offset)};
 }
 
-// ---- strided_slice_grad(dy; shape, begin, end, strides): zeros of `shape` with dy written
-// into the strided_slice view, the gradient of strided_slice (one copy, no index tensors)
+// ---- strided_slice_grad(dy, like?; shape, begin, end, strides): zeros of `shape` with dy
+// written into the strided_slice view, the gradient of strided_slice (one copy, no index
+// tensors). In a graph compiled for dimensions of any size the sliced tensor itself comes as
+// `like`: its shape, known when the graph runs, replaces `shape`.
 
 std::vector<TensorMeta> InferStridedSliceGrad(const OpDef& def, const std::vector<TensorMeta>& in,
                                               const Attrs& attrs) {
-  Shape shape = AttrInts(attrs, 0);
-  for (int64_t d : shape)
-    KILN_CHECK(d >= 0, Value, def.name, ": invalid dimension ", d, " in ", ShapeStr(shape));
+  const bool like = in.size() > 1 && in[1].present;
+  Shape shape = like ? in[1].shape : AttrInts(attrs, 0);
+  if (!like)
+    for (int64_t d : shape)
+      KILN_CHECK(d >= 0, Value, def.name, ": invalid dimension ", d, " in ", ShapeStr(shape));
   Attrs slice(attrs.begin() + 1, attrs.end());
   Shape sliced = InferStridedSlice(def, {TensorMeta{in[0].dtype, shape}}, slice)[0].shape;
   KILN_CHECK(in[0].shape.size() == sliced.size(), Value, def.name, ": dy of shape ",
              ShapeStr(in[0].shape), " does not match the slice's shape ", ShapeStr(sliced));
   for (size_t i = 0; i < sliced.size(); ++i)
-    KILN_CHECK(in[0].shape[i] == sliced[i] || in[0].shape[i] == -1, Value, def.name,
-               ": dy of shape ", ShapeStr(in[0].shape), " does not match the slice's shape ",
-               ShapeStr(sliced));
+    KILN_CHECK(in[0].shape[i] == sliced[i] || in[0].shape[i] == -1 || sliced[i] == -1, Value,
+               def.name, ": dy of shape ", ShapeStr(in[0].shape),
+               " does not match the slice's shape ", ShapeStr(sliced));
   return {TensorMeta{in[0].dtype, shape}};
 }
 
@@ -286,8 +290,16 @@ void TensorShapeKernel(KernelContext& ctx) {
 
 // ---- reshape: a view when the layout allows, else a contiguous copy
 
+// reshape(input, like?; shape): `like`, where given, replaces `shape` by its own shape as the graph
+// runs: the gradient's way back to a shape with several dimensions of any size.
 std::vector<TensorMeta> InferReshapeOp(const OpDef& def, const std::vector<TensorMeta>& in,
                                        const Attrs& attrs) {
+  if (in.size() > 1 && in[1].present) {
+    const Shape &from = in[0].shape, &to = in[1].shape;
+    KILN_CHECK(!IsStaticShape(from) || !IsStaticShape(to) || NumElements(from) == NumElements(to),
+               Value, def.name, ": cannot reshape ", ShapeStr(from), " to ", ShapeStr(to));
+    return {TensorMeta{in[0].dtype, to}};
+  }
   const Shape& target = AttrInts(attrs, 0);
   for (int64_t d : in[0].shape)
     if (d == -1) return {TensorMeta{in[0].dtype, target}};  // known only at run time
@@ -295,7 +307,9 @@ std::vector<TensorMeta> InferReshapeOp(const OpDef& def, const std::vector<Tenso
 }
 
 void ReshapeKernel(KernelContext& ctx) {
-  ctx.outputs = {ctx.inputs[0].Reshape(AttrInts(ctx.attrs, 0))};  // ViewAs, else a copy
+  const bool like = ctx.inputs.size() > 1 && ctx.inputs[1].defined();
+  // ViewAs, else a copy
+  ctx.outputs = {ctx.inputs[0].Reshape(like ? ctx.inputs[1].shape() : AttrInts(ctx.attrs, 0))};
 }
 
 // ---- concat
@@ -357,8 +371,15 @@ Shape InputShape(GradBuilder& g, int i) { return g.meta(g.input(i)).shape; }
 std::vector<GradVar> ReshapeGrad(GradBuilder& g) {
   GradVar dy = Dy(g);
   Shape shape = InputShape(g, 0);
-  if (g.meta(dy).shape == shape) return {dy};
-  return {g.Emit1(OpKind::Reshape, {dy}, {shape})};
+  std::vector<GradVar> grads(g.num_inputs());  // reshape's `like` gets none
+  if (g.meta(dy).shape == shape && IsStaticShape(shape)) {
+    grads[0] = dy;
+  } else if (std::count(shape.begin(), shape.end(), -1) > 1) {
+    grads[0] = g.Emit1(OpKind::Reshape, {dy, g.input(0)}, {shape});  // sizes known when run
+  } else {
+    grads[0] = g.Emit1(OpKind::Reshape, {dy}, {shape});
+  }
+  return grads;
 }
 
 std::vector<GradVar> TransposeGrad(GradBuilder& g) {
@@ -370,22 +391,41 @@ std::vector<GradVar> TransposeGrad(GradBuilder& g) {
 }
 
 std::vector<GradVar> BroadcastToGrad(GradBuilder& g) {
+  if (!IsStaticShape(InputShape(g, 0))) return {ToInput(g, Dy(g), 0)};
   return {SumToShape(g, Dy(g), InputShape(g, 0))};
 }
 
-// strided_slice: dy written into zeros of the input's shape.
+// True when every slice of a strided_slice takes its whole axis (the gradient is dy itself). Along
+// a dimension of any size only "from 0 to the end, step 1" is known to.
+bool SlicesWholeAxes(const Shape& shape, const Attrs& a) {
+  const auto &begin = AttrInts(a, 0), &end = AttrInts(a, 1), &strides = AttrInts(a, 2);
+  for (size_t i = 0; i < begin.size() && i < shape.size(); ++i) {
+    if (strides[i] != 1) return false;
+    if (shape[i] >= 0) {
+      if (ClampSlice(begin[i], end[i], 1, shape[i]).length != shape[i]) return false;
+    } else if (begin[i] != 0 || end[i] != std::numeric_limits<int64_t>::max()) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// strided_slice: dy written into zeros of the input's shape (the input's own, as the graph runs,
+// where a dimension has any size).
 std::vector<GradVar> StridedSliceGradRule(GradBuilder& g) {
   const Attrs& a = g.attrs();
   GradVar dy = Dy(g);
   Shape shape = InputShape(g, 0);
-  if (g.meta(dy).shape == shape) return {dy};  // every slice took its whole axis
-  return {g.Emit1(OpKind::StridedSliceGrad, {dy}, {shape, a[0], a[1], a[2]})};
+  if (SlicesWholeAxes(shape, a)) return {dy};
+  std::vector<GradVar> inputs = {dy};
+  if (!IsStaticShape(shape)) inputs.push_back(g.input(0));
+  return {g.Emit1(OpKind::StridedSliceGrad, inputs, {shape, a[0], a[1], a[2]})};
 }
 
 // strided_slice_grad is linear in dy: its gradient slices the same elements back out.
 std::vector<GradVar> StridedSliceGradGrad(GradBuilder& g) {
   const Attrs& a = g.attrs();
-  return {g.Emit1(OpKind::StridedSlice, {Dy(g)}, {a[1], a[2], a[3]})};
+  return {g.Emit1(OpKind::StridedSlice, {Dy(g)}, {a[1], a[2], a[3]}), GradVar{}};
 }
 
 // split: the pieces' gradients joined again; pieces without one contribute zeros.
@@ -454,7 +494,7 @@ void RegisterShapeOps(OpRegistry& r) {
   tensor_shape.grad = NotDifferentiable;
   r.Add(GradReads(std::move(tensor_shape), {}, {}));
   // Reshape may copy; is_view says the output may alias the input.
-  r.Add(GradReads(ViewOp(OpKind::Reshape, {"input"}, {{"shape", Shape{}}}, InferReshapeOp,
+  r.Add(GradReads(ViewOp(OpKind::Reshape, {"input", "like?"}, {{"shape", Shape{}}}, InferReshapeOp,
                          ReshapeKernel, ReshapeGrad),
                   {}, {}));
 
@@ -470,7 +510,7 @@ void RegisterShapeOps(OpRegistry& r) {
   r.Add(std::move(assign));
 
   OpDef slice_grad =
-      MakeOpDef(OpKind::StridedSliceGrad, {"dy"},
+      MakeOpDef(OpKind::StridedSliceGrad, {"dy", "like?"},
                 {{"shape", Shape{}}, {"begin", Shape{}}, {"end", Shape{}}, {"strides", Shape{}}},
                 InferStridedSliceGrad, StridedSliceGradKernel);
   slice_grad.grad = StridedSliceGradGrad;

@@ -348,3 +348,22 @@ def test_creation_only_output_has_zero_gradient():
 def test_every_op_of_the_family_has_a_gradient_rule(name):
     schema = ms._C.op_schema(ms.ops._core.KIND[name])
     assert schema["has_grad"]
+
+
+@pytest.mark.parametrize("src,dst", [((2, 3, 4), (3, 1)), ((4, 1, 3), (1, 1, 3)), ((3, 2), (3, 2))])
+def test_sum_to_like_gradient_matches_finite_differences_in_both_modes(src, dst):
+    like = Tensor(np.zeros(dst))
+
+    def fn(x):
+        return call("sum_to_like", (x, like))
+
+    check_grad(fn, rand(*src))
+    a = rand(*src)
+    weight = Tensor(np.random.default_rng(1).uniform(0.5, 1.5, size=dst))
+    graph = ms.jit(ms.grad(weighted_sum_to_like))(Tensor(a), like, weight)
+    eager = ms.grad(weighted_sum_to_like)(Tensor(a), like, weight)
+    np.testing.assert_allclose(graph.asnumpy(), eager.asnumpy(), rtol=1e-12)
+
+
+def weighted_sum_to_like(x, like, weight):
+    return (call("sum_to_like", (x, like)) * weight).sum()

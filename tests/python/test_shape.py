@@ -289,3 +289,58 @@ def test_tensor_shape_is_the_shape_as_int64_in_both_modes(shape, dtype, np_dtype
 
 def tensor_shape_of(x):
     return ops.dyn_shape(x)
+
+
+SUM_TO = [((2, 3, 4), (3, 4)), ((2, 3, 4), (1, 4)), ((2, 3, 4), (3, 1)), ((5, 1, 4), (1, 1, 4)),
+          ((2, 3, 4), (2, 3, 4)), ((3, 4), (1,)), ((0, 3), (1, 3))]
+
+
+@pytest.mark.parametrize("dtype,np_dtype", [(ms.float32, np.float32), (ms.float64, np.float64),
+                                            (ms.int32, np.int32)], ids=["f32", "f64", "i32"])
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("src,dst", SUM_TO, ids=[f"{s}->{d}" for s, d in SUM_TO])
+def test_sum_to_like_sums_what_broadcasting_stretched_in_both_modes(src, dst, layout, dtype,
+                                                                    np_dtype):
+    x, a = make(src, dtype, np_dtype, layout)
+    like = ms.Tensor(np.zeros(dst, np.float32))
+    lead = len(src) - len(dst)
+    axes = tuple(range(lead)) + tuple(lead + i for i, d in enumerate(dst)
+                                      if d == 1 and src[lead + i] != 1)
+    want = a.sum(axis=axes, keepdims=True).reshape(dst) if axes else a
+    for out in (call("sum_to_like", (x, like)), ms.jit(sum_to_like_of)(x, like)):
+        assert out.dtype == dtype and tuple(out.shape) == dst
+        assert_close(out.asnumpy(), want)
+
+
+def sum_to_like_of(x, like):
+    return call("sum_to_like", (x, like))
+
+
+def test_sum_to_like_refuses_a_shape_broadcasting_cannot_reach():
+    with pytest.raises(ValueError, match=r"sum_to_like: cannot sum .*\(2, 3\).* \(4,\)"):
+        call("sum_to_like", (ms.Tensor(np.ones((2, 3), np.float32)),
+                             ms.Tensor(np.ones(4, np.float32))))
+
+
+def test_reshape_to_a_tensors_shape_in_both_modes():
+    # reshape's optional second input gives the target shape as the graph runs (the gradient's
+    # way back to several dimensions of any size).
+    x, a = make((2, 6), ms.float32, np.float32, "strided")
+    like = ms.Tensor(np.zeros((3, 4), np.float32))
+    for out in (call("reshape", (x, like), ((),)), ms.jit(reshape_like_of)(x, like)):
+        np.testing.assert_array_equal(out.asnumpy(), a.reshape(3, 4))
+    with pytest.raises(ValueError, match="reshape: cannot reshape"):
+        call("reshape", (x, ms.Tensor(np.zeros((5,), np.float32))), ((),))
+
+
+def reshape_like_of(x, like):
+    return call("reshape", (x, like), ((),))
+
+
+def test_strided_slice_grad_takes_the_shape_of_like():
+    dy = ms.Tensor(np.ones((2, 2), np.float32))
+    like = ms.Tensor(np.zeros((4, 3), np.float32))
+    out = call("strided_slice_grad", (dy, like), ((), (1, 0), (9, 2), (2, 1)))
+    want = np.zeros((4, 3), np.float32)
+    want[1::2, 0:2] = 1
+    np.testing.assert_array_equal(out.asnumpy(), want)
