@@ -234,13 +234,18 @@ def filled_rows(x):
     return ms.ops.fill(ms.float16, (x.shape[1], 2), 2.5)
 
 
+def new_full_of_rows(x):
+    return x.new_full((x.shape[0], 2), 3.0)
+
+
 @pytest.mark.parametrize("body,want", [
     (zeros_like_plus_one, lambda a: np.ones_like(a)),
     (initial_state, lambda a: np.zeros((2, a.shape[0], 3), np.float32) + a.sum()),
     (ones_of_rows, lambda a: np.ones(a.shape[:2], np.int32)),
     (full_like_seven, lambda a: np.full_like(a, 7.0)),
     (filled_rows, lambda a: np.full((a.shape[1], 2), 2.5, np.float16)),
-], ids=["zeros_like", "zeros((2, n, 3))", "ones((n, m))", "full_like", "fill"])
+    (new_full_of_rows, lambda a: np.full((a.shape[0], 2), 3.0, np.float32)),
+], ids=["zeros_like", "zeros((2, n, 3))", "ones((n, m))", "full_like", "fill", "Tensor.new_full"])
 def test_creation_by_sizes_of_any_size(body, want):
     fn = ms.jit(body, input_signature=SIGNATURE)
     for n, m in SIZES:
@@ -274,3 +279,119 @@ def test_gradients_of_reductions_over_dimensions_of_any_size(body, want):
     for n, m in SIZES:
         a = np.arange(n * m * 4, dtype=np.float32).reshape(n, m, 4)
         np.testing.assert_allclose(grad(ms.Tensor(a)).asnumpy(), want(a), rtol=1e-5)
+
+
+def _squared_sum_of(body):
+    def loss(x):
+        y = body(x)
+        return (y * y).sum()
+    return loss
+
+
+@pytest.mark.parametrize("body", CASES, ids=[f.__name__ for f in CASES])
+def test_gradients_through_indexing_along_dimensions_of_any_size(body):
+    # The input's gradient has the input's shape as the graph runs, with dy in the indexed places
+    # (before: a slice along such a dimension passed dy through whole, of the slice's size; an int
+    # index failed to build zeros of size -1).
+    grad = ms.jit(ms.grad(_squared_sum_of(body)), input_signature=SIGNATURE)
+    for n, m in SIZES:
+        a = np.arange(n * m * 4, dtype=np.float32).reshape(n, m, 4)
+        want = np.zeros_like(a)
+        view = body(want)  # NumPy basic indexing: a view of `want`
+        view += 2 * body(a)
+        np.testing.assert_allclose(grad(ms.Tensor(a)).asnumpy(), want, rtol=1e-6)
+
+
+def rows_of_four(x):
+    return (x.reshape(-1, 4) * ms.Tensor(np.arange(4, dtype=np.float32))).sum()
+
+
+def flattened(x):
+    return (x.reshape(-1) ** 2).sum()
+
+
+def stacked(x):
+    return (ms.ops.stack((x, x * 3.0)) ** 2).sum()
+
+
+def squeezed(x):
+    return (x[:, :1].squeeze(1) ** 2).sum()
+
+
+def cross_entropy_over_rows(x):
+    logits = x.reshape(-1, 4)
+    labels = ms.ops.zeros((logits.shape[0],), ms.int32)
+    return ms.ops.cross_entropy(logits, labels)
+
+
+@pytest.mark.parametrize("body", [rows_of_four, flattened, stacked, squeezed,
+                                  cross_entropy_over_rows],
+                         ids=["reshape to one unknown", "flatten", "stack", "squeeze",
+                              "cross_entropy"])
+def test_gradients_back_through_reshapes_with_several_dimensions_of_any_size(body):
+    # Back to (?, ?, 4) a reshape takes the input's shape as the graph runs (before: "only one
+    # dimension can be -1").
+    grad = ms.jit(ms.grad(body), input_signature=SIGNATURE)
+    for n, m in SIZES:
+        a = np.arange(n * m * 4, dtype=np.float32).reshape(n, m, 4) / 10
+        want = ms.grad(body)(ms.Tensor(a)).asnumpy()
+        np.testing.assert_allclose(grad(ms.Tensor(a)).asnumpy(), want, rtol=1e-5, atol=1e-6)
+
+
+def broadcast_to_shape_of(x):
+    return ms.ops.broadcast_to(x[:, :1], x.shape) * x
+
+
+def expand_to_shape_of(x):
+    return x[:1].expand(x.shape[0], -1, 4) * 2.0
+
+
+def expand_as_tensor(x):
+    return x[:, :1].expand_as(x) - x
+
+
+def first_column_times_all(x):
+    return x[:, :1] * x  # the first operand's 1 is stretched to the runtime size
+
+
+@pytest.mark.parametrize("body", [broadcast_to_shape_of, expand_to_shape_of, expand_as_tensor,
+                                  first_column_times_all],
+                         ids=["broadcast_to", "expand", "expand_as", "stretched operand"])
+def test_broadcasting_to_sizes_of_any_size_and_its_gradient(body):
+    # The result takes the runtime size (before: broadcast_to's -1 kept the input's size 1, a
+    # silent wrong answer), and the gradient sums back what was stretched at run time.
+    fn = ms.jit(body, input_signature=SIGNATURE)
+    grad = ms.jit(ms.grad(_squared_sum_of(body)), input_signature=SIGNATURE)
+    for n, m in SIZES:
+        a = np.arange(n * m * 4, dtype=np.float32).reshape(n, m, 4) / 10
+        np.testing.assert_allclose(fn(ms.Tensor(a)).asnumpy(), body(ms.Tensor(a)).asnumpy())
+        want = ms.grad(_squared_sum_of(body))(ms.Tensor(a)).asnumpy()
+        np.testing.assert_allclose(grad(ms.Tensor(a)).asnumpy(), want, rtol=1e-5)
+
+
+def variance_over_rows(x):
+    return x.var(axis=1)
+
+
+def std_over_the_first_axis(x):
+    return x.std(axis=0, ddof=1)
+
+
+def var_of_all(x):
+    return ms.ops.var(x, ddof=1)
+
+
+@pytest.mark.parametrize("body,want", [
+    (variance_over_rows, lambda a: a.var(axis=1)),
+    (std_over_the_first_axis, lambda a: a.std(axis=0, ddof=1)),
+    (var_of_all, lambda a: a.var(ddof=1)),
+], ids=["var", "std with ddof", "var of all"])
+def test_variance_over_dimensions_of_any_size_counts_at_run_time(body, want):
+    # Before: the count came from the placeholder's size (var over rows was half NumPy's).
+    fn = ms.jit(body, input_signature=SIGNATURE)
+    grad = ms.jit(ms.grad(lambda x: body(x).sum()), input_signature=SIGNATURE)
+    for n, m in SIZES:
+        a = np.arange(n * m * 4, dtype=np.float32).reshape(n, m, 4) ** 1.5 / 10
+        np.testing.assert_allclose(fn(ms.Tensor(a)).asnumpy(), want(a), rtol=1e-5)
+        eager = ms.grad(lambda x: body(x).sum())(ms.Tensor(a)).asnumpy()
+        np.testing.assert_allclose(grad(ms.Tensor(a)).asnumpy(), eager, rtol=1e-4, atol=1e-6)

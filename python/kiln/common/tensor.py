@@ -346,7 +346,7 @@ class Tensor(_C.TensorBase):
         return ops.broadcast_to(self, shape)
 
     def expand_as(self, other):
-        return ops.broadcast_to(self, other.shape)
+        return ops.expand_as(self, other)
 
     def copy(self):
         return Tensor(self._clone())

@@ -342,7 +342,7 @@ def view_as(self, other):
 
 def expand(self, *size):
     """Broadcast to `size` (-1 keeps a dimension)."""
-    return ops.broadcast_to(self, _sizes(size))
+    return ops.broadcast_to(self, _sizes(size, runtime=True))
 
 
 def sum_to_size(self, *size):
@@ -363,20 +363,20 @@ def sum_to_size(self, *size):
 
 # ---- new tensors like self ----
 def new_zeros(self, size, dtype=None):
-    return ops.zeros(_sizes((size,)), dtype or self.dtype)
+    return ops.zeros(_sizes((size,), runtime=True), dtype or self.dtype)
 
 
 def new_ones(self, size, dtype=None):
-    return ops.ones(_sizes((size,)), dtype or self.dtype)
+    return ops.ones(_sizes((size,), runtime=True), dtype or self.dtype)
 
 
 def new_full(self, size, fill_value, *, dtype=None):
-    return ops.full(_sizes((size,)), fill_value, dtype=dtype or self.dtype)
+    return ops.full(_sizes((size,), runtime=True), fill_value, dtype=dtype or self.dtype)
 
 
 def new_empty(self, size, *, dtype=None, device=None):
     """A tensor of `size` (kiln fills it with zeros: its memory is never left uninitialised)."""
-    return ops.zeros(_sizes((size,)), dtype or self.dtype)
+    return ops.zeros(_sizes((size,), runtime=True), dtype or self.dtype)
 
 
 # ---- dtype ----
@@ -534,11 +534,13 @@ def register_hook(self, hook):
 
 
 # ---- helpers ----
-def _sizes(args):
-    """f(2, 3), f((2, 3)) and f([2, 3]) alike."""
+def _sizes(args, runtime=False):
+    """f(2, 3), f((2, 3)) and f([2, 3]) alike. With `runtime`, a size a graph reads off a
+    dimension of any size (x.shape[0] there) stays itself: the op takes its value as it runs."""
     if len(args) == 1 and isinstance(args[0], (tuple, list)):
         args = tuple(args[0])
-    return tuple(int_arg(a, "size", "size") for a in args)
+    return tuple(a if runtime and getattr(a, "kiln_dim_of_any_size", False)
+                 else int_arg(a, "size", "size") for a in args)
 
 
 def _axis(axis, ndim, op):

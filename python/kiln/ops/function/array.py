@@ -89,7 +89,22 @@ def swapaxes(input, axis0, axis1):  # noqa: A002
 
 def broadcast_to(input, shape):  # noqa: A002
     """A read-only-in-spirit view with zero strides; -1 keeps the input's dimension."""
+    items = tuple(shape) if isinstance(shape, (tuple, list)) else (shape,)
+    if any(getattr(d, "kiln_dim_of_any_size", False) for d in items):
+        # Sizes read off tensors along dimensions of any size (x.shape in a graph compiled for
+        # them): known when the graph runs, where broadcast_to's -1 would keep input's size.
+        like = _shaped_as(tuple(1 if d == -1 and not getattr(d, "kiln_dim_of_any_size", False)
+                                else d for d in items), "broadcast_to", "shape")
+        return _broadcast_like(input, like)
     return call("broadcast_to", (input,), (shape_attr(shape, "broadcast_to"),))
+
+
+def _broadcast_like(input, like):  # noqa: A002
+    """input broadcast with `like`'s shape as the graph runs (a copy): for shapes along
+    dimensions of any size, which broadcast_to's attribute cannot name."""
+    if input.dtype == mstype.bool_:
+        return call("logical_or", (input, call("fill_like", (like,), (0, dtype_attr(input.dtype)))))
+    return call("add", (input, call("fill_like", (like,), (0, dtype_attr(input.dtype)))))
 
 
 def squeeze(input, axis=None):  # noqa: A002

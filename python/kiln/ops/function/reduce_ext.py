@@ -55,8 +55,14 @@ def _moments(op, input, axis, ddof, keepdims):  # noqa: A002
     mean = call("reduce_mean", (x,), (axes, True))
     dev = call("sub", (x, mean))
     ss = call("reduce_sum", (call("mul", (dev, dev)),), (axes, bool(keepdims), None))
-    count = x.size // builtins.max(1, ss.size) if x.size else 0
-    var_ = call("div", (ss, float(builtins.max(count - ddof, 0))))
+    if builtins.min(tuple(x.shape), default=0) < 0:
+        # A graph's dimension of any size: the count is known when it runs (a sum of ones).
+        ones = call("fill_like", (x,), (1, dtype_attr(x.dtype)))
+        count = call("reduce_sum", (ones,), (axes, bool(keepdims), None))
+        var_ = call("div", (ss, call("maximum", (call("sub", (count, float(ddof))), 0.0))))
+    else:
+        count = x.size // builtins.max(1, ss.size) if x.size else 0
+        var_ = call("div", (ss, float(builtins.max(count - ddof, 0))))
     if not keepdims:
         mean = call("reduce_mean", (x,), (axes, False))
     return var_, mean

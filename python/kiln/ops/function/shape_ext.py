@@ -12,6 +12,7 @@ from kiln.ops._core import call, dtype_attr, int_arg, shape_attr
 from kiln.ops._core import is_tensor as _is_tensor
 from kiln.ops.function.array import (
     _axis,
+    _broadcast_like,
     broadcast_to,
     concat,
     narrow,
@@ -244,6 +245,8 @@ def expand(input_x, size):
     x = _tensor("expand", input_x, "input_x")
     if _is_tensor(size):
         size = tuple(int(v) for v in size.asnumpy().reshape(-1))
+    if any(getattr(d, "kiln_dim_of_any_size", False) for d in size):
+        return broadcast_to(x, tuple(size))  # sizes known when the graph runs
     size = shape_attr(size, "expand", "size")
     lead = len(size) - len(x.shape)
     shape = tuple(x.shape[i - lead] if s == -1 and i >= lead else s for i, s in enumerate(size))
@@ -251,7 +254,10 @@ def expand(input_x, size):
 
 
 def expand_as(input, other):  # noqa: A002
-    return broadcast_to(_tensor("expand_as", input), tuple(other.shape))
+    x = _tensor("expand_as", input)
+    if builtins.min(tuple(other.shape), default=0) < 0:  # a graph's dimension of any size
+        return _broadcast_like(x, other)
+    return broadcast_to(x, tuple(other.shape))
 
 
 def view_as(input, other):  # noqa: A002
