@@ -226,8 +226,12 @@ ConvGeometry PlanConvBackward(const OpDef& def, const std::vector<TensorMeta>& i
   const TensorMeta& dy = in[0];
   KILN_CHECK(dy.shape.size() == 4, Value, def.name,
              ": dy must be 4-D (N, C_out, H_out, W_out), got shape ", ShapeStr(dy.shape));
+  // backward_input's optional third input: the forward's input, whose shape as the graph runs
+  // stands for input_shape where that has dimensions of any size.
+  const bool like = !weight_grad && in.size() > 2 && in[2].present;
   const Shape& shape =
-      CheckedInts(attrs, 0, 4, 0, def.name, weight_grad ? "weight_shape" : "input_shape");
+      like ? in[2].shape
+           : CheckedInts(attrs, 0, 4, 0, def.name, weight_grad ? "weight_shape" : "input_shape");
   TensorMeta made{dy.dtype, shape};
   std::vector<TensorMeta> forward = weight_grad
                                         ? std::vector<TensorMeta>{in[1], made, TensorMeta{}}
@@ -250,7 +254,8 @@ std::vector<TensorMeta> InferConv2dBackwardInput(const OpDef& def,
                                                  const std::vector<TensorMeta>& in,
                                                  const Attrs& attrs) {
   PlanConvBackward(def, in, attrs, false);
-  return {TensorMeta{in[0].dtype, AttrInts(attrs, 0)}};
+  const bool like = in.size() > 2 && in[2].present;
+  return {TensorMeta{in[0].dtype, like ? in[2].shape : AttrInts(attrs, 0)}};
 }
 
 std::vector<TensorMeta> InferConv2dBackwardWeight(const OpDef& def,
@@ -320,13 +325,20 @@ void Conv2dBackwardWeightKernel(KernelContext& ctx) {
 
 // ---- Gradient rules
 
+// conv2d's dx from dy and the weight w; x (the forward's input) gives its shape as the graph
+// runs where it has dimensions of any size.
+GradVar ConvInputGrad(GradBuilder& g, GradVar dy, GradVar w, GradVar x, const Attrs& conv) {
+  const Shape shape = g.meta(x).shape;
+  std::vector<GradVar> inputs = {dy, w};
+  if (!IsStaticShape(shape)) inputs.push_back(x);
+  return g.Emit1(OpKind::Conv2dBackwardInput, inputs, WithShape(shape, conv));
+}
+
 // conv2d: dx and dw through the backward ops, dbias = dy summed over N, H, W.
 std::vector<GradVar> Conv2dGrad(GradBuilder& g) {
   GradVar x = g.input(0), w = g.input(1), dy = g.out_grad(0);
   std::vector<GradVar> grads(3);
-  if (g.wants_input_grad(0))
-    grads[0] = InputGrad(
-        g, g.Emit1(OpKind::Conv2dBackwardInput, {dy, w}, WithShape(g.meta(x).shape, g.attrs())), 0);
+  if (g.wants_input_grad(0)) grads[0] = InputGrad(g, ConvInputGrad(g, dy, w, x, g.attrs()), 0);
   if (g.wants_input_grad(1))
     grads[1] = InputGrad(
         g, g.Emit1(OpKind::Conv2dBackwardWeight, {dy, x}, WithShape(g.meta(w).shape, g.attrs())),
@@ -344,7 +356,7 @@ std::vector<GradVar> Conv2dGrad(GradBuilder& g) {
 std::vector<GradVar> Conv2dBackwardInputGrad(GradBuilder& g) {
   GradVar dy = g.input(0), w = g.input(1), ddx = g.out_grad(0);
   const Attrs conv = ConvAttrsOf(g.attrs());
-  std::vector<GradVar> grads(2);
+  std::vector<GradVar> grads(g.num_inputs());  // the shape-giving input gets none
   if (g.wants_input_grad(0)) grads[0] = InputGrad(g, g.Emit1(OpKind::Conv2d, {ddx, w}, conv), 0);
   if (g.wants_input_grad(1))
     grads[1] = InputGrad(
@@ -357,9 +369,7 @@ std::vector<GradVar> Conv2dBackwardWeightGrad(GradBuilder& g) {
   const Attrs conv = ConvAttrsOf(g.attrs());
   std::vector<GradVar> grads(2);
   if (g.wants_input_grad(0)) grads[0] = InputGrad(g, g.Emit1(OpKind::Conv2d, {x, ddw}, conv), 0);
-  if (g.wants_input_grad(1))
-    grads[1] = InputGrad(
-        g, g.Emit1(OpKind::Conv2dBackwardInput, {dy, ddw}, WithShape(g.meta(x).shape, conv)), 1);
+  if (g.wants_input_grad(1)) grads[1] = InputGrad(g, ConvInputGrad(g, dy, ddw, x, conv), 1);
   return grads;
 }
 
@@ -384,7 +394,7 @@ void RegisterConvOps(OpRegistry& r) {
 
   OpDef conv_dx;
   conv_dx.kind = OpKind::Conv2dBackwardInput;
-  conv_dx.inputs = {"dy", "weight"};
+  conv_dx.inputs = {"dy", "weight", "like?"};
   conv_dx.attrs = {{"input_shape", Shape{}}};
   conv_dx.attrs.insert(conv_dx.attrs.end(), conv.attrs.begin(), conv.attrs.end());
   conv_dx.infer = InferConv2dBackwardInput;

@@ -395,3 +395,17 @@ def test_variance_over_dimensions_of_any_size_counts_at_run_time(body, want):
         np.testing.assert_allclose(fn(ms.Tensor(a)).asnumpy(), want(a), rtol=1e-5)
         eager = ms.grad(lambda x: body(x).sum())(ms.Tensor(a)).asnumpy()
         np.testing.assert_allclose(grad(ms.Tensor(a)).asnumpy(), eager, rtol=1e-4, atol=1e-6)
+
+
+def flipped_rows(x):
+    return ms.ops.flip(x, (0, 1)) * 2.0
+
+
+def test_flip_along_dimensions_of_any_size():
+    # Before: a dimension of size -1 counted as "at most one element" and came back unreversed.
+    fn = ms.jit(flipped_rows, input_signature=SIGNATURE)
+    grad = ms.jit(ms.grad(_squared_sum_of(flipped_rows)), input_signature=SIGNATURE)
+    for n, m in SIZES:
+        a = np.arange(n * m * 4, dtype=np.float32).reshape(n, m, 4)
+        np.testing.assert_array_equal(fn(ms.Tensor(a)).asnumpy(), a[::-1, ::-1] * 2.0)
+        np.testing.assert_allclose(grad(ms.Tensor(a)).asnumpy(), 8.0 * a)

@@ -13,6 +13,7 @@ import numpy as np
 from kiln import _C, ops
 from kiln.common.tensor import Tensor
 from kiln.ops import _core
+from kiln.ops.function import array as _array
 
 
 def _tensor(x):
@@ -38,6 +39,8 @@ def argmax(x, axis=-1):
 
 
 def reshape(x, shape):
+    if any(getattr(d, "kiln_dim_of_any_size", False) for d in shape):
+        return _array.reshape(x, shape)  # sizes known when the graph runs
     return _core.call("reshape", (x,), (_core.shape_attr(shape, "reshape"),))
 
 

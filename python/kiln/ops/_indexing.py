@@ -16,7 +16,7 @@ import numpy as np
 from kiln import _C
 from kiln.common import dtype as mstype
 from kiln.common._arrays import tensor_of
-from kiln.ops._core import call, is_tensor
+from kiln.ops._core import call, dtype_attr, is_tensor
 
 # strided_slice's end for "to the end of the axis": runtime clamping makes it the axis's size,
 # which a graph compiled for a dimension of any size (-1) does not know.
@@ -249,10 +249,22 @@ def _index_ndim(plan):
 
 def _reverse(x, axis):
     n = x.shape[axis]
-    if n <= 1:
+    if n < 0:
+        rev = _reversed_positions(x, axis)
+    elif n <= 1:
         return x
-    rev = call("arange", (), (n - 1, -1, -1))
+    else:
+        rev = call("arange", (), (n - 1, -1, -1))
     return call("advanced_index", (x, rev), ((axis,),))
+
+
+def _reversed_positions(x, axis):
+    """n - 1, ..., 0 for the size n that x's axis has when the graph runs (a dimension declared
+    of any size): n minus the running count of ones along that axis."""
+    line = getitem(x, tuple(slice(None) if d == axis else 0 for d in range(len(x.shape))))
+    ones = call("fill_like", (line,), (1, dtype_attr(mstype.int64)))
+    count = call("reduce_sum", (ones,), (None, False, None))
+    return call("sub", (count, call("cumsum", (ones,), (0, False))))
 
 
 def getitem(tensor, index):

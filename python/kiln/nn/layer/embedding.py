@@ -50,14 +50,12 @@ class Embedding(Cell):
         if ids.dtype not in mstype.int_type + mstype.uint_type:
             raise TypeError(f"Embedding: ids must be an integer tensor, got {ids.dtype} "
                             f"with shape {tuple(ids.shape)}")
-        shape = tuple(ids.shape)
-        flat = F.reshape(ids, (-1,))
+        # Rows for ids of any shape, without flattening it: a graph compiled for dimensions of
+        # any size could not reshape back to two or more of them.
         if self.use_one_hot:
-            hot = one_hot_checked(flat, self.vocab_size, 1.0, 0.0, -1, "Embedding: id")
-            out = F.matmul(F.cast(hot, self.embedding_table.dtype), self.embedding_table)
-        else:
-            out = _core.call("gather", (self.embedding_table, flat), (0, 0))
-        return F.reshape(out, shape + (self.embedding_size,))
+            hot = one_hot_checked(ids, self.vocab_size, 1.0, 0.0, -1, "Embedding: id")
+            return F.matmul(F.cast(hot, self.embedding_table.dtype), self.embedding_table)
+        return _core.call("gather", (self.embedding_table, ids), (0, 0))
 
     def extend_repr(self):
         return (f"vocab_size={self.vocab_size}, embedding_size={self.embedding_size}, "

@@ -15,6 +15,7 @@ from kiln.nn import _functional as F
 from kiln.nn.cell import Cell
 from kiln.nn.layer.basic import Dropout, check_bool, check_int
 from kiln.ops._core import call
+from kiln.ops.function.array import size_when_run
 
 __all__ = ["RNNCell", "LSTMCell", "GRUCell", "RNN", "LSTM", "GRU"]
 
@@ -178,24 +179,32 @@ def recurrent(cell, x, state, weights, lengths):
     flat = None if lengths is None else F.reshape(lengths, (-1,))
     out, final = _whole_sequence(cell, x, state, weights, flat)
     if lengths is not None:  # the op repeats a finished sequence's state; outputs are zeros
-        steps = x.shape[0]
-        live = F.reshape(ops.arange(0, steps, 1), (steps, 1, 1)) < F.reshape(lengths, (1, -1, 1))
+        live = F.reshape(_steps(x), (-1, 1, 1)) < F.reshape(lengths, (1, -1, 1))
         out = ops.where(live, out, 0.0)
     if half:
         out, final = ops.cast(out, mstype.float16), _cast_state(final, mstype.float16)
     return out, final
 
 
+def _steps(x):
+    """0, 1, ..., T - 1 for x's first axis (T steps), also where the graph learns T only when
+    it runs: the running count of ones, less one."""
+    if x.shape[0] >= 0:
+        return ops.arange(0, x.shape[0], 1)
+    ones = ops.ones_like(x[:, 0, 0] if len(x.shape) == 3 else x[:, 0], dtype=mstype.int64)
+    return ops.cumsum(ones, 0) - 1
+
+
 def _reverse(x, lengths):
     """x (T, N, ...) reversed along time; with lengths, only each sequence's first length
     steps are reversed (ReverseSequence), through a one-hot permutation product."""
-    steps = x.shape[0]
     if lengths is None:
-        return ops.gather(x, ops.arange(steps - 1, -1, -1), 0)
-    t = F.reshape(ops.arange(0, steps, 1), (steps, 1))
+        return ops.flip(x, 0)
+    t = F.reshape(_steps(x), (-1, 1))
     lens = F.reshape(ops.cast(lengths, mstype.int32), (1, -1))
     source = ops.where(t < lens, lens - 1 - t, t)                       # (T, N)
-    perm = ops.cast(ops.one_hot(F.transpose(source, (1, 0)), steps, 1, 0), x.dtype)  # N, T, T
+    perm = ops.cast(source[None, :, :] == t[:, None, :], x.dtype)  # (T, T, N): source's one-hot
+    perm = F.transpose(perm, (2, 1, 0))                               # (N, T, T)
     moved = ops.matmul(perm, F.transpose(x, (1, 0, 2)))                  # (N, T, F)
     return F.transpose(moved, (1, 0, 2))
 
@@ -257,7 +266,8 @@ class _RNNBase(Cell):
         dirs = 2 if self.bidirectional else 1
         shape = (self.num_layers * dirs, batch, self.hidden_size)
         if hx is None:
-            zeros = ops.zeros(shape, x.dtype)
+            rows = size_when_run(x, 0 if self.batch_first else 1)  # as the graph runs
+            zeros = ops.zeros((shape[0], rows, shape[2]), x.dtype)
             return (zeros, zeros) if self.is_lstm else zeros
         parts = hx if self.is_lstm else (hx,)
         if self.is_lstm and (not isinstance(hx, (tuple, list)) or len(hx) != 2):

@@ -15,6 +15,7 @@ from kiln.nn.layer.activation import GELU, ReLU
 from kiln.nn.layer.basic import Dense, Dropout, check_bool, check_int
 from kiln.nn.layer.container import CellList
 from kiln.nn.layer.normalization import LayerNorm
+from kiln.ops.function.array import size_when_run
 
 __all__ = ["MultiheadAttention", "TransformerEncoderLayer", "TransformerDecoderLayer",
            "TransformerEncoder", "TransformerDecoder", "Transformer"]
@@ -31,6 +32,11 @@ def _rows(t, start, stop):
                       (1,) * len(shape))
 
 
+def _fits(shape, want):
+    """shape == want, where a dimension of any size (-1, in a graph) matches every size."""
+    return len(shape) == len(want) and all(s == w or s < 0 or w < 0 for s, w in zip(shape, want))
+
+
 def _mask_dtype_check(mask, name):
     if mask is not None and mask.dtype != mstype.bool_ and not mask.dtype.is_floating_point:
         raise ValueError(f"MultiheadAttention: {name} only supports bool and floating dtypes, "
@@ -40,7 +46,7 @@ def _mask_dtype_check(mask, name):
 def _as_additive(mask, dtype):
     """A bool mask (True = not allowed) as 0 / -inf; a float mask as it is."""
     if mask.dtype == mstype.bool_:
-        return ops.where(mask, float("-inf"), ops.zeros(tuple(mask.shape), dtype))
+        return ops.where(mask, float("-inf"), ops.zeros_like(mask, dtype=dtype))
     return mask
 
 
@@ -134,42 +140,36 @@ class MultiheadAttention(Cell):
                              f"embed_dim={self.embed_dim}, got {embed}")
         heads, hd = self.num_heads, self.head_dim
         q, k, v = self._project(query, key, value)
-        attn_mask = self._prepare_mask(attn_mask, tgt_len, key.shape[0], bsz)
+        attn_mask = self._prepare_mask(attn_mask, query, key.shape[0], bsz)
         if self.bias_k is not None:
-            k = ops.concat((k, ops.tile(self.bias_k, (1, bsz, 1))), 0)
-            v = ops.concat((v, ops.tile(self.bias_v, (1, bsz, 1))), 0)
+            rows = (1, size_when_run(k, 1), self.embed_dim)
+            k = ops.concat((k, ops.broadcast_to(self.bias_k, rows)), 0)
+            v = ops.concat((v, ops.broadcast_to(self.bias_v, rows)), 0)
             attn_mask = None if attn_mask is None else ops.pad(attn_mask, (0, 1))
             key_padding_mask = None if key_padding_mask is None else ops.pad(key_padding_mask,
                                                                              (0, 1))
-        q = ops.swapaxes(F.reshape(q, (tgt_len, bsz * heads, hd)), 0, 1)
-        k = ops.swapaxes(F.reshape(k, (k.shape[0], bsz * heads, hd)), 0, 1)
-        v = ops.swapaxes(F.reshape(v, (v.shape[0], bsz * heads, hd)), 0, 1)
+        # (length, batch, embed) -> (batch, heads, length, head_dim). Batch and heads stay apart
+        # (never batch * heads) so that a graph compiled for sizes it does not know reshapes
+        # by the sizes it runs with (size_when_run).
+        q, k, v = (ops.transpose(F.reshape(t, (size_when_run(t, 0), size_when_run(t, 1), heads,
+                                               hd)), (1, 2, 0, 3)) for t in (q, k, v))
         if self.add_zero_attn:
-            zeros = ops.zeros((bsz * heads, 1, hd), k.dtype)
-            k, v = ops.concat((k, zeros), 1), ops.concat((v, zeros), 1)
+            zeros = ops.zeros((size_when_run(k, 0), heads, 1, hd), k.dtype)
+            k, v = ops.concat((k, zeros), 2), ops.concat((v, zeros), 2)
             attn_mask = None if attn_mask is None else ops.pad(attn_mask, (0, 1))
             key_padding_mask = None if key_padding_mask is None else ops.pad(key_padding_mask,
                                                                              (0, 1))
-        src_len = k.shape[1]
-        attn_mask = self._merge_padding(attn_mask, key_padding_mask, bsz, src_len)
-        if attn_mask is not None:
-            attn_mask = _as_additive(attn_mask, q.dtype)
-            attn_mask = ops.expand_dims(attn_mask, 0) if attn_mask.shape[0] == 1 else \
-                F.reshape(attn_mask, (bsz, heads, -1, src_len))
+        attn_mask = self._merge_padding(attn_mask, key_padding_mask, bsz, k.shape[2])
         scale = math.sqrt(math.sqrt(hd))  # MindSpore divides q and k by hd ** 0.25 each
-        q = F.reshape(q, (bsz, heads, tgt_len, hd)) / scale
-        k = F.reshape(k, (bsz, heads, src_len, hd))
-        v = F.reshape(v, (bsz, heads, src_len, hd))
-        scores = ops.matmul(q, ops.swapaxes(k, -2, -1) / scale)
+        scores = ops.matmul(q / scale, ops.swapaxes(k, -2, -1) / scale)
         if attn_mask is not None:
-            scores = scores + attn_mask
+            scores = scores + _as_additive(attn_mask, q.dtype)
         attn = ops.softmax(scores, -1)
         if self.dropout > 0 and self.training:
             attn = ops.dropout(attn, self.dropout, True)
-        out = ops.matmul(attn, v)
-        out = F.reshape(F.transpose(out, (2, 0, 1, 3)), (bsz * tgt_len, self.embed_dim))
-        out = F.reshape(_linear(out, self.out_proj.weight, self.out_proj.bias),
-                        (tgt_len, bsz, self.embed_dim))
+        out = ops.transpose(ops.matmul(attn, v), (2, 0, 1, 3))  # (tgt, batch, heads, head_dim)
+        out = F.reshape(out, (size_when_run(query, 0), size_when_run(query, 1), self.embed_dim))
+        out = _linear(out, self.out_proj.weight, self.out_proj.bias)
         weights = attn
         if average:
             weights = ops.sum(weights, 1) / heads
@@ -177,31 +177,33 @@ class MultiheadAttention(Cell):
             out, weights = ops.squeeze(out, 1), ops.squeeze(weights, 0)
         return out, weights
 
-    def _prepare_mask(self, attn_mask, tgt_len, src_len, bsz):
+    def _prepare_mask(self, attn_mask, query, src_len, bsz):
+        """attn_mask as (1, 1, tgt, src) or (batch, heads, tgt, src)."""
         if attn_mask is None:
             return None
         if attn_mask.dtype == mstype.uint8:
             attn_mask = ops.cast(attn_mask, mstype.bool_)
         _mask_dtype_check(attn_mask, "attn_mask")
-        shape = tuple(attn_mask.shape)
+        shape, tgt_len = tuple(attn_mask.shape), query.shape[0]
         if len(shape) == 2:
-            if shape != (tgt_len, src_len):
+            if not _fits(shape, (tgt_len, src_len)):
                 raise ValueError(f"MultiheadAttention: a 2-D attn_mask must have shape "
                                  f"{(tgt_len, src_len)}, got {shape}")
-            return ops.expand_dims(attn_mask, 0)
-        if shape != (bsz * self.num_heads, tgt_len, src_len):
+            return ops.expand_dims(ops.expand_dims(attn_mask, 0), 0)
+        if not _fits(shape, (bsz * self.num_heads if bsz >= 0 else -1, tgt_len, src_len)):
             raise ValueError(f"MultiheadAttention: a 3-D attn_mask must have shape "
                              f"{(bsz * self.num_heads, tgt_len, src_len)}, got {shape}")
-        return attn_mask
+        return F.reshape(attn_mask, (size_when_run(query, 1), self.num_heads,
+                                     size_when_run(attn_mask, 1), size_when_run(attn_mask, 2)))
 
     def _merge_padding(self, attn_mask, key_padding_mask, bsz, src_len):
+        """The masks merged, broadcastable to (batch, heads, tgt, src)."""
         if key_padding_mask is None:
             return attn_mask
-        if tuple(key_padding_mask.shape) != (bsz, src_len):
+        if not _fits(tuple(key_padding_mask.shape), (bsz, src_len)):
             raise ValueError(f"MultiheadAttention: key_padding_mask must have shape "
                              f"{(bsz, src_len)}, got {tuple(key_padding_mask.shape)}")
-        kpm = F.reshape(ops.tile(F.reshape(key_padding_mask, (bsz, 1, 1, src_len)),
-                                 (1, self.num_heads, 1, 1)), (bsz * self.num_heads, 1, src_len))
+        kpm = ops.expand_dims(ops.expand_dims(key_padding_mask, 1), 1)  # (batch, 1, 1, src)
         if attn_mask is None:
             return kpm
         if attn_mask.dtype == mstype.bool_ and kpm.dtype == mstype.bool_:

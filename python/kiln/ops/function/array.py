@@ -38,6 +38,12 @@ def _axis(axis, ndim, op, name="axis"):
 
 def reshape(input, shape):  # noqa: A002 - MindSpore's argument names
     """A view when the layout allows, else a contiguous copy; one dimension may be -1."""
+    items = tuple(shape) if isinstance(shape, (tuple, list)) else (shape,)
+    known = [d for d in items if not getattr(d, "kiln_dim_of_any_size", False)]
+    if len(items) - len(known) > 1 and -1 not in known:
+        # Several sizes known only when the graph runs (x.shape[0] and x.shape[1] there): the
+        # target is the shape of a tensor built from them then.
+        return call("reshape", (input, _shaped_as(items, "reshape", "shape")), ((),))
     return call("reshape", (input,), (_reshape_target(input, shape),))
 
 
@@ -349,6 +355,26 @@ def _fill(size, value, dtype, op, name="size", like=None):
     if like is not None:
         return call("fill_like", (like,), (value, dtype_attr(dtype)))
     return call("fill", (), (shape_attr(size, op, name), value, dtype_attr(dtype)))
+
+
+class _SizeWhenRun(int):
+    """-1 to every computation, but creation ops and broadcast_to (through _shaped_as) take the
+    size of `tensor`'s `axis` as the graph runs: kiln's own layers' way to build, say, an
+    initial state for a batch whose size the graph does not know."""
+
+    kiln_dim_of_any_size = True
+
+    def __new__(cls, tensor, axis):
+        size = super().__new__(cls, -1)
+        size.tensor, size.axis = tensor, axis
+        return size
+
+
+def size_when_run(tensor, axis):
+    """tensor.shape[axis]; where that is -1 (a graph compiled for dimensions of any size) a -1
+    that zeros/ones/full/fill and broadcast_to resolve to the size the graph runs with."""
+    size = tuple(tensor.shape)[axis]
+    return _SizeWhenRun(tensor, axis % len(tensor.shape)) if size < 0 else size
 
 
 def _shaped_as(size, op, name):
