@@ -227,19 +227,37 @@ void StridedSliceGradKernel(KernelContext& ctx) {
 
 // ---- split: views along one axis
 
+// split(input, like*; axis, sizes): views along one axis. Where concat's gradient cannot name a
+// size (a dimension of any size), the concatenated tensors come as `like`s: piece i takes
+// like i's size along the axis, as the graph runs.
+Shape SplitSizes(const OpDef& def, const std::vector<Shape>& likes, const Attrs& attrs,
+                 int64_t axis) {
+  Shape sizes = AttrInts(attrs, 1);
+  KILN_CHECK(!sizes.empty(), Value, def.name, ": sizes must not be empty");
+  KILN_CHECK(likes.empty() || likes.size() == sizes.size(), Value, def.name, ": ", likes.size(),
+             " tensors give the sizes of ", sizes.size(), " pieces");
+  for (size_t i = 0; i < likes.size(); ++i) {
+    KILN_CHECK(axis < static_cast<int64_t>(likes[i].size()), Value, def.name, ": tensor ", i,
+               " of shape ", ShapeStr(likes[i]), " has no axis ", axis);
+    sizes[i] = likes[i][axis];
+  }
+  for (int64_t s : sizes)
+    KILN_CHECK(s >= 0 || !likes.empty(), Value, def.name, ": negative size in ", ShapeStr(sizes));
+  return sizes;
+}
+
 std::vector<TensorMeta> InferSplit(const OpDef& def, const std::vector<TensorMeta>& in,
                                    const Attrs& attrs) {
   int64_t axis = StrictAxis(AttrInt(attrs, 0), Rank(in[0]), def.name);
-  const auto& sizes = AttrInts(attrs, 1);
-  KILN_CHECK(!sizes.empty(), Value, def.name, ": sizes must not be empty");
+  std::vector<Shape> likes;
+  for (size_t k = 1; k < in.size(); ++k) likes.push_back(in[k].shape);
+  const Shape sizes = SplitSizes(def, likes, attrs, axis);
   int64_t total = 0;
-  for (int64_t s : sizes) {
-    KILN_CHECK(s >= 0, Value, def.name, ": negative size in ", ShapeStr(sizes));
-    total += s;
-  }
+  for (int64_t s : sizes) total = (total < 0 || s < 0) ? -1 : total + s;
   int64_t dim = in[0].shape[axis];
-  KILN_CHECK(dim == -1 || total == dim, Value, def.name, ": sizes ", ShapeStr(sizes), " sum to ",
-             total, ", but axis ", axis, " of shape ", ShapeStr(in[0].shape), " has size ", dim);
+  KILN_CHECK(dim == -1 || total == -1 || total == dim, Value, def.name, ": sizes ", ShapeStr(sizes),
+             " sum to ", total, ", but axis ", axis, " of shape ", ShapeStr(in[0].shape),
+             " has size ", dim);
   std::vector<TensorMeta> out;
   for (int64_t s : sizes) {
     Shape shape = in[0].shape;
@@ -252,13 +270,15 @@ std::vector<TensorMeta> InferSplit(const OpDef& def, const std::vector<TensorMet
 void SplitKernel(KernelContext& ctx) {
   const Tensor& x = ctx.inputs[0];
   int64_t axis = StrictAxis(AttrInt(ctx.attrs, 0), x.ndim(), ctx.def.name);
+  std::vector<TensorMeta> metas;
+  for (const Tensor& t : ctx.inputs) metas.push_back(TensorMeta{t.dtype(), t.shape()});
+  const std::vector<TensorMeta> pieces = InferSplit(ctx.def, metas, ctx.attrs);  // checks sizes
   int64_t start = 0;
   ctx.outputs.clear();
-  for (int64_t s : AttrInts(ctx.attrs, 1)) {
-    Shape shape = x.shape();
-    shape[axis] = s;
+  for (const TensorMeta& piece : pieces) {
+    const int64_t s = piece.shape[axis];
     int64_t offset = s > 0 ? x.offset() + start * x.strides()[axis] : x.offset();
-    ctx.outputs.push_back(x.AsStrided(shape, x.strides(), offset));
+    ctx.outputs.push_back(x.AsStrided(piece.shape, x.strides(), offset));
     start += s;
   }
 }
@@ -447,8 +467,12 @@ std::vector<GradVar> ConcatGrad(GradBuilder& g) {
   int64_t ndim = static_cast<int64_t>(InputShape(g, 0).size());
   if (axis < 0) axis += ndim;
   std::vector<int64_t> sizes;
+  std::vector<GradVar> inputs = {Dy(g)};
   for (int i = 0; i < n; ++i) sizes.push_back(InputShape(g, i)[axis]);
-  std::vector<GradVar> pieces = g.Emit(OpKind::Split, {Dy(g)}, {axis, sizes});
+  // A size known only when the graph runs: the inputs give every piece's size then.
+  if (std::count(sizes.begin(), sizes.end(), -1) > 0)
+    for (int i = 0; i < n; ++i) inputs.push_back(g.input(i));
+  std::vector<GradVar> pieces = g.Emit(OpKind::Split, inputs, {axis, sizes});
   for (int i = 0; i < n; ++i)
     if (g.wants_input_grad(i)) grads[i] = CastTo(g, pieces[i], g.meta(g.input(i)).dtype);
   return grads;
@@ -485,9 +509,10 @@ void RegisterShapeOps(OpRegistry& r) {
                          {{"begin", Shape{}}, {"end", Shape{}}, {"strides", Shape{}}},
                          InferStridedSlice, StridedSliceKernel, StridedSliceGradRule),
                   {}, {}));
-  r.Add(GradReads(ViewOp(OpKind::Split, {"input"}, {{"axis", int64_t{0}}, {"sizes", Shape{}}},
-                         InferSplit, SplitKernel, SplitGrad),
-                  {}, {}));
+  r.Add(GradReads(
+      ViewOp(OpKind::Split, {"input", "like*"}, {{"axis", int64_t{0}}, {"sizes", Shape{}}},
+             InferSplit, SplitKernel, SplitGrad),
+      {}, {}));
   r.Add(ViewOp(OpKind::Depend, {"value", "expr"}, {}, InferDepend, DependKernel, DependGrad));
   OpDef tensor_shape =
       MakeOpDef(OpKind::TensorShape, {"input"}, {}, InferTensorShape, TensorShapeKernel);

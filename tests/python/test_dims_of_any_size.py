@@ -409,3 +409,48 @@ def test_flip_along_dimensions_of_any_size():
         a = np.arange(n * m * 4, dtype=np.float32).reshape(n, m, 4)
         np.testing.assert_array_equal(fn(ms.Tensor(a)).asnumpy(), a[::-1, ::-1] * 2.0)
         np.testing.assert_allclose(grad(ms.Tensor(a)).asnumpy(), 8.0 * a)
+
+
+def concat_rows(x):
+    return ms.ops.cat((x, x[1:] * 2.0), axis=0)
+
+
+def concat_columns(x):
+    return ms.ops.cat((x * 3.0, x), axis=1)
+
+
+def tiled(x):
+    return ms.ops.tile(x, (2, 1, 3))
+
+
+def padded(x):
+    return ms.ops.pad(x, (1, 2, 0, 1), value=0.5)
+
+
+def cropped(x):
+    return ms.ops.pad(x, (0, 0, -1, 0, 0, -1))
+
+
+def gathered_from_the_end(x):
+    index = ms.ops.zeros_like(x[:, :1], dtype=ms.int64) - 1  # the last row of each column
+    return ms.ops.gather_elements(x, 1, index)
+
+
+def sorted_rows(x):
+    return ms.ops.sort(x * ms.Tensor(np.array([1.0, -2.0, 3.0, -4.0], np.float32)), axis=1)[0]
+
+
+@pytest.mark.parametrize("body", [concat_rows, concat_columns, tiled, padded, cropped,
+                                  gathered_from_the_end, sorted_rows],
+                         ids=["concat along the first", "concat along the second", "tile", "pad",
+                              "negative pad", "gather_elements of -1", "sort"])
+def test_ops_along_dimensions_of_any_size_and_their_gradients(body):
+    # Before: each failed to compile (split, reshape or fill by the size -1), or, for a
+    # negative pad, cut one element too many along an unknown dimension.
+    fn = ms.jit(body, input_signature=SIGNATURE)
+    grad = ms.jit(ms.grad(_squared_sum_of(body)), input_signature=SIGNATURE)
+    for n, m in SIZES:
+        a = np.arange(n * m * 4, dtype=np.float32).reshape(n, m, 4) / 10
+        np.testing.assert_allclose(fn(ms.Tensor(a)).asnumpy(), body(ms.Tensor(a)).asnumpy())
+        want = ms.grad(_squared_sum_of(body))(ms.Tensor(a)).asnumpy()
+        np.testing.assert_allclose(grad(ms.Tensor(a)).asnumpy(), want, rtol=1e-5)

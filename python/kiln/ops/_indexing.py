@@ -258,13 +258,34 @@ def _reverse(x, axis):
     return call("advanced_index", (x, rev), ((axis,),))
 
 
+def _ones_along(x, axis):
+    """int64 ones, one per position of x's axis as the graph runs (a vector)."""
+    line = getitem(x, tuple(slice(None) if d == axis else 0 for d in range(len(x.shape))))
+    return call("fill_like", (line,), (1, dtype_attr(mstype.int64)))
+
+
 def _reversed_positions(x, axis):
     """n - 1, ..., 0 for the size n that x's axis has when the graph runs (a dimension declared
     of any size): n minus the running count of ones along that axis."""
-    line = getitem(x, tuple(slice(None) if d == axis else 0 for d in range(len(x.shape))))
-    ones = call("fill_like", (line,), (1, dtype_attr(mstype.int64)))
+    ones = _ones_along(x, axis)
     count = call("reduce_sum", (ones,), (None, False, None))
     return call("sub", (count, call("cumsum", (ones,), (0, False))))
+
+
+def positions_along(x, axis):
+    """int64 positions 0..n-1 along x's axis, shaped to broadcast against x (n at `axis`, 1
+    elsewhere); where n is known only when the graph runs, the running count of ones less one."""
+    n, rank = x.shape[axis], len(x.shape)
+    if n >= 0:
+        shape = [1] * rank
+        shape[axis] = n
+        return tensor_of(np.arange(n, dtype=np.int64).reshape(shape))
+    pos = call("sub", (call("cumsum", (_ones_along(x, axis),), (0, False)), 1))
+    for _ in range(rank - 1 - axis):
+        pos = call("expand_dims", (pos,), (-1,))
+    for _ in range(axis):
+        pos = call("expand_dims", (pos,), (0,))
+    return pos
 
 
 def getitem(tensor, index):

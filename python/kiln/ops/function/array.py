@@ -225,6 +225,19 @@ def tile(input, dims):  # noqa: A002
     """Repeats the whole tensor `dims[i]` times along each axis (np.tile)."""
     dims = shape_attr(dims, "tile", "dims")
     shape = tuple(input.shape)
+    if builtins.min(shape, default=0) < 0:
+        # A graph's dimension of any size: copies joined along each axis, which needs no size.
+        x = input
+        for _ in range(len(dims) - len(shape)):
+            x = call("expand_dims", (x,), (0,))
+        dims = (1,) * (len(x.shape) - len(dims)) + dims
+        for axis, reps in enumerate(dims):
+            if reps > 1:
+                x = call("concat", (x,) * reps, (axis,))
+            elif reps == 0:  # nothing along that axis
+                ends = tuple(0 if a == axis else _indexing._TO_END for a in range(len(dims)))
+                x = call("strided_slice", (x,), ((0,) * len(dims), ends, (1,) * len(dims)))
+        return x
     n = builtins.max(len(dims), len(shape))
     dims = (1,) * (n - len(dims)) + dims
     shape = (1,) * (n - len(shape)) + shape

@@ -4,6 +4,7 @@ import numpy as np
 
 from kiln.common import dtype as mstype
 from kiln.common._arrays import tensor_of
+from kiln.ops import _indexing
 from kiln.ops._core import call, dtype_attr, int_arg, is_tensor
 
 __all__ = ["gather_elements", "gather_d", "index_select", "take", "masked_fill", "argwhere",
@@ -26,9 +27,7 @@ def _index(op, index, name="index"):
 
 def _arange_along(x, axis):
     """int64 positions 0..n-1 along `axis`, shaped to broadcast against x."""
-    shape = [1] * len(x.shape)
-    shape[axis] = x.shape[axis]
-    return tensor_of(np.arange(x.shape[axis], dtype=np.int64).reshape(shape))
+    return _indexing.positions_along(x, axis)
 
 
 def gather_elements(input, dim, index):  # noqa: A002
@@ -49,15 +48,10 @@ def gather_elements(input, dim, index):  # noqa: A002
             raise ValueError(f"gather_elements: index shape {tuple(index.shape)} exceeds input "
                              f"shape {tuple(x.shape)} at axis {a}")
     size = x.shape[d]
+    if size < 0:  # a graph's dimension of any size: its size as the graph runs
+        size = call("cast", (call("tensor_shape", (x,)),), (dtype_attr(index.dtype),))[d]
     idx = call("where", (call("less", (index, 0)), call("add", (index, size)), index))
-    coords = []
-    for a in range(n):
-        if a == d:
-            coords.append(idx)
-        else:
-            shape = [1] * n
-            shape[a] = index.shape[a]
-            coords.append(tensor_of(np.arange(index.shape[a], dtype=np.int64).reshape(shape)))
+    coords = [idx if a == d else _arange_along(index, a) for a in range(n)]
     return call("advanced_index", (x,) + tuple(coords), (tuple(range(n)),))
 
 

@@ -11,6 +11,7 @@ import numpy as np
 from kiln.common import dtype as mstype
 from kiln.common._arrays import tensor_of
 from kiln.ops._core import call, int_arg, is_tensor, pair_attr, shape_attr
+from kiln.ops.function.array import full, size_when_run
 from kiln.ops.function.nn import avg_pool2d
 from kiln.ops.function.reduce import mean as _mean
 
@@ -36,13 +37,18 @@ def _index(values):
 
 
 def _fill(shape, value, dtype):
+    if any(getattr(s, "kiln_dim_of_any_size", False) for s in shape):
+        return full(tuple(shape), value, dtype=dtype)  # sizes known when the graph runs
     return call("fill", (), (tuple(int(s) for s in shape), value, dtype._enum))
+
+
+_TO_END = 2**63 - 1  # strided_slice's "to the end of the axis", whatever its size
 
 
 def _slice_axis(x, axis, start, stop):
     shape = tuple(x.shape)
     begin = [0] * len(shape)
-    end = list(shape)
+    end = [d if d >= 0 else _TO_END for d in shape]
     begin[axis], end[axis] = start, stop
     return call("strided_slice", (x,), (tuple(begin), tuple(end), (1,) * len(shape)))
 
@@ -50,12 +56,13 @@ def _slice_axis(x, axis, start, stop):
 # ---- pad ----
 
 def pad_constant_axis(x, axis, before, after, value):
-    size = x.shape[axis]
-    if before < 0 or after < 0:
-        x = _slice_axis(x, axis, max(-before, 0), size - max(-after, 0))
+    size, cut = x.shape[axis], max(-after, 0)
+    if before < 0 or after < 0:  # an unknown size (-1): stop counts from the end
+        stop = size - cut if size >= 0 else (-cut if cut else _TO_END)
+        x = _slice_axis(x, axis, max(-before, 0), stop)
     parts = []
     for amount in (before, after):
-        shape = list(x.shape)
+        shape = [size_when_run(x, d) for d in range(len(x.shape))]
         shape[axis] = max(amount, 0)
         parts.append(_fill(shape, value, x.dtype) if amount > 0 else None)
     pieces = [p for p in (parts[0], x, parts[1]) if p is not None]
