@@ -454,3 +454,29 @@ def test_ops_along_dimensions_of_any_size_and_their_gradients(body):
         np.testing.assert_allclose(fn(ms.Tensor(a)).asnumpy(), body(ms.Tensor(a)).asnumpy())
         want = ms.grad(_squared_sum_of(body))(ms.Tensor(a)).asnumpy()
         np.testing.assert_allclose(grad(ms.Tensor(a)).asnumpy(), want, rtol=1e-5)
+
+
+def running_max(x):
+    return ms.ops.cummax(x, 0)[0]
+
+
+def slices_of_rows(x):
+    return x.unbind(0)[0]
+
+
+@pytest.mark.parametrize("body,op", [(running_max, "cummax"), (slices_of_rows, "unbind")])
+def test_ops_that_need_the_size_along_a_dimension_of_any_size_say_so(body, op):
+    # Before: cummax ran none of its steps (a silent wrong answer) and unbind returned no slices.
+    with pytest.raises(ValueError, match=f"{op}: .*known only when the graph runs"):
+        ms.jit(body, input_signature=SIGNATURE)(ms.Tensor(np.ones((3, 2, 4), np.float32)))
+
+
+def rows_over_half(x):
+    return x[x[:, 0, 0] > 0.5] * 2.0
+
+
+def test_a_boolean_mask_along_a_dimension_of_any_size():
+    fn = ms.jit(rows_over_half, input_signature=SIGNATURE)
+    for n, m in SIZES:
+        a = np.random.default_rng(n).random((n, m, 4)).astype(np.float32)
+        np.testing.assert_array_equal(fn(ms.Tensor(a)).asnumpy(), a[a[:, 0, 0] > 0.5] * 2.0)

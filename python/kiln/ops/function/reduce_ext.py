@@ -195,6 +195,10 @@ def _scan_extreme(op, input, axis, is_max):  # noqa: A002
     x = _tensor(op, input)
     a = _axis(op, x, axis)
     n = x.shape[a] if x.shape else 1
+    if n < 0:  # its doubling steps are unrolled by the axis's size
+        raise ValueError(f"{op}: axis {a} of shape {tuple(x.shape)} has a size known only when "
+                         f"the graph runs (declared None), which {op} does not support; declare "
+                         f"that dimension's size or run {op} in PyNative mode")
     from kiln.ops.function.selection import _arange_along  # noqa: PLC0415
     pos = _arange_along(x, a)
     # the running extreme by doubling: after step k, each position holds the extreme of the

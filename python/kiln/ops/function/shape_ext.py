@@ -117,6 +117,9 @@ def unbind(input, dim=0):  # noqa: A002
     """The slices of input along dim, each without that axis."""
     x = _tensor("unbind", input)
     a = _axis(dim, len(x.shape), "unbind", "dim")
+    if x.shape[a] < 0:  # a tuple's length is fixed when the graph is compiled
+        raise ValueError(f"unbind: dim {a} of shape {tuple(x.shape)} has a size known only when "
+                         f"the graph runs (declared None), so the number of slices is unknown")
     return tuple(call("squeeze", (narrow(x, a, i, 1),), ((a,),)) for i in range(x.shape[a]))
 
 
