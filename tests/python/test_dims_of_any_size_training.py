@@ -140,3 +140,32 @@ def test_attention_with_a_padding_mask_over_any_batch_and_length():
         pad[0, -2:] = True
         want = masked_attention(x, ms.Tensor(pad)).asnumpy()
         np.testing.assert_allclose(fn(x, ms.Tensor(pad)).asnumpy(), want, rtol=1e-5)
+
+
+_LOSS = []
+
+
+def loss_of_batch(x, t):
+    name, loss = _LOSS
+    if name == "KLDivLoss":
+        return loss(ops.log_softmax(x, 1), ops.softmax(t, 1))
+    return loss(x, t)
+
+
+@pytest.mark.parametrize("name,make", [
+    ("MSELoss", nn.MSELoss), ("L1Loss", nn.L1Loss),
+    ("KLDivLoss", lambda: nn.KLDivLoss(reduction="batchmean")),
+])
+def test_losses_over_a_batch_of_any_size_and_their_gradients(name, make):
+    # Before: MSELoss/L1Loss refused (-1, 5) against (-1, 5) as not broadcastable, and
+    # 'batchmean' divided by the placeholder's batch size -1 (a silent wrong loss).
+    _LOSS[:] = [name, make()]
+    signature = (ms.Tensor(shape=[None, 5], dtype=ms.float32),) * 2
+    step = ms.value_and_grad(loss_of_batch)
+    compiled = ms.jit(step, input_signature=signature)
+    rng = np.random.default_rng(0)
+    for b in (3, 6):
+        x, t = (ms.Tensor(rng.standard_normal((b, 5)).astype(np.float32)) for _ in range(2))
+        (want_loss, want_grad), (loss, grad) = step(x, t), compiled(x, t)
+        np.testing.assert_allclose(loss.asnumpy(), want_loss.asnumpy(), rtol=1e-5)
+        np.testing.assert_allclose(grad.asnumpy(), want_grad.asnumpy(), rtol=1e-5, atol=1e-7)

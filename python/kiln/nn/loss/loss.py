@@ -30,8 +30,8 @@ def _check_same_shape(a, b, who):
 def check_broadcast(a, b, who, names=("logits", "labels")):
     """a and b broadcast together (MindSpore's MSELoss/L1Loss/MAELoss accept that), else a
     ValueError naming both shapes."""
-    try:
-        np.broadcast_shapes(tuple(a.shape), tuple(b.shape))
+    try:  # a graph's dimension of any size (-1) is checked when the graph runs
+        np.broadcast_shapes(*(tuple(1 if d < 0 else d for d in t.shape) for t in (a, b)))
     except ValueError:
         raise ValueError(f"{who}: {names[0]} and {names[1]} must have broadcastable shapes, got "
                          f"{tuple(a.shape)} and {tuple(b.shape)}") from None

@@ -6,7 +6,7 @@ broadcast where MindSpore's do."""
 import math
 import numbers
 
-from kiln.ops._core import call, is_tensor
+from kiln.ops._core import call, dtype_attr, is_tensor
 from kiln.ops.function.activation import _softplus_raw
 from kiln.ops.function.array import one_hot_checked
 from kiln.ops.function.reduce import mean as _mean
@@ -164,7 +164,9 @@ def kl_div(logits, labels, reduction="mean"):
     loss = call("sub", (xlogx, call("mul", (labels, logits))))
     if reduction == "batchmean":
         batch = loss.shape[0] if len(loss.shape) else 1
-        return call("div", (_sum(loss), float(batch)))
+        if batch < 0:  # a graph's dimension of any size: the batch it runs with
+            batch = call("cast", (call("tensor_shape", (loss,))[0],), (dtype_attr(loss.dtype),))
+        return call("div", (_sum(loss), batch if is_tensor(batch) else float(batch)))
     return reduce_loss(loss, reduction)
 
 
