@@ -480,3 +480,50 @@ def test_a_boolean_mask_along_a_dimension_of_any_size():
     for n, m in SIZES:
         a = np.random.default_rng(n).random((n, m, 4)).astype(np.float32)
         np.testing.assert_array_equal(fn(ms.Tensor(a)).asnumpy(), a[a[:, 0, 0] > 0.5] * 2.0)
+
+
+def mean_by_numel(x):
+    return x.sum() / x.numel() + x.sum() / x.size
+
+
+def rolled(x):
+    return ms.ops.roll(x, 1, 0)
+
+
+def diagonal_planes(x):
+    return ms.ops.diagonal(x, 1, 0, 1)
+
+
+def trace_of_rows(x):
+    return ms.ops.trace(x[:, :, 0])
+
+
+def grid_of(x):
+    return ms.ops.meshgrid(x[:, 0, 0], x[0, :, 0])[0]
+
+
+def flattened_all(x):
+    return ms.ops.flatten(x, start_dim=0)
+
+
+@pytest.mark.parametrize("body", [mean_by_numel, rolled, diagonal_planes, trace_of_rows,
+                                  grid_of, flattened_all],
+                         ids=["numel and size", "roll", "diagonal", "trace", "meshgrid",
+                              "flatten"])
+def test_sizes_read_by_ops_along_dimensions_of_any_size(body):
+    # Before: each computed with the placeholder's -1 and gave a silent wrong answer (roll an
+    # empty tensor, diagonal no elements, numel -4) or failed.
+    fn = ms.jit(body, input_signature=SIGNATURE)
+    for n, m in SIZES:
+        a = np.arange(n * m * 4, dtype=np.float32).reshape(n, m, 4) / 10
+        np.testing.assert_allclose(fn(ms.Tensor(a)).asnumpy(), body(ms.Tensor(a)).asnumpy(),
+                                   rtol=1e-6)
+
+
+def resized(x):
+    return ms.ops.interpolate(x[None], size=(4, 8))  # (1, n, m, 4): m of any size
+
+
+def test_interpolate_from_spatial_sizes_of_any_size_says_so():
+    with pytest.raises(ValueError, match="interpolate: .*known only when the graph runs"):
+        ms.jit(resized, input_signature=SIGNATURE)(ms.Tensor(np.ones((2, 3, 4), np.float32)))

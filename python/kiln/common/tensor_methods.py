@@ -413,7 +413,7 @@ def is_complex(self):
 
 # ---- metadata ----
 def numel(self):
-    return self.size
+    return ops.numel(self)
 
 
 def dim(self):

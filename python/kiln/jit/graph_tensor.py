@@ -137,6 +137,9 @@ class GraphTensor(GraphValue):
 
     @property
     def size(self):
+        if self._shape and min(self._shape) < 0 and _from_user_code():
+            # A dimension of any size: the count the graph runs with (a 0-d int64 tensor).
+            return call("reduce_prod", (call("tensor_shape", (self,)),), (None, False))
         n = 1
         for d in self._shape:
             n *= d

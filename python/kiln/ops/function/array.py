@@ -142,9 +142,13 @@ def flatten(input, order="C", *, start_dim=1, end_dim=-1):  # noqa: A002
     end = _axis(end_dim, len(shape), "flatten", "end_dim")
     if start > end:
         raise ValueError(f"flatten: start_dim {start_dim} comes after end_dim {end_dim}")
-    merged = 1
-    for d in shape[start:end + 1]:
-        merged *= d
+    merged = math.prod(shape[start:end + 1])
+    if builtins.min(shape) < 0:
+        # A graph's dimensions of any size: the kept ones by their sizes as the graph runs, the
+        # merged one as what they leave (-1) when it holds one of them.
+        kept = [size_when_run(input, i) for i in range(len(shape))]
+        merged = -1 if builtins.min(shape[start:end + 1]) < 0 else merged
+        return reshape(input, tuple(kept[:start]) + (merged,) + tuple(kept[end + 1:]))
     return reshape(input, shape[:start] + (merged,) + shape[end + 1:])
 
 

@@ -3,6 +3,7 @@ ops: a where over a broadcast index comparison, and a gather along each rolled a
 import numpy as np
 
 from kiln.common._arrays import tensor_of
+from kiln.ops import _indexing
 from kiln.ops._core import axes_attr, call, int_arg, is_tensor
 
 __all__ = ["tril", "triu", "roll"]
@@ -50,7 +51,13 @@ def roll(input, shifts, dims=None):  # noqa: A002
     out = input
     for shift, dim in zip(shift_list, dim_list):
         size = input.shape[dim]
-        if size:
+        if size < 0:  # a graph's dimension of any size: positions as it runs
+            ones = _indexing._ones_along(out, dim % len(input.shape))
+            count = call("reduce_sum", (ones,), (None, False, None))
+            pos = call("sub", (call("cumsum", (ones,), (0, False)), 1))
+            index = call("mod", (call("sub", (pos, shift)), count))
+            out = call("gather", (out, index), (dim, 0))
+        elif size:
             index = (np.arange(size) - shift) % size
             out = call("gather", (out, tensor_of(index.astype(np.int64))), (dim, 0))
     return out

@@ -17,6 +17,7 @@ from kiln.ops.function.array import (
     concat,
     narrow,
     reshape,
+    size_when_run,
     stack,
     swapaxes,
     transpose,
@@ -272,8 +273,12 @@ def type_as(input, other):  # noqa: A002
 
 
 def numel(input):  # noqa: A002
-    """The number of elements (an int)."""
-    return math.prod(_tensor("numel", input).shape)
+    """The number of elements (an int; in a graph compiled for dimensions of any size, the
+    count it runs with, a 0-d int64 tensor)."""
+    shape = tuple(_tensor("numel", input).shape)
+    if builtins.min(shape, default=0) < 0:
+        return call("reduce_prod", (call("tensor_shape", (input,)),), (None, False))
+    return math.prod(shape)
 
 
 def size(input_x):
@@ -381,7 +386,7 @@ def meshgrid(*inputs, indexing="xy"):
     for v in inputs:
         if not _is_tensor(v) or len(v.shape) != 1:
             raise ValueError("meshgrid: every input must be a 1-D Tensor")
-    sizes = [v.shape[0] for v in inputs]
+    sizes = [size_when_run(v, 0) for v in inputs]  # a graph's any size: as it runs
     if indexing == "xy" and len(inputs) >= 2:
         sizes[0], sizes[1] = sizes[1], sizes[0]
     out = []
@@ -412,6 +417,13 @@ def diagonal(input, offset=0, dim1=0, dim2=1):  # noqa: A002
     y = transpose(x, tuple(rest) + (d1, d2))
     rows, cols = y.shape[-2], y.shape[-1]
     k = int_arg(offset, "diagonal", "offset")
+    if rows < 0 or cols < 0:
+        # Sizes known when the graph runs: the elements where column - row == k, in order.
+        on = call("equal", (call("sub", (_indexing.positions_along(y, n - 1),
+                                         _indexing.positions_along(y, n - 2))), k))
+        if n > 2:
+            on = call("squeeze", (on,), (tuple(range(n - 2)),))
+        return _indexing.getitem(y, (Ellipsis, on))
     start_r, start_c = (0, k) if k >= 0 else (-k, 0)
     length = builtins.max(0, builtins.min(rows - start_r, cols - start_c))
     r = tensor_of(np.arange(start_r, start_r + length, dtype=np.int64))

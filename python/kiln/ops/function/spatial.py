@@ -154,6 +154,10 @@ def _linear_weights(in_size, out_size, scale, align_corners):
 
 def _output_sizes(op, x, size, scale_factor):
     spatial = tuple(x.shape[2:])
+    if spatial and min(spatial) < 0:  # its sampling positions are computed from those sizes
+        raise ValueError(f"{op}: the spatial dimensions of shape {tuple(x.shape)} have sizes "
+                         f"known only when the graph runs (declared None), which {op} does not "
+                         f"support; declare them or run {op} in PyNative mode")
     if (size is None) == (scale_factor is None):
         raise ValueError(f"{op}: exactly one of size and scale_factor must be given")
     if size is not None:
