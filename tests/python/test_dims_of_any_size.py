@@ -527,3 +527,42 @@ def resized(x):
 def test_interpolate_from_spatial_sizes_of_any_size_says_so():
     with pytest.raises(ValueError, match="interpolate: .*known only when the graph runs"):
         ms.jit(resized, input_signature=SIGNATURE)(ms.Tensor(np.ones((2, 3, 4), np.float32)))
+
+
+def positions_of_rows(x):
+    return ms.ops.arange(x.shape[0]) * 10 + ms.ops.arange(1, x.shape[1], 2).sum()
+
+
+def identity_of_rows(x):
+    return ms.ops.eye(x.shape[0], 3, ms.float32) * 2.0
+
+
+def mask_of_lengths(x):
+    return ms.ops.sequence_mask(ms.Tensor(np.array([1, 2], np.int32)), x.shape[1])
+
+
+def shape_primitive(x):
+    return ms.ops.TensorShape()(x) * 1
+
+
+@pytest.mark.parametrize("body", [positions_of_rows, identity_of_rows, mask_of_lengths,
+                                  shape_primitive],
+                         ids=["arange", "eye", "sequence_mask", "TensorShape"])
+def test_creation_by_a_size_of_any_size(body):
+    # Before: arange(-1) was empty and TensorShape held -1 (silent wrong answers); eye and
+    # sequence_mask failed.
+    fn = ms.jit(body, input_signature=SIGNATURE)
+    for n, m in SIZES:
+        a = np.zeros((n, m, 4), np.float32)
+        np.testing.assert_array_equal(fn(ms.Tensor(a)).asnumpy(), body(ms.Tensor(a)).asnumpy())
+
+
+def spaced_by_rows(x):
+    return ms.ops.linspace(0.0, 1.0, x.shape[0])
+
+
+def test_an_int_argument_of_any_size_is_refused_not_taken_as_minus_one():
+    with pytest.raises(ValueError, match="linspace: steps is the size of a dimension declared "
+                                         "None"):
+        ms.jit(spaced_by_rows, input_signature=SIGNATURE)(ms.Tensor(np.ones((3, 2, 4),
+                                                                            np.float32)))

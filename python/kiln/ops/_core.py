@@ -39,10 +39,20 @@ def int_arg(value, op, name):
     """One int argument (axis, count, size, ...): a Python or NumPy integer or a one-element
     integer Tensor. A float, a bool or anything else is a TypeError naming `op` and `name`:
     an int argument is never truncated."""
+    _refuse_runtime_size(value, op, name)
     value_or_none = _index(value)
     if value_or_none is None:
         raise TypeError(f"{op}: {name} must be an int, got {_describe(value)}")
     return value_or_none
+
+
+def _refuse_runtime_size(value, op, name):
+    """A size read off a dimension of any size (x.shape[i] in a graph compiled for it) is -1 to
+    an op that needs the number while compiling: a ValueError, not a silent -1."""
+    if getattr(value, "kiln_dim_of_any_size", False):
+        raise ValueError(f"{op}: {name} is the size of a dimension declared None, known only when "
+                         f"the graph runs, and {op} needs it while compiling; declare that size "
+                         f"or run {op} in PyNative mode")
 
 
 def positive_int_arg(value, op, name):

@@ -54,12 +54,14 @@ def _reshape_target(input, shape):  # noqa: A002
     leave, so that the graph reshapes as PyNative would for every size."""
     items = tuple(shape) if isinstance(shape, (tuple, list)) else (shape,)
     read = [i for i, d in enumerate(items) if getattr(d, "kiln_dim_of_any_size", False)]
+    # Otherwise a size read off a dimension of any size is reshape's -1: whatever is left.
+    as_minus_one = tuple(-1 if i in read else d for i, d in enumerate(items))
     if len(read) != 1 or items[read[0]].tensor is not input:
-        return shape_attr(shape, "reshape")
+        return shape_attr(as_minus_one if read else shape, "reshape")
     axis = items[read[0]].axis
     dims = tuple(input.shape)
     if any(d < 0 for i, d in enumerate(dims) if i != axis):
-        return shape_attr(shape, "reshape")  # more than one unknown: reshape's own rules
+        return shape_attr(as_minus_one, "reshape")  # more than one unknown: reshape's own rules
     known = math.prod(d for i, d in enumerate(dims) if i != axis)
     rest = [int(d) for i, d in enumerate(items) if i != read[0]]
     if rest.count(-1) == 1:
@@ -435,16 +437,46 @@ def _scalar(value):
     raise TypeError(f"expected a number, got {type(value).__name__}")
 
 
+def runtime_positions(size):
+    """int64 0, 1, ..., n - 1 for a size read off a dimension of any size (x.shape[i] in a graph
+    compiled for it), n being that dimension's size as the graph runs."""
+    ones = _indexing._ones_along(size.tensor, size.axis)
+    return call("sub", (call("cumsum", (ones,), (0, False)), 1))
+
+
+def _is_runtime_size(value):
+    return getattr(value, "kiln_dim_of_any_size", False)
+
+
 def arange(start=0, end=None, step=1, *, dtype=None):
     """Values from start (inclusive) to end (exclusive) by step: NumPy's length rule. The dtype
     is int64 when every argument is an int, float32 when any is a float, unless given."""
     if end is None:
         start, end = 0, start
+    if _is_runtime_size(end):  # ops.arange(x.shape[1]) in a graph compiled for any size
+        return _arange_to_runtime_size(start, end, step, dtype)
     start, end, step = _scalar(start), _scalar(end), _scalar(step)
     if dtype is None:
         is_float = any(isinstance(v, float) for v in (start, end, step))
         dtype = mstype.float32 if is_float else mstype.int64
     return call("arange", (), (start, end, step, dtype_attr(dtype)))
+
+
+def _arange_to_runtime_size(start, end, step, dtype):
+    """arange(start, end, step) for an `end` known when the graph runs: start + step * k for the
+    positions k of end's dimension, those below end kept."""
+    start, step = _scalar(start), _scalar(step)
+    if not isinstance(step, int) or step <= 0 or not isinstance(start, int) or start < 0:
+        raise ValueError(f"arange: with an end known only when the graph runs (a dimension "
+                         f"declared None), start must be a non-negative int and step a positive "
+                         f"int, got {start!r} and {step!r}")
+    pos = runtime_positions(end)
+    values = call("add", (call("mul", (pos, step)), start)) if (start, step) != (0, 1) else pos
+    if (start, step) != (0, 1):
+        count = call("reduce_sum", (call("fill_like", (pos,), (1, dtype_attr(mstype.int64))),),
+                     (None, False, None))
+        values = _indexing.getitem(values, call("less", (values, count)))
+    return values if dtype is None else call("cast", (values,), (dtype_attr(dtype),))
 
 
 # ---- random ----

@@ -5,7 +5,6 @@ import functools
 import numpy as np
 
 from kiln.common import dtype as mstype
-from kiln.common._arrays import tensor_of
 from kiln.ops import function as _ops
 from kiln.ops._core import call, dtype_attr
 from kiln.ops.primitive import Primitive
@@ -318,7 +317,7 @@ class TensorShape(Primitive):
     """The shape as an int64 tensor."""
 
     def __call__(self, input_x):
-        return tensor_of(np.asarray(tuple(input_x.shape), np.int64))
+        return call("tensor_shape", (input_x,))  # the sizes a graph runs with
 
 
 class DType(Primitive):
