@@ -310,26 +310,36 @@ void TensorShapeKernel(KernelContext& ctx) {
 
 // ---- reshape: a view when the layout allows, else a contiguous copy
 
-// reshape(input, like?; shape): `like`, where given, replaces `shape` by its own shape as the graph
-// runs: the gradient's way back to a shape with several dimensions of any size.
+// reshape(input, like?; shape): where `like` is given, its dimensions stand for the sizes a graph
+// learns only when it runs: an empty `shape` is like's whole shape, and each -2 in `shape` is
+// like's dimension at that position (one -1 is still what the others leave). The gradient's way
+// back to a shape with several unknown sizes, and x.view(x.shape[0], -1) beside another one.
+Shape ReshapeTarget(const OpDef& def, const Shape& attr, const Shape& like) {
+  if (attr.empty()) return like;
+  KILN_CHECK(attr.size() == like.size(), Value, def.name, ": target ", ShapeStr(attr),
+             " and the tensor giving its sizes, of shape ", ShapeStr(like), ", differ in rank");
+  Shape target = attr;
+  for (size_t i = 0; i < target.size(); ++i)
+    if (target[i] == -2) target[i] = like[i];
+  return target;
+}
+
 std::vector<TensorMeta> InferReshapeOp(const OpDef& def, const std::vector<TensorMeta>& in,
                                        const Attrs& attrs) {
-  if (in.size() > 1 && in[1].present) {
-    const Shape &from = in[0].shape, &to = in[1].shape;
-    KILN_CHECK(!IsStaticShape(from) || !IsStaticShape(to) || NumElements(from) == NumElements(to),
-               Value, def.name, ": cannot reshape ", ShapeStr(from), " to ", ShapeStr(to));
-    return {TensorMeta{in[0].dtype, to}};
-  }
-  const Shape& target = AttrInts(attrs, 0);
-  for (int64_t d : in[0].shape)
-    if (d == -1) return {TensorMeta{in[0].dtype, target}};  // known only at run time
+  const bool like = in.size() > 1 && in[1].present;
+  const Shape target =
+      like ? ReshapeTarget(def, AttrInts(attrs, 0), in[1].shape) : AttrInts(attrs, 0);
+  const bool sized = !like || IsStaticShape(in[1].shape);  // the target's sizes are known
+  if (!IsStaticShape(in[0].shape) || !sized) return {TensorMeta{in[0].dtype, target}};
   return {TensorMeta{in[0].dtype, InferReshape(in[0].shape, target, def.name)}};
 }
 
 void ReshapeKernel(KernelContext& ctx) {
   const bool like = ctx.inputs.size() > 1 && ctx.inputs[1].defined();
+  const Shape& attr = AttrInts(ctx.attrs, 0);
   // ViewAs, else a copy
-  ctx.outputs = {ctx.inputs[0].Reshape(like ? ctx.inputs[1].shape() : AttrInts(ctx.attrs, 0))};
+  ctx.outputs = {
+      ctx.inputs[0].Reshape(like ? ReshapeTarget(ctx.def, attr, ctx.inputs[1].shape()) : attr)};
 }
 
 // ---- concat
@@ -395,7 +405,7 @@ std::vector<GradVar> ReshapeGrad(GradBuilder& g) {
   if (g.meta(dy).shape == shape && IsStaticShape(shape)) {
     grads[0] = dy;
   } else if (std::count(shape.begin(), shape.end(), -1) > 1) {
-    grads[0] = g.Emit1(OpKind::Reshape, {dy, g.input(0)}, {shape});  // sizes known when run
+    grads[0] = g.Emit1(OpKind::Reshape, {dy, g.input(0)}, {Shape{}});  // the input's shape
   } else {
     grads[0] = g.Emit1(OpKind::Reshape, {dy}, {shape});
   }

@@ -566,3 +566,24 @@ def test_an_int_argument_of_any_size_is_refused_not_taken_as_minus_one():
                                          "None"):
         ms.jit(spaced_by_rows, input_signature=SIGNATURE)(ms.Tensor(np.ones((3, 2, 4),
                                                                             np.float32)))
+
+
+def view_rows(x):
+    return x.view(x.shape[0], -1) * 2.0
+
+
+def flatten_from_one(x):
+    return ms.ops.flatten(x) * 2.0
+
+
+@pytest.mark.parametrize("body", [view_rows, flatten_from_one], ids=["view", "flatten"])
+def test_reshape_by_one_size_of_any_size_beside_another(body):
+    # x is (?, ?, 4): x.view(x.shape[0], -1) keeps the first size and merges the others, in the
+    # forward and back (before: "only one dimension can be -1").
+    fn = ms.jit(body, input_signature=SIGNATURE)
+    grad = ms.jit(ms.grad(_squared_sum_of(body)), input_signature=SIGNATURE)
+    for n, m in SIZES:
+        a = np.arange(n * m * 4, dtype=np.float32).reshape(n, m, 4)
+        np.testing.assert_array_equal(fn(ms.Tensor(a)).asnumpy(), a.reshape(n, -1) * 2.0)
+        want = ms.grad(_squared_sum_of(body))(ms.Tensor(a)).asnumpy()
+        np.testing.assert_allclose(grad(ms.Tensor(a)).asnumpy(), want)

@@ -38,13 +38,17 @@ def _axis(axis, ndim, op, name="axis"):
 
 def reshape(input, shape):  # noqa: A002 - MindSpore's argument names
     """A view when the layout allows, else a contiguous copy; one dimension may be -1."""
+    target = _reshape_target(input, shape)
     items = tuple(shape) if isinstance(shape, (tuple, list)) else (shape,)
-    known = [d for d in items if not getattr(d, "kiln_dim_of_any_size", False)]
-    if len(items) - len(known) > 1 and -1 not in known:
-        # Several sizes known only when the graph runs (x.shape[0] and x.shape[1] there): the
-        # target is the shape of a tensor built from them then.
-        return call("reshape", (input, _shaped_as(items, "reshape", "shape")), ((),))
-    return call("reshape", (input,), (_reshape_target(input, shape),))
+    runtime = [getattr(d, "kiln_dim_of_any_size", False) for d in items]
+    if any(runtime) and target.count(-1) > 1:
+        # Sizes known only when the graph runs (x.shape[0] beside another unknown size): a
+        # tensor built from them gives them then (reshape's -2), the -1 is what they leave.
+        like = _shaped_as(tuple(d if r else 1 for d, r in zip(items, runtime)), "reshape",
+                          "shape")
+        sizes = tuple(-2 if r else int(d) for d, r in zip(items, runtime))
+        return call("reshape", (input, like), (sizes,))
+    return call("reshape", (input,), (target,))
 
 
 def _reshape_target(input, shape):  # noqa: A002
