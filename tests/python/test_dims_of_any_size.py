@@ -338,6 +338,18 @@ def test_gradients_back_through_reshapes_with_several_dimensions_of_any_size(bod
         np.testing.assert_allclose(grad(ms.Tensor(a)).asnumpy(), want, rtol=1e-5, atol=1e-6)
 
 
+def _check_value_and_gradient_against_pynative(body):
+    """body's value and the gradient of its squared sum, compiled once for SIGNATURE, equal
+    PyNative's for every size in SIZES."""
+    fn = ms.jit(body, input_signature=SIGNATURE)
+    grad = ms.jit(ms.grad(_squared_sum_of(body)), input_signature=SIGNATURE)
+    for n, m in SIZES:
+        a = np.arange(n * m * 4, dtype=np.float32).reshape(n, m, 4) / 10
+        np.testing.assert_allclose(fn(ms.Tensor(a)).asnumpy(), body(ms.Tensor(a)).asnumpy())
+        want = ms.grad(_squared_sum_of(body))(ms.Tensor(a)).asnumpy()
+        np.testing.assert_allclose(grad(ms.Tensor(a)).asnumpy(), want, rtol=1e-5)
+
+
 def broadcast_to_shape_of(x):
     return ms.ops.broadcast_to(x[:, :1], x.shape) * x
 
@@ -360,13 +372,7 @@ def first_column_times_all(x):
 def test_broadcasting_to_sizes_of_any_size_and_its_gradient(body):
     # The result takes the runtime size (before: broadcast_to's -1 kept the input's size 1, a
     # silent wrong answer), and the gradient sums back what was stretched at run time.
-    fn = ms.jit(body, input_signature=SIGNATURE)
-    grad = ms.jit(ms.grad(_squared_sum_of(body)), input_signature=SIGNATURE)
-    for n, m in SIZES:
-        a = np.arange(n * m * 4, dtype=np.float32).reshape(n, m, 4) / 10
-        np.testing.assert_allclose(fn(ms.Tensor(a)).asnumpy(), body(ms.Tensor(a)).asnumpy())
-        want = ms.grad(_squared_sum_of(body))(ms.Tensor(a)).asnumpy()
-        np.testing.assert_allclose(grad(ms.Tensor(a)).asnumpy(), want, rtol=1e-5)
+    _check_value_and_gradient_against_pynative(body)
 
 
 def variance_over_rows(x):
@@ -447,13 +453,7 @@ def sorted_rows(x):
 def test_ops_along_dimensions_of_any_size_and_their_gradients(body):
     # Before: each failed to compile (split, reshape or fill by the size -1), or, for a
     # negative pad, cut one element too many along an unknown dimension.
-    fn = ms.jit(body, input_signature=SIGNATURE)
-    grad = ms.jit(ms.grad(_squared_sum_of(body)), input_signature=SIGNATURE)
-    for n, m in SIZES:
-        a = np.arange(n * m * 4, dtype=np.float32).reshape(n, m, 4) / 10
-        np.testing.assert_allclose(fn(ms.Tensor(a)).asnumpy(), body(ms.Tensor(a)).asnumpy())
-        want = ms.grad(_squared_sum_of(body))(ms.Tensor(a)).asnumpy()
-        np.testing.assert_allclose(grad(ms.Tensor(a)).asnumpy(), want, rtol=1e-5)
+    _check_value_and_gradient_against_pynative(body)
 
 
 def running_max(x):
