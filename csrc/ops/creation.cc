@@ -165,11 +165,14 @@ class Sampler {
   std::mt19937_64 engine_;
 };
 
-std::vector<TensorMeta> InferRandom(const OpDef& def, const std::vector<TensorMeta>&,
+// uniform_real / standard_normal(like?; shape, dtype, ...): `like`, where given, gives the shape as
+// the graph runs (rand_like of a tensor with a dimension of any size).
+std::vector<TensorMeta> InferRandom(const OpDef& def, const std::vector<TensorMeta>& in,
                                     const Attrs& attrs) {
   DType dtype = AttrDType(attrs, 1);
   KILN_CHECK(IsFloating(dtype), Type, def.name, ": dtype must be a floating type, got ",
              DTypeName(dtype));
+  if (!in.empty() && in[0].present) return {TensorMeta{dtype, in[0].shape}};
   return {TensorMeta{dtype, CheckedShape(attrs, 0, def.name)}};
 }
 
@@ -229,12 +232,14 @@ void RegisterCreationOps(OpRegistry& r) {
       OpKind::UniformReal,
       {{"shape", Shape{}}, {"dtype", DType::Float32}, {"low", 0.0}, {"high", 1.0}, {"seed", none}},
       InferRandom, UniformRealKernel);
+  uniform.inputs = {"like?"};
   uniform.is_random = true;
   r.Add(std::move(uniform));
   OpDef normal = MakeOp(
       OpKind::StandardNormal,
       {{"shape", Shape{}}, {"dtype", DType::Float32}, {"mean", 0.0}, {"std", 1.0}, {"seed", none}},
       InferRandom, StandardNormalKernel);
+  normal.inputs = {"like?"};
   normal.is_random = true;
   r.Add(std::move(normal));
 }

@@ -587,3 +587,32 @@ def test_reshape_by_one_size_of_any_size_beside_another(body):
         np.testing.assert_array_equal(fn(ms.Tensor(a)).asnumpy(), a.reshape(n, -1) * 2.0)
         want = ms.grad(_squared_sum_of(body))(ms.Tensor(a)).asnumpy()
         np.testing.assert_allclose(grad(ms.Tensor(a)).asnumpy(), want)
+
+
+def uniform_like(x):
+    return ms.ops.rand_like(x) + ms.ops.bernoulli(x * 0.0 + 0.5) * 10.0
+
+
+def normal_like(x):
+    return ms.ops.randn_like(x) + ms.ops.normal(x.shape, ms.Tensor(0.0), ms.Tensor(1.0)) * 0.0
+
+
+def shuffled_rows(x):
+    return ms.ops.shuffle(x)
+
+
+@pytest.mark.parametrize("body", [uniform_like, normal_like, shuffled_rows],
+                         ids=["rand_like and bernoulli", "randn_like and normal", "shuffle"])
+def test_random_draws_shaped_by_dimensions_of_any_size(body):
+    # Before: "uniform_real: shape dimensions must be non-negative, got -1".
+    fn = ms.jit(body, input_signature=SIGNATURE)
+    for n, m in [(3, 2), (40, 30)]:
+        a = np.arange(n * m * 4, dtype=np.float32).reshape(n, m, 4)
+        out = fn(ms.Tensor(a)).asnumpy()
+        assert out.shape == (n, m, 4)
+        if body is uniform_like:
+            assert ((out >= 0) & (out < 11)).all() and len(np.unique(out // 10)) == 2
+        elif body is shuffled_rows:
+            np.testing.assert_array_equal(np.sort(out[:, 0, 0]), a[:, 0, 0])
+        elif n == 40:  # 4800 normal draws
+            assert abs(out.mean()) < 0.1 and 0.9 < out.std() < 1.1

@@ -228,5 +228,5 @@ def rrelu(input, lower=1.0 / 8, upper=1.0 / 3):  # noqa: A002
     lower, upper = _real("rrelu", "lower", lower), _real("rrelu", "upper", upper)
     if lower > upper:
         raise ValueError(f"rrelu: upper must be >= lower, got lower={lower}, upper={upper}")
-    slope = call("uniform_real", (), (tuple(x.shape), x.dtype._enum, lower, upper, None))
+    slope = call("uniform_real", (x,), (tuple(x.shape), x.dtype._enum, lower, upper, None))
     return call("where", (call("less", (x, 0.0)), call("mul", (x, slope)), x))

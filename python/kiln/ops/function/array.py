@@ -495,29 +495,41 @@ def _seed(seed, op):
     return None if seed is None else int_arg(seed, op, "seed")
 
 
+def _runtime_shape_of(shape, op):
+    """(a tensor of `shape`,) where the shape holds sizes read off dimensions of any size (the
+    random ops take it as the graph runs), else ()."""
+    items = tuple(shape) if isinstance(shape, (tuple, list)) else (shape,)
+    like = _shaped_as(items, op, "shape")
+    return () if like is None else (like,)
+
+
 def rand(*size, dtype=None, seed=None):
     """Uniform samples in [0, 1)."""
-    return call("uniform_real", (), (_size_args(size, "rand"), dtype_attr(dtype or mstype.float32),
-                                     0.0, 1.0, _seed(seed, "rand")))
+    shape = size[0] if len(size) == 1 and isinstance(size[0], (tuple, list)) else size
+    return call("uniform_real", _runtime_shape_of(shape, "rand"),
+                (_size_args(size, "rand"), dtype_attr(dtype or mstype.float32), 0.0, 1.0,
+                 _seed(seed, "rand")))
 
 
 def randn(*size, dtype=None, seed=None):
     """Standard normal samples."""
-    return call("standard_normal", (), (_size_args(size, "randn"),
-                                        dtype_attr(dtype or mstype.float32), 0.0, 1.0,
-                                        _seed(seed, "randn")))
+    shape = size[0] if len(size) == 1 and isinstance(size[0], (tuple, list)) else size
+    return call("standard_normal", _runtime_shape_of(shape, "randn"),
+                (_size_args(size, "randn"), dtype_attr(dtype or mstype.float32), 0.0, 1.0,
+                 _seed(seed, "randn")))
 
 
 def standard_normal(shape, seed=None, dtype=mstype.float32):
-    return call("standard_normal", (), (shape_attr(shape, "standard_normal"), dtype_attr(dtype),
-                                        0.0, 1.0, _seed(seed, "standard_normal")))
+    return call("standard_normal", _runtime_shape_of(shape, "standard_normal"),
+                (shape_attr(shape, "standard_normal"), dtype_attr(dtype), 0.0, 1.0,
+                 _seed(seed, "standard_normal")))
 
 
 def uniform(shape, minval, maxval, seed=None, dtype=mstype.float32):
     """Uniform samples in [minval, maxval)."""
-    return call("uniform_real", (), (shape_attr(shape, "uniform"), dtype_attr(dtype),
-                                     float(_scalar(minval)), float(_scalar(maxval)),
-                                     _seed(seed, "uniform")))
+    return call("uniform_real", _runtime_shape_of(shape, "uniform"),
+                (shape_attr(shape, "uniform"), dtype_attr(dtype), float(_scalar(minval)),
+                 float(_scalar(maxval)), _seed(seed, "uniform")))
 
 
 def _as_index_tensor(indices):

@@ -186,7 +186,7 @@ def gumbel_softmax(logits, tau=1.0, hard=False, dim=-1):
     """softmax((logits + Gumbel noise) / tau); hard gives one-hot samples whose gradient is the
     soft one's (straight-through)."""
     x = _tensor("gumbel_softmax", logits, "logits")
-    u = call("uniform_real", (), (tuple(x.shape), dtype_attr(x.dtype), 1e-10, 1.0, None))
+    u = call("uniform_real", (x,), (tuple(x.shape), dtype_attr(x.dtype), 1e-10, 1.0, None))
     g = call("neg", (call("log", (call("neg", (call("log", (u,)),)),)),))
     d = _axis(dim, len(x.shape), "gumbel_softmax", "dim")
     soft = call("softmax", (call("div", (call("add", (x, g)), float(tau))),), (d,))

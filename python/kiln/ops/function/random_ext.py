@@ -2,7 +2,9 @@
 reproducible and compiled code draws anew each call): *_like, randint, randperm, normal,
 bernoulli, multinomial, laplace, shuffle."""
 from kiln.common import dtype as mstype
+from kiln.ops import _indexing
 from kiln.ops._core import call, dtype_attr, int_arg, is_tensor, shape_attr
+from kiln.ops.function import array
 
 __all__ = ["rand_like", "randn_like", "randint", "randint_like", "randperm", "normal",
            "bernoulli", "multinomial", "laplace", "standard_laplace", "shuffle"]
@@ -12,13 +14,20 @@ def _seed(op, seed):
     return None if seed is None else int_arg(seed, op, "seed")
 
 
-def _uniform(op, shape, seed, dtype=mstype.float32, low=0.0, high=1.0):
-    return call("uniform_real", (), (tuple(shape), dtype_attr(dtype), low, high, _seed(op, seed)))
+def _uniform(op, shape, seed, dtype=mstype.float32, low=0.0, high=1.0, like=None):
+    """Uniform draws of `shape`; `like` (a tensor of that shape) gives it as a graph runs where
+    it has a dimension of any size (-1)."""
+    return call("uniform_real", _like_where_needed(shape, like),
+                (tuple(shape), dtype_attr(dtype), low, high, _seed(op, seed)))
 
 
-def _normal(op, shape, seed, dtype=mstype.float32):
-    return call("standard_normal", (), (tuple(shape), dtype_attr(dtype), 0.0, 1.0,
-                                        _seed(op, seed)))
+def _normal(op, shape, seed, dtype=mstype.float32, like=None):
+    return call("standard_normal", _like_where_needed(shape, like),
+                (tuple(shape), dtype_attr(dtype), 0.0, 1.0, _seed(op, seed)))
+
+
+def _like_where_needed(shape, like):
+    return (like,) if like is not None and min(tuple(shape), default=0) < 0 else ()
 
 
 def _tensor(op, x, name="input"):
@@ -30,12 +39,12 @@ def _tensor(op, x, name="input"):
 def rand_like(input, seed=None, *, dtype=None):  # noqa: A002
     """Uniform [0, 1) samples of input's shape (and dtype unless given)."""
     x = _tensor("rand_like", input)
-    return _uniform("rand_like", x.shape, seed, dtype or x.dtype)
+    return _uniform("rand_like", x.shape, seed, dtype or x.dtype, like=x)
 
 
 def randn_like(input, seed=None, *, dtype=None):  # noqa: A002
     x = _tensor("randn_like", input)
-    return _normal("randn_like", x.shape, seed, dtype or x.dtype)
+    return _normal("randn_like", x.shape, seed, dtype or x.dtype, like=x)
 
 
 def _ints_in(op, low, high, shape, seed, dtype):
@@ -74,14 +83,16 @@ def randperm(n, seed=0, offset=0, dtype=mstype.int64):
 
 def normal(shape, mean, stddev, seed=None):
     """mean + stddev * N(0, 1) samples; shape broadcast with mean's and stddev's."""
-    z = _normal("normal", shape_attr(shape, "normal"), seed)
+    like = array._shaped_as(tuple(shape) if isinstance(shape, (tuple, list)) else (shape,),
+                            "normal", "shape")  # sizes read off dimensions of any size
+    z = _normal("normal", shape_attr(shape, "normal"), seed, like=like)
     return call("add", (call("mul", (z, stddev)), mean))
 
 
 def bernoulli(input, p=0.5, seed=None):  # noqa: A002
     """1 with probability p (a number or a tensor like input), else 0, in input's dtype."""
     x = _tensor("bernoulli", input)
-    u = _uniform("bernoulli", x.shape, seed)
+    u = _uniform("bernoulli", x.shape, seed, like=x)
     return call("cast", (call("less", (u, p)),), (dtype_attr(x.dtype),))
 
 
@@ -131,6 +142,7 @@ def shuffle(x, seed=None):
     _tensor("shuffle", x, "x")
     if not x.shape:
         return call("identity", (x,))
-    keys = _uniform("shuffle", (x.shape[0],), seed)
+    keys = _uniform("shuffle", (x.shape[0],), seed, like=_indexing._ones_along(x, 0)
+                    if x.shape[0] < 0 else None)
     return call("gather", (x, call("argsort", (keys,), (0, False))), (0, 0))
 
