@@ -169,3 +169,50 @@ def test_losses_over_a_batch_of_any_size_and_their_gradients(name, make):
         (want_loss, want_grad), (loss, grad) = step(x, t), compiled(x, t)
         np.testing.assert_allclose(loss.asnumpy(), want_loss.asnumpy(), rtol=1e-5)
         np.testing.assert_allclose(grad.asnumpy(), want_grad.asnumpy(), rtol=1e-5, atol=1e-7)
+
+
+_CELL = []
+
+
+def squared_sum_through_cell(x):
+    return (_CELL[0](x) ** 2).sum()
+
+
+@pytest.mark.parametrize("make,sizes", [
+    (lambda: nn.GroupNorm(2, 4), [(2, 4, 5, 6), (3, 4, 3, 3)]),
+    (lambda: nn.PixelShuffle(2), [(2, 8, 3, 3), (1, 8, 2, 4)]),
+    (lambda: nn.AdaptiveAvgPool2d((1, 1)), [(2, 4, 6, 6), (1, 4, 8, 5)]),
+    (lambda: nn.AdaptiveMaxPool2d((1, 1)), [(2, 4, 6, 6), (1, 4, 8, 5)]),
+    (lambda: nn.Conv2d(4, 4, 3, stride=1, pad_mode="same"), [(2, 4, 6, 6), (1, 4, 8, 5)]),
+], ids=["GroupNorm", "PixelShuffle", "AdaptiveAvgPool2d 1x1", "AdaptiveMaxPool2d 1x1",
+        "Conv2d same"])
+def test_image_layers_over_any_batch_and_image_size(make, sizes):
+    ms.set_seed(0)
+    _CELL[:] = [make()]
+    params = _CELL[0].trainable_params()
+    step = ms.value_and_grad(squared_sum_through_cell, None if params else 0,
+                             params if params else None)
+    compiled = ms.jit(step, input_signature=(ms.Tensor(shape=[None, sizes[0][1], None, None],
+                                                       dtype=ms.float32),))
+    rng = np.random.default_rng(0)
+    for s in sizes:
+        x = ms.Tensor(rng.standard_normal(s).astype(np.float32))
+        (want_loss, want_grads), (loss, grads) = step(x), compiled(x)
+        np.testing.assert_allclose(loss.asnumpy(), want_loss.asnumpy(), rtol=1e-5)
+        if not isinstance(grads, tuple):  # the gradient of x alone (no parameters)
+            grads, want_grads = (grads,), (want_grads,)
+        for got, want in zip(grads, want_grads):
+            np.testing.assert_allclose(got.asnumpy(), want.asnumpy(), rtol=1e-4, atol=1e-5)
+
+
+def strided_same_conv(x):
+    return _CELL[0](x)
+
+
+def test_same_padding_with_a_stride_over_any_image_size_says_so():
+    # Its padding depends on the size (before: computed from -1, a silent wrong output).
+    _CELL[:] = [nn.Conv2d(3, 4, 3, stride=2, pad_mode="same")]
+    fn = ms.jit(strided_same_conv, input_signature=(ms.Tensor(shape=[None, 3, None, None],
+                                                              dtype=ms.float32),))
+    with pytest.raises(ValueError, match="pad_mode 'same' with stride 2"):
+        fn(ms.Tensor(np.ones((1, 3, 8, 8), np.float32)))

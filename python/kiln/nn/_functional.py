@@ -145,6 +145,10 @@ def pair(value, who, name):
 
 def same_padding(size, kernel, stride, dilation):
     """(before, after) padding of one spatial axis so that out = ceil(size / stride)."""
+    if size < 0 and stride > 1:  # the padding depends on the size there
+        raise ValueError(f"pad_mode 'same' with stride {stride} pads by the spatial size, which a "
+                         f"graph compiled for dimensions of any size learns only when it runs; "
+                         f"declare that size, or use pad_mode 'pad' or 'valid'")
     out = -(-size // stride)
     total = max((out - 1) * stride + (kernel - 1) * dilation + 1 - size, 0)
     return total // 2, total - total // 2

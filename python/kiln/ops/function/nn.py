@@ -39,6 +39,10 @@ def _spatial(x, op, name="input"):
 
 def _same_padding(size, kernel, stride, dilation):
     """TensorFlow's "same": output ceil(size / stride); the odd pixel of padding goes after."""
+    if size < 0 and stride > 1:  # the padding depends on the size there
+        raise ValueError(f"pad_mode 'same' with stride {stride} pads by the spatial size, which a "
+                         f"graph compiled for dimensions of any size learns only when it runs; "
+                         f"declare that size, or use pad_mode 'pad' or 'valid'")
     out = -(-size // stride)
     needed = max(0, (out - 1) * stride + (kernel - 1) * dilation + 1 - size)
     return needed // 2, needed - needed // 2

@@ -11,7 +11,7 @@ import numpy as np
 from kiln.common import dtype as mstype
 from kiln.common._arrays import tensor_of
 from kiln.ops._core import call, int_arg, is_tensor, pair_attr, shape_attr
-from kiln.ops.function.array import full, size_when_run
+from kiln.ops.function.array import full, reshape, size_when_run
 from kiln.ops.function.nn import avg_pool2d
 from kiln.ops.function.reduce import mean as _mean
 
@@ -266,6 +266,19 @@ def adaptive_avg_pool1d(input, output_size):  # noqa: A002
     return call("matmul", (x, _averaging_matrix(x.shape[-1], out, x.dtype)))
 
 
+def _global_over_any_size(op, h, w, oh, ow):
+    """True for a 1 x 1 output from a plane whose size a graph learns only when it runs (a
+    reduction over the plane does it); a ValueError for another output from such a plane, whose
+    windows need the size."""
+    if h >= 0 and w >= 0:
+        return False
+    if (oh, ow) == (1, 1):
+        return True
+    raise ValueError(f"{op}: the windows of a ({oh}, {ow}) output need the input's spatial size, "
+                     f"which a graph compiled for dimensions of any size learns only when it "
+                     f"runs; declare that size (a (1, 1) output works for any size)")
+
+
 def adaptive_avg_pool2d(input, output_size):  # noqa: A002
     """Averages (N, C, H, W) / (C, H, W) over output_size windows of any size: a product with an
     averaging matrix on each side (exact window means, differentiable)."""
@@ -273,6 +286,8 @@ def adaptive_avg_pool2d(input, output_size):  # noqa: A002
     x = _float_spatial(op, input, (3, 4))
     h, w = x.shape[-2], x.shape[-1]
     oh, ow = _output_size(op, output_size, (h, w))
+    if _global_over_any_size(op, h, w, oh, ow):
+        return call("reduce_mean", (x,), ((-2, -1), True))
     rows = call("transpose", (_averaging_matrix(h, oh, x.dtype),), ((1, 0),))
     return call("matmul", (rows, call("matmul", (x, _averaging_matrix(w, ow, x.dtype)))))
 
@@ -303,6 +318,8 @@ def adaptive_max_pool2d(input, output_size, return_indices=False):  # noqa: A002
         raise TypeError(f"{op}: return_indices must be a bool, got {return_indices!r}")
     h, w = x.shape[-2], x.shape[-1]
     oh, ow = _output_size(op, output_size, (h, w))
+    if not return_indices and _global_over_any_size(op, h, w, oh, ow):
+        return call("reduce_max", (x,), ((-2, -1), True))
     rank = len(x.shape)
     lead = tuple(x.shape[:-2])
     rows, index_rows = [], []
@@ -390,10 +407,16 @@ def pixel_shuffle(input, upscale_factor):  # noqa: A002
                          f"{shape}")
     lead, (c, h, w) = shape[:-3], shape[-3:]
     n = len(lead)
-    x = call("reshape", (input,), (lead + (c // (r * r), r, r, h, w),))
+    sizes = [size_when_run(input, i) for i in range(len(shape))]  # as the graph runs, if unknown
+    lead, h, w = tuple(sizes[:-3]), sizes[-2], sizes[-1]
+    x = reshape(input, lead + (c // (r * r), r, r, h, w))
     perm = tuple(range(n)) + (n, n + 3, n + 1, n + 4, n + 2)
     x = call("transpose", (x,), (perm,))
-    return call("reshape", (x,), (lead + (c // (r * r), h * r, w * r),))
+    if min(shape) >= 0:
+        return call("reshape", (x,), (lead + (c // (r * r), h * r, w * r),))
+    # Sizes known when the graph runs: merge (w, r), then (h, r) beside the merged width.
+    x = reshape(x, lead + (c // (r * r), h, r, -1))
+    return reshape(x, lead + (c // (r * r), -1, size_when_run(x, -1)))
 
 
 def pixel_unshuffle(input, downscale_factor):  # noqa: A002
@@ -512,13 +535,13 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):  # noqa: A0
     if len(shape) < 2 or groups < 1 or shape[1] % groups:
         raise ValueError(f"{op}: the channel count of input shape {shape} must be divisible "
                          f"by num_groups={groups}")
-    n, c = shape[0], shape[1]
-    grouped = call("reshape", (x,), ((n, groups, -1),))
+    c = shape[1]
+    sizes = [size_when_run(x, i) for i in range(len(shape))]  # as the graph runs, if unknown
+    grouped = reshape(x, (sizes[0], groups, -1))
     mean = _mean(grouped, 2, True)
     centered = call("sub", (grouped, mean))
     var = _mean(call("square", (centered,)), 2, True)
-    y = call("reshape", (call("mul", (centered, call("rsqrt", (call("add", (var, eps)),)))),),
-             (shape,))
+    y = reshape(call("mul", (centered, call("rsqrt", (call("add", (var, eps)),)))), tuple(sizes))
     affine = (c,) + (1,) * (len(shape) - 2)
     if weight is not None:
         y = call("mul", (y, call("reshape", (weight,), (affine,))))
