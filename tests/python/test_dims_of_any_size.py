@@ -616,3 +616,14 @@ def test_random_draws_shaped_by_dimensions_of_any_size(body):
             np.testing.assert_array_equal(np.sort(out[:, 0, 0]), a[:, 0, 0])
         elif n == 40:  # 4800 normal draws
             assert abs(out.mean()) < 0.1 and 0.9 < out.std() < 1.1
+
+
+def causal_scores(x):
+    scores = x @ x.transpose(0, 2, 1)  # (n, m, m)
+    allowed = ms.ops.tril(ms.ops.ones((x.shape[1], x.shape[1]), ms.float32))
+    return ms.ops.triu(scores, 1) * 0.5 + ms.ops.masked_fill(scores, allowed == 0, -1e9)
+
+
+def test_triangles_over_dimensions_of_any_size():
+    # A causal mask of the runtime length (before: tril failed building a -1 x -1 mask).
+    _check_value_and_gradient_against_pynative(causal_scores)

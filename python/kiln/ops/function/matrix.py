@@ -17,9 +17,16 @@ def _triangle(op, input, diagonal, lower):  # noqa: A002
         raise ValueError(f"{op}: input must have at least 2 dimensions, got shape {shape}")
     k = int_arg(diagonal, op, "diagonal")
     rows, cols = shape[-2:]
-    keep = np.tril(np.ones((rows, cols), bool), k) if lower else np.triu(np.ones((rows, cols),
-                                                                                 bool), k)
-    return call("where", (tensor_of(keep), input, call("fill", (), ((), 0, input.dtype._enum))))
+    if rows < 0 or cols < 0:
+        # Sizes known when the graph runs: keep where column - row <= k (lower) or >= k.
+        n = len(shape)
+        offset = call("sub", (_indexing.positions_along(input, n - 1),
+                              _indexing.positions_along(input, n - 2)))
+        keep = call("less_equal" if lower else "greater_equal", (offset, k))
+    else:
+        keep = tensor_of(np.tril(np.ones((rows, cols), bool), k) if lower
+                         else np.triu(np.ones((rows, cols), bool), k))
+    return call("where", (keep, input, call("fill", (), ((), 0, input.dtype._enum))))
 
 
 def tril(input, diagonal=0):  # noqa: A002
