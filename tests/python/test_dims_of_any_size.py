@@ -627,3 +627,12 @@ def causal_scores(x):
 def test_triangles_over_dimensions_of_any_size():
     # A causal mask of the runtime length (before: tril failed building a -1 x -1 mask).
     _check_value_and_gradient_against_pynative(causal_scores)
+
+
+def einsum_scores(x):
+    return ms.ops.einsum("nmk,nlk->nml", x, x * 0.5) + ms.ops.einsum("nmk->n", x)[:, None, None]
+
+
+def test_einsum_over_dimensions_of_any_size():
+    # Its operands are aligned by inserted size-1 axes (before: a reshape by -1 sizes).
+    _check_value_and_gradient_against_pynative(einsum_scores)

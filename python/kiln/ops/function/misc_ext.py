@@ -232,10 +232,12 @@ def einsum(equation, *operands):
     total = None
     for term, t in zip(terms, operands):
         perm = tuple(sorted(range(len(term)), key=lambda i: order.index(term[i])))
-        shape = [1] * len(order)
-        for i in perm:
-            shape[order.index(term[i])] = t.shape[i]
-        aligned = reshape(transpose(t, perm), tuple(shape))
+        # Size-1 axes where the term lacks a label (no sizes needed: also for a graph's
+        # dimensions of any size).
+        aligned = transpose(t, perm)
+        for axis, label in enumerate(order):
+            if label not in term:
+                aligned = call("expand_dims", (aligned,), (axis,))
         total = aligned if total is None else call("mul", (total, aligned))
     if labels:
         total = call("reduce_sum", (total,), (tuple(range(len(out), len(order))), False, None))
