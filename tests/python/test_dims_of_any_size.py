@@ -636,3 +636,12 @@ def einsum_scores(x):
 def test_einsum_over_dimensions_of_any_size():
     # Its operands are aligned by inserted size-1 axes (before: a reshape by -1 sizes).
     _check_value_and_gradient_against_pynative(einsum_scores)
+
+
+def merged_rows(x):
+    return x.reshape(x.shape[0] * x.shape[1], 4) * 2.0
+
+
+def test_reshape_by_a_size_computed_from_sizes_of_any_size():
+    # Before: "reshape: shape must be an int or a tuple of ints" (a 0-d tensor in the target).
+    _check_value_and_gradient_against_pynative(merged_rows)

@@ -38,6 +38,17 @@ def _axis(axis, ndim, op, name="axis"):
 
 def reshape(input, shape):  # noqa: A002 - MindSpore's argument names
     """A view when the layout allows, else a contiguous copy; one dimension may be -1."""
+    items = tuple(shape) if isinstance(shape, (tuple, list)) else (shape,)
+    computed = [i for i, d in enumerate(items) if _is_size_computed_when_run(d)]
+    if computed:
+        # A size the graph computes as it runs (x.shape[0] * x.shape[1] there): as the one
+        # unknown it is what the other sizes leave, which is what the elements make it.
+        if len(computed) > 1 or -1 in [d for d in items if not is_tensor(d)] or \
+                any(getattr(d, "kiln_dim_of_any_size", False) for d in items):
+            raise ValueError(f"reshape: the target holds {len(computed)} size(s) computed as "
+                             f"the graph runs; it may hold one, with no -1 and no size read off "
+                             f"a dimension of any size beside it")
+        shape = tuple(-1 if i in computed else d for i, d in enumerate(items))
     target = _reshape_target(input, shape)
     items = tuple(shape) if isinstance(shape, (tuple, list)) else (shape,)
     runtime = [getattr(d, "kiln_dim_of_any_size", False) for d in items]
@@ -49,6 +60,12 @@ def reshape(input, shape):  # noqa: A002 - MindSpore's argument names
         sizes = tuple(-2 if r else int(d) for d, r in zip(items, runtime))
         return call("reshape", (input, like), (sizes,))
     return call("reshape", (input,), (target,))
+
+
+def _is_size_computed_when_run(value):
+    """A 0-d integer tensor of a graph: a size it computes as it runs, not a number now."""
+    return is_tensor(value) and tuple(value.shape) == () and value.dtype in mstype.int_type \
+        and not isinstance(value, _C.TensorBase)
 
 
 def _reshape_target(input, shape):  # noqa: A002
