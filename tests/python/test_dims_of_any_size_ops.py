@@ -135,10 +135,21 @@ def slices_of_rows(x):
     return x.unbind(0)[0]
 
 
-@pytest.mark.parametrize("body,op", [(running_max, "cummax"), (slices_of_rows, "unbind")])
+def first_row(x):
+    return ms.ops.narrow(x, 0, 0, 1)
+
+
+def kronecker_of_planes(x):
+    return ms.ops.kron(x[0], x[1])
+
+
+@pytest.mark.parametrize("body,op", [(running_max, "cummax"), (slices_of_rows, "unbind"),
+                                     (first_row, "narrow"), (kronecker_of_planes, "kron")])
 def test_ops_that_need_the_size_along_a_dimension_of_any_size_say_so(body, op):
-    # Before: cummax ran none of its steps (a silent wrong answer) and unbind returned no slices.
-    with pytest.raises(ValueError, match=f"{op}: .*known only when the graph runs"):
+    # Before: cummax ran none of its steps (a silent wrong answer), unbind returned no slices,
+    # narrow named a size -1 and kron failed in a reshape when the graph ran.
+    with pytest.raises(ValueError, match=f"{op}: .*(known only when the graph runs|a graph "
+                                         f"learns only when it runs)"):
         ms.jit(body, input_signature=SIGNATURE)(ms.Tensor(np.ones((3, 2, 4), np.float32)))
 
 

@@ -46,6 +46,17 @@ def int_arg(value, op, name):
     return value_or_none
 
 
+def require_known_sizes(op, *tensors):
+    """A ValueError for an op that computes with its operands' sizes while compiling, where one
+    of them has a dimension declared None (a graph learns its size only when it runs)."""
+    for t in tensors:
+        shape = tuple(t.shape)
+        if min(shape, default=0) < 0:
+            raise ValueError(f"{op}: shape {shape} has a dimension declared None, whose size a "
+                             f"graph learns only when it runs, and {op} needs it while "
+                             f"compiling; declare that size or run {op} in PyNative mode")
+
+
 def _refuse_runtime_size(value, op, name):
     """A size read off a dimension of any size (x.shape[i] in a graph compiled for it) is -1 to
     an op that needs the number while compiling: a ValueError, not a silent -1."""

@@ -9,7 +9,15 @@ from kiln import _C
 from kiln.common import dtype as mstype
 from kiln.common._arrays import tensor_of
 from kiln.ops import _indexing
-from kiln.ops._core import axes_attr, call, dtype_attr, int_arg, is_tensor, shape_attr
+from kiln.ops._core import (
+    axes_attr,
+    call,
+    dtype_attr,
+    int_arg,
+    is_tensor,
+    require_known_sizes,
+    shape_attr,
+)
 
 __all__ = [
     "assign",
@@ -180,6 +188,8 @@ def narrow(input, axis, start, length):  # noqa: A002
     n = _ndim(input)
     axis = _axis(axis, n, "narrow")
     size = input.shape[axis]
+    if size < 0:
+        require_known_sizes("narrow", input)
     start, length = int_arg(start, "narrow", "start"), int_arg(length, "narrow", "length")
     start = start + size if start < 0 else start
     if not 0 <= start <= size or length < 0 or start + length > size:

@@ -3,7 +3,7 @@ products and distances, all composed of matmul and elementwise registry ops."""
 import builtins
 import math
 
-from kiln.ops._core import call, int_arg, is_tensor
+from kiln.ops._core import call, int_arg, is_tensor, require_known_sizes
 from kiln.ops.function.array import _axis, concat, narrow, reshape, transpose
 
 __all__ = [
@@ -147,6 +147,7 @@ def tensor_dot(x1, x2, axes):
 def kron(input, other):  # noqa: A002
     """The Kronecker product (np.kron)."""
     a, b = _tensor("kron", input), _tensor("kron", other, "other")
+    require_known_sizes("kron", a, b)
     n = builtins.max(len(a.shape), len(b.shape))
     sa = (1,) * (n - len(a.shape)) + tuple(a.shape)
     sb = (1,) * (n - len(b.shape)) + tuple(b.shape)
