@@ -66,7 +66,9 @@ struct ConvGeometry {
 };
 
 ConvGeometry PlanConv(const OpDef& def, const std::vector<TensorMeta>& in, const Attrs& attrs) {
-  const TensorMeta &x = in[0], &wt = in[1], &bias = in[2];
+  const TensorMeta &x = in[0], &wt = in[1];
+  TensorMeta bias = in.size() > 2 ? in[2] : TensorMeta{};  // a rule may emit it without a bias
+  if (in.size() <= 2) bias.present = false;
   KILN_CHECK(x.shape.size() == 4, Value, def.name, ": input must be 4-D (N, C, H, W), got shape ",
              ShapeStr(x.shape));
   KILN_CHECK(wt.shape.size() == 4, Value, def.name,

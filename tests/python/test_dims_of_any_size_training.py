@@ -184,15 +184,18 @@ def squared_sum_through_cell(x):
     (lambda: nn.AdaptiveAvgPool2d((1, 1)), [(2, 4, 6, 6), (1, 4, 8, 5)]),
     (lambda: nn.AdaptiveMaxPool2d((1, 1)), [(2, 4, 6, 6), (1, 4, 8, 5)]),
     (lambda: nn.Conv2d(4, 4, 3, stride=1, pad_mode="same"), [(2, 4, 6, 6), (1, 4, 8, 5)]),
+    (lambda: nn.Conv2dTranspose(4, 3, 2, stride=2, has_bias=True), [(2, 4, 3, 3), (5, 4, 3, 3)]),
 ], ids=["GroupNorm", "PixelShuffle", "AdaptiveAvgPool2d 1x1", "AdaptiveMaxPool2d 1x1",
-        "Conv2d same"])
+        "Conv2d same", "Conv2dTranspose"])
 def test_image_layers_over_any_batch_and_image_size(make, sizes):
     ms.set_seed(0)
     _CELL[:] = [make()]
     params = _CELL[0].trainable_params()
     step = ms.value_and_grad(squared_sum_through_cell, None if params else 0,
                              params if params else None)
-    compiled = ms.jit(step, input_signature=(ms.Tensor(shape=[None, sizes[0][1], None, None],
+    # Conv2dTranspose's output size comes from the input's: only its batch is of any size.
+    spatial = sizes[0][2:] if len({s[2:] for s in sizes}) == 1 else (None, None)
+    compiled = ms.jit(step, input_signature=(ms.Tensor(shape=[None, sizes[0][1], *spatial],
                                                        dtype=ms.float32),))
     rng = np.random.default_rng(0)
     for s in sizes:

@@ -12,6 +12,7 @@ from kiln.nn.cell import Cell
 from kiln.nn.layer.basic import check_bool, check_int
 from kiln.nn.layer.conv import _int_arg, _weight_3d_as_4d, resolve_padding
 from kiln.ops import _core
+from kiln.ops.function.array import size_when_run
 
 __all__ = ["Conv2dTranspose", "Conv1dTranspose"]
 
@@ -87,6 +88,8 @@ class Conv2dTranspose(Cell):
         if len(shape) != 4 or shape[1] != self.in_channels:
             raise ValueError(f"{self._WHO}: expected an (N, {self.in_channels}, H, W) input, got "
                              f"shape {shape}")
+        if min(shape[2:]) < 0:  # the output size is computed from the input's
+            _core.require_known_sizes(self._WHO, x)
         p = self.padding
         out = tuple(_output_length(self.pad_mode, size, k, s, d, pads)
                     for size, k, s, d, pads in zip(shape[2:], self.kernel_size, self.stride,
@@ -95,7 +98,10 @@ class Conv2dTranspose(Cell):
             raise ValueError(f"{self._WHO}: the output size {out} is empty for input {shape}")
         attrs = ((shape[0], self.out_channels) + out, self.stride, self._pads(out),
                  self.dilation, self.group)
-        y = _core.call("conv2d_backward_input", (x, ops.cast(self.weight, x.dtype)), attrs)
+        inputs = (x, ops.cast(self.weight, x.dtype))
+        if shape[0] < 0:  # a batch of any size: the output's shape as the graph runs
+            inputs += (ops.zeros((size_when_run(x, 0), self.out_channels) + out, x.dtype),)
+        y = _core.call("conv2d_backward_input", inputs, attrs)
         if self.has_bias:
             y = y + F.reshape(ops.cast(self.bias, y.dtype), (1, self.out_channels, 1, 1))
         if any(self.output_padding):
