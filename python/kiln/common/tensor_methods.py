@@ -4,7 +4,7 @@ import builtins
 from kiln import ops
 from kiln.common import dtype as mstype
 from kiln.ops import _indexing
-from kiln.ops._core import call, int_arg, is_tensor
+from kiln.ops._core import call, int_arg, is_runtime_size, is_tensor
 
 
 def _unary(name):
@@ -539,7 +539,7 @@ def _sizes(args, runtime=False):
     dimension of any size (x.shape[0] there) stays itself: the op takes its value as it runs."""
     if len(args) == 1 and isinstance(args[0], (tuple, list)):
         args = tuple(args[0])
-    return tuple(a if runtime and getattr(a, "kiln_dim_of_any_size", False)
+    return tuple(a if runtime and is_runtime_size(a)
                  else int_arg(a, "size", "size") for a in args)
 
 

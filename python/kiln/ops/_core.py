@@ -57,10 +57,16 @@ def require_known_sizes(op, *tensors):
                              f"compiling; declare that size or run {op} in PyNative mode")
 
 
+def is_runtime_size(value):
+    """True for a size read off a dimension of any size (x.shape[i] in a graph compiled for it;
+    kiln's own size_when_run): -1 as an int, resolved by the ops that take it as the graph runs."""
+    return getattr(value, "kiln_dim_of_any_size", False)
+
+
 def _refuse_runtime_size(value, op, name):
     """A size read off a dimension of any size (x.shape[i] in a graph compiled for it) is -1 to
     an op that needs the number while compiling: a ValueError, not a silent -1."""
-    if getattr(value, "kiln_dim_of_any_size", False):
+    if is_runtime_size(value):
         raise ValueError(f"{op}: {name} is the size of a dimension declared None, known only when "
                          f"the graph runs, and {op} needs it while compiling; declare that size "
                          f"or run {op} in PyNative mode")

@@ -258,18 +258,27 @@ def _reverse(x, axis):
     return call("advanced_index", (x, rev), ((axis,),))
 
 
-def _ones_along(x, axis):
-    """int64 ones, one per position of x's axis as the graph runs (a vector)."""
+def filled_along(x, axis, value, dtype=mstype.int64):
+    """A vector of `value`, one per position of x's axis as the graph runs (a dimension declared
+    of any size): x's line along that axis (index 0 elsewhere), filled."""
     line = getitem(x, tuple(slice(None) if d == axis else 0 for d in range(len(x.shape))))
-    return call("fill_like", (line,), (1, dtype_attr(mstype.int64)))
+    return call("fill_like", (line,), (value, dtype_attr(dtype)))
+
+
+def runtime_positions_along(x, axis):
+    """int64 0, 1, ..., n - 1 for the size n of x's axis as the graph runs (a vector): the
+    running count of ones, less one."""
+    return call("sub", (call("cumsum", (filled_along(x, axis, 1),), (0, False)), 1))
+
+
+def runtime_size(x, axis):
+    """The size of x's axis as the graph runs: a 0-d int64 tensor."""
+    return call("tensor_shape", (x,))[axis]
 
 
 def _reversed_positions(x, axis):
-    """n - 1, ..., 0 for the size n that x's axis has when the graph runs (a dimension declared
-    of any size): n minus the running count of ones along that axis."""
-    ones = _ones_along(x, axis)
-    count = call("reduce_sum", (ones,), (None, False, None))
-    return call("sub", (count, call("cumsum", (ones,), (0, False))))
+    """n - 1, ..., 0 for the size n that x's axis has when the graph runs."""
+    return call("sub", (call("sub", (runtime_size(x, axis), 1)), runtime_positions_along(x, axis)))
 
 
 def positions_along(x, axis):
@@ -280,7 +289,7 @@ def positions_along(x, axis):
         shape = [1] * rank
         shape[axis] = n
         return tensor_of(np.arange(n, dtype=np.int64).reshape(shape))
-    pos = call("sub", (call("cumsum", (_ones_along(x, axis),), (0, False)), 1))
+    pos = runtime_positions_along(x, axis)
     for _ in range(rank - 1 - axis):
         pos = call("expand_dims", (pos,), (-1,))
     for _ in range(axis):

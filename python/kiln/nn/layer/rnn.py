@@ -187,12 +187,9 @@ def recurrent(cell, x, state, weights, lengths):
 
 
 def _steps(x):
-    """0, 1, ..., T - 1 for x's first axis (T steps), also where the graph learns T only when
-    it runs: the running count of ones, less one."""
-    if x.shape[0] >= 0:
-        return ops.arange(0, x.shape[0], 1)
-    ones = ops.ones_like(x[:, 0, 0] if len(x.shape) == 3 else x[:, 0], dtype=mstype.int64)
-    return ops.cumsum(ones, 0) - 1
+    """0, 1, ..., T - 1 for x's first axis (T steps; also where the graph learns T only when it
+    runs)."""
+    return ops.arange(size_when_run(x, 0))
 
 
 def _reverse(x, lengths):

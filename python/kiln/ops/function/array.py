@@ -14,6 +14,7 @@ from kiln.ops._core import (
     call,
     dtype_attr,
     int_arg,
+    is_runtime_size,
     is_tensor,
     require_known_sizes,
     shape_attr,
@@ -52,14 +53,14 @@ def reshape(input, shape):  # noqa: A002 - MindSpore's argument names
         # A size the graph computes as it runs (x.shape[0] * x.shape[1] there): as the one
         # unknown it is what the other sizes leave, which is what the elements make it.
         if len(computed) > 1 or -1 in [d for d in items if not is_tensor(d)] or \
-                any(getattr(d, "kiln_dim_of_any_size", False) for d in items):
+                any(is_runtime_size(d) for d in items):
             raise ValueError(f"reshape: the target holds {len(computed)} size(s) computed as "
                              f"the graph runs; it may hold one, with no -1 and no size read off "
                              f"a dimension of any size beside it")
         shape = tuple(-1 if i in computed else d for i, d in enumerate(items))
     target = _reshape_target(input, shape)
     items = tuple(shape) if isinstance(shape, (tuple, list)) else (shape,)
-    runtime = [getattr(d, "kiln_dim_of_any_size", False) for d in items]
+    runtime = [is_runtime_size(d) for d in items]
     if any(runtime) and target.count(-1) > 1:
         # Sizes known only when the graph runs (x.shape[0] beside another unknown size): a
         # tensor built from them gives them then (reshape's -2), the -1 is what they leave.
@@ -82,7 +83,7 @@ def _reshape_target(input, shape):  # noqa: A002
     becomes the one -1, and a -1 of the user's becomes the size the other known dimensions
     leave, so that the graph reshapes as PyNative would for every size."""
     items = tuple(shape) if isinstance(shape, (tuple, list)) else (shape,)
-    read = [i for i, d in enumerate(items) if getattr(d, "kiln_dim_of_any_size", False)]
+    read = [i for i, d in enumerate(items) if is_runtime_size(d)]
     # Otherwise a size read off a dimension of any size is reshape's -1: whatever is left.
     as_minus_one = tuple(-1 if i in read else d for i, d in enumerate(items))
     if len(read) != 1 or items[read[0]].tensor is not input:
@@ -127,10 +128,10 @@ def swapaxes(input, axis0, axis1):  # noqa: A002
 def broadcast_to(input, shape):  # noqa: A002
     """A read-only-in-spirit view with zero strides; -1 keeps the input's dimension."""
     items = tuple(shape) if isinstance(shape, (tuple, list)) else (shape,)
-    if any(getattr(d, "kiln_dim_of_any_size", False) for d in items):
+    if any(is_runtime_size(d) for d in items):
         # Sizes read off tensors along dimensions of any size (x.shape in a graph compiled for
         # them): known when the graph runs, where broadcast_to's -1 would keep input's size.
-        like = _shaped_as(tuple(1 if d == -1 and not getattr(d, "kiln_dim_of_any_size", False)
+        like = _shaped_as(tuple(1 if d == -1 and not is_runtime_size(d)
                                 else d for d in items), "broadcast_to", "shape")
         return _broadcast_like(input, like)
     return call("broadcast_to", (input,), (shape_attr(shape, "broadcast_to"),))
@@ -431,18 +432,14 @@ def _shaped_as(size, op, name):
     """A float32 tensor of `size`'s shape when `size` holds sizes a graph reads off tensors
     along dimensions of any size (x.shape[0] there); None otherwise."""
     items = tuple(size) if isinstance(size, (tuple, list)) else (size,)
-    read = [i for i, d in enumerate(items) if getattr(d, "kiln_dim_of_any_size", False)]
+    read = [i for i, d in enumerate(items) if is_runtime_size(d)]
     if not read:
         return None
     static = tuple(1 if i in read else d for i, d in enumerate(items))
     out = call("fill", (), (shape_attr(static, op, name), 0, dtype_attr(mstype.float32)))
     for i in read:
-        tensor, axis = items[i].tensor, items[i].axis
-        # That axis of `tensor` alone (every other axis at index 0: a view), as a vector of the
-        # size the graph runs with, placed at position i.
-        line = _indexing.getitem(tensor, tuple(slice(None) if j == axis else 0
-                                               for j in range(len(tensor.shape))))
-        line = call("fill_like", (line,), (0, dtype_attr(mstype.float32)))
+        # Zeros along that axis of its tensor, as many as the graph runs with, at position i.
+        line = _indexing.filled_along(items[i].tensor, items[i].axis, 0, mstype.float32)
         for _ in range(len(items) - 1 - i):
             line = call("expand_dims", (line,), (-1,))
         out = out + line
@@ -471,12 +468,7 @@ def _scalar(value):
 def runtime_positions(size):
     """int64 0, 1, ..., n - 1 for a size read off a dimension of any size (x.shape[i] in a graph
     compiled for it), n being that dimension's size as the graph runs."""
-    ones = _indexing._ones_along(size.tensor, size.axis)
-    return call("sub", (call("cumsum", (ones,), (0, False)), 1))
-
-
-def _is_runtime_size(value):
-    return getattr(value, "kiln_dim_of_any_size", False)
+    return _indexing.runtime_positions_along(size.tensor, size.axis)
 
 
 def arange(start=0, end=None, step=1, *, dtype=None):
@@ -484,7 +476,7 @@ def arange(start=0, end=None, step=1, *, dtype=None):
     is int64 when every argument is an int, float32 when any is a float, unless given."""
     if end is None:
         start, end = 0, start
-    if _is_runtime_size(end):  # ops.arange(x.shape[1]) in a graph compiled for any size
+    if is_runtime_size(end):  # ops.arange(x.shape[1]) in a graph compiled for any size
         return _arange_to_runtime_size(start, end, step, dtype)
     start, end, step = _scalar(start), _scalar(end), _scalar(step)
     if dtype is None:

@@ -6,7 +6,7 @@ import numpy as np
 
 from kiln.common import dtype as mstype
 from kiln.common._arrays import tensor_of
-from kiln.ops._core import call, dtype_attr, int_arg, is_tensor
+from kiln.ops._core import call, dtype_attr, int_arg, is_runtime_size, is_tensor
 from kiln.ops.function.array import runtime_positions
 
 __all__ = ["eye", "linspace", "logspace", "range", "vander", "hann_window", "hamming_window",
@@ -34,7 +34,7 @@ def _number(op, name, value):
 
 def eye(n, m=None, dtype=None):
     """An n x m matrix (m defaults to n) with ones on the diagonal; float32 by default."""
-    if any(getattr(v, "kiln_dim_of_any_size", False) for v in (n, m)):
+    if any(is_runtime_size(v) for v in (n, m)):
         return _eye_of_runtime_sizes(n, n if m is None else m, dtype)
     n = int_arg(n, "eye", "n")
     m = n if m is None else int_arg(m, "eye", "m")
@@ -46,7 +46,7 @@ def eye(n, m=None, dtype=None):
 def _eye_of_runtime_sizes(n, m, dtype):
     """eye for sizes read off dimensions of any size: row position == column position."""
     def positions(size):
-        if getattr(size, "kiln_dim_of_any_size", False):
+        if is_runtime_size(size):
             return runtime_positions(size)
         return call("arange", (), (0, int_arg(size, "eye", "n"), 1, dtype_attr(mstype.int64)))
 

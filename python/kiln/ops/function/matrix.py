@@ -59,10 +59,9 @@ def roll(input, shifts, dims=None):  # noqa: A002
     for shift, dim in zip(shift_list, dim_list):
         size = input.shape[dim]
         if size < 0:  # a graph's dimension of any size: positions as it runs
-            ones = _indexing._ones_along(out, dim % len(input.shape))
-            count = call("reduce_sum", (ones,), (None, False, None))
-            pos = call("sub", (call("cumsum", (ones,), (0, False)), 1))
-            index = call("mod", (call("sub", (pos, shift)), count))
+            axis = dim % len(input.shape)
+            pos = _indexing.runtime_positions_along(out, axis)
+            index = call("mod", (call("sub", (pos, shift)), _indexing.runtime_size(out, axis)))
             out = call("gather", (out, index), (dim, 0))
         elif size:
             index = (np.arange(size) - shift) % size

@@ -142,7 +142,7 @@ def shuffle(x, seed=None):
     _tensor("shuffle", x, "x")
     if not x.shape:
         return call("identity", (x,))
-    keys = _uniform("shuffle", (x.shape[0],), seed, like=_indexing._ones_along(x, 0)
+    keys = _uniform("shuffle", (x.shape[0],), seed, like=_indexing.filled_along(x, 0, 0)
                     if x.shape[0] < 0 else None)
     return call("gather", (x, call("argsort", (keys,), (0, False))), (0, 0))
 

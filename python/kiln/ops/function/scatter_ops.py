@@ -7,7 +7,7 @@ import numpy as np
 
 from kiln.common import dtype as mstype
 from kiln.common._arrays import tensor_of
-from kiln.ops._core import call, dtype_attr, int_arg, is_tensor, shape_attr
+from kiln.ops._core import call, dtype_attr, int_arg, is_runtime_size, is_tensor, shape_attr
 from kiln.ops.function.array import _axis, reshape, runtime_positions, transpose
 
 __all__ = [
@@ -306,7 +306,7 @@ def sequence_mask(lengths, maxlen=None):
     lens = _tensor("sequence_mask", lengths, "lengths")
     if maxlen is None:
         maxlen = int(lens.asnumpy().max()) if lens.size else 0
-    if getattr(maxlen, "kiln_dim_of_any_size", False):  # a size known when the graph runs
+    if is_runtime_size(maxlen):  # a size known when the graph runs
         steps = call("cast", (runtime_positions(maxlen),), (dtype_attr(lens.dtype),))
         return call("less", (steps, call("expand_dims", (lens,), (len(lens.shape),))))
     n = int_arg(maxlen, "sequence_mask", "maxlen")

@@ -8,7 +8,7 @@ import numpy as np
 from kiln.common import dtype as mstype
 from kiln.common._arrays import tensor_of
 from kiln.ops import _indexing
-from kiln.ops._core import call, dtype_attr, int_arg, shape_attr
+from kiln.ops._core import call, dtype_attr, int_arg, is_runtime_size, shape_attr
 from kiln.ops._core import is_tensor as _is_tensor
 from kiln.ops.function.array import (
     _axis,
@@ -249,7 +249,7 @@ def expand(input_x, size):
     x = _tensor("expand", input_x, "input_x")
     if _is_tensor(size):
         size = tuple(int(v) for v in size.asnumpy().reshape(-1))
-    if any(getattr(d, "kiln_dim_of_any_size", False) for d in size):
+    if any(is_runtime_size(d) for d in size):
         return broadcast_to(x, tuple(size))  # sizes known when the graph runs
     size = shape_attr(size, "expand", "size")
     lead = len(size) - len(x.shape)

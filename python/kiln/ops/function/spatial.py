@@ -10,7 +10,7 @@ import numpy as np
 
 from kiln.common import dtype as mstype
 from kiln.common._arrays import tensor_of
-from kiln.ops._core import call, int_arg, is_tensor, pair_attr, shape_attr
+from kiln.ops._core import call, int_arg, is_runtime_size, is_tensor, pair_attr, shape_attr
 from kiln.ops.function.array import full, reshape, size_when_run
 from kiln.ops.function.nn import avg_pool2d
 from kiln.ops.function.reduce import mean as _mean
@@ -37,7 +37,7 @@ def _index(values):
 
 
 def _fill(shape, value, dtype):
-    if any(getattr(s, "kiln_dim_of_any_size", False) for s in shape):
+    if any(is_runtime_size(s) for s in shape):
         return full(tuple(shape), value, dtype=dtype)  # sizes known when the graph runs
     return call("fill", (), (tuple(int(s) for s in shape), value, dtype._enum))
 
